@@ -1,0 +1,61 @@
+"""The exception tree of sessdex: every error a user can cause derives from SessdexError."""
+
+from __future__ import annotations
+
+
+class SessdexError(Exception):
+    """Base of every error sessdex reports to a user; `exit_code` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class UsageError(SessdexError):
+    """The command was called wrongly (bad option values, unreadable input path)."""
+
+    exit_code = 2
+
+
+class SessionFileError(SessdexError):
+    """A session file is missing or cannot be read."""
+
+    exit_code = 2
+
+
+class PersistenceError(SessdexError):
+    """Writing a session file failed; kept and raised again by later operations (S7)."""
+
+
+class EntryNotFoundError(SessdexError, LookupError):
+    """An operation named an entry id that is not in the session."""
+
+    def __init__(self, entry_id: str) -> None:
+        super().__init__(f"Entry {entry_id} not found")
+        self.entry_id = entry_id
+
+
+class SessionNotFoundError(SessdexError):
+    """No session matches the id prefix the user gave (S13)."""
+
+
+class SessionInOtherProjectError(SessdexError):
+    """The matched session belongs to another project and the user declined to fork it (S13)."""
+
+
+class AmbiguousSessionError(SessdexError):
+    """An id prefix matches several sessions; `candidates` lists them (S16)."""
+
+    def __init__(self, message: str, candidates: list) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
+class ForkSourceNotFoundError(SessdexError):
+    """`fork_from` was given a source session file that does not exist."""
+
+
+class CatalogError(SessdexError):
+    """The catalog database cannot be opened, upgraded or queried."""
+
+
+class HistoryError(SessdexError):
+    """The prompt history database cannot be opened or written."""

@@ -1,0 +1,105 @@
+"""Where the agent keeps things (S1): the agent dir, project session directories and session file names."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+ProjectDirNaming = Literal["documented", "agent"]
+
+
+def default_agent_dir() -> Path:
+    """The agent dir: `$PI_CODING_AGENT_DIR` when set, else `~/.xcsh/agent`."""
+    configured = os.environ.get(AGENT_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    return Path(os.path.expanduser("~")) / ".xcsh" / "agent"
+
+
+def _canonical(path: str | os.PathLike[str]) -> str:
+    """Absolute, normalized and symlink-resolved form of a path (need not exist)."""
+    return os.path.realpath(os.path.abspath(os.fspath(path)))
+
+
+def _dashes(text: str) -> str:
+    return text.replace("/", "-").replace("\\", "-").replace(":", "-")
+
+
+def documented_project_dir_name(cwd: str | os.PathLike[str]) -> str:
+    """The documented `--<cwd without leading slash, / \\ : as ->--` directory name for a project."""
+    return "--" + _dashes(_canonical(cwd).lstrip("/")) + "--"
+
+
+def agent_project_dir_name(cwd: str | os.PathLike[str], home: str | os.PathLike[str],
+                           tmp_dir: str | os.PathLike[str]) -> str:
+    """The agent's home-relative name: `-a-b` for ~/a/b, `-` for ~, `-tmp-x` under the temp dir, else documented."""
+    resolved = _canonical(cwd)
+    for base, prefix in ((_canonical(home), "-"), (_canonical(tmp_dir), "-tmp")):
+        if resolved == base:
+            return prefix
+        if resolved.startswith(base.rstrip("/") + "/"):
+            relative = resolved[len(base.rstrip("/")) + 1:]
+            return ("-" if prefix == "-" else prefix + "-") + _dashes(relative)
+    return documented_project_dir_name(resolved)
+
+
+def session_file_name(timestamp_iso: str, session_id: str) -> str:
+    """`<ISO time with : and . as ->_<session id>.jsonl`."""
+    return f"{timestamp_iso.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+@dataclass(frozen=True)
+class AgentPaths:
+    """The agent's directory layout, resolved once: every path sessdex reads or writes derives from here."""
+
+    agent_dir: Path
+    home: Path = field(default_factory=lambda: Path(os.path.expanduser("~")))
+    tmp_dir: Path = field(default_factory=lambda: Path(os.environ.get("TMPDIR") or tempfile.gettempdir()))
+    naming: ProjectDirNaming = "documented"
+
+    @classmethod
+    def from_env(cls, agent_dir: str | os.PathLike[str] | None = None,
+                 naming: ProjectDirNaming = "documented") -> AgentPaths:
+        """Layout for the current environment (HOME, TMPDIR, PI_CODING_AGENT_DIR), read at call time."""
+        return cls(
+            agent_dir=Path(agent_dir).expanduser() if agent_dir else default_agent_dir(),
+            home=Path(os.path.expanduser("~")),
+            tmp_dir=Path(os.environ.get("TMPDIR") or tempfile.gettempdir()),
+            naming=naming,
+        )
+
+    @property
+    def sessions_root(self) -> Path:
+        return self.agent_dir / "sessions"
+
+    @property
+    def blobs_dir(self) -> Path:
+        return self.agent_dir / "blobs"
+
+    @property
+    def terminal_sessions_dir(self) -> Path:
+        return self.agent_dir / "terminal-sessions"
+
+    @property
+    def history_db(self) -> Path:
+        return self.agent_dir / "history.db"
+
+    def project_dir_name(self, cwd: str | os.PathLike[str]) -> str:
+        """The directory name this layout writes a project's sessions into."""
+        if self.naming == "agent":
+            return agent_project_dir_name(cwd, self.home, self.tmp_dir)
+        return documented_project_dir_name(cwd)
+
+    def project_session_dir(self, cwd: str | os.PathLike[str]) -> Path:
+        """Where new sessions of the project at `cwd` are written."""
+        return self.sessions_root / self.project_dir_name(cwd)
+
+    def project_session_dirs(self, cwd: str | os.PathLike[str]) -> list[Path]:
+        """Every directory that may hold the project's sessions: both naming schemes, writing one first."""
+        names = [self.project_dir_name(cwd), documented_project_dir_name(cwd),
+                 agent_project_dir_name(cwd, self.home, self.tmp_dir)]
+        return [self.sessions_root / name for name in dict.fromkeys(names)]

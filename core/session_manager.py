@@ -1,0 +1,695 @@
+"""SessionManager (S5-S9): one session's header, entry tree and leaf, and their persistence.
+
+Appends update memory at once. Nothing reaches the disk until the first assistant message; then the
+whole session is written and later entries are appended line by line. Every rewrite (migration,
+rename, move, fork) is atomic. The first persistence error is kept and raised again by later calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from core.blobs import BlobStore, externalize_images, resolve_blob_references
+from core.context import build_session_context, path_to_leaf
+from core.errors import EntryNotFoundError, PersistenceError, SessionFileError
+from core.jsonl import dumps_line, parse_jsonl
+from core.migrate import migrate_session
+from core.paths import session_file_name
+from core.records import CURRENT_SESSION_VERSION, split_session_records
+from core.runtime import SessionRuntime, iso_from_ms
+from core.size_control import limit_sizes
+from core.storage import FileSessionStorage, MemorySessionStorage, SessionStorage, SessionStorageWriter
+
+log = logging.getLogger(__name__)
+
+_CONTROL_CHARS = {i: " " for i in list(range(0, 32)) + [127]}
+
+
+@dataclass
+class TreeNode:
+    """One entry in the session tree, with its resolved label and its children (oldest first)."""
+
+    entry: dict[str, Any]
+    children: list[TreeNode] = field(default_factory=list)
+    label: str | None = None
+
+
+@dataclass
+class LoadedSession:
+    """What `load_session_file` read: header, entries, counts, and whether a migration changed them."""
+
+    header: dict[str, Any] | None
+    entries: list[Any]
+    bad_records: int = 0
+    migrated: bool = False
+    torn_tail: bool = False
+    has_bytes: bool = False
+
+
+def load_session_file(path: Path, storage: SessionStorage, blobs: BlobStore | None,
+                      new_entry_id: Callable[[], str]) -> LoadedSession:
+    """Read, migrate (in memory) and blob-resolve a session file. Never writes (S3)."""
+    data = storage.read_bytes(path)
+    if data is None:
+        return LoadedSession(None, [])
+    parsed = parse_jsonl(data)
+    records = split_session_records(parsed.values)
+    if records is None:
+        return LoadedSession(None, [], parsed.bad_records, has_bytes=bool(data.strip()),
+                             torn_tail=parsed.torn_tail)
+    header = dict(records.header)
+    if records.title and not header.get("title"):
+        header["title"] = records.title
+    entries = records.entries
+    migrated = migrate_session(header, entries, new_entry_id)
+    if blobs is not None:
+        entries = [resolve_blob_references(entry, blobs) for entry in entries]
+    return LoadedSession(header, entries, parsed.bad_records, migrated, parsed.torn_tail, True)
+
+
+def sanitize_session_name(name: Any) -> str:
+    """Control characters become spaces, runs of whitespace collapse, ends are trimmed."""
+    if not isinstance(name, str):
+        return ""
+    return " ".join(name.translate(_CONTROL_CHARS).split())
+
+
+class SessionManager:
+    """A session's tree of entries and its file; see the module docstring for the persistence rules."""
+
+    def __init__(self, cwd: str, session_dir: Path | None, session_file: Path | None, *,
+                 runtime: SessionRuntime, storage: SessionStorage, persist: bool) -> None:
+        self._runtime = runtime
+        self._storage = storage
+        self._persist = persist
+        self._blobs = BlobStore(runtime.paths.blobs_dir, storage) if persist else None
+        self._lock = threading.RLock()
+        self._cwd = cwd
+        self._session_dir = session_dir
+        self._session_file = session_file
+        self._header: dict[str, Any] = {}
+        self._entries: list[dict[str, Any]] = []
+        self._by_id: dict[str, dict[str, Any]] = {}
+        self._labels: dict[str, str] = {}
+        self._leaf_id: str | None = None
+        self._on_disk = False
+        self._writer: SessionStorageWriter | None = None
+        self._persist_error: BaseException | None = None
+        self.bad_records = 0
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, cwd: str, session_dir: str | os.PathLike[str] | None = None, *,
+               runtime: SessionRuntime | None = None) -> SessionManager:
+        """A new persistent session for the project at `cwd` (nothing is written until the first answer)."""
+        runtime = runtime or SessionRuntime.default()
+        cwd = os.path.abspath(cwd)
+        directory = Path(session_dir) if session_dir else cls._default_dir(cwd, runtime, create=True)
+        manager = cls(cwd, directory, None, runtime=runtime, storage=FileSessionStorage(), persist=True)
+        manager._start_new_session()
+        manager._write_breadcrumb()
+        return manager
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *_: Any,
+             runtime: SessionRuntime | None = None) -> SessionManager:
+        """Open the session file at `path`; a missing, empty or headerless file starts a new session there."""
+        runtime = runtime or SessionRuntime.default()
+        path = Path(os.path.abspath(path))
+        directory = Path(session_dir) if session_dir else path.parent
+        manager = cls(os.getcwd(), directory, None, runtime=runtime, storage=FileSessionStorage(), persist=True)
+        manager.set_session_file(path)
+        header_cwd = manager._header.get("cwd")
+        if isinstance(header_cwd, str) and os.path.isdir(header_cwd):
+            manager._cwd = header_cwd
+        return manager
+
+    @classmethod
+    def in_memory(cls, cwd: str | None = None, *, runtime: SessionRuntime | None = None) -> SessionManager:
+        """A session that never touches the disk."""
+        runtime = runtime or SessionRuntime.default()
+        manager = cls(os.path.abspath(cwd or os.getcwd()), None, None, runtime=runtime,
+                      storage=MemorySessionStorage(), persist=False)
+        manager._start_new_session(with_file=False)
+        return manager
+
+    @classmethod
+    def continue_recent(cls, cwd: str, session_dir: str | os.PathLike[str] | None = None, *,
+                        runtime: SessionRuntime | None = None) -> SessionManager:
+        """This terminal's last session (S12), else the project's newest file, else a new session."""
+        from core.breadcrumbs import resolve_continue_target
+
+        runtime = runtime or SessionRuntime.default()
+        cwd = os.path.abspath(cwd)
+        target = resolve_continue_target(cwd, session_dir, paths=runtime.paths, env=runtime.environ,
+                                         tty_path=runtime.tty_path())
+        if target is None:
+            return cls.create(cwd, session_dir, runtime=runtime)
+        directory = Path(session_dir) if session_dir else Path(target).parent
+        manager = cls(cwd, directory, None, runtime=runtime, storage=FileSessionStorage(), persist=True)
+        manager.set_session_file(Path(target))
+        return manager
+
+    @classmethod
+    def fork_from(cls, source_path: str | os.PathLike[str], target_cwd: str,
+                  session_dir: str | os.PathLike[str] | None = None, *_: Any,
+                  runtime: SessionRuntime | None = None) -> SessionManager:
+        """A new session in `target_cwd`'s project holding a copy of another session's entries."""
+        runtime = runtime or SessionRuntime.default()
+        target_cwd = os.path.abspath(target_cwd)
+        storage = FileSessionStorage()
+        directory = Path(session_dir) if session_dir else cls._default_dir(target_cwd, runtime, create=False)
+        manager = cls(target_cwd, directory, None, runtime=runtime, storage=storage, persist=True)
+        source = load_session_file(Path(source_path), storage, manager._blobs, runtime.ids.entry_id)
+        manager._start_new_session()
+        if source.header is not None:
+            manager._header["parentSession"] = source.header["id"]
+            for key in ("title", "titleSource"):
+                if source.header.get(key) is not None:
+                    manager._header[key] = source.header[key]
+            manager._set_entries([entry for entry in source.entries if isinstance(entry, dict)])
+        manager._write_whole_file()
+        manager._write_breadcrumb()
+        return manager
+
+    @staticmethod
+    def get_default_session_dir(cwd: str, *, runtime: SessionRuntime | None = None) -> Path:
+        """The directory new sessions of `cwd` go to; created if missing."""
+        runtime = runtime or SessionRuntime.default()
+        return SessionManager._default_dir(os.path.abspath(cwd), runtime, create=True)
+
+    @staticmethod
+    def _default_dir(cwd: str, runtime: SessionRuntime, *, create: bool) -> Path:
+        paths = runtime.paths
+        directory = paths.project_session_dir(cwd)
+        if paths.naming == "agent":
+            _adopt_legacy_directory(paths.sessions_root, directory, cwd)
+        if create:
+            directory.mkdir(parents=True, exist_ok=True)
+        return directory
+
+    def _start_new_session(self, *, with_file: bool = True, parent_session: str | None = None) -> None:
+        now = self._runtime.clock.now_ms()
+        session_id = self._runtime.ids.session_id()
+        self._header = {"type": "session", "version": CURRENT_SESSION_VERSION, "id": session_id,
+                        "timestamp": iso_from_ms(now), "cwd": self._cwd}
+        if parent_session is not None:
+            self._header["parentSession"] = parent_session
+        self._set_entries([])
+        self._close_writer()
+        self._on_disk = False
+        if with_file and self._session_dir is not None:
+            self._session_file = self._session_dir / session_file_name(iso_from_ms(now), session_id)
+
+    def _set_entries(self, entries: list[dict[str, Any]]) -> None:
+        self._entries = entries
+        self._by_id = {e["id"]: e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
+        self._labels = {}
+        for entry in entries:
+            if isinstance(entry, dict) and entry.get("type") == "label":
+                self._apply_label(entry)
+        self._leaf_id = entries[-1].get("id") if entries and isinstance(entries[-1], dict) else None
+
+    def _apply_label(self, entry: dict[str, Any]) -> None:
+        target = entry.get("targetId")
+        if not isinstance(target, str):
+            return
+        if entry.get("label"):
+            self._labels[target] = entry["label"]
+        else:
+            self._labels.pop(target, None)
+
+    # -- switching files ------------------------------------------------------------------------
+
+    def set_session_file(self, path: str | os.PathLike[str]) -> None:
+        """Make `path` this manager's session: load, migrate and blob-resolve it, or start a new one there.
+
+        A file with bytes but no valid header is moved aside to `<name>.corrupt-<UTC ts>` first (S3).
+        """
+        with self._lock:
+            self._raise_persist_error()
+            path = Path(os.path.abspath(path))
+            self._close_writer()
+            loaded = load_session_file(path, self._storage, self._blobs, self._runtime.ids.entry_id)
+            self._session_file = path
+            if loaded.header is None:
+                if loaded.has_bytes:
+                    self.moved_aside = self._move_aside(path)
+                self._start_new_session(with_file=False)
+                self._session_file = path
+                self._write_whole_file()
+            else:
+                non_objects = [e for e in loaded.entries if not isinstance(e, dict)]
+                if non_objects:
+                    raise SessionFileError(
+                        f"{path}: {len(non_objects)} record(s) are not JSON objects; refusing to open it for "
+                        "writing (run `sessdex entries` to inspect it)")
+                self._header = loaded.header
+                self._set_entries(loaded.entries)
+                self.bad_records = loaded.bad_records
+                self._on_disk = True
+                if loaded.migrated:
+                    self._write_whole_file()
+            self._write_breadcrumb()
+
+    moved_aside: Path | None = None
+
+    def _move_aside(self, path: Path) -> Path:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        target = path.with_name(f"{path.name}.corrupt-{stamp}")
+        self._storage.rename(path, target)
+        log.warning("%s had no valid session header; moved it aside to %s", path, target)
+        return target
+
+    def new_session(self, options: dict[str, Any] | None = None) -> Path | None:
+        """Drop the transcript and start a new session (new id and file) in the same directory."""
+        with self._lock:
+            self._raise_persist_error()
+            parent = (options or {}).get("parentSession")
+            self._start_new_session(with_file=self._persist, parent_session=parent)
+            self._write_breadcrumb()
+            return self._session_file
+
+    def fork(self) -> dict[str, Any]:
+        """Copy this session into a new file (parentSession = old id) and continue there."""
+        with self._lock:
+            self._raise_persist_error()
+            old_file, old_id = self._session_file, self._header["id"]
+            entries = list(self._entries)
+            keep = {key: self._header[key] for key in ("title", "titleSource") if key in self._header}
+            self._start_new_session(with_file=self._persist, parent_session=old_id)
+            self._header.update(keep)
+            self._set_entries(entries)
+            if self._persist:
+                self._write_whole_file()
+                self._write_breadcrumb()
+            return {"oldSessionFile": old_file, "newSessionFile": self._session_file}
+
+    def create_branched_session(self, leaf_id: str) -> Path | None:
+        """A new session holding the path to `leaf_id` (labels re-created at its end); continue there."""
+        with self._lock:
+            self._raise_persist_error()
+            if leaf_id not in self._by_id:
+                raise EntryNotFoundError(leaf_id)
+            path = path_to_leaf(self._entries, leaf_id, self._by_id)
+            kept = [entry for entry in path if entry.get("type") != "label"]
+            labels = [(entry["id"], self._labels[entry["id"]]) for entry in kept if entry["id"] in self._labels]
+            old_file = self._session_file
+            self._start_new_session(with_file=self._persist,
+                                    parent_session=str(old_file) if old_file else None)
+            self._set_entries(kept)
+            for target_id, label in labels:
+                self._append({"type": "label", "targetId": target_id, "label": label}, persist=False)
+            if self._persist:
+                self._write_whole_file()
+                self._write_breadcrumb()
+            return self._session_file
+
+    def move_to(self, new_cwd: str) -> None:
+        """Move the session file into `new_cwd`'s project directory and record the new cwd."""
+        with self._lock:
+            self._raise_persist_error()
+            new_cwd = os.path.abspath(new_cwd)
+            self._cwd = new_cwd
+            self._header["cwd"] = new_cwd
+            if not self._persist or self._session_file is None:
+                return
+            directory = self._default_dir(new_cwd, self._runtime, create=True)
+            target = directory / self._session_file.name
+            old_file = self._session_file
+            self._close_writer()
+            self._session_dir = directory
+            self._session_file = target
+            if self._on_disk:
+                self._write_whole_file()
+                if old_file != target:
+                    self._storage.unlink(old_file)
+            self._write_breadcrumb()
+
+    # -- appends --------------------------------------------------------------------------------
+
+    def _append(self, fields: dict[str, Any], *, persist: bool = True,
+                parent_id: str | None | object = ..., fields_first: bool = False) -> str:
+        entry_id = self._runtime.ids.entry_id()
+        while entry_id in self._by_id:
+            entry_id = self._runtime.ids.entry_id()
+        base = {"id": entry_id, "parentId": self._leaf_id if parent_id is ... else parent_id,
+                "timestamp": self._runtime.now_iso()}
+        entry = {"type": fields["type"], **{k: v for k, v in fields.items() if k != "type"}, **base} \
+            if fields_first else {"type": fields["type"], **base, **{k: v for k, v in fields.items() if k != "type"}}
+        self._entries.append(entry)
+        self._by_id[entry_id] = entry
+        self._leaf_id = entry_id
+        if entry["type"] == "label":
+            self._apply_label(entry)
+        if persist:
+            self._persist_entry(entry)
+        return entry_id
+
+    def _append_checked(self, fields: dict[str, Any], **options: Any) -> str:
+        with self._lock:
+            self._raise_persist_error()
+            return self._append(fields, **options)
+
+    def append_message(self, message: dict[str, Any]) -> str:
+        """Append a message entry (user, assistant, toolResult, custom, ...)."""
+        return self._append_checked({"type": "message", "message": message})
+
+    def append_thinking_level_change(self, thinking_level: str | None = None, *_: Any) -> str:
+        return self._append_checked({"type": "thinking_level_change", "thinkingLevel": thinking_level})
+
+    def append_model_change(self, model: str, role: str | None = None, *_: Any) -> str:
+        fields: dict[str, Any] = {"type": "model_change", "model": model}
+        if role is not None:
+            fields["role"] = role
+        return self._append_checked(fields)
+
+    def append_service_tier_change(self, service_tier: Any) -> str:
+        return self._append_checked({"type": "service_tier_change", "serviceTier": service_tier})
+
+    def append_mode_change(self, mode: str, data: Any = None) -> str:
+        fields: dict[str, Any] = {"type": "mode_change", "mode": mode}
+        if data is not None:
+            fields["data"] = data
+        return self._append_checked(fields)
+
+    def append_compaction(self, summary: str, short_summary: str | None, first_kept_entry_id: str,
+                          tokens_before: int, details: Any = None, from_extension: bool | None = None) -> str:
+        fields: dict[str, Any] = {"type": "compaction", "summary": summary}
+        if short_summary is not None:
+            fields["shortSummary"] = short_summary
+        fields.update({"firstKeptEntryId": first_kept_entry_id, "tokensBefore": tokens_before})
+        if details is not None:
+            fields["details"] = details
+        if from_extension is not None:
+            fields["fromExtension"] = from_extension
+        return self._append_checked(fields)
+
+    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
+        fields: dict[str, Any] = {"type": "custom", "customType": custom_type}
+        if data is not None:
+            fields["data"] = data
+        return self._append_checked(fields)
+
+    def append_custom_message_entry(self, custom_type: str | None, content: Any, display: bool | None = None,
+                                    details: Any = None, attribution: str | None = None) -> str:
+        fields: dict[str, Any] = {"type": "custom_message"}
+        for key, value in (("customType", custom_type), ("content", content), ("display", display),
+                           ("details", details)):
+            if value is not None:
+                fields[key] = value
+        fields["attribution"] = attribution or "agent"
+        return self._append_checked(fields, fields_first=True)
+
+    def append_label_change(self, target_id: str, label: str | None = None) -> str:
+        """Set (or with None clear) the label of an existing entry."""
+        with self._lock:
+            self._raise_persist_error()
+            if target_id not in self._by_id:
+                raise EntryNotFoundError(target_id)
+            fields: dict[str, Any] = {"type": "label", "targetId": target_id}
+            if label is not None:
+                fields["label"] = label
+            return self._append(fields)
+
+    def append_ttsr_injection(self, injected_rules: list[str]) -> str:
+        return self._append_checked({"type": "ttsr_injection", "injectedRules": list(injected_rules)})
+
+    def append_session_init(self, init: dict[str, Any]) -> str:
+        return self._append_checked({"type": "session_init", **init})
+
+    def append_entry(self, entry: dict[str, Any]) -> str:
+        """Append an entry of any type (also ones sessdex does not know), keeping its fields as given."""
+        return self._append_checked(dict(entry))
+
+    # -- tree navigation ------------------------------------------------------------------------
+
+    def branch(self, entry_id: str) -> None:
+        """Move the leaf to `entry_id`; entries are unchanged (S5)."""
+        with self._lock:
+            if entry_id not in self._by_id:
+                raise EntryNotFoundError(entry_id)
+            self._leaf_id = entry_id
+
+    def reset_leaf(self) -> None:
+        """Make the next append a new root."""
+        with self._lock:
+            self._leaf_id = None
+
+    def branch_with_summary(self, branch_from_id: str | None, summary: str, details: Any = None,
+                            from_extension: bool | None = None) -> str:
+        """Move the leaf to `branch_from_id` (None: the root) and append a branch_summary there."""
+        with self._lock:
+            self._raise_persist_error()
+            if branch_from_id is not None and branch_from_id not in self._by_id:
+                raise EntryNotFoundError(branch_from_id)
+            self._leaf_id = branch_from_id
+            fields: dict[str, Any] = {"type": "branch_summary", "fromId": branch_from_id or "root",
+                                      "summary": summary}
+            if details is not None:
+                fields["details"] = details
+            if from_extension is not None:
+                fields["fromExtension"] = from_extension
+            return self._append(fields)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def get_entries(self) -> list[dict[str, Any]]:
+        """All entries in insertion order."""
+        return list(self._entries)
+
+    def get_entry(self, entry_id: str) -> dict[str, Any] | None:
+        return self._by_id.get(entry_id)
+
+    def get_leaf_id(self) -> str | None:
+        return self._leaf_id
+
+    def get_leaf_entry(self) -> dict[str, Any] | None:
+        return self._by_id.get(self._leaf_id) if self._leaf_id else None
+
+    def get_branch(self, from_id: str | None = None) -> list[dict[str, Any]]:
+        """The path from the root to `from_id` (default: the leaf)."""
+        return path_to_leaf(self._entries, from_id if from_id is not None else self._leaf_id, self._by_id)
+
+    def get_children(self, entry_id: str) -> list[dict[str, Any]]:
+        return [e for e in self._entries if e.get("parentId") == entry_id]
+
+    def get_label(self, entry_id: str) -> str | None:
+        return self._labels.get(entry_id)
+
+    def get_tree(self) -> list[TreeNode]:
+        """Roots (entries without a known parent) with their children, siblings oldest first."""
+        nodes = {e["id"]: TreeNode(e, label=self._labels.get(e["id"])) for e in self._entries if "id" in e}
+        roots: list[TreeNode] = []
+        for entry in self._entries:
+            node = nodes.get(entry.get("id"))
+            if node is None:
+                continue
+            parent = nodes.get(entry.get("parentId")) if entry.get("parentId") is not None else None
+            (parent.children if parent is not None else roots).append(node)
+        for node in nodes.values():
+            node.children.sort(key=lambda child: child.entry.get("timestamp") or "")
+        return roots
+
+    def get_injected_ttsr_rules(self) -> list[str]:
+        """Rules injected on the active branch, first occurrence order, without duplicates."""
+        return build_session_context(self._entries, self._leaf_id, self._by_id)["injectedTtsrRules"]
+
+    def get_last_model_change_role(self) -> str | None:
+        for entry in reversed(self.get_branch()):
+            if entry.get("type") == "model_change":
+                return entry.get("role") or "default"
+        return None
+
+    def get_usage_statistics(self) -> dict[str, Any]:
+        """Token and cost totals over every assistant message in the session."""
+        totals: dict[str, Any] = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+                                  "premiumRequests": 0, "cost": 0}
+        for entry in self._entries:
+            message = entry.get("message") if entry.get("type") == "message" else None
+            if not isinstance(message, dict) or message.get("role") != "assistant":
+                continue
+            usage = message.get("usage") or {}
+            for key in ("input", "output", "cacheRead", "cacheWrite", "premiumRequests"):
+                value = usage.get(key)
+                if isinstance(value, (int, float)):
+                    totals[key] += value
+            cost = (usage.get("cost") or {}).get("total") if isinstance(usage.get("cost"), dict) else None
+            if isinstance(cost, (int, float)):
+                totals["cost"] += cost
+        return totals
+
+    def build_session_context(self, leaf_id: str | None | object = ...) -> dict[str, Any]:
+        """The model's context at the leaf (or at `leaf_id`)."""
+        return build_session_context(self._entries, self._leaf_id if leaf_id is ... else leaf_id, self._by_id)
+
+    def get_header(self) -> dict[str, Any]:
+        return dict(self._header)
+
+    def get_session_id(self) -> str:
+        return self._header["id"]
+
+    def get_session_file(self) -> Path | None:
+        return self._session_file if self._persist else None
+
+    def get_session_dir(self) -> Path | str:
+        return self._session_dir if self._session_dir is not None else ""
+
+    def get_cwd(self) -> str:
+        return self._cwd
+
+    def get_session_name(self) -> str | None:
+        return self._header.get("title")
+
+    def get_title_source(self) -> str | None:
+        return self._header.get("titleSource")
+
+    def is_persisted(self) -> bool:
+        return self._persist
+
+    # -- naming ---------------------------------------------------------------------------------
+
+    def set_session_name(self, name: str, source: str = "user", *_: Any) -> bool:
+        """Set the title; an automatic title never replaces a user's. False when rejected."""
+        with self._lock:
+            self._raise_persist_error()
+            clean = sanitize_session_name(name)
+            if not clean:
+                return False
+            if source == "auto" and self._header.get("titleSource") == "user":
+                return False
+            self._header["title"] = clean
+            self._header["titleSource"] = source
+            if self._persist and self._on_disk:
+                self._write_whole_file()
+            return True
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def _has_assistant(self) -> bool:
+        return any(e.get("type") == "message" and (e.get("message") or {}).get("role") == "assistant"
+                   for e in self._entries)
+
+    def _persist_entry(self, entry: dict[str, Any]) -> None:
+        if not self._persist or self._session_file is None:
+            return
+        if not self._on_disk:
+            if self._has_assistant():
+                self._write_whole_file()
+            return
+        self._guard(lambda: self._writer_for_append().write_line(self._disk_line(entry)))
+
+    def _disk_line(self, record: dict[str, Any]) -> bytes:
+        prepared = limit_sizes(record)
+        if self._blobs is not None:
+            prepared = externalize_images(prepared, self._blobs)
+        return dumps_line(prepared)
+
+    def _writer_for_append(self) -> SessionStorageWriter:
+        if self._writer is None:
+            assert self._session_file is not None
+            if self._storage.tail_is_torn(self._session_file):
+                # S8, going further than the agent: end a torn last line so the new entry stays readable.
+                writer = self._storage.open_writer(self._session_file)
+                writer.write_line(b"\n")
+                self._writer = writer
+            else:
+                self._writer = self._storage.open_writer(self._session_file)
+        return self._writer
+
+    def _write_whole_file(self) -> None:
+        """Atomically (re)write header and every entry (S7)."""
+        if not self._persist or self._session_file is None:
+            return
+        target = self._session_file
+
+        def write() -> None:
+            self._close_writer()
+            self._storage.ensure_dir_sync(target.parent)
+            data = dumps_line(self._header) + b"".join(self._disk_line(entry) for entry in self._entries)
+            self._storage.write_atomic(target, data)
+
+        self._guard(write)
+        self._on_disk = True
+
+    def rewrite_entries(self) -> None:
+        """Rewrite the whole file from memory (atomic)."""
+        with self._lock:
+            self._raise_persist_error()
+            if self._on_disk:
+                self._write_whole_file()
+
+    def ensure_on_disk(self) -> None:
+        """Write the session now even without an assistant message (header only when empty)."""
+        with self._lock:
+            self._raise_persist_error()
+            if not self._on_disk:
+                self._write_whole_file()
+
+    def flush(self) -> None:
+        """Flush and fsync pending appends; raises the kept persistence error, if any."""
+        with self._lock:
+            self._raise_persist_error()
+            if self._writer is not None:
+                self._guard(self._writer.fsync)
+
+    def close(self) -> None:
+        """Flush and release the file; an unanswered session stays unwritten."""
+        with self._lock:
+            try:
+                self.flush()
+            finally:
+                self._close_writer()
+
+    def _close_writer(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except OSError as exc:
+                self._record_error(exc)
+
+    def _guard(self, action: Callable[[], Any]) -> None:
+        try:
+            action()
+        except OSError as exc:
+            self._record_error(exc)
+            raise PersistenceError(f"could not write {self._session_file}: {exc}") from exc
+
+    def _record_error(self, exc: BaseException) -> None:
+        if self._persist_error is None:
+            self._persist_error = exc
+            log.error("session persistence failed for %s: %s", self._session_file, exc)
+
+    def _raise_persist_error(self) -> None:
+        if self._persist_error is not None:
+            raise PersistenceError(f"session {self._session_file} can no longer be written: "
+                                   f"{self._persist_error}") from self._persist_error
+
+    def _write_breadcrumb(self) -> None:
+        if not self._persist or self._session_file is None:
+            return
+        from core.breadcrumbs import write_breadcrumb
+
+        write_breadcrumb(self._runtime.paths, self._cwd, self._session_file, env=self._runtime.environ,
+                         tty_path=self._runtime.tty_path())
+
+
+def _adopt_legacy_directory(sessions_root: Path, directory: Path, cwd: str) -> None:
+    """Agent naming: rename the documented `--…--` directory of `cwd` to the home-relative one, if alone."""
+    from core.paths import documented_project_dir_name
+
+    legacy = sessions_root / documented_project_dir_name(cwd)
+    if legacy == directory or not legacy.is_dir() or directory.exists():
+        return
+    try:
+        legacy.rename(directory)
+    except OSError as exc:
+        log.warning("could not rename %s to %s: %s", legacy, directory, exc)

@@ -1,0 +1,297 @@
+"""The storage seam (S9): every file-system operation a SessionManager performs goes through here."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import stat as stat_module
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """The parts of a stat result sessdex uses."""
+
+    size: int
+    mtime_ns: int
+    inode: int
+    device: int
+    is_dir: bool
+
+
+class SessionStorageWriter(Protocol):
+    """An append-only writer for one session file."""
+
+    def write_line(self, data: bytes) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def fsync(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def get_error(self) -> BaseException | None: ...
+
+
+class SessionStorage(Protocol):
+    """File operations used by SessionManager: sync ones, plus async twins for event-loop callers."""
+
+    def ensure_dir_sync(self, path: Path) -> None: ...
+
+    def exists_sync(self, path: Path) -> bool: ...
+
+    def write_text_sync(self, path: Path, data: bytes) -> None: ...
+
+    def stat_sync(self, path: Path) -> FileStat | None: ...
+
+    def list_files_sync(self, directory: Path, suffix: str = ".jsonl") -> list[Path]: ...
+
+    def read_bytes(self, path: Path) -> bytes | None: ...
+
+    def read_prefix(self, path: Path, size: int) -> bytes | None: ...
+
+    def write_atomic(self, path: Path, data: bytes) -> None: ...
+
+    def rename(self, source: Path, target: Path) -> None: ...
+
+    def unlink(self, path: Path) -> None: ...
+
+    def open_writer(self, path: Path) -> SessionStorageWriter: ...
+
+    def tail_is_torn(self, path: Path) -> bool: ...
+
+    async def exists(self, path: Path) -> bool: ...
+
+    async def read_text(self, path: Path) -> str | None: ...
+
+    async def read_text_prefix(self, path: Path, size: int) -> str | None: ...
+
+    async def write_text(self, path: Path, data: bytes) -> None: ...
+
+
+class _AsyncTwins:
+    """Async versions of the sync operations, run in a worker thread."""
+
+    async def exists(self, path: Path) -> bool:
+        return await asyncio.to_thread(self.exists_sync, path)  # type: ignore[attr-defined]
+
+    async def read_text(self, path: Path) -> str | None:
+        data = await asyncio.to_thread(self.read_bytes, path)  # type: ignore[attr-defined]
+        return None if data is None else data.decode("utf-8", "replace")
+
+    async def read_text_prefix(self, path: Path, size: int) -> str | None:
+        data = await asyncio.to_thread(self.read_prefix, path, size)  # type: ignore[attr-defined]
+        return None if data is None else data.decode("utf-8", "replace")
+
+    async def write_text(self, path: Path, data: bytes) -> None:
+        await asyncio.to_thread(self.write_atomic, path, data)  # type: ignore[attr-defined]
+
+
+class FileWriter:
+    """Appends lines to a real file; remembers the first error instead of losing it."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._error: BaseException | None = None
+        self._file = open(path, "ab")  # noqa: SIM115 - closed by close()
+
+    def write_line(self, data: bytes) -> None:
+        self._guard(lambda: self._file.write(data))
+
+    def flush(self) -> None:
+        self._guard(self._file.flush)
+
+    def fsync(self) -> None:
+        def sync() -> None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        self._guard(sync)
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._guard(self._file.close)
+
+    def get_error(self) -> BaseException | None:
+        return self._error
+
+    def _guard(self, action) -> None:  # type: ignore[no-untyped-def]
+        if self._error is not None:
+            raise self._error
+        try:
+            action()
+        except OSError as exc:
+            self._error = exc
+            raise
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename durable by syncing its directory (best effort where unsupported)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class FileSessionStorage(_AsyncTwins):
+    """The real file system."""
+
+    def ensure_dir_sync(self, path: Path) -> None:
+        Path(path).mkdir(parents=True, exist_ok=True)
+
+    def exists_sync(self, path: Path) -> bool:
+        return Path(path).exists()
+
+    def write_text_sync(self, path: Path, data: bytes) -> None:
+        with open(path, "wb") as handle:
+            handle.write(data)
+
+    def stat_sync(self, path: Path) -> FileStat | None:
+        try:
+            result = os.stat(path)
+        except OSError:
+            return None
+        return FileStat(result.st_size, result.st_mtime_ns, result.st_ino, result.st_dev,
+                        stat_module.S_ISDIR(result.st_mode))
+
+    def list_files_sync(self, directory: Path, suffix: str = ".jsonl") -> list[Path]:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return []
+        return [Path(directory) / name for name in names if name.endswith(suffix)]
+
+    def read_bytes(self, path: Path) -> bytes | None:
+        try:
+            return Path(path).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def read_prefix(self, path: Path, size: int) -> bytes | None:
+        try:
+            with open(path, "rb") as handle:
+                return handle.read(size)
+        except FileNotFoundError:
+            return None
+
+    def write_atomic(self, path: Path, data: bytes) -> None:
+        """Temp file in the same directory, flush + fsync, rename over the target, fsync the directory (S7)."""
+        path = Path(path)
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            with open(temporary, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        fsync_directory(path.parent)
+
+    def rename(self, source: Path, target: Path) -> None:
+        os.replace(source, target)
+        fsync_directory(Path(target).parent)
+
+    def unlink(self, path: Path) -> None:
+        Path(path).unlink(missing_ok=True)
+
+    def open_writer(self, path: Path) -> FileWriter:
+        return FileWriter(Path(path))
+
+    def tail_is_torn(self, path: Path) -> bool:
+        """True when the file is non-empty and its last byte is not a newline."""
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                if handle.tell() == 0:
+                    return False
+                handle.seek(-1, os.SEEK_END)
+                return handle.read(1) != b"\n"
+        except FileNotFoundError:
+            return False
+
+
+class MemoryWriter:
+    """Appends lines to a MemorySessionStorage entry."""
+
+    def __init__(self, storage: MemorySessionStorage, path: Path) -> None:
+        self._storage = storage
+        self._path = Path(path)
+
+    def write_line(self, data: bytes) -> None:
+        with self._storage.lock:
+            self._storage.files[self._path] = self._storage.files.get(self._path, b"") + data
+
+    def flush(self) -> None:
+        pass
+
+    def fsync(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def get_error(self) -> BaseException | None:
+        return None
+
+
+class MemorySessionStorage(_AsyncTwins):
+    """A map from path to bytes: for in-memory sessions and tests; never touches the disk."""
+
+    def __init__(self) -> None:
+        self.files: dict[Path, bytes] = {}
+        self.dirs: set[Path] = set()
+        self.lock = threading.Lock()
+
+    def ensure_dir_sync(self, path: Path) -> None:
+        self.dirs.add(Path(path))
+
+    def exists_sync(self, path: Path) -> bool:
+        return Path(path) in self.files or Path(path) in self.dirs
+
+    def write_text_sync(self, path: Path, data: bytes) -> None:
+        self.files[Path(path)] = data
+
+    def stat_sync(self, path: Path) -> FileStat | None:
+        path = Path(path)
+        if path in self.files:
+            return FileStat(len(self.files[path]), 0, 0, 0, False)
+        if path in self.dirs:
+            return FileStat(0, 0, 0, 0, True)
+        return None
+
+    def list_files_sync(self, directory: Path, suffix: str = ".jsonl") -> list[Path]:
+        return [path for path in self.files if path.parent == Path(directory) and path.name.endswith(suffix)]
+
+    def read_bytes(self, path: Path) -> bytes | None:
+        return self.files.get(Path(path))
+
+    def read_prefix(self, path: Path, size: int) -> bytes | None:
+        data = self.files.get(Path(path))
+        return None if data is None else data[:size]
+
+    def write_atomic(self, path: Path, data: bytes) -> None:
+        self.files[Path(path)] = data
+
+    def rename(self, source: Path, target: Path) -> None:
+        self.files[Path(target)] = self.files.pop(Path(source))
+
+    def unlink(self, path: Path) -> None:
+        self.files.pop(Path(path), None)
+
+    def open_writer(self, path: Path) -> MemoryWriter:
+        return MemoryWriter(self, path)
+
+    def tail_is_torn(self, path: Path) -> bool:
+        data = self.files.get(Path(path), b"")
+        return bool(data) and not data.endswith(b"\n")
