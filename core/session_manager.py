@@ -46,6 +46,7 @@ class LoadedSession:
 
     header: dict[str, Any] | None
     entries: list[Any]
+    title_line: dict[str, Any] | None = None
     bad_records: int = 0
     migrated: bool = False
     torn_tail: bool = False
@@ -64,13 +65,11 @@ def load_session_file(path: Path, storage: SessionStorage, blobs: BlobStore | No
         return LoadedSession(None, [], parsed.bad_records, has_bytes=bool(data.strip()),
                              torn_tail=parsed.torn_tail)
     header = dict(records.header)
-    if records.title and not header.get("title"):
-        header["title"] = records.title
     entries = records.entries
     migrated = migrate_session(header, entries, new_entry_id)
     if blobs is not None:
         entries = [resolve_blob_references(entry, blobs) for entry in entries]
-    return LoadedSession(header, entries, parsed.bad_records, migrated, parsed.torn_tail, True)
+    return LoadedSession(header, entries, records.title_line, parsed.bad_records, migrated, parsed.torn_tail, True)
 
 
 def sanitize_session_name(name: Any) -> str:
@@ -94,6 +93,8 @@ class SessionManager:
         self._session_dir = session_dir
         self._session_file = session_file
         self._header: dict[str, Any] = {}
+        # A `title` first line written by newer agents: kept and written back as it is (S2).
+        self._title_line: dict[str, Any] | None = None
         self._entries: list[dict[str, Any]] = []
         self._by_id: dict[str, dict[str, Any]] = {}
         self._labels: dict[str, str] = {}
@@ -202,6 +203,7 @@ class SessionManager:
                         "timestamp": iso_from_ms(now), "cwd": self._cwd}
         if parent_session is not None:
             self._header["parentSession"] = parent_session
+        self._title_line = None
         self._set_entries([])
         self._close_writer()
         self._on_disk = False
@@ -253,6 +255,7 @@ class SessionManager:
                         "writing (run `sessdex entries` to inspect it)")
                 self._header = loaded.header
                 self._set_entries(loaded.entries)
+                self._title_line = loaded.title_line
                 self.bad_records = loaded.bad_records
                 self._on_disk = True
                 if loaded.migrated:
@@ -546,6 +549,9 @@ class SessionManager:
         return self._cwd
 
     def get_session_name(self) -> str | None:
+        """The title: a non-empty `title` line wins over the header's title."""
+        if self._title_line and isinstance(self._title_line.get("title"), str) and self._title_line["title"]:
+            return self._title_line["title"]
         return self._header.get("title")
 
     def get_title_source(self) -> str | None:
@@ -567,6 +573,8 @@ class SessionManager:
                 return False
             self._header["title"] = clean
             self._header["titleSource"] = source
+            if self._title_line is not None:
+                self._title_line = {**self._title_line, "title": clean}
             if self._persist and self._on_disk:
                 self._write_whole_file()
             return True
@@ -613,7 +621,8 @@ class SessionManager:
         def write() -> None:
             self._close_writer()
             self._storage.ensure_dir_sync(target.parent)
-            data = dumps_line(self._header) + b"".join(self._disk_line(entry) for entry in self._entries)
+            head = (dumps_line(self._title_line) if self._title_line is not None else b"") + dumps_line(self._header)
+            data = head + b"".join(self._disk_line(entry) for entry in self._entries)
             self._storage.write_atomic(target, data)
 
         self._guard(write)
@@ -647,6 +656,12 @@ class SessionManager:
                 self.flush()
             finally:
                 self._close_writer()
+
+    def __enter__(self) -> SessionManager:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def _close_writer(self) -> None:
         writer, self._writer = self._writer, None

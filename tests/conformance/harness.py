@@ -459,8 +459,8 @@ def file_summary(session_file: Any, root: Path) -> dict[str, Any]:
     data = Path(session_file).read_bytes().replace(str(root).encode(), RECORDED_ROOT.encode())
     lines = data.decode("utf-8").split("\n")
     return {"fileBytes": len(data),
-            "fileLines": [{"chars": utf16_length(line), "head": line.replace(RECORDED_ROOT, "$ROOT")[:120],
-                           "tail": line.replace(RECORDED_ROOT, "$ROOT")[-60:]} for line in lines]}
+            "fileLines": [{"chars": utf16_length(line), "head": line[:160].replace(RECORDED_ROOT, "$ROOT"),
+                           "tail": line[-80:].replace(RECORDED_ROOT, "$ROOT")} for line in lines]}
 
 
 # -- rendering and comparison ---------------------------------------------------------------------

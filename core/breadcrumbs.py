@@ -1,0 +1,122 @@
+"""Terminal breadcrumbs and the `--continue` target (S12).
+
+Each terminal gets a file `<agent>/terminal-sessions/<terminal-id>` holding two lines: the cwd, then
+the session file last used there. `--continue` prefers it when its cwd resolves to the current cwd
+and its file still exists; otherwise it falls back to the project's newest session file.
+
+Terminal ids: the controlling TTY of stdin (`/dev/pts/3` -> `pts-3`), else `kitty-<KITTY_WINDOW_ID>`,
+`tmux-<TMUX_PANE>`, `term-<TERM_SESSION_ID>`, `wt-<WT_SESSION>`. Characters that cannot appear in a
+file name are replaced by `_`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from core.discovery import most_recent_session_in, project_session_dirs
+from core.paths import AgentPaths
+from core.runtime import current_tty_path
+
+# Environment variables naming the terminal, in priority order, with the prefix of their terminal id.
+TERMINAL_ENV_VARS: tuple[tuple[str, str], ...] = (
+    ("KITTY_WINDOW_ID", "kitty"),
+    ("TMUX_PANE", "tmux"),
+    ("TERM_SESSION_ID", "term"),
+    ("WT_SESSION", "wt"),
+)
+
+_UNSAFE_FILE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._%+@=,-]")
+
+
+class _DetectTty:
+    """Sentinel: find the TTY path of stdin at call time."""
+
+
+DETECT_TTY = _DetectTty()
+
+
+def _file_name_safe(text: str) -> str:
+    return _UNSAFE_FILE_NAME_CHARS.sub("_", text)
+
+
+def terminal_id(env: Mapping[str, str] | None = None,
+                tty_path: str | None | _DetectTty = DETECT_TTY) -> str | None:
+    """The id of the current terminal: the TTY path first, then the terminal env variables; None if unknown.
+
+    `env` defaults to `os.environ`; `tty_path` defaults to the TTY of stdin (pass None for "no TTY").
+    """
+    if isinstance(tty_path, _DetectTty):
+        tty_path = current_tty_path()
+    if tty_path:
+        device = tty_path.removeprefix("/dev/").strip("/")
+        if device:
+            return _file_name_safe(device.replace("/", "-"))
+    environment = os.environ if env is None else env
+    for variable, prefix in TERMINAL_ENV_VARS:
+        value = environment.get(variable)
+        if value:
+            return f"{prefix}-{_file_name_safe(value)}"
+    return None
+
+
+def breadcrumb_path(paths: AgentPaths, terminal: str) -> Path:
+    """Where the breadcrumb of terminal `terminal` lives."""
+    return paths.terminal_sessions_dir / terminal
+
+
+def write_breadcrumb(paths: AgentPaths, cwd: str | os.PathLike[str], session_file: str | os.PathLike[str], *,
+                     env: Mapping[str, str] | None = None,
+                     tty_path: str | None | _DetectTty = DETECT_TTY) -> None:
+    """Record that this terminal now uses `session_file` in `cwd`; best effort, never raises (S12)."""
+    try:
+        terminal = terminal_id(env, tty_path)
+        if terminal is None:
+            return
+        target = breadcrumb_path(paths, terminal)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        content = f"{os.path.abspath(os.fspath(cwd))}\n{os.path.abspath(os.fspath(session_file))}\n"
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        temporary.write_text(content, encoding="utf-8")
+        os.replace(temporary, target)
+    except Exception:  # noqa: BLE001 - a breadcrumb must never fail the caller
+        return
+
+
+def _same_directory(first: str | os.PathLike[str], second: str | os.PathLike[str]) -> bool:
+    return os.path.realpath(os.path.abspath(first)) == os.path.realpath(os.path.abspath(second))
+
+
+def read_breadcrumb(paths: AgentPaths, cwd: str | os.PathLike[str], *,
+                    env: Mapping[str, str] | None = None,
+                    tty_path: str | None | _DetectTty = DETECT_TTY) -> Path | None:
+    """This terminal's breadcrumb target, only if its cwd resolves to `cwd` and the file exists; else None."""
+    terminal = terminal_id(env, tty_path)
+    if terminal is None:
+        return None
+    try:
+        lines = breadcrumb_path(paths, terminal).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(lines) < 2 or not lines[0] or not lines[1]:
+        return None
+    recorded_cwd, session_file = lines[0], Path(lines[1])
+    if not _same_directory(recorded_cwd, cwd):
+        return None
+    return session_file if session_file.is_file() else None
+
+
+def resolve_continue_target(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
+                            paths: AgentPaths, env: Mapping[str, str] | None = None,
+                            tty_path: str | None | _DetectTty = DETECT_TTY) -> Path | None:
+    """The file `--continue` resumes: the valid breadcrumb, else the project's newest session; None for a new one.
+
+    The newest session is taken by mtime whatever its message count (as the agent does); files
+    without a valid header are skipped.
+    """
+    crumb = read_breadcrumb(paths, cwd, env=env, tty_path=tty_path)
+    if crumb is not None:
+        return crumb
+    return most_recent_session_in(project_session_dirs(cwd, session_dir, paths))

@@ -1,0 +1,269 @@
+"""File-scan session discovery (S10): recent sessions, the newest session, `list()` and `list_all()`.
+
+These read the session files directly. They are the reference answers and the fallback of the
+catalog, which must return exactly the same results. A file whose first record (after an optional
+title line) is not a valid header is not a session: it is listed nowhere and never breaks a listing.
+Zero-message sessions are left out of `list()`/`list_all()` unless `include_empty=True` (the exact
+full-id lookup of `--resume` uses that, S16).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+
+from core.jsonl import parse_jsonl
+from core.paths import AgentPaths
+from core.summary import SessionInfo, SessionSummary, session_info
+
+SESSION_SUFFIX = ".jsonl"
+RECENT_PREFIX_BYTES = 4096
+DEFAULT_RECENT_LIMIT = 3
+NAME_MAX_CHARS = 40
+ELLIPSIS = "…"
+
+_LINE_BREAK = re.compile(r"[\r\n\u2028\u2029]")
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+# -- shared file-level helpers -------------------------------------------------------------------
+
+def _mtime_ms(stat: os.stat_result) -> float:
+    """Modification time in epoch milliseconds, fractional like the agent's `mtimeMs`."""
+    return stat.st_mtime_ns / 1_000_000
+
+
+def session_files(directory: str | os.PathLike[str]) -> list[tuple[Path, float]]:
+    """The `*.jsonl` regular files directly inside `directory` with their mtimes (ms); [] if it is missing."""
+    found: list[tuple[Path, float]] = []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if not entry.name.endswith(SESSION_SUFFIX):
+                    continue
+                try:
+                    if entry.is_file():
+                        found.append((Path(entry.path), _mtime_ms(entry.stat())))
+                except OSError:
+                    continue
+    except OSError:
+        return []
+    return found
+
+
+def _session_files_under(root: Path) -> Iterator[tuple[Path, float]]:
+    """Every `*.jsonl` file anywhere below `root` (nested folders too), with its mtime (ms)."""
+    for folder, _subfolders, names in os.walk(root):
+        for name in names:
+            if not name.endswith(SESSION_SUFFIX):
+                continue
+            path = Path(folder, name)
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            if path.is_file():
+                yield path, _mtime_ms(stat)
+
+
+def _newest_first(files: Iterable[tuple[Path, float]]) -> list[tuple[Path, float]]:
+    """Distinct files sorted by mtime descending, ties in path order."""
+    distinct = dict(files)
+    return sorted(distinct.items(), key=lambda item: (-item[1], str(item[0])))
+
+
+def _read_bytes(path: Path, limit: int | None = None) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read() if limit is None else handle.read(limit)
+    except OSError:
+        return None
+
+
+def summarize_bytes(data: bytes) -> tuple[SessionSummary, str]:
+    """Fold a session file's bytes; return the summary and the joined searchable text of its messages."""
+    summary = SessionSummary()
+    texts: list[str] = []
+    for value in parse_jsonl(data).values:
+        text = summary.feed(value)
+        if text is not None:
+            texts.append(text)
+    return summary, " ".join(texts)
+
+
+def read_session_info(path: str | os.PathLike[str], modified_ms: float | None = None) -> SessionInfo | None:
+    """The SessionInfo of one file read whole, or None when it is unreadable or has no valid header."""
+    path = Path(path)
+    if modified_ms is None:
+        try:
+            modified_ms = _mtime_ms(path.stat())
+        except OSError:
+            return None
+    data = _read_bytes(path)
+    if data is None:
+        return None
+    summary, all_messages_text = summarize_bytes(data)
+    if not summary.header_valid:
+        return None
+    return session_info(path, summary, all_messages_text, modified_ms)
+
+
+def _infos(files: Iterable[tuple[Path, float]], include_empty: bool) -> list[SessionInfo]:
+    infos = []
+    for path, mtime in _newest_first(files):
+        info = read_session_info(path, mtime)
+        if info is not None and (include_empty or info.message_count > 0):
+            infos.append(info)
+    return infos
+
+
+# -- list() / list_all() ---------------------------------------------------------------------------
+
+def project_session_dirs(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None,
+                         paths: AgentPaths) -> list[Path]:
+    """The folders a project's sessions are read from: `session_dir` alone, else both naming schemes."""
+    if session_dir is not None:
+        return [Path(session_dir)]
+    return paths.project_session_dirs(cwd)
+
+
+def list_sessions(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
+                  paths: AgentPaths, include_empty: bool = False) -> list[SessionInfo]:
+    """`list(cwd, session_dir)`: the project's sessions, newest modification first (S10).
+
+    Without `session_dir` the project is the union of its documented `--…--` folder and the agent's
+    home-relative one. Zero-message sessions are left out unless `include_empty`.
+    """
+    files = [item for folder in project_session_dirs(cwd, session_dir, paths) for item in session_files(folder)]
+    return _infos(files, include_empty)
+
+
+def list_all_sessions(*, paths: AgentPaths, include_empty: bool = False) -> list[SessionInfo]:
+    """`list_all()`: every session below the sessions root, nested folders too, newest first (S10)."""
+    return _infos(_session_files_under(paths.sessions_root), include_empty)
+
+
+# -- find_most_recent_session() --------------------------------------------------------------------
+
+def _has_valid_header(path: Path) -> bool:
+    prefix = _read_bytes(path, RECENT_PREFIX_BYTES)
+    return prefix is not None and summarize_bytes(prefix)[0].header_valid
+
+
+def most_recent_session_in(directories: Iterable[str | os.PathLike[str]]) -> Path | None:
+    """The newest (by mtime) file with a valid session header across `directories`, or None."""
+    files = [item for folder in directories for item in session_files(folder)]
+    for path, _mtime in _newest_first(files):
+        if _has_valid_header(path):
+            return path
+    return None
+
+
+def find_most_recent_session(session_dir: str | os.PathLike[str]) -> Path | None:
+    """`findMostRecentSession(dir)`: the newest session file of one folder by mtime, or None (S10)."""
+    return most_recent_session_in([session_dir])
+
+
+# -- get_recent_sessions() -------------------------------------------------------------------------
+
+def sanitize_display_name(text: str) -> str:
+    """A one-line display form: trimmed, first line only, control characters turned into spaces."""
+    first_line = _LINE_BREAK.split(text.strip(), maxsplit=1)[0]
+    return _CONTROL_CHARS.sub(" ", first_line).strip()
+
+
+def truncate_name(name: str, max_chars: int = NAME_MAX_CHARS) -> str:
+    """Cut to `max_chars` characters: the first `max_chars - 1` plus `…` when longer."""
+    return name if len(name) <= max_chars else name[:max_chars - 1] + ELLIPSIS
+
+
+def time_ago(mtime_ms: float, now_ms: float) -> str:
+    """"just now", "5m ago", "3h ago", "3d ago" (under a week), then the local date as M/D/YYYY."""
+    elapsed_ms = now_ms - mtime_ms
+    minutes = int(elapsed_ms // 60_000)
+    if minutes < 1:
+        return "just now"
+    if minutes < 60:
+        return f"{minutes}m ago"
+    hours = minutes // 60
+    if hours < 24:
+        return f"{hours}h ago"
+    days = hours // 24
+    if days < 7:
+        return f"{days}d ago"
+    local = datetime.fromtimestamp(mtime_ms / 1000)
+    return f"{local.month}/{local.day}/{local.year}"
+
+
+@dataclass
+class RecentSessionInfo:
+    """A light recent-session record built from a file's first 4 KB; `name` and `time_ago` are lazy."""
+
+    path: Path
+    mtime: float
+    _summary: SessionSummary = field(repr=False)
+    _now_ms: float | None = field(default=None, repr=False)
+
+    @property
+    def session_id(self) -> str | None:
+        """The header id read from the prefix."""
+        return self._summary.session_id
+
+    @cached_property
+    def full_name(self) -> str:
+        """title -> first user prompt -> header id -> file name, the first that is non-empty once cleaned."""
+        candidates = (self._summary.header_title, self._summary.first_message, self._summary.session_id,
+                      self.path.name.removesuffix(SESSION_SUFFIX))
+        for candidate in candidates:
+            cleaned = sanitize_display_name(candidate) if candidate else ""
+            if cleaned:
+                return cleaned
+        return self.path.name
+
+    @property
+    def name(self) -> str:
+        """`full_name` cut to 40 characters."""
+        return truncate_name(self.full_name)
+
+    @property
+    def time_ago(self) -> str:
+        """How long ago the file changed, relative to the injected clock or the time of access."""
+        now_ms = self._now_ms if self._now_ms is not None else time.time() * 1000
+        return time_ago(self.mtime, now_ms)
+
+    def to_agent_json(self) -> dict[str, object]:
+        """The agent's RecentSessionInfo shape: path, mtime (epoch ms), fullName, name, timeAgo."""
+        mtime: float | int = int(self.mtime) if self.mtime.is_integer() else self.mtime
+        return {"path": str(self.path), "mtime": mtime, "fullName": self.full_name,
+                "name": self.name, "timeAgo": self.time_ago}
+
+
+def recent_sessions_in(directories: Iterable[str | os.PathLike[str]], limit: int | None = DEFAULT_RECENT_LIMIT, *,
+                       now_ms: float | None = None) -> list[RecentSessionInfo]:
+    """The `limit` (default 3) newest sessions across `directories`, each read from its first 4 KB only."""
+    if limit is None:
+        limit = DEFAULT_RECENT_LIMIT
+    files = [item for folder in directories for item in session_files(folder)]
+    recent: list[RecentSessionInfo] = []
+    for path, mtime in _newest_first(files):
+        if len(recent) >= limit:
+            break
+        prefix = _read_bytes(path, RECENT_PREFIX_BYTES)
+        if prefix is None:
+            continue
+        summary, _texts = summarize_bytes(prefix)
+        if summary.header_valid:
+            recent.append(RecentSessionInfo(path, mtime, summary, now_ms))
+    return recent
+
+
+def get_recent_sessions(session_dir: str | os.PathLike[str], limit: int | None = DEFAULT_RECENT_LIMIT, *,
+                        now_ms: float | None = None) -> list[RecentSessionInfo]:
+    """`getRecentSessions(dir, limit)`: newest first by mtime, sessions with zero messages included (S10)."""
+    return recent_sessions_in([session_dir], limit, now_ms=now_ms)

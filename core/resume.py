@@ -1,0 +1,130 @@
+"""`--resume <value>` resolution (S13, S16): a path is opened as given, anything else is an id prefix.
+
+An id prefix is looked up in this project first, then (unless a session dir was given) in every
+project. A match in another project is forked into this one when `confirm_fork(info)` says yes and
+refused otherwise. sessdex goes further than the agent (S16): a prefix matching several sessions is an
+error listing them instead of silently taking the first, and an exact full id also finds a session
+that has no messages yet.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from core.discovery import list_all_sessions, list_sessions, sanitize_display_name, truncate_name
+from core.errors import (
+    AmbiguousSessionError,
+    PersistenceError,
+    SessionInOtherProjectError,
+    SessionNotFoundError,
+    UsageError,
+)
+from core.paths import AgentPaths
+from core.summary import SessionInfo
+
+ResumeAction = Literal["open", "fork"]
+CANDIDATE_LABEL_CHARS = 60
+# (source session file, target cwd, session dir or None, paths) -> the new session file in the target project
+ForkSession = Callable[[Path, str, "Path | None", AgentPaths], Path]
+
+
+@dataclass(frozen=True)
+class ResumeResult:
+    """What to resume: `path` is the file to open; for a fork it is the new copy and `session` the source."""
+
+    action: ResumeAction
+    path: Path
+    session: SessionInfo | None = None
+
+
+def is_path_like(value: str) -> bool:
+    """A `--resume` value names a file when it holds `/` or `\\` or ends in `.jsonl` (S13)."""
+    return "/" in value or "\\" in value or value.endswith(".jsonl")
+
+
+def _same_directory(first: str, second: str) -> bool:
+    return os.path.realpath(os.path.abspath(first)) == os.path.realpath(os.path.abspath(second))
+
+
+def match_session_id(value: str, sessions: Sequence[SessionInfo]) -> list[SessionInfo]:
+    """Sessions whose id is exactly `value` (any message count), else non-empty ones whose id starts with it."""
+    exact = [info for info in sessions if info.id == value]
+    if exact:
+        return exact
+    return [info for info in sessions if info.message_count > 0 and info.id.startswith(value)]
+
+
+def describe_candidate(info: SessionInfo) -> str:
+    """One line naming a candidate session: id, modification time, cwd and title or first message."""
+    modified = info.modified.astimezone().strftime("%Y-%m-%d %H:%M")
+    label = truncate_name(sanitize_display_name((info.title or info.first_message)[:2 * CANDIDATE_LABEL_CHARS]),
+                          CANDIDATE_LABEL_CHARS)
+    return f"{info.id}  {modified}  {info.cwd}  {label}"
+
+
+def _single_match(value: str, matches: list[SessionInfo]) -> SessionInfo:
+    if len(matches) == 1:
+        return matches[0]
+    lines = [f'Session "{value}" is ambiguous: it matches {len(matches)} sessions:']
+    lines += [f"  {describe_candidate(info)}" for info in matches]
+    raise AmbiguousSessionError("\n".join(lines), matches)
+
+
+def find_session_by_id(value: str, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None,
+                       *, paths: AgentPaths) -> SessionInfo:
+    """The one session `value` names: this project first, then all projects unless `session_dir` is given.
+
+    Raises SessionNotFoundError when nothing matches and AmbiguousSessionError (with the candidates,
+    newest first) when a prefix matches several sessions in the first scope that has any match.
+    """
+    local = match_session_id(value, list_sessions(cwd, session_dir, paths=paths, include_empty=True))
+    if local:
+        return _single_match(value, local)
+    if session_dir is None:
+        everywhere = match_session_id(value, list_all_sessions(paths=paths, include_empty=True))
+        if everywhere:
+            return _single_match(value, everywhere)
+    raise SessionNotFoundError(f'Session "{value}" not found.')
+
+
+def fork_with_session_manager(source: Path, cwd: str, session_dir: Path | None, paths: AgentPaths) -> Path:
+    """Fork `source` into the project at `cwd` with SessionManager.fork_from and return the new file."""
+    from core.runtime import SessionRuntime
+    from core.session_manager import SessionManager  # lazy: discovery must not pay for the writer
+
+    manager = SessionManager.fork_from(source, cwd, session_dir, runtime=SessionRuntime(paths=paths))
+    try:
+        manager.flush()
+        forked = manager.get_session_file()
+    finally:
+        manager.close()
+    if forked is None:
+        raise PersistenceError(f"forking {source} produced no session file")
+    return Path(forked)
+
+
+def resolve_resume(value: str, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
+                   paths: AgentPaths, confirm_fork: Callable[[SessionInfo], bool],
+                   fork_session: ForkSession = fork_with_session_manager) -> ResumeResult:
+    """Resolve a `--resume` value to the session file to open, forking a session from another project on yes.
+
+    Path-like values are returned as absolute paths (relative ones against `cwd`) without being read:
+    opening a missing or invalid file starts a new session there (S16). A session from another
+    project is forked on `confirm_fork(info) -> True`; on False SessionInOtherProjectError is raised.
+    """
+    if not value:
+        raise UsageError("--resume needs a session id prefix or a session file path")
+    cwd = os.path.abspath(os.fspath(cwd))
+    if is_path_like(value):
+        return ResumeResult("open", Path(os.path.abspath(os.path.join(cwd, os.path.expanduser(value)))))
+    info = find_session_by_id(value, cwd, session_dir, paths=paths)
+    if not info.cwd or _same_directory(info.cwd, cwd):
+        return ResumeResult("open", info.path, info)
+    if not confirm_fork(info):
+        raise SessionInOtherProjectError(f'Session "{value}" is in another project ({info.cwd})')
+    target_dir = Path(session_dir) if session_dir is not None else None
+    return ResumeResult("fork", fork_session(info.path, cwd, target_dir, paths), info)

@@ -1,0 +1,342 @@
+"""What a session file says about itself (S10): an incremental fold over its records, and `SessionInfo`.
+
+`SessionSummary` is fed a file's parsed JSON values in file order (an optional `title` line, the
+header, then the entries). It is the single definition of every listing field, shared by the
+file-scan `list()` and by the catalog indexer, which stores `to_state()` and resumes the fold on
+appended bytes with `from_state()`: both paths give the same answers by construction.
+
+Field rules, as the specification and the recorded agent give them:
+- message_count counts every `message` entry, whatever its role or content;
+- only user and assistant messages contribute searchable text: a string content, or the `text`
+  blocks of a content list joined with a space; empty text contributes nothing;
+- first_message is the first user text; title is the title line's title, else the header's
+  title, else the latest compaction `shortSummary`;
+- non-object records and unknown entry types are counted as entries and otherwise ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from core.records import is_session_header, is_title_line
+
+NO_MESSAGES = "(no messages)"
+STATE_VERSION = 1
+
+_BEFORE_HEADER, _IN_BODY, _INVALID = "before_header", "body", "invalid"
+
+
+def message_text(message: Any) -> str:
+    """The searchable text of an agent message: string content, or its text blocks joined by spaces."""
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [block["text"] for block in content
+                 if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)]
+        return " ".join(texts)
+    return ""
+
+
+def _number(value: Any) -> float:
+    """A usage figure as a number; anything else (missing, bool, text, NaN) counts as zero."""
+    kind = type(value)
+    if kind is int:
+        return value
+    if kind is float and math.isfinite(value):
+        return value
+    return 0
+
+
+def _non_empty_str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+class SessionSummary:
+    """Incremental fold over one session file's records; see the module docstring for the field rules."""
+
+    def __init__(self) -> None:
+        self._phase = _BEFORE_HEADER
+        self._title_line_title: str | None = None
+        self._header: dict[str, Any] | None = None
+        self._compaction_short_summary: str | None = None
+        self._message_count = 0
+        self._entry_count = 0
+        self._first_message: str | None = None
+        self._last_entry_id: str | None = None
+        self._last_model: str | None = None
+        self._input_tokens: float = 0
+        self._output_tokens: float = 0
+        self._cache_read_tokens: float = 0
+        self._cache_write_tokens: float = 0
+        self._cost_total: float = 0
+
+    # -- folding ---------------------------------------------------------------------------------
+
+    def feed(self, value: object) -> str | None:
+        """Fold one parsed record (file order); return the searchable message text it adds, or None."""
+        if self._phase == _IN_BODY:
+            return self._feed_entry(value)
+        if self._phase == _BEFORE_HEADER:
+            if is_title_line(value) and self._title_line_title is None and self._header is None:
+                self._title_line_title = _non_empty_str(value.get("title")) or ""  # type: ignore[union-attr]
+                return None
+            if is_session_header(value):
+                self._header = {key: value[key] for key in ("id", "cwd", "title", "timestamp", "parentSession")  # type: ignore[index]
+                                if key in value}  # type: ignore[operator]
+                self._phase = _IN_BODY
+                return None
+            self._phase = _INVALID
+        return None
+
+    def _feed_entry(self, entry: object) -> str | None:
+        self._entry_count += 1
+        if not isinstance(entry, dict):
+            return None
+        if isinstance(entry.get("id"), str):
+            self._last_entry_id = entry["id"]
+        kind = entry.get("type")
+        if kind == "message":
+            return self._feed_message(entry.get("message"))
+        if kind == "compaction":
+            short_summary = _non_empty_str(entry.get("shortSummary"))
+            if short_summary is not None:
+                self._compaction_short_summary = short_summary
+        elif kind == "model_change":
+            if isinstance(entry.get("model"), str) and entry.get("role", "default") in (None, "default"):
+                self._last_model = entry["model"]
+        return None
+
+    def _feed_message(self, message: Any) -> str | None:
+        self._message_count += 1
+        if not isinstance(message, dict):
+            return None
+        role = message.get("role")
+        if role == "assistant":
+            self._add_assistant_usage(message)
+        if role not in ("user", "assistant"):
+            return None
+        text = message_text(message)
+        if not text:
+            return None
+        if role == "user" and self._first_message is None:
+            self._first_message = text
+        return text
+
+    def _add_assistant_usage(self, message: dict[str, Any]) -> None:
+        provider, model = message.get("provider"), message.get("model")
+        if isinstance(provider, str) and isinstance(model, str) and provider and model:
+            self._last_model = f"{provider}/{model}"
+        usage = message.get("usage")
+        if not isinstance(usage, dict):
+            return
+        self._input_tokens += _number(usage.get("input"))
+        self._output_tokens += _number(usage.get("output"))
+        self._cache_read_tokens += _number(usage.get("cacheRead"))
+        self._cache_write_tokens += _number(usage.get("cacheWrite"))
+        cost = usage.get("cost")
+        if isinstance(cost, dict):
+            self._cost_total += _number(cost.get("total"))
+
+    # -- persistence of the fold -------------------------------------------------------------------
+
+    def to_state(self) -> dict[str, Any]:
+        """The fold's state as a small JSON-serializable dict (no message texts beyond the first)."""
+        return {
+            "v": STATE_VERSION,
+            "phase": self._phase,
+            "title_line_title": self._title_line_title,
+            "header": self._header,
+            "compaction_short_summary": self._compaction_short_summary,
+            "message_count": self._message_count,
+            "entry_count": self._entry_count,
+            "first_message": self._first_message,
+            "last_entry_id": self._last_entry_id,
+            "last_model": self._last_model,
+            "input_tokens": self._input_tokens,
+            "output_tokens": self._output_tokens,
+            "cache_read_tokens": self._cache_read_tokens,
+            "cache_write_tokens": self._cache_write_tokens,
+            "cost_total": self._cost_total,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> SessionSummary:
+        """Rebuild a fold from `to_state()` output, ready to be fed the records that follow."""
+        if state.get("v") != STATE_VERSION:
+            raise ValueError(f"unsupported SessionSummary state version: {state.get('v')!r}")
+        summary = cls()
+        summary._phase = state["phase"]
+        summary._title_line_title = state["title_line_title"]
+        summary._header = dict(state["header"]) if state["header"] is not None else None
+        summary._compaction_short_summary = state["compaction_short_summary"]
+        summary._message_count = state["message_count"]
+        summary._entry_count = state["entry_count"]
+        summary._first_message = state["first_message"]
+        summary._last_entry_id = state["last_entry_id"]
+        summary._last_model = state["last_model"]
+        summary._input_tokens = state["input_tokens"]
+        summary._output_tokens = state["output_tokens"]
+        summary._cache_read_tokens = state["cache_read_tokens"]
+        summary._cache_write_tokens = state["cache_write_tokens"]
+        summary._cost_total = state["cost_total"]
+        return summary
+
+    # -- read-only view ----------------------------------------------------------------------------
+
+    @property
+    def header_valid(self) -> bool:
+        """True once a valid header was read as the first record (after an optional title line)."""
+        return self._header is not None and self._phase == _IN_BODY
+
+    def _header_field(self, key: str) -> Any:
+        return self._header.get(key) if self._header is not None else None
+
+    @property
+    def session_id(self) -> str | None:
+        return self._header_field("id")
+
+    @property
+    def cwd(self) -> str:
+        """The header's cwd, or "" when the header has none."""
+        cwd = self._header_field("cwd")
+        return cwd if isinstance(cwd, str) else ""
+
+    @property
+    def header_title(self) -> str | None:
+        """The title the file itself names: a non-empty title line, else a non-empty header title."""
+        return self._title_line_title or _non_empty_str(self._header_field("title"))
+
+    @property
+    def title(self) -> str | None:
+        """The listing title: the file's own title, else the latest compaction shortSummary."""
+        return self.header_title or self._compaction_short_summary
+
+    @property
+    def parent_session(self) -> str | None:
+        parent = self._header_field("parentSession")
+        return parent if isinstance(parent, str) else None
+
+    @property
+    def created(self) -> str | None:
+        """The header timestamp as written (an ISO string), or None."""
+        timestamp = self._header_field("timestamp")
+        return timestamp if isinstance(timestamp, str) else None
+
+    @property
+    def message_count(self) -> int:
+        return self._message_count
+
+    @property
+    def entry_count(self) -> int:
+        return self._entry_count
+
+    @property
+    def first_message(self) -> str | None:
+        return self._first_message
+
+    @property
+    def last_entry_id(self) -> str | None:
+        return self._last_entry_id
+
+    @property
+    def last_model(self) -> str | None:
+        """`provider/model` of the latest assistant message or default-role model_change."""
+        return self._last_model
+
+    @property
+    def input_tokens(self) -> float:
+        return self._input_tokens
+
+    @property
+    def output_tokens(self) -> float:
+        return self._output_tokens
+
+    @property
+    def cache_read_tokens(self) -> float:
+        return self._cache_read_tokens
+
+    @property
+    def cache_write_tokens(self) -> float:
+        return self._cache_write_tokens
+
+    @property
+    def cost_total(self) -> float:
+        return self._cost_total
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One session as `list()`/`list_all()` report it (S10); dates are timezone-aware UTC."""
+
+    path: Path
+    id: str
+    cwd: str
+    title: str | None
+    message_count: int
+    first_message: str
+    all_messages_text: str
+    created: datetime
+    modified: datetime
+    parent_session: str | None = None
+
+    def to_agent_json(self) -> dict[str, Any]:
+        """The agent's SessionInfo shape (camelCase keys, `title` only when set, dates as datetimes)."""
+        result: dict[str, Any] = {"path": str(self.path), "id": self.id, "cwd": self.cwd}
+        if self.title is not None:
+            result["title"] = self.title
+        result.update({
+            "created": self.created,
+            "modified": self.modified,
+            "messageCount": self.message_count,
+            "firstMessage": self.first_message,
+            "allMessagesText": self.all_messages_text,
+        })
+        return result
+
+
+def datetime_from_ms(epoch_ms: float) -> datetime:
+    """A UTC datetime at millisecond precision (what the agent's Date keeps)."""
+    return datetime.fromtimestamp(math.floor(epoch_ms) / 1000, tz=timezone.utc)
+
+
+def parse_iso_timestamp(text: str | None) -> datetime | None:
+    """Parse an ISO-8601 timestamp (a trailing `Z` allowed) into an aware UTC datetime, or None."""
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+def session_info(path: Path, summary: SessionSummary, all_messages_text: str, modified_ms: float) -> SessionInfo:
+    """Build the SessionInfo of a file whose records `summary` folded; `modified_ms` is its mtime (epoch ms).
+
+    `created` is the header timestamp (the modification time when the header has no usable one).
+    Raises ValueError when the summary never saw a valid header: such a file is not a session.
+    """
+    if not summary.header_valid or summary.session_id is None:
+        raise ValueError(f"{path} has no valid session header")
+    modified = datetime_from_ms(modified_ms)
+    return SessionInfo(
+        path=Path(path),
+        id=summary.session_id,
+        cwd=summary.cwd,
+        title=summary.title,
+        message_count=summary.message_count,
+        first_message=summary.first_message if summary.first_message is not None else NO_MESSAGES,
+        all_messages_text=all_messages_text,
+        created=parse_iso_timestamp(summary.created) or modified,
+        modified=modified,
+        parent_session=summary.parent_session,
+    )

@@ -1,0 +1,115 @@
+"""The main job, for a newcomer: sessdex on your own sessions, or on a generated demo corpus.
+
+With sessions under the agent dir (`$PI_CODING_AGENT_DIR` or ~/.xcsh/agent) it only reads them.
+Otherwise it writes a demo agent dir in a temporary folder: a few sessions made through sessdex's
+own SessionManager (branches, a compaction, labels, an image) and prints their context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from core.paths import AgentPaths, default_agent_dir  # noqa: E402
+from core.runtime import SessionRuntime  # noqa: E402
+from core.session_manager import SessionManager  # noqa: E402
+
+PNG_PIXEL = base64.b64encode(bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082") * 40).decode()
+
+
+def assistant(text: str, model: str = "claude-sonnet-4-5") -> dict:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "anthropic",
+            "model": model, "usage": {"input": 120, "output": 40, "cacheRead": 0, "cacheWrite": 0,
+                                      "cost": {"total": 0.0021}}}
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "content": text}
+
+
+def write_demo_sessions(agent_dir: Path, home: Path) -> list[Path]:
+    """A handful of sessions that use every feature the store has."""
+    runtime = SessionRuntime(paths=AgentPaths(agent_dir=agent_dir, home=home, tmp_dir=home))
+    files = []
+    project = home / "src" / "webshop"
+    project.mkdir(parents=True, exist_ok=True)
+    with SessionManager.create(str(project), runtime=runtime) as manager:
+        manager.append_model_change("anthropic/claude-sonnet-4-5")
+        manager.append_thinking_level_change("medium")
+        first = manager.append_message(user("Why does the checkout test fail on CI only?"))
+        manager.append_message(assistant("The test depends on the local timezone; CI runs in UTC."))
+        manager.append_label_change(first, "flaky-test")
+        question = manager.append_message(user("Fix it by freezing the clock."))
+        manager.append_message(assistant("Done: the test now freezes time at 2025-01-01T00:00:00Z."))
+        manager.branch_with_summary(question, "Tried mocking datetime globally; too invasive, abandoned.")
+        manager.append_message(user("Instead, inject a clock into CheckoutService."))
+        manager.append_message(assistant("CheckoutService now takes a Clock; the test passes a fixed one."))
+        manager.append_compaction("We fixed a timezone-dependent checkout test by injecting a clock.",
+                                  "Checkout clock fix", manager.get_leaf_id(), 18000)
+        manager.append_message(user([{"type": "text", "text": "Here is the failing screenshot"},
+                                     {"type": "image", "data": PNG_PIXEL, "mimeType": "image/png"}]))
+        manager.append_message(assistant("The screenshot shows the old price format; fixed in formatPrice()."))
+        manager.append_mode_change("plan", {"planFile": "PLAN.md"})
+        manager.set_session_name("Checkout test: inject a clock")
+        files.append(manager.get_session_file())
+    other = home / "src" / "infra"
+    other.mkdir(parents=True, exist_ok=True)
+    for prompt, answer in (("Write a Terraform module for the S3 bucket", "Module written in modules/s3."),
+                           ("Rotate the staging TLS certificate", "Certificate rotated; expires 2026-03-01.")):
+        with SessionManager.create(str(other), runtime=runtime) as manager:
+            manager.append_message(user(prompt))
+            manager.append_message(assistant(answer, model="claude-haiku-4-5"))
+            files.append(manager.get_session_file())
+    return files
+
+
+def sessdex(agent_dir: Path, *args: str) -> None:
+    """Run the real CLI, as a user would."""
+    print(f"\n$ sessdex {' '.join(args)}", flush=True)
+    subprocess.run([sys.executable, "-m", "catalog", "--agent-dir", str(agent_dir), *args], cwd=REPO, check=False)
+
+
+def has_sessions(agent_dir: Path) -> bool:
+    sessions = agent_dir / "sessions"
+    return sessions.is_dir() and any(sessions.rglob("*.jsonl"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--demo", action="store_true", help="use a generated demo corpus even if you have sessions")
+    parser.add_argument("--keep", action="store_true", help="keep the generated demo agent dir")
+    args = parser.parse_args(argv)
+    agent_dir = default_agent_dir()
+    scratch = None
+    if args.demo or not has_sessions(agent_dir):
+        scratch = Path(tempfile.mkdtemp(prefix="sessdex-demo-"))
+        agent_dir = scratch / "home" / ".xcsh" / "agent"
+        print(f"No sessions of yours used: writing a demo agent dir in {agent_dir}")
+        files = write_demo_sessions(agent_dir, scratch / "home")
+        sessdex(agent_dir, "context", str(files[0]))
+        sessdex(agent_dir, "entries", str(files[0]))
+    else:
+        print(f"Reading your sessions in {agent_dir} (nothing is written there)")
+    try:
+        for command in (("recent", "-n", "5"), ("list", "--all")):
+            sessdex(agent_dir, *command)
+    finally:
+        if scratch is not None and not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    sys.exit(main())
