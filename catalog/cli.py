@@ -19,6 +19,12 @@ SUBCOMMANDS: dict[str, str] = {
     "recent": "catalog.cli_sessions:recent_command",
     "resume": "catalog.cli_sessions:resume_command",
     "continue": "catalog.cli_sessions:continue_command",
+    "pick": "catalog.cli_pick:pick_command",
+    "index": "catalog.cli_catalog:index_command",
+    "watch": "catalog.cli_catalog:watch_command",
+    "search": "catalog.cli_catalog:search_command",
+    "doctor": "catalog.cli_catalog:doctor_command",
+    "view": "catalog.cli_view:view_command",
 }
 
 
@@ -39,11 +45,14 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--agent-dir", envvar="PI_CODING_AGENT_DIR", type=click.Path(file_okay=False),
               help="The agent directory (default ~/.xcsh/agent).")
+@click.option("--catalog", envvar="SESSDEX_CATALOG",
+              help="The catalog: a file path or a SQLAlchemy URL (default <agent dir>/catalog.db).")
 @click.pass_context
-def cli(ctx: click.Context, agent_dir: str | None) -> None:
+def cli(ctx: click.Context, agent_dir: str | None, catalog: str | None) -> None:
     """sessdex: index, search and resume xcsh session history."""
     ctx.ensure_object(dict)
     ctx.obj["agent_dir"] = agent_dir
+    ctx.obj["catalog"] = catalog
 
 
 def main(argv: list[str] | None = None) -> None:

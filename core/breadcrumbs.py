@@ -51,9 +51,9 @@ def terminal_id(env: Mapping[str, str] | None = None,
     if isinstance(tty_path, _DetectTty):
         tty_path = current_tty_path()
     if tty_path:
-        device = tty_path.removeprefix("/dev/").strip("/")
-        if device:
-            return _file_name_safe(device.replace("/", "-"))
+        device = _file_name_safe(tty_path.removeprefix("/dev/").strip("/").replace("/", "-"))
+        if device.strip("."):
+            return device
     environment = os.environ if env is None else env
     for variable, prefix in TERMINAL_ENV_VARS:
         value = environment.get(variable)

@@ -40,7 +40,10 @@ def _mtime_ms(stat: os.stat_result) -> float:
 
 
 def session_files(directory: str | os.PathLike[str]) -> list[tuple[Path, float]]:
-    """The `*.jsonl` regular files directly inside `directory` with their mtimes (ms); [] if it is missing."""
+    """The `*.jsonl` entries directly inside `directory` with their mtimes (ms); [] if it is missing.
+
+    Entries that turn out not to be readable files (folders, dangling links) fail to read later and are skipped.
+    """
     found: list[tuple[Path, float]] = []
     try:
         with os.scandir(directory) as entries:
@@ -48,8 +51,7 @@ def session_files(directory: str | os.PathLike[str]) -> list[tuple[Path, float]]
                 if not entry.name.endswith(SESSION_SUFFIX):
                     continue
                 try:
-                    if entry.is_file():
-                        found.append((Path(entry.path), _mtime_ms(entry.stat())))
+                    found.append((Path(entry.path), _mtime_ms(entry.stat())))
                 except OSError:
                     continue
     except OSError:
@@ -65,11 +67,9 @@ def _session_files_under(root: Path) -> Iterator[tuple[Path, float]]:
                 continue
             path = Path(folder, name)
             try:
-                stat = path.stat()
+                yield path, _mtime_ms(path.stat())
             except OSError:
                 continue
-            if path.is_file():
-                yield path, _mtime_ms(stat)
 
 
 def _newest_first(files: Iterable[tuple[Path, float]]) -> list[tuple[Path, float]]:

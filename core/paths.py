@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 ProjectDirNaming = Literal["documented", "agent"]
 
 
@@ -21,8 +23,14 @@ def default_agent_dir() -> Path:
 
 
 def _canonical(path: str | os.PathLike[str]) -> str:
-    """Absolute, normalized and symlink-resolved form of a path (need not exist)."""
-    return os.path.realpath(os.path.abspath(os.fspath(path)))
+    """Absolute, normalized and symlink-resolved form of a path (need not exist).
+
+    A Windows path recorded by an agent on another machine (`C:\\Users\\x`) is kept as it is.
+    """
+    text = os.fspath(path)
+    if _WINDOWS_DRIVE.match(text):
+        return text
+    return os.path.realpath(os.path.abspath(text))
 
 
 def _dashes(text: str) -> str:

@@ -28,6 +28,7 @@ from core.summary import SessionInfo
 
 ResumeAction = Literal["open", "fork"]
 CANDIDATE_LABEL_CHARS = 60
+CANDIDATES_SHOWN = 20  # the error lists at most this many; `candidates` holds them all
 # (source session file, target cwd, session dir or None, paths) -> the new session file in the target project
 ForkSession = Callable[[Path, str, "Path | None", AgentPaths], Path]
 
@@ -70,7 +71,9 @@ def _single_match(value: str, matches: list[SessionInfo]) -> SessionInfo:
     if len(matches) == 1:
         return matches[0]
     lines = [f'Session "{value}" is ambiguous: it matches {len(matches)} sessions:']
-    lines += [f"  {describe_candidate(info)}" for info in matches]
+    lines += [f"  {describe_candidate(info)}" for info in matches[:CANDIDATES_SHOWN]]
+    if len(matches) > CANDIDATES_SHOWN:
+        lines.append(f"  ... and {len(matches) - CANDIDATES_SHOWN} more; type more of the id")
     raise AmbiguousSessionError("\n".join(lines), matches)
 
 
