@@ -9,36 +9,40 @@ import click
 
 from core.errors import SessdexError
 
-# name -> "module:attribute"; imported only when that subcommand runs, so that the hot paths
-# (resume, recent, list) never pay for the others' imports.
-SUBCOMMANDS: dict[str, str] = {
-    "context": "catalog.cli_inspect:context_command",
-    "entries": "catalog.cli_inspect:entries_command",
-    "history": "catalog.cli_history:history_group",
-    "list": "catalog.cli_sessions:list_command",
-    "recent": "catalog.cli_sessions:recent_command",
-    "resume": "catalog.cli_sessions:resume_command",
-    "continue": "catalog.cli_sessions:continue_command",
-    "pick": "catalog.cli_pick:pick_command",
-    "index": "catalog.cli_catalog:index_command",
-    "watch": "catalog.cli_catalog:watch_command",
-    "search": "catalog.cli_catalog:search_command",
-    "doctor": "catalog.cli_catalog:doctor_command",
-    "view": "catalog.cli_view:view_command",
+# name -> ("module:attribute", short help). A module is imported only when its subcommand runs,
+# so the hot paths (resume, recent, list) never pay for the others' imports, and `--help` none.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "context": ("catalog.cli_inspect:context_command", "Print what the model sees for a session file."),
+    "entries": ("catalog.cli_inspect:entries_command", "Print a session file's entries (read-only)."),
+    "history": ("catalog.cli_history:history_group", "Search and add prompt history (history.db)."),
+    "list": ("catalog.cli_sessions:list_command", "List sessions of this project (or --all)."),
+    "recent": ("catalog.cli_sessions:recent_command", "Show the most recently used sessions."),
+    "resume": ("catalog.cli_sessions:resume_command", "Resolve a session by id prefix or path and print its file."),
+    "continue": ("catalog.cli_sessions:continue_command", "Print the session --continue would resume here."),
+    "pick": ("catalog.cli_pick:pick_command", "Pick a session interactively."),
+    "index": ("catalog.cli_catalog:index_command", "Bring the catalog up to date (or --rebuild it)."),
+    "watch": ("catalog.cli_catalog:watch_command", "Keep the catalog current as the agent writes."),
+    "search": ("catalog.cli_catalog:search_command", "Search titles, first messages and all message text."),
+    "doctor": ("catalog.cli_catalog:doctor_command", "Check the catalog against the files and repair it."),
+    "view": ("catalog.cli_view:view_command", "View a session's transcript; switch sessions in place."),
 }
 
 
 class LazyGroup(click.Group):
     """A click group whose subcommands are imported on first use."""
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, SUBCOMMANDS[name][1]) for name in sorted(SUBCOMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(SUBCOMMANDS))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = SUBCOMMANDS.get(cmd_name)
-        if target is None:
+        if cmd_name not in SUBCOMMANDS:
             return super().get_command(ctx, cmd_name)
-        module_name, attribute = target.split(":")
+        module_name, attribute = SUBCOMMANDS[cmd_name][0].split(":")
         return getattr(importlib.import_module(module_name), attribute)
 
 
