@@ -167,7 +167,7 @@ class HookBus:
     """
 
     on_error: Callable[[HookEvent, BaseException], None] | None = None
-    _handlers: dict[str, list[HookHandler]] = field(default_factory=dict)
+    _handlers: dict[str, list[HookHandler]] = field(default_factory=dict, init=False, repr=False)
 
     def on(self, event_type: str, handler: HookHandler) -> Callable[[], None]:
         """Register `handler` for `event_type`; returns a function that removes it again."""

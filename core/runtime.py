@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Callable, Mapping, Protocol
 
 from core.paths import AgentPaths
+from core.storage import FileSessionStorage, SessionStorage
 
 SNOWFLAKE_EPOCH_MS = 1420070400000  # 2015-01-01T00:00:00Z
 
@@ -93,6 +94,9 @@ class SessionRuntime:
     ids: IdSource | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     tty_path: Callable[[], str | None] = current_tty_path
+    # Where persistent sessions are read and written; None is the real file system. A viewer passes
+    # an OverlaySessionStorage so that resuming a session never changes the user's files.
+    storage: SessionStorage | None = None
 
     def __post_init__(self) -> None:
         if self.ids is None:
@@ -102,6 +106,10 @@ class SessionRuntime:
     def default(cls, agent_dir: str | os.PathLike[str] | None = None) -> SessionRuntime:
         """The runtime for real use: the environment's agent dir, wall clock and random ids."""
         return cls(paths=AgentPaths.from_env(agent_dir))
+
+    def file_storage(self) -> SessionStorage:
+        """The storage persistent sessions use."""
+        return self.storage if self.storage is not None else FileSessionStorage()
 
     def now_iso(self) -> str:
         return iso_from_ms(self.clock.now_ms())

@@ -24,7 +24,7 @@ from core.paths import session_file_name
 from core.records import CURRENT_SESSION_VERSION, split_session_records
 from core.runtime import SessionRuntime, iso_from_ms
 from core.size_control import limit_sizes
-from core.storage import FileSessionStorage, MemorySessionStorage, SessionStorage, SessionStorageWriter
+from core.storage import MemorySessionStorage, SessionStorage, SessionStorageWriter
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class SessionManager:
         runtime = runtime or SessionRuntime.default()
         cwd = os.path.abspath(cwd)
         directory = Path(session_dir) if session_dir else cls._default_dir(cwd, runtime, create=True)
-        manager = cls(cwd, directory, None, runtime=runtime, storage=FileSessionStorage(), persist=True)
+        manager = cls(cwd, directory, None, runtime=runtime, storage=runtime.file_storage(), persist=True)
         manager._start_new_session()
         manager._write_breadcrumb()
         return manager
@@ -125,7 +125,7 @@ class SessionManager:
         runtime = runtime or SessionRuntime.default()
         path = Path(os.path.abspath(path))
         directory = Path(session_dir) if session_dir else path.parent
-        manager = cls(os.getcwd(), directory, None, runtime=runtime, storage=FileSessionStorage(), persist=True)
+        manager = cls(os.getcwd(), directory, None, runtime=runtime, storage=runtime.file_storage(), persist=True)
         manager.set_session_file(path)
         header_cwd = manager._header.get("cwd")
         if isinstance(header_cwd, str) and os.path.isdir(header_cwd):
@@ -154,7 +154,7 @@ class SessionManager:
         if target is None:
             return cls.create(cwd, session_dir, runtime=runtime)
         directory = Path(session_dir) if session_dir else Path(target).parent
-        manager = cls(cwd, directory, None, runtime=runtime, storage=FileSessionStorage(), persist=True)
+        manager = cls(cwd, directory, None, runtime=runtime, storage=runtime.file_storage(), persist=True)
         manager.set_session_file(Path(target))
         return manager
 
@@ -165,7 +165,7 @@ class SessionManager:
         """A new session in `target_cwd`'s project holding a copy of another session's entries."""
         runtime = runtime or SessionRuntime.default()
         target_cwd = os.path.abspath(target_cwd)
-        storage = FileSessionStorage()
+        storage = runtime.file_storage()
         directory = Path(session_dir) if session_dir else cls._default_dir(target_cwd, runtime, create=False)
         manager = cls(target_cwd, directory, None, runtime=runtime, storage=storage, persist=True)
         source = load_session_file(Path(source_path), storage, manager._blobs, runtime.ids.entry_id)
@@ -689,7 +689,7 @@ class SessionManager:
                                    f"{self._persist_error}") from self._persist_error
 
     def _write_breadcrumb(self) -> None:
-        if not self._persist or self._session_file is None:
+        if not self._persist or self._session_file is None or not self._storage.writes_to_disk:
             return
         from core.breadcrumbs import write_breadcrumb
 

@@ -40,6 +40,8 @@ class SessionStorageWriter(Protocol):
 class SessionStorage(Protocol):
     """File operations used by SessionManager: sync ones, plus async twins for event-loop callers."""
 
+    writes_to_disk: bool
+
     def ensure_dir_sync(self, path: Path) -> None: ...
 
     def exists_sync(self, path: Path) -> bool: ...
@@ -145,6 +147,8 @@ def fsync_directory(directory: Path) -> None:
 class FileSessionStorage(_AsyncTwins):
     """The real file system."""
 
+    writes_to_disk = True
+
     def ensure_dir_sync(self, path: Path) -> None:
         Path(path).mkdir(parents=True, exist_ok=True)
 
@@ -248,6 +252,8 @@ class MemoryWriter:
 class MemorySessionStorage(_AsyncTwins):
     """A map from path to bytes: for in-memory sessions and tests; never touches the disk."""
 
+    writes_to_disk = False
+
     def __init__(self) -> None:
         self.files: dict[Path, bytes] = {}
         self.dirs: set[Path] = set()
@@ -294,4 +300,43 @@ class MemorySessionStorage(_AsyncTwins):
 
     def tail_is_torn(self, path: Path) -> bool:
         data = self.files.get(Path(path), b"")
+        return bool(data) and not data.endswith(b"\n")
+
+
+class OverlaySessionStorage(MemorySessionStorage):
+    """Reads the real files but keeps every write in memory: resuming through it never changes the disk."""
+
+    def _disk(self) -> FileSessionStorage:
+        return FileSessionStorage()
+
+    def exists_sync(self, path: Path) -> bool:
+        return super().exists_sync(path) or self._disk().exists_sync(path)
+
+    def stat_sync(self, path: Path) -> FileStat | None:
+        return super().stat_sync(path) or self._disk().stat_sync(path)
+
+    def list_files_sync(self, directory: Path, suffix: str = ".jsonl") -> list[Path]:
+        found = set(self._disk().list_files_sync(directory, suffix)) | set(super().list_files_sync(directory, suffix))
+        return sorted(found)
+
+    def read_bytes(self, path: Path) -> bytes | None:
+        if Path(path) in self.files:
+            return self.files[Path(path)]
+        return self._disk().read_bytes(path)
+
+    def read_prefix(self, path: Path, size: int) -> bytes | None:
+        data = self.read_bytes(path)
+        return None if data is None else data[:size]
+
+    def rename(self, source: Path, target: Path) -> None:
+        self.files[Path(target)] = self.read_bytes(source) or b""
+        self.files.pop(Path(source), None)
+
+    def open_writer(self, path: Path) -> MemoryWriter:
+        if Path(path) not in self.files:
+            self.files[Path(path)] = self._disk().read_bytes(path) or b""
+        return MemoryWriter(self, path)
+
+    def tail_is_torn(self, path: Path) -> bool:
+        data = self.read_bytes(path) or b""
         return bool(data) and not data.endswith(b"\n")

@@ -288,7 +288,7 @@ def test_a_cancelling_hook_makes_switch_return_false_and_change_nothing(env: Env
     hooks.on("session_before_switch", lambda event: seen.append(event))  # not reached after a cancel
     switched: list[Any] = []
     hooks.on("session_switch", switched.append)
-    session, agent, modes = env.start(first, hooks=hooks)
+    session, agent, _ = env.start(first, hooks=hooks)
     before_state = (agent.messages, agent.session_id, agent.thinking_level, agent.model)
 
     assert session.switch_session(second) is False

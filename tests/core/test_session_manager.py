@@ -223,3 +223,22 @@ def test_rewrites_leave_no_temporary_files(runtime, project):
     manager.rewrite_entries()
     manager.close()
     assert [p.name for p in manager.get_session_file().parent.iterdir()] == [manager.get_session_file().name]
+
+
+def test_an_overlay_storage_resumes_without_touching_the_disk(agent_paths, tmp_path):
+    from core.runtime import SessionRuntime
+    from core.storage import OverlaySessionStorage
+
+    target = tmp_path / "files" / "v1.jsonl"
+    write_jsonl(target, [{"type": "session", "id": "old", "timestamp": "2024-01-01T00:00:00.000Z", "cwd": "/w"},
+                         {"type": "message", "timestamp": "2024-01-01T00:00:01.000Z", "message": USER}])
+    before = target.read_bytes()
+    runtime = SessionRuntime(paths=agent_paths, environ={"TMUX_PANE": "%1"}, tty_path=lambda: None,
+                             storage=OverlaySessionStorage())
+    with SessionManager.open(target, runtime=runtime) as manager:
+        manager.append_thinking_level_change("high")
+        manager.append_message(ASSISTANT)
+        assert [e["type"] for e in manager.get_entries()] == ["message", "thinking_level_change", "message"]
+        assert parse_jsonl(runtime.storage.read_bytes(target)).values[0]["version"] == 3
+    assert target.read_bytes() == before
+    assert not agent_paths.terminal_sessions_dir.exists()
