@@ -50,7 +50,8 @@ class LazyGroup(click.Group):
 @click.option("--agent-dir", envvar="PI_CODING_AGENT_DIR", type=click.Path(file_okay=False),
               help="The agent directory (default ~/.xcsh/agent).")
 @click.option("--catalog", envvar="SESSDEX_CATALOG",
-              help="The catalog: a file path or a SQLAlchemy URL (default <agent dir>/catalog.db).")
+              help="The catalog: a file path or a SQLAlchemy URL (default <agent dir>/catalog.db); "
+                   "`off` makes list/recent/resume/continue read the session files directly.")
 @click.pass_context
 def cli(ctx: click.Context, agent_dir: str | None, catalog: str | None) -> None:
     """sessdex: index, search and resume xcsh session history."""

@@ -21,13 +21,10 @@ from typing import Any
 
 import click
 
-from core.breadcrumbs import resolve_continue_target
+from catalog.queries import Catalog, FileScan, open_session_source
 from core.discovery import (
     RecentSessionInfo,
-    list_all_sessions,
-    list_sessions,
     project_session_dirs,
-    recent_sessions_in,
     sanitize_display_name,
     time_ago,
 )
@@ -43,6 +40,12 @@ ELLIPSIS = "…"
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+def _session_source(ctx: click.Context) -> Catalog | FileScan:
+    """The catalog (kept fresh by stat or by `sessdex watch`), or the file scan if the catalog is unusable."""
+    return open_session_source(_agent_paths(ctx), (ctx.find_root().obj or {}).get("catalog"),
+                               warn=lambda message: click.echo(message, err=True))
+
 
 def _agent_paths(ctx: click.Context) -> AgentPaths:
     obj = ctx.find_root().obj or {}
@@ -73,12 +76,16 @@ def _char_width(char: str) -> int:
 
 def display_width(text: str) -> int:
     """Terminal columns `text` occupies (wide East Asian characters count twice)."""
+    if text.isascii():
+        return len(text)  # every ASCII character is one column: skip the per-character lookup
     return sum(_char_width(char) for char in text)
 
 
 def fit(text: str, width: int) -> str:
     """`text` cut to at most `width` columns (ending in `…` when cut) and padded to exactly `width`."""
-    if display_width(text) > width:
+    if text.isascii() and len(text) > width:
+        text = text[:width - 1] + ELLIPSIS
+    elif display_width(text) > width:
         kept, used = [], 0
         for char in text:
             char_width = _char_width(char)
@@ -183,9 +190,8 @@ def list_command(ctx: click.Context, all_projects: bool, as_json: bool, session_
     """List sessions with at least one message, newest first (this project, or all with --all)."""
     if all_projects and session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
-    paths = _agent_paths(ctx)
-    sessions = (list_all_sessions(paths=paths) if all_projects
-                else list_sessions(os.getcwd(), session_dir, paths=paths))
+    with _session_source(ctx) as source:
+        sessions = source.list_all_sessions() if all_projects else source.list_sessions(os.getcwd(), session_dir)
     if as_json:
         _echo_json([session_json(info) for info in sessions])
     elif not sessions:
@@ -208,7 +214,8 @@ def recent_json(item: RecentSessionInfo) -> dict[str, Any]:
 def recent_command(ctx: click.Context, limit: int, as_json: bool, session_dir: Path | None) -> None:
     """The project's most recently changed sessions (read from each file's first 4 KB), newest first."""
     paths = _agent_paths(ctx)
-    recent = recent_sessions_in(project_session_dirs(os.getcwd(), session_dir, paths), limit)
+    with _session_source(ctx) as source:
+        recent = source.recent_sessions_in(project_session_dirs(os.getcwd(), session_dir, paths), limit)
     if as_json:
         _echo_json([recent_json(item) for item in recent])
         return
@@ -262,7 +269,9 @@ def resume_command(ctx: click.Context, value: str | None, assume_yes: bool, no_f
 
         resume_without_value(ctx, session_dir)
     assume = True if assume_yes else False if no_fork else None
-    result = resolve_resume(value, cwd, session_dir, paths=paths, confirm_fork=_fork_confirmation(assume))
+    with _session_source(ctx) as source:
+        result = resolve_resume(value, cwd, session_dir, paths=paths, confirm_fork=_fork_confirmation(assume),
+                                find_session=lambda v, c, d, *, paths: source.find_session_by_id(v, c, d))
     if result.action == "open" and not result.path.is_file():
         click.echo(f"{result.path} does not exist yet: opening it starts a new session there.", err=True)
     if result.action == "fork" and result.session is not None:
@@ -280,7 +289,10 @@ def resume_command(ctx: click.Context, value: str | None, assume_yes: bool, no_f
 def continue_command(ctx: click.Context, as_json: bool, session_dir: Path | None) -> None:
     """Print the session `xcsh --continue` would resume here: this terminal's last one, else the newest."""
     paths = _agent_paths(ctx)
-    target = resolve_continue_target(os.getcwd(), session_dir, paths=paths)
+    from core.breadcrumbs import resolve_continue_target  # lazy: it pulls in the runtime/storage modules
+
+    with _session_source(ctx) as source:
+        target = resolve_continue_target(os.getcwd(), session_dir, paths=paths, most_recent=source.most_recent_session_in)
     if target is None:
         if as_json:
             _echo_json({"path": None})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from core.discovery import most_recent_session_in, project_session_dirs
@@ -110,7 +110,8 @@ def read_breadcrumb(paths: AgentPaths, cwd: str | os.PathLike[str], *,
 
 def resolve_continue_target(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
                             paths: AgentPaths, env: Mapping[str, str] | None = None,
-                            tty_path: str | None | _DetectTty = DETECT_TTY) -> Path | None:
+                            tty_path: str | None | _DetectTty = DETECT_TTY,
+                            most_recent: Callable[[list[Path]], Path | None] = most_recent_session_in) -> Path | None:
     """The file `--continue` resumes: the valid breadcrumb, else the project's newest session; None for a new one.
 
     The newest session is taken by mtime whatever its message count (as the agent does); files
@@ -119,4 +120,4 @@ def resolve_continue_target(cwd: str | os.PathLike[str], session_dir: str | os.P
     crumb = read_breadcrumb(paths, cwd, env=env, tty_path=tty_path)
     if crumb is not None:
         return crumb
-    return most_recent_session_in(project_session_dirs(cwd, session_dir, paths))
+    return most_recent(project_session_dirs(cwd, session_dir, paths))

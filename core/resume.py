@@ -31,6 +31,8 @@ CANDIDATE_LABEL_CHARS = 60
 CANDIDATES_SHOWN = 20  # the error lists at most this many; `candidates` holds them all
 # (source session file, target cwd, session dir or None, paths) -> the new session file in the target project
 ForkSession = Callable[[Path, str, "Path | None", AgentPaths], Path]
+# (value, cwd, session dir or None, *, paths) -> the one matching session; the catalog provides another one
+FindSession = Callable[..., SessionInfo]
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,8 @@ def fork_with_session_manager(source: Path, cwd: str, session_dir: Path | None, 
 
 def resolve_resume(value: str, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
                    paths: AgentPaths, confirm_fork: Callable[[SessionInfo], bool],
-                   fork_session: ForkSession = fork_with_session_manager) -> ResumeResult:
+                   fork_session: ForkSession = fork_with_session_manager,
+                   find_session: FindSession | None = None) -> ResumeResult:
     """Resolve a `--resume` value to the session file to open, forking a session from another project on yes.
 
     Path-like values are returned as absolute paths (relative ones against `cwd`) without being read:
@@ -124,7 +127,7 @@ def resolve_resume(value: str, cwd: str | os.PathLike[str], session_dir: str | o
     cwd = os.path.abspath(os.fspath(cwd))
     if is_path_like(value):
         return ResumeResult("open", Path(os.path.abspath(os.path.join(cwd, os.path.expanduser(value)))))
-    info = find_session_by_id(value, cwd, session_dir, paths=paths)
+    info = (find_session or find_session_by_id)(value, cwd, session_dir, paths=paths)
     if not info.cwd or _same_directory(info.cwd, cwd):
         return ResumeResult("open", info.path, info)
     if not confirm_fork(info):

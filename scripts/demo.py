@@ -74,10 +74,29 @@ def write_demo_sessions(agent_dir: Path, home: Path) -> list[Path]:
     return files
 
 
-def sessdex(agent_dir: Path, *args: str) -> None:
-    """Run the real CLI, as a user would."""
+def sessdex(agent_dir: Path, *args: str, catalog: Path | None = None, cwd: Path = REPO) -> None:
+    """Run the real CLI, as a user would (in `cwd`, with the catalog at `catalog` when given)."""
     print(f"\n$ sessdex {' '.join(args)}", flush=True)
-    subprocess.run([sys.executable, "-m", "catalog", "--agent-dir", str(agent_dir), *args], cwd=REPO, check=False)
+    options = ["--catalog", str(catalog)] if catalog is not None else []
+    subprocess.run([sys.executable, "-m", "catalog", "--agent-dir", str(agent_dir), *options, *args], cwd=cwd,
+                   check=False)
+
+
+def show_catalog(agent_dir: Path, catalog: Path) -> None:
+    """Index the sessions, then answer recent, list, resume and search from the catalog."""
+    from catalog.queries import Catalog
+
+    sessdex(agent_dir, "index", catalog=catalog)
+    with Catalog.open(AgentPaths.from_env(agent_dir), str(catalog)) as opened:
+        newest = next(iter(opened.list_all_sessions()), None)
+    if newest is None:
+        return
+    cwd = Path(newest.cwd) if newest.cwd and Path(newest.cwd).is_dir() else REPO
+    sessdex(agent_dir, "recent", "-n", "5", catalog=catalog, cwd=cwd)
+    sessdex(agent_dir, "list", "--all", catalog=catalog)
+    sessdex(agent_dir, "resume", "--no-fork", newest.id[:12], catalog=catalog, cwd=cwd)
+    words = [word for word in newest.first_message.split() if word.isalpha() and len(word) > 3]
+    sessdex(agent_dir, "search", "--all", words[-1] if words else newest.id[:8], catalog=catalog)
 
 
 def has_sessions(agent_dir: Path) -> bool:
@@ -100,12 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         sessdex(agent_dir, "context", str(files[0]))
         sessdex(agent_dir, "entries", str(files[0]))
     else:
-        print(f"Reading your sessions in {agent_dir} (nothing is written there)")
+        scratch = Path(tempfile.mkdtemp(prefix="sessdex-demo-catalog-"))
+        print(f"Reading your sessions in {agent_dir} (nothing is written there; the catalog goes to {scratch})")
     try:
-        for command in (("recent", "-n", "5"), ("list", "--all")):
-            sessdex(agent_dir, *command)
+        show_catalog(agent_dir, scratch / "catalog.db")
     finally:
-        if scratch is not None and not args.keep:
+        if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
     return 0
 

@@ -1,0 +1,46 @@
+"""The SQLite FTS5 side of the catalog: keeping `message_fts` / `session_fts` in step, and searching them.
+
+This is the only dialect-specific SQL outside the migrations. Backends run it through
+`CatalogDatabase.fts_executemany`, which does nothing on databases without FTS5. Every write here is
+a single-row statement (see catalog.indexer._Writer for why).
+"""
+
+from __future__ import annotations
+
+MESSAGE_INSERT = "INSERT INTO message_fts(rowid, text) VALUES (?, ?)"
+MESSAGE_DELETE = "INSERT INTO message_fts(message_fts, rowid, text) VALUES ('delete', ?, ?)"
+SESSION_INSERT = "INSERT INTO session_fts(rowid, title, first_message) VALUES (?, ?, ?)"
+SESSION_DELETE = "INSERT INTO session_fts(session_fts, rowid, title, first_message) VALUES ('delete', ?, ?, ?)"
+FTS_TABLES = ("message_fts", "session_fts")
+
+SEARCH_MESSAGES = """
+SELECT messages.file_id AS file_id,
+       snippet(message_fts, 0, :open, :close, '…', :tokens) AS snippet,
+       bm25(message_fts) AS score
+FROM message_fts JOIN messages ON messages.id = message_fts.rowid
+JOIN session_files ON session_files.id = messages.file_id
+WHERE message_fts MATCH :query AND session_files.header_valid = 1 AND session_files.message_count > 0 {scope}
+ORDER BY score LIMIT :rows
+"""
+SEARCH_SESSIONS = """
+SELECT session_files.id AS file_id,
+       snippet(session_fts, 0, :open, :close, '…', :tokens) AS title_snippet,
+       snippet(session_fts, 1, :open, :close, '…', :tokens) AS first_snippet,
+       session_files.title AS title,
+       bm25(session_fts, 10.0, 1.0) AS score
+FROM session_fts JOIN session_files ON session_files.id = session_fts.rowid
+WHERE session_fts MATCH :query AND session_files.header_valid = 1 AND session_files.message_count > 0 {scope}
+ORDER BY score LIMIT :rows
+"""
+SCOPE_DIRECTORIES = "AND session_files.directory IN (:dir0, :dir1, :dir2)"
+SCOPE_ROOT = "AND session_files.path > :root_lo AND session_files.path < :root_hi"
+
+
+def integrity_check(table: str) -> str:
+    """The statement that makes FTS5 verify `table` against its content table (raises when corrupt)."""
+    return f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"
+
+
+def rebuild(table: str) -> str:
+    """The statement that rebuilds `table` from its content table."""
+    return f"INSERT INTO {table}({table}) VALUES ('rebuild')"

@@ -1,0 +1,51 @@
+"""Alembic environment for the sessdex catalog, driven from code (catalog.migrate) rather than an .ini file.
+
+The caller passes an open SQLAlchemy connection in `config.attributes["connection"]`; without one,
+an engine is built from the `sqlalchemy.url` main option. Autogenerate compares against
+`catalog.schema.metadata` and ignores the hand-made FTS5 tables.
+"""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine
+
+from catalog.schema import is_fts_table, metadata
+
+
+def include_name(name: str | None, type_: str, parent_names: dict) -> bool:
+    """Leave the FTS5 virtual tables and their shadow tables out of autogenerate's comparison."""
+    if type_ == "table":
+        return not is_fts_table(name)
+    return True
+
+
+def run_migrations(connection) -> None:
+    """Configure the migration context on `connection` and run the requested command."""
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        include_name=include_name,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_online() -> None:
+    connection = context.config.attributes.get("connection")
+    if connection is not None:
+        run_migrations(connection)
+        return
+    engine = create_engine(context.config.get_main_option("sqlalchemy.url"))
+    try:
+        with engine.connect() as connection:
+            run_migrations(connection)
+    finally:
+        engine.dispose()
+
+
+if context.is_offline_mode():
+    raise RuntimeError("the sessdex catalog is migrated online only")
+run_online()

@@ -1,0 +1,309 @@
+"""Benchmark the catalog against the file scan on a generated corpus, in one run, and print every figure.
+
+    .venv/bin/python scripts/bench_catalog.py [--workdir /tmp/sessdex-bench] [--sessions 10000] \
+        [--projects 60] [--total-size 1GB] [--huge-mb 300] [--runs 15] [--scan-runs 3]
+
+Figures (each with its goal and, where it has one, its ratio to the file-scan baseline):
+- the full index (`sessdex index` on an empty catalog) against reading + orjson-parsing the same bytes;
+- the indexer's peak resident memory;
+- a freshness check (stat every file, compare with the catalog) over the unchanged corpus, in-process;
+- `sessdex resume PREFIX` across all projects, `sessdex recent` and `sessdex list`, each a whole CLI process,
+  answered by the file scan (`--catalog off`), by the catalog checking freshness itself, and by the
+  catalog while `sessdex watch` keeps it current;
+- how long an appended line takes to show in the catalog under `sessdex watch`.
+The corpus (scripts/gen_corpus.py) is generated once into the work dir and reused by later runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from catalog.db import open_catalog, resolve_location  # noqa: E402
+from catalog.reconcile import Scope, catalog_files, diff, read_heartbeat, scan_files  # noqa: E402
+from core.paths import AgentPaths  # noqa: E402
+from gen_corpus import generate_corpus, parse_size  # noqa: E402
+
+SESSDEX = [str(Path(sys.executable).with_name("sessdex"))]
+BASELINE_SCRIPT = r"""
+import os, sys, orjson
+total = 0
+for folder, _dirs, names in os.walk(sys.argv[1]):
+    for name in names:
+        if not name.endswith(".jsonl"):
+            continue
+        with open(os.path.join(folder, name), "rb") as handle:
+            tail = b""
+            while True:
+                chunk = handle.read(4 << 20)
+                if not chunk:
+                    break
+                total += len(chunk)
+                lines = (tail + chunk).split(b"\n")
+                tail = lines.pop()
+                for line in lines:
+                    try:
+                        orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        pass
+            if tail:
+                try:
+                    orjson.loads(tail)
+                except orjson.JSONDecodeError:
+                    pass
+print(total)
+"""
+
+
+@dataclass
+class Run:
+    """One finished process: wall time, exit code, output, and (when measured) its peak resident memory."""
+
+    seconds: float
+    code: int
+    out: bytes
+    err: bytes
+    max_rss_kb: int = 0
+
+
+def run(argv: list[str], cwd: Path) -> Run:
+    """Run one process to completion and time it."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = process.communicate()
+    return Run(time.perf_counter() - started, process.returncode, out, err)
+
+
+def run_measuring_rss(argv: list[str], cwd: Path) -> Run:
+    """Like run(), with the peak resident memory of exactly that child (wait4), output discarded."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = process.stderr.read()
+    _pid, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Run(seconds, process.returncode, b"", err, usage.ru_maxrss)
+
+
+def median_ms(argv: list[str], cwd: Path, runs: int, check) -> tuple[float, Run]:
+    """The median wall time of `runs` runs of a command, each checked by `check`."""
+    times, last = [], None
+    for _ in range(runs):
+        last = run(argv, cwd)
+        check(last)
+        times.append(last.seconds)
+    return statistics.median(times) * 1000, last
+
+
+def verdict(ok: bool) -> str:
+    """MET / NOT MET."""
+    return "MET" if ok else "NOT MET"
+
+
+def shortest_unique_prefix(session_id: str, ids: list[str], minimum: int = 8) -> str:
+    """The shortest prefix of `session_id` (at least `minimum` chars) that no other id shares."""
+    length = minimum
+    while length < len(session_id) and sum(1 for other in ids if other.startswith(session_id[:length])) > 1:
+        length += 1
+    return session_id[:length]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Generate or reuse the corpus, measure everything, print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/sessdex-bench"))
+    parser.add_argument("--sessions", type=int, default=10_000)
+    parser.add_argument("--projects", type=int, default=60)
+    parser.add_argument("--total-size", type=parse_size, default=parse_size("1GB"))
+    parser.add_argument("--huge-mb", type=float, default=300.0)
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=15, help="runs per catalog-backed command (median reported)")
+    parser.add_argument("--scan-runs", type=int, default=3, help="runs per file-scan baseline command")
+    args = parser.parse_args(argv)
+    print("command:", " ".join([Path(sys.executable).name, *sys.argv]))
+    print(f"machine: {os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f}")
+
+    # An installed sessdex imports cached bytecode; this checkout may run with PYTHONDONTWRITEBYTECODE=1, so
+    # compile it once, or every process would pay for compiling sessdex's own modules.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(REPO / name) for name in ("catalog", "core",
+                                                                                              "migrations"))],
+                   check=True)
+    workdir = args.workdir.resolve()
+    agent = workdir / "agent"
+    home = workdir / "home"
+    if not (agent / "sessions").exists():
+        manifest = generate_corpus(agent, sessions=args.sessions, projects=args.projects,
+                                   total_bytes=args.total_size, seed=args.seed, huge_bytes=int(args.huge_mb * 1e6),
+                                   home=home)
+        (workdir / "manifest.json").write_bytes(manifest.to_json())
+        print(f"corpus: generated in {manifest.seconds:.1f} s")
+    manifest = orjson.loads((workdir / "manifest.json").read_bytes())
+    sessions = manifest["sessions"]
+    total_bytes = sum(s["size"] for s in sessions)
+    print(f"corpus: {len(sessions)} files, {total_bytes / 1e6:.1f} MB, {len(manifest['projects'])} projects, "
+          f"largest {max(s['size'] for s in sessions) / 1e6:.1f} MB, in {workdir}")
+
+    paths = AgentPaths(agent_dir=agent, home=home, tmp_dir=Path("/tmp"))
+    catalog_db = workdir / "catalog.db"
+    base = [*SESSDEX, "--agent-dir", str(agent)]
+    catalog_cli = [*base, "--catalog", str(catalog_db)]
+    scan_cli = [*base, "--catalog", "off"]
+    results: list[str] = []
+
+    # -- full index vs read + parse -------------------------------------------------------------------
+    baseline = run([sys.executable, "-c", BASELINE_SCRIPT, str(agent / "sessions")], workdir)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{catalog_db}{suffix}").unlink(missing_ok=True)
+    indexed = run_measuring_rss([*catalog_cli, "index"], workdir)
+    if indexed.code != 0:
+        print(indexed.err.decode(), file=sys.stderr)
+        return 1
+    ratio = indexed.seconds / baseline.seconds
+    results.append(f"full index: {indexed.seconds:.2f} s; read + orjson-parse baseline {baseline.seconds:.2f} s; "
+                   f"ratio {ratio:.2f}x (goal <= 1.5x): {verdict(ratio <= 1.5)}")
+    rss_mb = indexed.max_rss_kb / 1024
+    results.append(f"indexer peak RSS: {rss_mb:.0f} MB (goal <= 200 MB): {verdict(rss_mb <= 200)}")
+    print(results[-2], results[-1], sep="\n", flush=True)
+
+    # -- freshness check, in-process ----------------------------------------------------------------------
+    db = open_catalog(resolve_location(agent, str(catalog_db)))
+    scope = Scope.of(root=paths.sessions_root)
+    timings = []
+    for _ in range(args.runs):
+        started = time.perf_counter()
+        changed, vanished = diff(scan_files(scope), catalog_files(db, scope))
+        timings.append(time.perf_counter() - started)
+        assert not changed and not vanished, (changed[:3], vanished[:3])
+    db.close()
+    fresh_ms = statistics.median(timings) * 1000
+    results.append(f"freshness check over {len(sessions)} unchanged files: median {fresh_ms:.1f} ms "
+                   f"(goal <= 80 ms): {verdict(fresh_ms <= 80)}")
+    print(results[-1], flush=True)
+
+    # -- the CLI commands -----------------------------------------------------------------------------------
+    valid = [s for s in sessions if s["kind"] not in ("empty", "no_header", "invalid_header") and s["message_count"]]
+    by_project: dict[str, list[dict]] = {}
+    for s in valid:
+        by_project.setdefault(s["cwd"], []).append(s)
+    # `list` and `recent` run in the busiest project under home that does not hold the huge session.
+    candidates = [cwd for cwd, items in by_project.items()
+                  if cwd.startswith(str(home) + "/") and not any(s["kind"] == "huge" for s in items)]
+    list_cwd = max(candidates, key=lambda cwd: len(by_project[cwd]))
+    Path(list_cwd).mkdir(parents=True, exist_ok=True)
+    outsider = workdir / "not-a-project"
+    outsider.mkdir(exist_ok=True)
+    target = sorted(valid, key=lambda s: s["size"])[len(valid) // 2]
+    prefix = shortest_unique_prefix(target["session_id"], [s["session_id"] for s in sessions])
+    commands = {
+        f"sessdex resume {prefix} (all projects)": (["resume", "--no-fork", prefix], outsider,
+                                                    lambda r: r.code == 1 and b"is in another project" in r.err),
+        "sessdex recent": (["recent"], Path(list_cwd), lambda r: r.code == 0 and r.out.count(b"\n") > 1),
+        "sessdex list": (["list"], Path(list_cwd), lambda r: r.code == 0 and r.out.count(b"\n") > 1),
+    }
+
+    def checked(expectation):
+        def check(result: Run) -> None:
+            if not expectation(result):
+                raise SystemExit(f"unexpected result: code {result.code}\n{result.err.decode()[:500]}")
+        return check
+
+    # What any command costs before sessdex does anything: the interpreter, and the CLI with click.
+    python_ms, _ = median_ms([sys.executable, "-c", "pass"], workdir, args.runs, lambda r: None)
+    help_ms, _ = median_ms([*SESSDEX, "--help"], workdir, args.runs, lambda r: None)
+    results.append(f"floor: `python -c pass` median {python_ms:.1f} ms; `sessdex --help` (interpreter + click + "
+                   f"the CLI group) median {help_ms:.1f} ms")
+    print(results[-1], flush=True)
+
+    scan_ms: dict[str, float] = {}
+    for label, (command, cwd, expectation) in commands.items():
+        scan_ms[label], _ = median_ms([*scan_cli, *command], cwd, args.scan_runs, checked(expectation))
+        print(f"  file scan: {label}: median {scan_ms[label]:.0f} ms", flush=True)
+
+    own_ms: dict[str, float] = {}
+    for label, (command, cwd, expectation) in commands.items():
+        own_ms[label], _ = median_ms([*catalog_cli, *command], cwd, args.runs, checked(expectation))
+
+    watcher = subprocess.Popen([*catalog_cli, "watch"], cwd=workdir, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    location = resolve_location(agent, str(catalog_db))
+    try:
+        deadline = time.monotonic() + 120
+        while read_heartbeat(location) is None:
+            if watcher.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"sessdex watch did not start: {watcher.stderr.read().decode()}")
+            time.sleep(0.05)
+        watched_ms: dict[str, float] = {}
+        for label, (command, cwd, expectation) in commands.items():
+            watched_ms[label], _ = median_ms([*catalog_cli, *command], cwd, args.runs, checked(expectation))
+        latencies = append_latencies(catalog_db, [s for s in valid if s["kind"] == "normal"][:10])
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        try:
+            watcher.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+            watcher.wait()
+
+    for label in commands:
+        for mode, timing, bound, factor in (("while `sessdex watch` keeps the catalog current", watched_ms[label], 60, 100),
+                                            ("checking freshness itself", own_ms[label], 150, 40)):
+            speedup = scan_ms[label] / timing
+            results.append(f"{label}, {mode}: median {timing:.1f} ms; file scan {scan_ms[label]:.0f} ms; "
+                           f"{speedup:.1f}x faster (goals <= {bound} ms: {verdict(timing <= bound)}; "
+                           f">= {factor}x: {verdict(speedup >= factor)})")
+    latency_ms = statistics.median(latencies) * 1000
+    results.append(f"appended line visible under `sessdex watch`: median {latency_ms:.0f} ms, max "
+                   f"{max(latencies) * 1000:.0f} ms over {len(latencies)} appends (goal <= 250 ms): "
+                   f"{verdict(latency_ms <= 250)}")
+    results.append(f"load average at the end: {os.getloadavg()[0]:.2f} (other work on the machine inflates wall times)")
+    print("\nresults")
+    for line in results:
+        print(" ", line)
+    return 0
+
+
+def append_latencies(catalog_db: Path, targets: list[dict]) -> list[float]:
+    """Append a user message to each target and time until the catalog shows the new message count."""
+    reader = sqlite3.connect(f"file:{catalog_db}?mode=ro", uri=True)
+    latencies = []
+    try:
+        for number, session in enumerate(targets):
+            path = session["path"]
+            before = reader.execute("SELECT message_count FROM session_files WHERE path = ?", (path,)).fetchone()[0]
+            line = orjson.dumps({"type": "message", "id": f"b{number:07x}", "parentId": None,
+                                 "timestamp": "2026-01-01T00:00:00.000Z",
+                                 "message": {"role": "user", "content": f"benchmark append {number}",
+                                             "timestamp": 0}}) + b"\n"
+            started = time.perf_counter()
+            with open(path, "ab") as handle:
+                handle.write(line)
+            while True:
+                count = reader.execute("SELECT message_count FROM session_files WHERE path = ?", (path,)).fetchone()[0]
+                if count == before + 1:
+                    break
+                if time.perf_counter() - started > 10:
+                    raise SystemExit(f"the append to {path} never showed in the catalog")
+                time.sleep(0.002)
+            latencies.append(time.perf_counter() - started)
+            time.sleep(0.3)
+    finally:
+        reader.close()
+    return latencies
+
+
+if __name__ == "__main__":
+    sys.exit(main())

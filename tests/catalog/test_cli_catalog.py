@@ -1,0 +1,151 @@
+"""`sessdex index | search | doctor` and the `--catalog` option, run as a user would."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from catalog.cli import main
+from core.paths import AgentPaths
+from tests.catalog.catalog_support import BASE_MS, append_bytes, assistant, header, jsonl, sandbox_paths, user, write_file
+
+
+@dataclass
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def paths(tmp_path: Path, monkeypatch) -> AgentPaths:
+    monkeypatch.delenv("SESSDEX_CATALOG", raising=False)
+    monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
+    return sandbox_paths(tmp_path)
+
+
+@pytest.fixture
+def sessdex(paths: AgentPaths, monkeypatch, capsys):
+    def run(*args: str, cwd: Path | None = None) -> Outcome:
+        monkeypatch.chdir(cwd or paths.home)
+        with pytest.raises(SystemExit) as exit_info:
+            main(["--agent-dir", str(paths.agent_dir), *args])
+        out, err = capsys.readouterr()
+        return Outcome(exit_info.value.code, out, err)
+    return run
+
+
+@pytest.fixture
+def proj(paths: AgentPaths) -> Path:
+    folder = paths.home / "proj"
+    folder.mkdir()
+    sessions = paths.project_session_dir(folder)
+    write_file(sessions / "a.jsonl", jsonl([header("aaaa000000000001", folder, title="Parser work"),
+                                            user("fix the tokenizer"), assistant("the lexer is fixed")]), BASE_MS)
+    write_file(sessions / "b.jsonl", jsonl([header("bbbb000000000001", folder), user("deploy the service")]),
+               BASE_MS + 1000)
+    write_file(sessions / "broken.jsonl", b"\x00\x01 not a session\n", BASE_MS + 2000)
+    return folder
+
+
+def _digests(paths: AgentPaths) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths.sessions_root.rglob("*.jsonl")}
+
+
+def test_index_builds_then_only_catches_up_and_rebuild_starts_over(sessdex, proj, paths):
+    first = sessdex("index")
+    assert first.code == 0 and "Indexed 3 file(s)" in first.err and "holds 3 file(s)" in first.err
+    assert "Indexed 0 file(s)" in sessdex("index").err
+    append_bytes(paths.project_session_dir(proj) / "b.jsonl", jsonl([assistant("deployed")]))
+    assert "Indexed 1 file(s)" in sessdex("index").err
+    assert "Indexed 3 file(s)" in sessdex("index", "--rebuild").err
+
+
+def test_search_prints_sessions_with_highlighted_snippets(sessdex, proj):
+    result = sessdex("search", "lexer", cwd=proj)
+    assert result.code == 0
+    first, second = result.out.splitlines()
+    assert first.startswith("aaaa000000000001  ") and first.endswith(f"Parser work  ({proj})")
+    assert second == "    message: the [lexer] is fixed"
+    hits = json.loads(sessdex("search", "--json", "deploy", cwd=proj).out)
+    assert [(h["id"], h["field"]) for h in hits] == [("bbbb000000000001", "first_message")]
+    assert hits[0]["snippet"] == "[deploy] the service"
+    none = sessdex("search", '"unbalanced (quote', cwd=proj)
+    assert (none.code, none.out, none.err.strip()) == (0, "", "No matching sessions")
+    assert sessdex("search", "lexer", cwd=proj.parent).err.strip() == "No matching sessions"  # other project
+    assert "aaaa000000000001" in sessdex("search", "--all", "lexer", cwd=proj.parent).out
+
+
+def test_doctor_reports_then_repairs_the_catalog_never_the_files(sessdex, proj, paths):
+    sessdex("index")
+    clean = sessdex("doctor", "--check")
+    assert clean.code == 0 and "the catalog is consistent" in clean.out
+    assert "files without a valid session header (listed nowhere): 1" in clean.out
+    append_bytes(paths.project_session_dir(proj) / "a.jsonl", jsonl([user("more")]))
+    write_file(paths.project_session_dir(proj) / "c.jsonl", jsonl([header("cccc000000000001", proj), user("c")]))
+    before = _digests(paths)
+    stale = sessdex("doctor", "--check")
+    assert stale.code == 1
+    assert "not in the catalog: 1" in stale.out and "changed since indexed: 1" in stale.out
+    repaired = sessdex("doctor")
+    assert repaired.code == 0 and "repaired: indexed 2 file(s)" in repaired.out
+    assert sessdex("doctor", "--check").code == 0
+    report = json.loads(sessdex("doctor", "--json").out)
+    assert report["needs_repair"] is False and report["files"] == 4
+    assert _digests(paths) == before
+
+
+def test_doctor_rebuilds_a_catalog_it_cannot_open(sessdex, proj, paths):
+    sessdex("index")
+    catalog = paths.agent_dir / "catalog.db"
+    for leftover in (Path(f"{catalog}-wal"), Path(f"{catalog}-shm")):
+        leftover.unlink(missing_ok=True)
+    catalog.write_bytes(b"garbage" * 1000)
+    checked = sessdex("doctor", "--check")
+    assert checked.code == 1 and "index --rebuild" in checked.err
+    repaired = sessdex("doctor")
+    assert repaired.code == 0 and "rebuilt the catalog from the session files" in repaired.out
+    assert list(paths.agent_dir.glob("catalog.db.corrupt-*"))
+    assert "aaaa000000000001" in sessdex("search", "--all", "tokenizer").out
+
+
+def test_the_catalog_option_and_environment_variable_choose_the_database(sessdex, proj, paths, tmp_path, monkeypatch):
+    chosen = tmp_path / "chosen.db"
+    assert sessdex("--catalog", str(chosen), "index").code == 0
+    assert chosen.exists() and not (paths.agent_dir / "catalog.db").exists()
+    monkeypatch.setenv("SESSDEX_CATALOG", f"sqlite:///{tmp_path / 'from-env.db'}")
+    assert sessdex("index").code == 0
+    assert (tmp_path / "from-env.db").exists() and not (paths.agent_dir / "catalog.db").exists()
+
+
+def test_list_reads_the_files_when_the_catalog_is_off_or_unusable(sessdex, proj, paths):
+    off = sessdex("--catalog", "off", "list", cwd=proj)
+    assert off.code == 0 and "aaaa0000" in off.out and off.err == ""
+    assert not (paths.agent_dir / "catalog.db").exists()
+    (paths.agent_dir / "catalog.db").write_bytes(b"not a database" * 100)
+    broken = sessdex("list", cwd=proj)
+    assert broken.code == 0 and "aaaa0000" in broken.out
+    assert "reading the session files directly" in broken.err
+    assert sessdex("search", "lexer", cwd=proj).code == 1  # search has no file-scan fallback: it says so
+
+
+HEAVY_IMPORT_PROBE = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
+                      "'HEAVY=' + ','.join(sorted(m for m in ('sqlalchemy', 'alembic', 'watchdog') if m in sys.modules)))); "
+                      "from catalog.cli import main; main()")
+
+
+@pytest.mark.parametrize("command", [["list"], ["list", "--all"], ["recent"], ["resume", "aaaa0000"],
+                                     ["continue"], ["search", "lexer"]])
+def test_reads_of_a_current_catalog_import_neither_sqlalchemy_nor_alembic(sessdex, proj, paths, command):
+    assert sessdex("index").code == 0  # creating the catalog does need Alembic; reading it must not
+    result = subprocess.run([sys.executable, "-c", HEAVY_IMPORT_PROBE, "--agent-dir", str(paths.agent_dir), *command],
+                            cwd=proj, capture_output=True, text=True, env={**os.environ, "HOME": str(paths.home)})
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.endswith("HEAVY="), result.stderr

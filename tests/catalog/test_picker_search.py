@@ -1,0 +1,200 @@
+"""catalog.picker_search and catalog.picker_model: ranking, narrowing, lazy completion, selection, content merge."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from catalog.picker_model import PickerModel, distinct_prefix_length
+from catalog.picker_search import SearchIndex
+from catalog.picker_source import PickerRow
+
+ROOT = "/agent/sessions"
+
+
+def row(session_id: str, title: str | None = None, first: str = "hello", cwd: str = "/home/u/proj",
+        folder: str = "--home-u-proj--") -> PickerRow:
+    return PickerRow(path=f"{ROOT}/{folder}/2025-01-01T00-00-00-000Z_{session_id}.jsonl", session_id=session_id,
+                     cwd=cwd, title=title, first_message=first, message_count=2, modified_ms=0)
+
+
+def ids(index: SearchIndex, positions: list[int]) -> list[str]:
+    return [index.rows[position].session_id for position in positions]
+
+
+def complete(index: SearchIndex, query: str, previous=None):
+    search = index.search(query, previous)
+    while not search.advance(7):
+        pass
+    return search
+
+
+# Rows are newest first, as every source gives them.
+RANKING_ROWS = [
+    row("w4000000", first="zzz", cwd="/home/u/pxaxrxsxexr"),  # weak fuzzy (cwd)
+    row("s3000000", title="p-a-r-s-e-r", first="zzz"),  # strong fuzzy (title)
+    row("b2000000", first="please fix the parser now"),  # weak substring (first message)
+    row("i1000000", title="Unparser cleanup"),  # strong substring inside a word
+    row("a0000001", title="Parser rewrite"),  # strong substring at a word start
+    row("n0000000", title="nothing here", first="zzz"),
+    row("a0000002", title="the PARSER again"),  # strong substring at a word start, older
+]
+
+
+def test_rank_order_then_newest_first() -> None:
+    index = SearchIndex(RANKING_ROWS, ROOT)
+    search = complete(index, "parser")
+    assert ids(index, search.ranked()) == ["a0000001", "a0000002", "i1000000", "b2000000", "s3000000", "w4000000"]
+    assert ids(index, search.strong_ranked()) == ["a0000001", "a0000002", "i1000000", "b2000000", "s3000000"]
+    assert ids(index, search.weak_fuzzy()) == ["w4000000"]
+
+
+def test_id_prefix_is_a_word_start_hit() -> None:
+    index = SearchIndex([row("zz000001", title="about b2"), row("b2c00000", title="x")], ROOT)
+    assert ids(index, complete(index, "b2c").ranked()) == ["b2c00000"]
+    assert ids(index, complete(index, "b2").ranked()) == ["zz000001", "b2c00000"]
+
+
+def test_a_fuzzy_match_stays_inside_one_field() -> None:
+    # "ab" would only match across id ("a...") and title ("b"), or across first message and cwd.
+    index = SearchIndex([row("a0000000", title="b", first="a", cwd="/b")], ROOT)
+    assert complete(index, "xb").ranked() == []
+    assert complete(index, "0b").ranked() == []
+    assert complete(index, "a0b").ranked() == []
+
+
+def test_the_sessions_root_is_not_searched_but_the_rest_of_the_path_is() -> None:
+    index = SearchIndex([row("a0000000", folder="--work-acme--")], ROOT)
+    assert complete(index, "agent").ranked() == []
+    assert complete(index, "acme").ranked() == [0]
+    assert complete(index, "2025-01-01").ranked() == [0]
+
+
+def test_control_characters_and_newlines_do_not_join_fields() -> None:
+    index = SearchIndex([row("a0000000", title="one\ntwo", first="x\x1fy")], ROOT)
+    assert complete(index, "one two").ranked() == [0]
+    assert complete(index, "x y").ranked() == [0]
+
+
+def test_the_weak_fuzzy_rank_is_computed_lazily() -> None:
+    rows = [row(f"{n:08x}", first=f"q{'-' * 5}w{'-' * 5}e {n}") for n in range(50)]
+    index = SearchIndex(rows, ROOT)
+    search = index.search("qwe")
+    assert not search.complete and search.ranked() == []
+    search.fill(5, max_rows=1000)
+    assert len(search.ranked()) >= 5 and not search.complete
+    while not search.advance(10):
+        pass
+    assert search.ranked() == list(range(50))
+
+
+def corpus(seed: int, count: int = 300) -> list[PickerRow]:
+    generator = random.Random(seed)
+    words = ["parser", "fix", "deploy", "api", "cache", "Auth", "réseau", "日本", "x_y", "v2"]
+    return [row(f"{generator.getrandbits(32):08x}{n:04d}",
+                title=" ".join(generator.sample(words, 2)) if generator.random() < 0.3 else None,
+                first=" ".join(generator.choices(words, k=6)), cwd="/home/u/" + generator.choice(words),
+                folder=generator.choice(["--a--", "-b", "deep/c"])) for n in range(count)]
+
+
+@pytest.mark.parametrize("word", ["parser", "deploy api", "fxp", "日本", "ré", "ab"])
+def test_narrowing_while_typing_gives_the_same_ranking_as_a_fresh_search(word: str) -> None:
+    index = SearchIndex(corpus(7), ROOT)
+    previous = None
+    for length in range(1, len(word) + 1):
+        typed = index.search(word[:length], previous)
+        typed.fill(10, max_rows=50)  # leave it incomplete: narrowing must keep the untested rows
+        previous = typed
+    while not previous.advance(40):
+        pass
+    assert previous.ranked() == complete(index, word).ranked()
+
+
+def test_distinct_prefix_length() -> None:
+    assert distinct_prefix_length([]) == 8
+    assert distinct_prefix_length(["abcdefgh11", "abcdefgh22"]) == 9
+    assert distinct_prefix_length(["abcdefgh11", "abcdefgh11"]) == 8
+
+
+# -- the model ----------------------------------------------------------------------------------------
+
+def test_model_selection_moves_and_clamps() -> None:
+    model = PickerModel("project", corpus(1, 40), sessions_root=ROOT, page_size=10)
+    model.move(-1)
+    assert model.selected == 0
+    model.page(1)
+    assert model.selected == 10
+    model.last()
+    assert model.selected == 39
+    model.move(5)
+    assert model.selected == 39
+    model.page(-1)
+    assert model.selected == 29
+    model.first()
+    assert model.selected == 0
+    assert model.window(10) == list(range(10))
+    model.last()
+    assert model.window(10) == list(range(30, 40))
+
+
+def test_model_query_editing() -> None:
+    model = PickerModel("project", corpus(2, 60), sessions_root=ROOT)
+    model.type_text("fix pa")
+    assert model.query == "fix pa"
+    model.delete_word()
+    assert model.query == "fix "
+    model.backspace()
+    model.type_text("\nd\tq")
+    assert model.query == "fix d q"
+    model.clear_query()
+    assert model.query == "" and len(model.results) == 60
+
+
+def test_content_matches_rank_after_strong_hits_and_before_weak_fuzzy_ones() -> None:
+    rows = [row("c0000000", first="nothing"), row("w0000000", first="d-e-e-p"), row("t0000000", title="deep dive")]
+    model = PickerModel("all", rows, sessions_root=ROOT)
+    model.type_text("deep")
+    while not model.advance_search(100):
+        pass
+    assert [model.rows[i].session_id for i in model.results] == ["t0000000", "w0000000"]
+    assert model.content_pending
+    model.set_content_matches(("deep", "all"), {rows[0].path: "a \x02deep\x03 thought", rows[2].path: "deep"})
+    assert not model.content_pending
+    assert [model.rows[i].session_id for i in model.results] == ["t0000000", "c0000000", "w0000000"]
+    assert model.snippet(0) == "a \x02deep\x03 thought"
+    model.set_content_matches(("dee", "all"), {rows[1].path: "stale"})  # another query: ignored
+    assert model.snippet(1) is None
+    model.backspace()
+    assert model.snippet(0) is None and [model.rows[i].session_id for i in model.results] == ["t0000000",
+                                                                                              "w0000000"]
+
+
+def test_model_scope_switch_waits_for_rows() -> None:
+    model = PickerModel("project", [row("p0000000")], sessions_root=ROOT)
+    assert model.toggle_scope() == "all" and model.loading and model.results == []
+    model.set_rows("all", [row("a0000000"), row("p0000000")])
+    assert not model.loading and len(model.results) == 2
+    assert model.toggle_scope() == "project" and len(model.results) == 1
+
+
+def test_a_moved_selection_stays_on_its_session_when_rows_or_content_change() -> None:
+    rows = [row("a0000000"), row("b0000000"), row("c0000000")]
+    model = PickerModel("project", rows, sessions_root=ROOT)
+    model.move(2)
+    newer = [row("n0000000"), *rows]
+    model.set_rows("project", newer)
+    assert model.selected_row() == rows[2]
+    model.first()
+    model.set_rows("project", [row("m0000000"), *newer])
+    assert model.selected == 0 and model.selected_row().session_id == "m0000000"
+
+
+def test_a_moved_selection_follows_its_session_when_content_hits_arrive() -> None:
+    rows = [row("c0000000", first="nothing"), row("w0000000", first="d-e-e-p"), row("t0000000", title="deep")]
+    model = PickerModel("all", rows, sessions_root=ROOT)
+    model.type_text("deep")
+    model.last()
+    assert model.selected_row() == rows[1]  # the weak fuzzy hit, last
+    model.set_content_matches(("deep", "all"), {rows[0].path: "\x02deep\x03"})
+    assert model.selected_row() == rows[1] and model.selected == 2

@@ -1,0 +1,173 @@
+"""The picker in a real terminal: `sessdex pick` / `sessdex resume` run inside tmux, driven by send-keys.
+
+Each test starts its own tmux server (a socket in the test's temporary folder), types like a user, reads the screen with
+capture-pane and kills the server at the end, whatever happens.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.core.sessiontree import BASE_MS, Tree, assistant, header, make_tree, user
+
+REPO = Path(__file__).resolve().parents[2]
+SESSDEX = REPO / ".venv" / "bin" / "sessdex"
+WAIT_S = 20.0
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+
+
+@dataclass
+class Pane:
+    """A tmux server with one 120x30 window running a shell command."""
+
+    socket: str
+    results: Path
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-S", self.socket, *args], check=True, capture_output=True, text=True,
+                              timeout=10).stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "picker")
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        self.tmux("send-keys", "-t", "picker", *(["-l"] if literal else []), *keys)
+
+    def wait_for(self, condition: Callable[[str], bool], what: str) -> str:
+        deadline = time.monotonic() + WAIT_S
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if condition(screen):
+                return screen
+            time.sleep(0.05)
+        raise AssertionError(f"the screen never showed {what}; last screen:\n{screen}")
+
+    def finished(self) -> tuple[int, str, str]:
+        """Wait for the command to end; its exit status, stdout and stderr."""
+        status_file = self.results / "status"
+        deadline = time.monotonic() + WAIT_S
+        while not status_file.exists() or not status_file.read_text().strip():
+            assert time.monotonic() < deadline, f"the command did not finish; screen:\n{self.screen()}"
+            time.sleep(0.05)
+        return (int(status_file.read_text()), (self.results / "out").read_text(),
+                (self.results / "err").read_text())
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Tree:
+    tree = make_tree(tmp_path)
+    proj, other = tree.project("proj"), tree.project("other")
+    tree.session(proj, "aa11000000000001", [user("fix the parser please"), assistant("done")], mtime_ms=BASE_MS)
+    tree.session(proj, "bb22000000000002", [user("ship it"), assistant("ok")],
+                 head=header("bb22000000000002", proj, title="Deploy the API"), mtime_ms=BASE_MS + 60_000)
+    tree.session(proj, "cc33000000000003", [user("rewrite"), assistant("sure")],
+                 head=header("cc33000000000003", proj, title="Parser rewrite"), mtime_ms=BASE_MS + 120_000)
+    tree.session(other, "dd44000000000004", [user("elsewhere parser work"), assistant("fine")],
+                 mtime_ms=BASE_MS + 30_000)
+    return tree
+
+
+@pytest.fixture
+def run_in_tmux(tree: Tree, tmp_path: Path) -> Iterator[Callable[[str], Pane]]:
+    """Start `sessdex <args>` (a shell snippet using $SESSDEX) in ~/proj inside a fresh tmux server."""
+    sockets: list[str] = []
+
+    def start(command: str) -> Pane:
+        socket = str(tmp_path / f"tmux-{len(sockets)}.sock")
+        sockets.append(socket)
+        results = tmp_path / f"results-{len(sockets)}"
+        results.mkdir()
+        environment = {"HOME": str(tree.home), "PI_CODING_AGENT_DIR": str(tree.paths.agent_dir),
+                       "TMPDIR": str(tree.root / "tmp"), "SESSDEX": str(SESSDEX), "TERM": "xterm-256color",
+                       "RESULTS": str(results)}
+        exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in environment.items())
+        script = f'( {command} ) >"$RESULTS/out" 2>"$RESULTS/err"; echo $? >"$RESULTS/status"; sleep 60'
+        pane = Pane(socket, results)
+        pane.tmux("-f", "/dev/null", "new-session", "-d", "-s", "picker", "-x", "120", "-y", "30",
+                  "-c", str(tree.home / "proj"), f"env {exports} sh -c {shlex.quote(script)}")
+        return pane
+
+    try:
+        yield start
+    finally:
+        for socket in sockets:
+            subprocess.run(["tmux", "-S", socket, "kill-server"], check=False, capture_output=True, timeout=10)
+
+
+def row_lines(screen: str) -> list[str]:
+    lines = screen.splitlines()
+    start = next(i for i, line in enumerate(lines) if "TITLE / FIRST MESSAGE" in line) + 1
+    return [line for line in lines[start:] if line.startswith(("❯ ", "  ")) and line.strip()]
+
+
+def title_of(line: str) -> str:
+    return line[2:].split("  ")[0]
+
+
+def test_pick_filters_switches_scope_and_prints_the_choice(run_in_tmux, tree: Tree) -> None:
+    pane = run_in_tmux('"$SESSDEX" pick')
+    screen = pane.wait_for(lambda s: "Pick a session" in s and "Parser rewrite" in s, "the picker")
+    assert "◉ This project (~/proj)" in screen and "○ All projects" in screen and "3 of 3" in screen
+    rows = row_lines(screen)
+    assert rows[0].startswith("❯ Parser rewrite") and "cc330000" in rows[0] and rows[0].rstrip().endswith("~/proj")
+    assert rows[1].startswith("  Deploy the API") and rows[2].startswith("  fix the parser please")
+
+    pane.keys("parser", literal=True)
+    screen = pane.wait_for(lambda s: "> parser" in s and "2 of 3" in s, "the filtered list")
+    assert [title_of(line) for line in row_lines(screen)] == ["Parser rewrite", "fix the parser please"]
+
+    pane.keys("Tab")
+    screen = pane.wait_for(lambda s: "◉ All projects" in s and "3 of 4" in s, "all projects")
+    assert "○ This project" in screen
+    rows = row_lines(screen)
+    assert [title_of(line) for line in rows] == ["Parser rewrite", "elsewhere parser work", "fix the parser please"]
+    assert rows[1].rstrip().endswith("~/other")
+
+    pane.keys("Down", "Down", "Up", "Enter")
+    status, out, err = pane.finished()
+    assert (status, err) == (0, "") and out.endswith("_dd44000000000004.jsonl\n")
+
+
+def test_resume_draws_on_the_terminal_while_stdout_is_captured(run_in_tmux, tree: Tree) -> None:
+    pane = run_in_tmux('chosen="$("$SESSDEX" resume)"; status=$?; printf %s "$chosen"; exit $status')
+    pane.wait_for(lambda s: "Resume a session" in s and "Deploy the API" in s, "the picker")
+    pane.keys("End", "Up", "Enter")
+    status, out, _err = pane.finished()
+    assert status == 0 and out.endswith("_bb22000000000002.jsonl") and "\n" not in out
+
+
+def test_resume_escape_and_ctrl_c(run_in_tmux) -> None:
+    cancelled = run_in_tmux('"$SESSDEX" resume')
+    cancelled.wait_for(lambda s: "Resume a session" in s, "the picker")
+    cancelled.keys("Escape")
+    assert cancelled.finished() == (1, "", "No session selected\n")
+
+    hard_exit = run_in_tmux('"$SESSDEX" resume')
+    hard_exit.wait_for(lambda s: "Resume a session" in s, "the picker")
+    hard_exit.keys("C-c")
+    assert hard_exit.finished() == (0, "", "")
+
+
+def test_empty_project_picker_and_resume(run_in_tmux, tree: Tree) -> None:
+    pane = run_in_tmux('cd "$HOME/empty" && "$SESSDEX" pick')
+    tree.project("empty")
+    screen = pane.wait_for(lambda s: "No sessions in this project" in s, "the empty-list message")
+    assert "0 of 0" in screen
+    pane.keys("Enter")
+    time.sleep(0.3)
+    assert "No sessions in this project" in pane.screen()  # Enter did nothing
+    pane.keys("Escape")
+    assert pane.finished() == (1, "", "No session selected\n")
+
+    resume = run_in_tmux('cd "$HOME/empty" && "$SESSDEX" resume')
+    assert resume.finished() == (1, "", "No sessions found\n")

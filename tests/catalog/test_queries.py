@@ -1,0 +1,223 @@
+"""Catalog queries beyond parity: freshness without a watcher, trusting a live watcher, resume, search, laziness."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from catalog.queries import Catalog, fts_query
+from core.errors import AmbiguousSessionError, CatalogError, SessionNotFoundError
+from core.paths import AgentPaths
+from tests.catalog.catalog_support import (
+    BASE_MS,
+    append_bytes,
+    assistant,
+    header,
+    jsonl,
+    open_catalog_for,
+    sandbox_paths,
+    user,
+    write_file,
+)
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> AgentPaths:
+    return sandbox_paths(tmp_path)
+
+
+def project(paths: AgentPaths, name: str) -> str:
+    folder = paths.home / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder)
+
+
+def session(paths: AgentPaths, cwd: str, session_id: str, *records, mtime_ms: int = BASE_MS, name: str | None = None) -> Path:
+    folder = paths.project_session_dir(cwd)
+    return write_file(folder / (name or f"{session_id}.jsonl"), jsonl([header(session_id, cwd), *records]), mtime_ms)
+
+
+# -- freshness ------------------------------------------------------------------------------------------
+
+def test_every_read_sees_changes_made_since_the_last_one(paths: AgentPaths):
+    cwd = project(paths, "proj")
+    path = session(paths, cwd, "1111000000000001", user("one"))
+    with open_catalog_for(paths) as catalog:
+        assert [i.message_count for i in catalog.list_sessions(cwd)] == [1]
+        append_bytes(path, jsonl([assistant("two")]))
+        assert [i.message_count for i in catalog.list_sessions(cwd)] == [2]
+        other = session(paths, cwd, "1111000000000002", user("new"), mtime_ms=BASE_MS + 10**12)
+        assert [i.path for i in catalog.list_sessions(cwd)] == [other, path]
+        path.unlink()
+        assert [i.path for i in catalog.list_all_sessions()] == [other]
+
+
+def test_a_live_watcher_covering_the_scope_makes_reads_skip_the_stat_pass(paths: AgentPaths):
+    cwd = project(paths, "proj")
+    path = session(paths, cwd, "1111000000000001", user("one"))
+    with open_catalog_for(paths) as catalog:
+        assert catalog.list_sessions(cwd)[0].message_count == 1
+        heartbeat = catalog.location.watcher_path
+        heartbeat.write_text(f"{os.getpid()}\n{paths.sessions_root}\n", encoding="utf-8")
+        append_bytes(path, jsonl([assistant("two")]))
+        # The (pretend) watcher has not indexed the append yet: the read trusts it and does not scan.
+        assert catalog.list_sessions(cwd)[0].message_count == 1
+        os.utime(heartbeat, (0, 0))  # a heartbeat that went quiet is not trusted
+        assert catalog.list_sessions(cwd)[0].message_count == 2
+        append_bytes(path, jsonl([user("three", "u3")]))
+        heartbeat.write_text(f"{os.getpid()}\n{paths.home / 'elsewhere'}\n", encoding="utf-8")
+        assert catalog.list_sessions(cwd)[0].message_count == 3  # a watcher of another root does not count
+
+
+def test_a_heartbeat_of_a_dead_process_is_ignored(paths: AgentPaths):
+    cwd = project(paths, "proj")
+    path = session(paths, cwd, "1111000000000001", user("one"))
+    with open_catalog_for(paths) as catalog:
+        catalog.list_sessions(cwd)
+        catalog.location.watcher_path.write_text(f"{2**22 + 12345}\n{paths.sessions_root}\n", encoding="utf-8")
+        append_bytes(path, jsonl([assistant("two")]))
+        assert catalog.list_sessions(cwd)[0].message_count == 2
+
+
+def test_all_messages_text_is_loaded_only_when_read_and_even_after_close(paths: AgentPaths):
+    cwd = project(paths, "proj")
+    session(paths, cwd, "1111000000000001", user("alpha"), assistant("beta"))
+    catalog = open_catalog_for(paths)
+    info = catalog.list_sessions(cwd)[0]
+    assert "_all_messages_text" in info.__dict__ and info.__dict__["_all_messages_text"] is None
+    catalog.close()
+    assert info.all_messages_text == "alpha beta"
+
+
+# -- resume by id ---------------------------------------------------------------------------------------
+
+def test_resume_lookup_reports_ambiguity_with_every_candidate(paths: AgentPaths):
+    cwd = project(paths, "proj")
+    session(paths, cwd, "abcd000000000001", user("one"), mtime_ms=BASE_MS)
+    session(paths, cwd, "abcd000000000002", user("two"), mtime_ms=BASE_MS + 1)
+    with open_catalog_for(paths) as catalog:
+        with pytest.raises(AmbiguousSessionError) as error:
+            catalog.find_session_by_id("abcd", cwd)
+        assert [c.id for c in error.value.candidates] == ["abcd000000000002", "abcd000000000001"]
+        assert "abcd000000000001" in str(error.value)
+        assert catalog.find_session_by_id("abcd0000000000019"[:16], cwd).id == "abcd000000000001"
+        with pytest.raises(SessionNotFoundError, match='Session "ffff" not found.'):
+            catalog.find_session_by_id("ffff", cwd)
+
+
+def test_resume_falls_back_to_every_project_and_finds_zero_message_sessions_by_full_id(paths: AgentPaths):
+    here, there = project(paths, "here"), project(paths, "there")
+    session(paths, there, "5555000000000001", user("elsewhere"))
+    session(paths, here, "6666000000000001")
+    with open_catalog_for(paths) as catalog:
+        assert catalog.find_session_by_id("5555", here).cwd == there
+        with pytest.raises(SessionNotFoundError):
+            catalog.find_session_by_id("5555", here, paths.project_session_dir(here))  # a session dir pins the scope
+        with pytest.raises(SessionNotFoundError):
+            catalog.find_session_by_id("6666", here)  # a prefix skips sessions without messages
+        assert catalog.find_session_by_id("6666000000000001", here).message_count == 0
+
+
+# -- search ----------------------------------------------------------------------------------------------
+
+def test_search_finds_titles_first_messages_and_any_message_with_highlights(paths: AgentPaths):
+    cwd, other = project(paths, "proj"), project(paths, "other")
+    write_file(paths.project_session_dir(cwd) / "t.jsonl",
+               jsonl([header("1000000000000001", cwd, title="Refactor the parser"), user("hello")]), BASE_MS)
+    session(paths, cwd, "1000000000000002", user("hello"), assistant("the flux capacitor needs 1.21 gigawatts"))
+    session(paths, other, "1000000000000003", user("where is the flux capacitor?"))
+    with open_catalog_for(paths) as catalog:
+        [title_hit] = catalog.search("parser", cwd)
+        assert (title_hit.session.id, title_hit.field) == ("1000000000000001", "title")
+        assert "[parser]" in title_hit.snippet
+        [message_hit] = catalog.search("capacitor gigawatts", cwd)
+        assert (message_hit.session.id, message_hit.field) == ("1000000000000002", "message")
+        assert "[capacitor]" in message_hit.snippet and "[gigawatts]" in message_hit.snippet
+        assert {h.session.id for h in catalog.search("flux", None)} == {"1000000000000002", "1000000000000003"}
+        assert [h.field for h in catalog.search("flux", other)] == ["first_message"]
+        assert [h.session.id for h in catalog.search("capac", cwd)] == ["1000000000000002"]  # words are prefixes
+        assert catalog.search("nothing-matches-this", None) == []
+
+
+def test_search_sees_deleted_and_appended_sessions_at_once(paths: AgentPaths):
+    cwd = project(paths, "proj")
+    path = session(paths, cwd, "1000000000000001", user("hello"))
+    with open_catalog_for(paths) as catalog:
+        assert catalog.search("zebra", cwd) == []
+        append_bytes(path, jsonl([assistant("a zebra appears")]))
+        assert len(catalog.search("zebra", cwd)) == 1
+        path.unlink()
+        assert catalog.search("zebra", cwd) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("hello world", '"hello"* "world"*'),
+    ('say "hi"', '"say"* """hi"""*'),
+    ("a AND b OR NEAR(c)", '"a"* "AND"* "b"* "OR"* "NEAR(c)"*'),
+    ("  ()  * - ", None),
+])
+def test_user_text_becomes_a_quoted_fts_query(text, expected):
+    assert fts_query(text) == expected
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=40))
+def test_no_search_input_is_an_fts_syntax_error(tmp_path_factory, text):
+    paths = sandbox_paths(tmp_path_factory.getbasetemp() / "fts-fuzz")
+    cwd = project(paths, "proj")
+    if not paths.project_session_dir(cwd).exists():
+        session(paths, cwd, "1000000000000001", user('quotes " and (parens) and * stars - AND OR NOT'))
+    with open_catalog_for(paths) as catalog:
+        catalog.search(text, None)
+
+
+def test_search_needs_a_sqlite_catalog(paths: AgentPaths):
+    cwd = project(paths, "proj")
+    session(paths, cwd, "1000000000000001", user("hello"))
+    with open_catalog_for(paths, backend="sqlalchemy") as catalog:
+        assert [i.id for i in catalog.list_sessions(cwd)] == ["1000000000000001"]
+        with pytest.raises(CatalogError, match="SQLite"):
+            catalog.search("hello", cwd)
+
+
+def test_catalog_open_uses_the_catalog_option(paths: AgentPaths, tmp_path: Path):
+    cwd = project(paths, "proj")
+    session(paths, cwd, "1000000000000001", user("hello"))
+    with Catalog.open(paths, str(tmp_path / "elsewhere.db")) as catalog:
+        assert [i.id for i in catalog.picker_sessions(cwd)] == ["1000000000000001"]
+        assert [i.id for i in catalog.picker_sessions(cwd, all_projects=True)] == ["1000000000000001"]
+    assert (tmp_path / "elsewhere.db").exists()
+    assert not (paths.agent_dir / "catalog.db").exists()
+
+
+def test_an_id_lookup_sees_new_files_and_changed_candidates_without_statting_the_rest(paths: AgentPaths):
+    cwd = project(paths, "proj")
+    candidate = session(paths, cwd, "abab000000000001")  # no messages yet: a prefix does not find it
+    other = session(paths, cwd, "cdcd000000000001", user("other"))
+    with open_catalog_for(paths) as catalog:
+        catalog.list_sessions(cwd)
+        append_bytes(candidate, jsonl([user("now it has one")]))
+        append_bytes(other, jsonl([assistant("appended to a non-candidate")]))
+        assert catalog.find_session_by_id("abab", cwd).message_count == 1
+        fresh = session(paths, cwd, "efef000000000001", user("new file"))
+        assert catalog.find_session_by_id("efef", cwd).path == fresh
+        db = catalog.db
+        assert db.fetchall("file_by_path", {"path": str(other)})[0]["message_count"] == 1  # not looked at
+        assert catalog.list_sessions(cwd)[0].message_count in (1, 2)
+        assert db.fetchall("file_by_path", {"path": str(other)})[0]["message_count"] == 2  # a listing stats all
+
+
+def test_an_id_lookup_falls_back_to_the_full_pass_when_a_file_vanished(paths: AgentPaths):
+    cwd = project(paths, "proj")
+    first = session(paths, cwd, "abab000000000001", user("one"))
+    second = session(paths, cwd, "cdcd000000000001", user("two"))
+    with open_catalog_for(paths) as catalog:
+        catalog.list_sessions(cwd)
+        os.replace(first, second)  # a session renamed over another one: second now holds abab...
+        assert catalog.find_session_by_id("abab", cwd).path == second
+        with pytest.raises(SessionNotFoundError):
+            catalog.find_session_by_id("cdcd", cwd)

@@ -1,0 +1,60 @@
+"""The schema's single source of truth: SQLAlchemy statements, their compiled SQL cache, and the migrated tables."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from catalog import compiled_sql
+from catalog.db import open_catalog, resolve_location
+from catalog.schema import is_fts_table, metadata
+from catalog.statements import COMPILED_MODULE_PATH, build_statements, compile_for_sqlite, head_revision, render_compiled_module
+
+
+def test_compiled_sql_module_is_what_the_statements_compile_to():
+    # If this fails, run `python -m catalog.statements` and review the diff of catalog/compiled_sql.py.
+    assert COMPILED_MODULE_PATH.read_text(encoding="utf-8") == render_compiled_module()
+
+
+def test_each_cached_statement_equals_its_sqlalchemy_compilation():
+    statements = build_statements()
+    assert set(compiled_sql.SQL) == set(statements)
+    for name, statement in statements.items():
+        assert compiled_sql.SQL[name] == compile_for_sqlite(statement), name
+
+
+def test_cached_revision_is_the_newest_migration():
+    assert compiled_sql.SCHEMA_REVISION == head_revision()
+
+
+def test_every_cached_statement_prepares_against_the_migrated_schema(tmp_path: Path):
+    db = open_catalog(resolve_location(tmp_path))
+    db.close()
+    connection = sqlite3.connect(tmp_path / "catalog.db")
+    try:
+        for name, sql in compiled_sql.SQL.items():
+            parameters = {param: None for param in re.findall(r":(\w+)", sql)}
+            connection.execute("EXPLAIN " + sql, parameters)  # raises on unknown tables, columns or parameters
+    finally:
+        connection.close()
+
+
+def test_no_statement_carries_a_hidden_literal_parameter():
+    # Auto-named binds (":param_1", ":coalesce_2") would be unset on the stdlib path.
+    for name, sql in compiled_sql.SQL.items():
+        assert not re.search(r":\w+_\d+\b", sql), name
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("message_fts", True), ("message_fts_data", True), ("session_fts_idx", True),
+    ("messages", False), ("session_files", False), (None, False),
+])
+def test_fts_tables_are_recognised_for_autogenerate_exclusion(name, expected):
+    assert is_fts_table(name) is expected
+
+
+def test_schema_defines_no_fts_table():
+    assert not [table for table in metadata.tables if is_fts_table(table)]

@@ -1,0 +1,178 @@
+"""`sessdex watch` end to end: initial scan, appends, new folders, renames, deletions, one watcher, signals."""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from catalog.db import open_catalog, resolve_location
+from catalog.reconcile import Scope, covered_by, read_heartbeat
+from catalog.watcher import Watcher
+from core.errors import CatalogError
+from tests.catalog.catalog_support import append_bytes, assistant, header, jsonl, user, write_file
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.02)
+
+
+class Running:
+    """A watcher running in a thread, and a reader on the same catalog."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="test-watcher")
+        self.reader = None
+
+    def _run(self) -> None:
+        try:
+            self.watcher.run(self.stop)
+        except BaseException as exc:  # reported by the test
+            self.error = exc
+            self.watcher.ready.set()
+
+    def row(self, path: Path):
+        if self.reader is None:
+            self.reader = open_catalog(self.watcher.location)
+        rows = self.reader.fetchall("file_by_path", {"path": str(path)})
+        return rows[0] if rows else None
+
+
+@pytest.fixture
+def watching(tmp_path: Path) -> Iterator[Callable[..., Running]]:
+    started: list[Running] = []
+
+    def start(**options) -> Running:
+        location = resolve_location(tmp_path / "agent")
+        running = Running(Watcher(tmp_path / "agent" / "sessions", location, quiet=0.02, max_delay=0.1,
+                                  heartbeat_interval=0.1, log=options.pop("log", io.StringIO()), **options))
+        started.append(running)
+        running.thread.start()
+        assert running.watcher.ready.wait(20)
+        if running.error is not None:
+            raise running.error
+        return running
+
+    yield start
+    for running in started:
+        running.stop.set()
+        running.thread.join(10)
+        if running.reader is not None:
+            running.reader.close()
+
+
+def test_the_watcher_follows_appends_new_folders_renames_and_deletions(tmp_path: Path, watching):
+    sessions = tmp_path / "agent" / "sessions"
+    early = write_file(sessions / "--p--" / "early.jsonl", jsonl([header("e1", "/p"), user("written before")]))
+    running = watching()
+    assert running.row(early)["message_count"] == 1  # the initial scan
+    append_bytes(early, jsonl([assistant("appended while watched")]))
+    wait_for(lambda: running.row(early)["message_count"] == 2)
+
+    fresh = write_file(sessions / "--q--" / "new.jsonl", jsonl([header("n1", "/q"), user("in a new folder")]))
+    wait_for(lambda: running.row(fresh) is not None and running.row(fresh)["message_count"] == 1)
+
+    file_id = running.row(fresh)["id"]
+    newest = write_file(sessions / "--q--" / "newest.jsonl", jsonl([header("n2", "/q"), user("taking the top id")]))
+    wait_for(lambda: running.row(newest) is not None)
+    renamed = fresh.with_name("renamed.jsonl")
+    os.rename(fresh, renamed)
+    wait_for(lambda: running.row(renamed) is not None and running.row(fresh) is None)
+    assert running.row(renamed)["id"] == file_id
+
+    early.unlink()
+    wait_for(lambda: running.row(early) is None)
+    running.stop.set()
+    running.thread.join(10)
+    assert running.error is None
+    assert not running.watcher.location.watcher_path.exists()  # heartbeat cleared on a clean stop
+
+
+def test_a_moved_folder_keeps_its_rows(tmp_path: Path, watching):
+    sessions = tmp_path / "agent" / "sessions"
+    before = write_file(sessions / "--p--" / "s.jsonl", jsonl([header("s1", "/p"), user("one")]))
+    running = watching()
+    later = write_file(sessions / "--q--" / "t.jsonl", jsonl([header("t1", "/q"), user("two")]))
+    wait_for(lambda: running.row(later) is not None)  # a higher row id: a re-insert could not reuse this one
+    file_id = running.row(before)["id"]
+    (sessions / "--p--").rename(sessions / "--moved--")
+    after = sessions / "--moved--" / "s.jsonl"
+    wait_for(lambda: running.row(after) is not None and running.row(before) is None)
+    assert running.row(after)["id"] == file_id
+
+
+def test_the_heartbeat_tells_readers_the_root_is_covered(tmp_path: Path, watching):
+    running = watching()
+    heartbeat = read_heartbeat(running.watcher.location)
+    assert heartbeat is not None and heartbeat.pid == os.getpid()
+    assert covered_by(heartbeat, Scope.of([tmp_path / "agent" / "sessions" / "--p--"]))
+    assert not covered_by(heartbeat, Scope.of([tmp_path / "elsewhere"]))
+    time.sleep(0.3)
+    assert read_heartbeat(running.watcher.location, max_age=0.25) is not None  # refreshed while running
+
+
+def test_a_second_watcher_on_the_same_catalog_exits_with_a_message(tmp_path: Path, watching):
+    watching()
+    second = Watcher(tmp_path / "agent" / "sessions", resolve_location(tmp_path / "agent"), log=io.StringIO())
+    with pytest.raises(CatalogError, match=r"already keeping .*catalog\.db current"):
+        second.run(threading.Event())
+
+
+class _NoWatchesLeft:
+    def schedule(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+    def stop(self):
+        pass
+
+
+def test_an_inotify_watch_limit_falls_back_to_polling_with_advice(tmp_path: Path, watching):
+    from watchdog.observers.polling import PollingObserver
+
+    log = io.StringIO()
+    session = write_file(tmp_path / "agent" / "sessions" / "--p--" / "s.jsonl", jsonl([header("s1", "/p"), user("a")]))
+    running = watching(observer_factory=_NoWatchesLeft, polling_factory=lambda: PollingObserver(timeout=0.1), log=log)
+    assert running.watcher.stats.polling
+    assert "max_user_watches" in log.getvalue() and "polling" in log.getvalue()
+    append_bytes(session, jsonl([assistant("seen by polling")]))
+    wait_for(lambda: running.row(session)["message_count"] == 2)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sessdex_watch_stops_cleanly_on_signals(tmp_path: Path, signum: int):
+    agent = tmp_path / "agent"
+    write_file(agent / "sessions" / "--p--" / "s.jsonl", jsonl([header("s1", "/p"), user("a")]))
+    process = subprocess.Popen([sys.executable, "-c", "from catalog.cli import main; main()", "--agent-dir",
+                                str(agent), "watch"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        location = resolve_location(agent)
+        wait_for(lambda: read_heartbeat(location) is not None or process.poll() is not None, timeout=30)
+        process.send_signal(signum)
+        _out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "watching" in err and "stopped" in err
+    assert not location.watcher_path.exists()
