@@ -18,8 +18,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
 
 from core.paths import AgentPaths, default_agent_dir  # noqa: E402
+from gen_corpus import generate_corpus  # noqa: E402
 from core.runtime import SessionRuntime  # noqa: E402
 from core.session_manager import SessionManager  # noqa: E402
 
@@ -93,7 +95,7 @@ def show_catalog(agent_dir: Path, catalog: Path) -> None:
         return
     cwd = Path(newest.cwd) if newest.cwd and Path(newest.cwd).is_dir() else REPO
     sessdex(agent_dir, "recent", "-n", "5", catalog=catalog, cwd=cwd)
-    sessdex(agent_dir, "list", "--all", catalog=catalog)
+    sessdex(agent_dir, "list", catalog=catalog, cwd=cwd)
     sessdex(agent_dir, "resume", "--no-fork", newest.id[:12], catalog=catalog, cwd=cwd)
     words = [word for word in newest.first_message.split() if word.isalpha() and len(word) > 3]
     sessdex(agent_dir, "search", "--all", words[-1] if words else newest.id[:8], catalog=catalog)
@@ -116,8 +118,14 @@ def main(argv: list[str] | None = None) -> int:
         agent_dir = scratch / "home" / ".xcsh" / "agent"
         print(f"No sessions of yours used: writing a demo agent dir in {agent_dir}")
         files = write_demo_sessions(agent_dir, scratch / "home")
+        corpus = generate_corpus(agent_dir, sessions=400, projects=20, total_bytes=12_000_000, seed=1,
+                                 home=scratch / "home")
+        print(f"...and a generated corpus: {len(corpus.sessions)} sessions in {len(corpus.projects)} projects, "
+              f"{corpus.session_bytes / 1e6:.1f} MB, a few of them damaged on purpose")
         sessdex(agent_dir, "context", str(files[0]))
         sessdex(agent_dir, "entries", str(files[0]))
+        sessdex(agent_dir, "history", "import")
+        sessdex(agent_dir, "history", "search", "clock")
     else:
         scratch = Path(tempfile.mkdtemp(prefix="sessdex-demo-catalog-"))
         print(f"Reading your sessions in {agent_dir} (nothing is written there; the catalog goes to {scratch})")
