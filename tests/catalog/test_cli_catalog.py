@@ -7,21 +7,13 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from catalog.cli import main
+from tests.cli_support import Outcome, run_cli
 from core.paths import AgentPaths
 from tests.catalog.catalog_support import BASE_MS, append_bytes, assistant, header, jsonl, sandbox_paths, user, write_file
-
-
-@dataclass
-class Outcome:
-    code: int
-    out: str
-    err: str
 
 
 @pytest.fixture
@@ -35,10 +27,7 @@ def paths(tmp_path: Path, monkeypatch) -> AgentPaths:
 def sessdex(paths: AgentPaths, monkeypatch, capsys):
     def run(*args: str, cwd: Path | None = None) -> Outcome:
         monkeypatch.chdir(cwd or paths.home)
-        with pytest.raises(SystemExit) as exit_info:
-            main(["--agent-dir", str(paths.agent_dir), *args])
-        out, err = capsys.readouterr()
-        return Outcome(exit_info.value.code, out, err)
+        return run_cli(["--agent-dir", str(paths.agent_dir), *args], capsys)
     return run
 
 

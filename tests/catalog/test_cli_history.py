@@ -5,19 +5,11 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from catalog.cli import main
-
-
-@dataclass
-class Outcome:
-    code: int
-    out: str
-    err: str
+from tests.cli_support import Outcome, run_cli
 
 
 @pytest.fixture
@@ -38,10 +30,7 @@ def sessdex(agent_dir: Path, monkeypatch, capsys):
         monkeypatch.chdir(cwd)
         if stdin is not None:
             monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-        with pytest.raises(SystemExit) as exit_info:
-            main(["--agent-dir", str(agent_dir), *args])
-        out, err = capsys.readouterr()
-        return Outcome(exit_info.value.code, out, err)
+        return run_cli(["--agent-dir", str(agent_dir), *args], capsys)
     return run
 
 

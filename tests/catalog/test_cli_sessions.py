@@ -9,26 +9,18 @@ import select
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import core.breadcrumbs as breadcrumbs
-from catalog.cli import main
+from tests.cli_support import Outcome, run_cli
 from catalog.cli_sessions import display_width, fit, id_prefix_length
 from core.breadcrumbs import write_breadcrumb
 from tests.core.sessiontree import BASE_MS, Tree, assistant, header, make_tree, user
 
 REPO = Path(__file__).resolve().parents[2]
 TERMINAL_VARS = ("KITTY_WINDOW_ID", "TMUX_PANE", "TERM_SESSION_ID", "WT_SESSION")
-
-
-@dataclass
-class Outcome:
-    code: int
-    out: str
-    err: str
 
 
 @pytest.fixture
@@ -48,10 +40,7 @@ def tree(tmp_path: Path, monkeypatch) -> Tree:
 def sessdex(tree: Tree, monkeypatch, capsys):
     def run(cwd: Path, *args: str) -> Outcome:
         monkeypatch.chdir(cwd)
-        with pytest.raises(SystemExit) as exit_info:
-            main(["--agent-dir", str(tree.paths.agent_dir), *args])
-        out, err = capsys.readouterr()
-        return Outcome(exit_info.value.code, out, err)
+        return run_cli(["--agent-dir", str(tree.paths.agent_dir), *args], capsys)
     return run
 
 
