@@ -11,7 +11,6 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -103,6 +102,8 @@ class SessionManager:
         self._writer: SessionStorageWriter | None = None
         self._persist_error: BaseException | None = None
         self.bad_records = 0
+        # Where set_session_file moved a headerless file before starting a session at its path (S3).
+        self.moved_aside: Path | None = None
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -119,7 +120,7 @@ class SessionManager:
         return manager
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *_: Any,
+    def open(cls, path: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
              runtime: SessionRuntime | None = None) -> SessionManager:
         """Open the session file at `path`; a missing, empty or headerless file starts a new session there."""
         runtime = runtime or SessionRuntime.default()
@@ -160,7 +161,7 @@ class SessionManager:
 
     @classmethod
     def fork_from(cls, source_path: str | os.PathLike[str], target_cwd: str,
-                  session_dir: str | os.PathLike[str] | None = None, *_: Any,
+                  session_dir: str | os.PathLike[str] | None = None, *,
                   runtime: SessionRuntime | None = None) -> SessionManager:
         """A new session in `target_cwd`'s project holding a copy of another session's entries."""
         runtime = runtime or SessionRuntime.default()
@@ -262,11 +263,13 @@ class SessionManager:
                     self._write_whole_file()
             self._write_breadcrumb()
 
-    moved_aside: Path | None = None
-
     def _move_aside(self, path: Path) -> Path:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        stamp = iso_from_ms(self._runtime.clock.now_ms()).replace(":", "-").replace(".", "-")
         target = path.with_name(f"{path.name}.corrupt-{stamp}")
+        suffix = 1
+        while self._storage.exists_sync(target):
+            suffix += 1
+            target = path.with_name(f"{path.name}.corrupt-{stamp}-{suffix}")
         self._storage.rename(path, target)
         log.warning("%s had no valid session header; moved it aside to %s", path, target)
         return target
@@ -365,10 +368,10 @@ class SessionManager:
         """Append a message entry (user, assistant, toolResult, custom, ...)."""
         return self._append_checked({"type": "message", "message": message})
 
-    def append_thinking_level_change(self, thinking_level: str | None = None, *_: Any) -> str:
+    def append_thinking_level_change(self, thinking_level: str | None = None) -> str:
         return self._append_checked({"type": "thinking_level_change", "thinkingLevel": thinking_level})
 
-    def append_model_change(self, model: str, role: str | None = None, *_: Any) -> str:
+    def append_model_change(self, model: str, role: str | None = None) -> str:
         fields: dict[str, Any] = {"type": "model_change", "model": model}
         if role is not None:
             fields["role"] = role
@@ -562,7 +565,7 @@ class SessionManager:
 
     # -- naming ---------------------------------------------------------------------------------
 
-    def set_session_name(self, name: str, source: str = "user", *_: Any) -> bool:
+    def set_session_name(self, name: str, source: str = "user") -> bool:
         """Set the title; an automatic title never replaces a user's. False when rejected."""
         with self._lock:
             self._raise_persist_error()

@@ -266,8 +266,8 @@ class Replay:
         return {"path": str(path), "target": str(target)}
 
     def op_static(self, op: dict[str, Any]) -> Any:
-        args = self.resolve(op.get("args", []))
         method = op["method"]
+        args = self.resolve(op.get("args", []))[:MAX_ARGUMENTS.get(method)]
         if method in STATIC_FUNCTIONS:
             return STATIC_FUNCTIONS[method](self, *args)
         value = getattr(SessionManager, camel_to_snake(method))(*args, runtime=self.runtime)
@@ -281,10 +281,7 @@ class Replay:
         return self.call_method(manager, op["method"], self.resolve(op.get("args", [])))
 
     def call_method(self, manager: SessionManager, method: str, args: list[Any]) -> Any:
-        special = CALL_ADAPTERS.get(method)
-        if special is not None:
-            return special(manager, *args)
-        return getattr(manager, camel_to_snake(method))(*args)
+        return getattr(manager, camel_to_snake(method))(*args[:MAX_ARGUMENTS.get(method)])
 
     def op_fn(self, op: dict[str, Any]) -> Any:
         args = self.resolve(op.get("args", []))
@@ -369,7 +366,10 @@ STATIC_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "listAll": _list_all,
 }
 
-CALL_ADAPTERS: dict[str, Callable[..., Any]] = {}
+# Trailing arguments the agent's API takes but sessdex's does not (options objects, a title's
+# trigger, an entry's "source"): none of them changes what is recorded.
+MAX_ARGUMENTS = {"open": 2, "forkFrom": 3, "appendThinkingLevelChange": 1, "appendModelChange": 2,
+                 "setSessionName": 2}
 
 
 # -- snapshots ------------------------------------------------------------------------------------
