@@ -1,5 +1,5 @@
-"""`python -m catalog` runs the sessdex CLI."""
+"""`python -m catalog` runs the sessdex CLI (its console-script entry, fast path included)."""
 
-from catalog.cli import main
+from catalog.entry import main
 
 main()

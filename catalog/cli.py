@@ -1,13 +1,16 @@
-"""The `sessdex` command line: one click group; subcommands live in their own modules and are loaded lazily."""
+"""The `sessdex` command line: one click group; subcommands live in their own modules and are loaded lazily.
+
+The console script is `catalog.entry:main`, which answers the common shapes of the hot read commands
+without click (`catalog.fastpath`) and hands everything else to `run_click` here.
+"""
 
 from __future__ import annotations
 
 import importlib
 import sys
+from typing import NoReturn
 
 import click
-
-from core.errors import SessdexError
 
 # name -> ("module:attribute", short help). A module is imported only when its subcommand runs,
 # so the hot paths (resume, recent, list) never pay for the others' imports, and `--help` none.
@@ -60,21 +63,17 @@ def cli(ctx: click.Context, agent_dir: str | None, catalog: str | None) -> None:
     ctx.obj["catalog"] = catalog
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the CLI, mapping every SessdexError to one line on stderr and its exit code."""
-    try:
-        status = cli.main(args=argv, prog_name="sessdex", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except SessdexError as exc:
-        click.echo(f"sessdex: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(0)
-    sys.exit(status if isinstance(status, int) else 0)
+def run_click(argv: list[str] | None = None) -> int:
+    """Run the click CLI on `argv` (default: the process arguments) and return its exit status.
+
+    Errors propagate: `catalog.entry.run_reporting_errors` reports them for both CLI paths.
+    """
+    status = cli.main(args=argv, prog_name="sessdex", standalone_mode=False)
+    return status if isinstance(status, int) else 0
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Run the click CLI (never the fast path of `catalog.entry`), reporting errors, and exit with its status."""
+    from catalog.entry import run_reporting_errors
+
+    sys.exit(run_reporting_errors(lambda: run_click(argv)))

@@ -83,7 +83,7 @@ def _source(ctx: click.Context, cwd: str, session_dir: Path | None) -> PickerSou
 
 def sessions_listing(rows: list[PickerRow], now_ms: float) -> str:
     """The plain table `resume` prints when there is no terminal to pick on."""
-    from catalog.cli_sessions import (
+    from catalog.session_output import (
         Column,
         id_prefix_length,
         output_width,

@@ -349,7 +349,7 @@ def _revision(connection: sqlite3.Connection) -> str | None:
     return row[0] if row else None
 
 
-def _current_sqlite_catalog(location: CatalogLocation) -> SqliteCatalog | None:
+def current_sqlite_catalog(location: CatalogLocation) -> SqliteCatalog | None:
     """The catalog opened on the fast path when its file exists at the current revision, else None."""
     if not location.sqlite_path.exists():
         return None
@@ -377,7 +377,7 @@ def open_catalog(location: CatalogLocation, *, backend: str = "auto") -> Catalog
     """
     try:
         if location.sqlite_path is not None:
-            current = _current_sqlite_catalog(location)
+            current = current_sqlite_catalog(location)
             if current is None:
                 from catalog.migrate import upgrade_catalog
 

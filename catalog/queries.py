@@ -13,12 +13,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from catalog import fts
-from catalog.db import CATALOG_ENV, CATALOG_OFF, CatalogDatabase, CatalogLocation, open_catalog, resolve_location
+from catalog.db import (
+    CATALOG_ENV,
+    CATALOG_OFF,
+    CatalogDatabase,
+    CatalogLocation,
+    current_sqlite_catalog,
+    open_catalog,
+    resolve_location,
+)
 from catalog.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
 from core.errors import CatalogError
 from core.paths import AgentPaths
@@ -100,13 +109,16 @@ class Catalog:
     """An open catalog for one agent dir: freshness, listings, resume lookups, recent sessions and search."""
 
     def __init__(self, paths: AgentPaths, location: CatalogLocation | None = None, *, backend: str = "auto",
-                 fresh: Callable[[CatalogDatabase, Scope], ReconcileReport] | None = None) -> None:
-        """`fresh` replaces the freshness pass run before every answer (default: ensure_fresh by stat)."""
+                 fresh: Callable[[CatalogDatabase, Scope], ReconcileReport] | None = None,
+                 database: CatalogDatabase | None = None) -> None:
+        """`fresh` replaces the freshness pass run before every answer (default: ensure_fresh by stat);
+        `database` is the catalog at `location` already opened (default: open it, creating or upgrading it)."""
         self.paths = paths
         self.location = location or resolve_location(paths.agent_dir)
         self._backend = backend
         self._fresh = fresh
-        self.db: CatalogDatabase | None = open_catalog(self.location, backend=backend)
+        self.db: CatalogDatabase | None = database if database is not None else open_catalog(self.location,
+                                                                                             backend=backend)
 
     @classmethod
     def open(cls, paths: AgentPaths, catalog: str | None = None, **options: Any) -> Catalog:
@@ -209,7 +221,7 @@ class Catalog:
                            session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
         """core.resume.find_session_by_id from the catalog: this project first, then every project."""
         from core.errors import SessionNotFoundError
-        from core.resume import _single_match as single_match
+        from core.resume import single_match
         from core.resume import match_session_id
 
         local = match_session_id(value, self.sessions_with_id_prefix(value, cwd, session_dir))
@@ -412,11 +424,15 @@ class FileScan:
         return self.list_all_sessions() if all_projects else self.list_sessions(cwd, session_dir)
 
 
+def _catalog_turned_off(catalog: str | None) -> bool:
+    return (catalog or os.environ.get(CATALOG_ENV)) == CATALOG_OFF
+
+
 def open_session_source(paths: AgentPaths, catalog: str | None = None, *,
                         warn: Callable[[str], None] | None = None) -> Catalog | FileScan:
     """The catalog for `paths`, or the file scan: on request (`--catalog off`), or after one warning when the
     catalog cannot be opened (S10: the file scan stays the reference and the fallback)."""
-    if (catalog or os.environ.get(CATALOG_ENV)) == CATALOG_OFF:
+    if _catalog_turned_off(catalog):
         return FileScan(paths)
     try:
         return Catalog.open(paths, catalog)
@@ -424,3 +440,20 @@ def open_session_source(paths: AgentPaths, catalog: str | None = None, *,
         if warn is not None:
             warn(f"sessdex: {exc}; reading the session files directly")
         return FileScan(paths)
+
+
+def open_ready_session_source(paths: AgentPaths, catalog: str | None = None) -> Catalog | FileScan | None:
+    """What `open_session_source` returns when it needs no schema work and has nothing to warn about, else None.
+
+    None when the catalog is not a SQLite file at the current schema revision (missing, older, another
+    database) or cannot be opened: `open_session_source` would create, migrate (importing Alembic) or
+    warn. The click-free fast path uses this to decide, before printing anything, that it can answer.
+    """
+    if _catalog_turned_off(catalog):
+        return FileScan(paths)
+    try:
+        location = resolve_location(paths.agent_dir, catalog)
+        database = current_sqlite_catalog(location) if location.sqlite_path is not None else None
+    except (CatalogError, sqlite3.DatabaseError, OSError):
+        return None
+    return Catalog(paths, location, database=database) if database is not None else None

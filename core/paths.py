@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -20,6 +19,16 @@ def default_agent_dir() -> Path:
     if configured:
         return Path(configured).expanduser()
     return Path(os.path.expanduser("~")) / ".xcsh" / "agent"
+
+
+def default_tmp_dir() -> Path:
+    """The temporary directory the agent names `-tmp…` projects after: $TMPDIR, $TMP, $TEMP, else /tmp
+    (what the agent's runtime reports), read at call time."""
+    for variable in ("TMPDIR", "TMP", "TEMP"):
+        configured = os.environ.get(variable)
+        if configured:
+            return Path(configured)
+    return Path("/tmp")
 
 
 def _canonical(path: str | os.PathLike[str]) -> str:
@@ -66,7 +75,7 @@ class AgentPaths:
 
     agent_dir: Path
     home: Path = field(default_factory=lambda: Path(os.path.expanduser("~")))
-    tmp_dir: Path = field(default_factory=lambda: Path(os.environ.get("TMPDIR") or tempfile.gettempdir()))
+    tmp_dir: Path | None = None  # None: $TMPDIR or the system's, looked up when first needed
     naming: ProjectDirNaming = "documented"
 
     @classmethod
@@ -76,7 +85,6 @@ class AgentPaths:
         return cls(
             agent_dir=Path(agent_dir).expanduser() if agent_dir else default_agent_dir(),
             home=Path(os.path.expanduser("~")),
-            tmp_dir=Path(os.environ.get("TMPDIR") or tempfile.gettempdir()),
             naming=naming,
         )
 
@@ -99,7 +107,7 @@ class AgentPaths:
     def project_dir_name(self, cwd: str | os.PathLike[str]) -> str:
         """The directory name this layout writes a project's sessions into."""
         if self.naming == "agent":
-            return agent_project_dir_name(cwd, self.home, self.tmp_dir)
+            return agent_project_dir_name(cwd, self.home, self.tmp_dir or default_tmp_dir())
         return documented_project_dir_name(cwd)
 
     def project_session_dir(self, cwd: str | os.PathLike[str]) -> Path:
@@ -109,5 +117,5 @@ class AgentPaths:
     def project_session_dirs(self, cwd: str | os.PathLike[str]) -> list[Path]:
         """Every directory that may hold the project's sessions: both naming schemes, writing one first."""
         names = [self.project_dir_name(cwd), documented_project_dir_name(cwd),
-                 agent_project_dir_name(cwd, self.home, self.tmp_dir)]
+                 agent_project_dir_name(cwd, self.home, self.tmp_dir or default_tmp_dir())]
         return [self.sessions_root / name for name in dict.fromkeys(names)]

@@ -69,7 +69,8 @@ def describe_candidate(info: SessionInfo) -> str:
     return f"{info.id}  {modified}  {info.cwd}  {label}"
 
 
-def _single_match(value: str, matches: list[SessionInfo]) -> SessionInfo:
+def single_match(value: str, matches: list[SessionInfo]) -> SessionInfo:
+    """The one session in `matches`, or an AmbiguousSessionError listing the candidates (S16)."""
     if len(matches) == 1:
         return matches[0]
     lines = [f'Session "{value}" is ambiguous: it matches {len(matches)} sessions:']
@@ -88,11 +89,11 @@ def find_session_by_id(value: str, cwd: str | os.PathLike[str], session_dir: str
     """
     local = match_session_id(value, list_sessions(cwd, session_dir, paths=paths, include_empty=True))
     if local:
-        return _single_match(value, local)
+        return single_match(value, local)
     if session_dir is None:
         everywhere = match_session_id(value, list_all_sessions(paths=paths, include_empty=True))
         if everywhere:
-            return _single_match(value, everywhere)
+            return single_match(value, everywhere)
     raise SessionNotFoundError(f'Session "{value}" not found.')
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 import stat as stat_module
@@ -75,22 +74,28 @@ class SessionStorage(Protocol):
     async def write_text(self, path: Path, data: bytes) -> None: ...
 
 
+async def _to_thread(function, *args):  # type: ignore[no-untyped-def]
+    import asyncio
+
+    return await asyncio.to_thread(function, *args)
+
+
 class _AsyncTwins:
-    """Async versions of the sync operations, run in a worker thread."""
+    """Async versions of the sync operations, run in a worker thread (asyncio is imported only here)."""
 
     async def exists(self, path: Path) -> bool:
-        return await asyncio.to_thread(self.exists_sync, path)  # type: ignore[attr-defined]
+        return await _to_thread(self.exists_sync, path)  # type: ignore[attr-defined]
 
     async def read_text(self, path: Path) -> str | None:
-        data = await asyncio.to_thread(self.read_bytes, path)  # type: ignore[attr-defined]
+        data = await _to_thread(self.read_bytes, path)  # type: ignore[attr-defined]
         return None if data is None else data.decode("utf-8", "replace")
 
     async def read_text_prefix(self, path: Path, size: int) -> str | None:
-        data = await asyncio.to_thread(self.read_prefix, path, size)  # type: ignore[attr-defined]
+        data = await _to_thread(self.read_prefix, path, size)  # type: ignore[attr-defined]
         return None if data is None else data.decode("utf-8", "replace")
 
     async def write_text(self, path: Path, data: bytes) -> None:
-        await asyncio.to_thread(self.write_atomic, path, data)  # type: ignore[attr-defined]
+        await _to_thread(self.write_atomic, path, data)  # type: ignore[attr-defined]
 
 
 class FileWriter:

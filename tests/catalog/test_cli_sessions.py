@@ -15,7 +15,7 @@ import pytest
 
 import core.breadcrumbs as breadcrumbs
 from tests.cli_support import Outcome, run_cli
-from catalog.cli_sessions import display_width, fit, id_prefix_length
+from catalog.session_output import display_width, fit, id_prefix_length
 from core.breadcrumbs import write_breadcrumb
 from tests.core.sessiontree import BASE_MS, Tree, assistant, header, make_tree, user
 

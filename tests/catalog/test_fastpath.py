@@ -1,0 +1,267 @@
+"""The click-free fast path (`catalog.fastpath`) answers exactly as the click CLI does, and imports none of its weight.
+
+Every case runs as a real process twice on one generated corpus: through the console-script entry
+(`catalog.entry.main`, fast path allowed) and with SESSDEX_NO_FASTPATH=1 (the click CLI). stdout,
+stderr and the exit code must be equal, and the loaded modules show which path answered.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from catalog.entry import NO_FASTPATH_ENV
+from catalog.fastpath import CommandLine, parse_command_line
+from catalog.session_output import echo
+from core.paths import AgentPaths
+from gen_corpus import generate_corpus
+from tests.catalog.catalog_support import BASE_MS, open_catalog_for
+
+REPO = Path(__file__).resolve().parents[2]
+NOW_MS = BASE_MS + 400 * 86_400_000  # a fixed past: tables show dates, not a "3m ago" that moves
+HEAVY_MODULES = {"click", "sqlalchemy", "alembic", "prompt_toolkit", "asyncio", "watchdog"}
+# Runs the console-script entry and writes the names of the modules it loaded to $MODULES_OUT at exit.
+RUNNER = ("import atexit, os, sys\n"
+          "atexit.register(lambda: open(os.environ['MODULES_OUT'], 'w').write('\\n'.join(sorted(sys.modules))))\n"
+          "from catalog.entry import main\n"
+          "main()\n")
+UNSET = ("PI_CODING_AGENT_DIR", "SESSDEX_CATALOG", NO_FASTPATH_ENV, "COLUMNS", "_SESSDEX_COMPLETE",
+         "KITTY_WINDOW_ID", "TMUX_PANE", "TERM_SESSION_ID", "WT_SESSION")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One invocation: where it runs (a key of Corpus.places), its argv, extra environment, who should answer."""
+
+    place: str
+    args: tuple[str, ...]
+    fast: bool
+    env: tuple[tuple[str, str], ...] = ()
+    with_agent_dir: bool = True
+
+
+@dataclass
+class Run:
+    """One finished process."""
+
+    code: int
+    out: str
+    err: str
+    modules: set[str] = field(default_factory=set)
+
+    @property
+    def top_level_modules(self) -> set[str]:
+        return {name.split(".")[0] for name in self.modules}
+
+
+@dataclass
+class Corpus:
+    """A generated agent dir with a current catalog, and the ids and folders the cases use."""
+
+    root: Path
+    paths: AgentPaths
+    places: dict[str, Path]
+    local_id: str  # a session of the "project" place
+    other_id: str  # a session of another project
+    ambiguous_prefix: str  # matches several sessions across projects
+
+
+def _unique_prefix(session_id: str, ids: list[str]) -> str:
+    length = 8
+    while sum(1 for other in ids if other.startswith(session_id[:length])) > 1:
+        length += 1
+    return session_id[:length]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    root = tmp_path_factory.mktemp("fastpath")
+    home = root / "home"
+    paths = AgentPaths(agent_dir=home / ".xcsh" / "agent", home=home, tmp_dir=root / "tmp")
+    (root / "tmp").mkdir()
+    manifest = generate_corpus(paths.agent_dir, sessions=30, projects=3, total_bytes=200_000, seed=5, home=home,
+                               now=NOW_MS / 1000)
+    with open_catalog_for(paths) as catalog:  # creates the catalog and indexes every file
+        catalog.list_all_sessions()
+    valid = [s for s in manifest.sessions if not s.damaged and s.message_count > 0]
+    by_project: dict[str, list] = {}
+    for session in valid:
+        by_project.setdefault(session.cwd, []).append(session)
+    project, other = sorted(by_project, key=lambda cwd: -len(by_project[cwd]))[:2]
+    ids = sorted(s.session_id for s in manifest.sessions)
+    places = {"project": Path(project), "other": Path(other), "outside": root / "not-a-project"}
+    for place in places.values():
+        place.mkdir(parents=True, exist_ok=True)
+    # Snowflake ids share their leading digits: the first one is a prefix of every id of the corpus.
+    assert len({s.session_id[0] for s in valid}) == 1
+    return Corpus(root, paths, places, _unique_prefix(by_project[project][0].session_id, ids),
+                  _unique_prefix(by_project[other][0].session_id, ids), valid[0].session_id[0])
+
+
+def _run(corpus: Corpus, case: Case, *, fast_path: bool, index: int) -> Run:
+    modules_file = corpus.root / f"modules-{index}-{int(fast_path)}.txt"
+    env = {name: value for name, value in os.environ.items() if name not in UNSET}
+    env.update({"HOME": str(corpus.paths.home), "TMPDIR": str(corpus.paths.tmp_dir),
+                "MODULES_OUT": str(modules_file), **dict(case.env)})
+    if not fast_path:
+        env[NO_FASTPATH_ENV] = "1"
+    args = [*(("--agent-dir", str(corpus.paths.agent_dir)) if case.with_agent_dir else ()), *case.args]
+    process = subprocess.run([sys.executable, "-c", RUNNER, *args], cwd=corpus.places[case.place], env=env,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    return Run(process.returncode, process.stdout, process.stderr, set(modules_file.read_text().split()))
+
+
+def _cases(corpus: Corpus) -> list[Case]:
+    local, other, ambiguous = corpus.local_id, corpus.other_id, corpus.ambiguous_prefix
+    agent = str(corpus.paths.agent_dir)
+    catalog_file = str(corpus.paths.agent_dir / "catalog.db")
+    return [
+        Case("project", ("list",), fast=True),
+        Case("project", ("list", "--json"), fast=True),
+        Case("outside", ("list", "--all"), fast=True),
+        Case("outside", ("list", "--json", "--all"), fast=True, env=(("COLUMNS", "70"),)),
+        Case("project", ("recent",), fast=True),
+        Case("project", ("recent", "-n", "2", "--json"), fast=True),
+        Case("project", ("recent", "--limit=3"), fast=True, env=(("COLUMNS", "50"),)),
+        Case("project", ("resume", local), fast=True),
+        Case("project", ("resume", "--json", local, "--yes"), fast=True),
+        Case("outside", ("resume", "--no-fork", other), fast=True),  # another project: refused, exit 1
+        Case("outside", ("resume", other), fast=True),  # no terminal to ask on: refused, exit 1
+        Case("outside", ("resume", "ffffffffff"), fast=True),  # unknown prefix
+        Case("outside", ("resume", ambiguous), fast=True),  # ambiguous prefix: the candidates listed
+        Case("project", ("resume", "-y", "--no-fork", local), fast=True),  # usage error, exit 2
+        Case("project", ("resume", "new.jsonl", "--json"), fast=True),  # a path that does not exist yet
+        Case("project", ("continue",), fast=True),
+        Case("outside", ("continue", "--json"), fast=True),  # nothing to continue, exit 1
+        Case("project", ("--catalog", catalog_file, "list"), fast=True),
+        Case("other", ("recent",), fast=True, env=(("PI_CODING_AGENT_DIR", agent), ("SESSDEX_CATALOG", "off")),
+             with_agent_dir=False),
+        # Shapes the fast path leaves to click.
+        Case("project", ("recent", "-n", "0"), fast=False),
+        Case("project", ("recent", "-n", "x"), fast=False),
+        Case("project", ("list", "--session-dir", str(corpus.places["other"])), fast=False),
+        Case("project", ("resume",), fast=False),  # the picker: without a terminal, the list on stderr
+        Case("project", ("list", "-h"), fast=False),
+        # An agent dir that is a file: click refuses it (the catalog named too, so that one would open).
+        Case("project", ("--agent-dir", catalog_file, "--catalog", catalog_file, "list"), fast=False,
+             with_agent_dir=False),
+        # A catalog to create: click does it (the first run), after which it is current for the second.
+        Case("project", ("--catalog", str(corpus.root / "new-catalog.db"), "list"), fast=False),
+    ]
+
+
+@pytest.fixture(scope="module")
+def runs(corpus: Corpus) -> list[tuple[Case, Run, Run]]:
+    """Every case run through the entry (fast path allowed) and then through click only, two cases at a time."""
+    def both(numbered: tuple[int, Case]) -> tuple[Case, Run, Run]:
+        index, case = numbered
+        return case, _run(corpus, case, fast_path=True, index=index), _run(corpus, case, fast_path=False, index=index)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(both, enumerate(_cases(corpus))))
+
+
+def test_the_fast_path_prints_and_exits_exactly_as_click_does(runs) -> None:
+    differing = [case.args for case, fast, click in runs
+                 if (fast.code, fast.out, fast.err) != (click.code, click.out, click.err)]
+    assert differing == []
+    outcomes = {case.args: (fast.code, fast.out, fast.err) for case, fast, _ in runs}
+    # The cases do reach the outcomes they are meant to exercise.
+    assert outcomes[("list",)][0] == 0 and outcomes[("list",)][1].startswith("ID ")
+    assert {code for args, (code, _, _) in outcomes.items() if args[0] == "resume" and len(args) > 1} == {0, 1, 2}
+    ambiguous = next(err for args, (_, _, err) in outcomes.items() if args[:1] == ("resume",) and "ambiguous" in err)
+    assert ambiguous.startswith("sessdex: Session ") and ambiguous.count("\n") > 2
+    assert any("Pass --yes" in err for _, _, err in outcomes.values())
+    assert outcomes[("recent", "-n", "0")][0] == 2 and "Error:" in outcomes[("recent", "-n", "0")][2]
+
+
+def test_each_shape_is_answered_by_the_path_meant_for_it(runs) -> None:
+    wrong = [(case.args, case.fast) for case, fast, click in runs
+             if ("click" not in fast.modules) != case.fast or "click" not in click.modules]
+    assert wrong == []
+
+
+def test_the_fast_path_imports_no_heavy_module(runs) -> None:
+    for case, fast, _ in runs:
+        if not case.fast:
+            continue
+        # `continue` reads the terminal's breadcrumb: core.breadcrumbs imports core.runtime, whose storage
+        # module imports asyncio at its top (core's business; the other commands load none of it).
+        allowed = {"asyncio"} if "continue" in case.args else set()
+        assert fast.top_level_modules & (HEAVY_MODULES - allowed) == set(), case.args
+
+
+def test_a_closed_stdout_ends_both_paths_the_same_way(corpus: Corpus) -> None:
+    outcomes = []
+    for fast_path in (True, False):
+        reader, writer = os.pipe()
+        os.close(reader)  # every write to stdout fails with EPIPE
+        env = {name: value for name, value in os.environ.items() if name not in UNSET}
+        env.update({"HOME": str(corpus.paths.home), **({} if fast_path else {NO_FASTPATH_ENV: "1"})})
+        try:
+            process = subprocess.run([sys.executable, "-m", "catalog", "--agent-dir", str(corpus.paths.agent_dir),
+                                      "list", "--all"], cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=writer,
+                                     stderr=subprocess.PIPE, text=True, timeout=60)
+        finally:
+            os.close(writer)
+        outcomes.append((process.returncode, process.stderr))
+    assert outcomes[0] == outcomes[1] == (1, "")
+
+
+def test_echo_writes_what_click_echo_wrote(capsys: pytest.CaptureFixture[str]) -> None:
+    import click
+
+    text = "cwd /tmp/\033[31mred\033[0m/x \033]0;title\a \u65e5\u672c"  # a colour sequence, an OSC, wide text
+    for err in (False, True):
+        click.echo(text, err=err)
+        by_click = capsys.readouterr()
+        echo(text, err=err)
+        assert capsys.readouterr() == by_click
+    assert "\033[31m" not in by_click.err  # not a terminal: escape sequences removed, as click does
+
+
+def test_echo_on_an_ascii_stream_writes_what_click_echo_wrote(monkeypatch: pytest.MonkeyPatch) -> None:
+    import click
+
+    written = []
+    for writer in (click.echo, echo):
+        raw = io.BytesIO()
+        stream = io.TextIOWrapper(raw, encoding="ascii", errors="strict")
+        monkeypatch.setattr(sys, "stdout", stream)
+        writer("caf\u00e9 \u65e5\u672c \udcff")  # accented, wide, and an undecodable file-name byte
+        stream.flush()
+        written.append(raw.getvalue())
+    assert written[0] == written[1] == "caf\u00e9 \u65e5\u672c ?\n".encode()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["list"], CommandLine("list", None, None, frozenset())),
+    (["--agent-dir", "A", "--catalog=C", "list", "--json", "--all"],
+     CommandLine("list", "A", "C", frozenset({"json", "all"}))),
+    (["recent", "-n5"], CommandLine("recent", None, None, frozenset(), limit=5)),
+    (["recent", "--json", "--limit", "12"], CommandLine("recent", None, None, frozenset({"json"}), limit=12)),
+    (["resume", "-y", "ab12", "--json"], CommandLine("resume", None, None, frozenset({"yes", "json"}), "ab12")),
+    (["resume", "../x.jsonl", "--no-fork"], CommandLine("resume", None, None, frozenset({"no_fork"}), "../x.jsonl")),
+    (["continue"], CommandLine("continue", None, None, frozenset())),
+])
+def test_supported_shapes_are_parsed(argv: list[str], expected: CommandLine) -> None:
+    assert parse_command_line(argv) == expected
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["--help"], ["index"], ["list", "-h"], ["list", "--session-dir", "d"], ["list", "extra"],
+    ["list", "--json", "--json"], ["list", "--catalog", "c"], ["--catalog", "c", "--catalog", "d", "list"],
+    ["--agent-dir"], ["--agent-dir", "--json", "list"], ["--agent-dir=", "list"], ["--", "list"],
+    ["list", "--"], ["recent", "-n", "0"], ["recent", "-n", "+5"], ["recent", "-n", "٥"], ["recent", "-n"],
+    ["recent", "-n", "2", "-n", "3"], ["recent", "-n=2"], ["resume"], ["resume", ""], ["resume", "a", "b"],
+    ["resume", "-"], ["resume", "--yes=1", "ab"], ["continue", "--session-dir", "d"], ["pick"],
+])
+def test_other_shapes_are_left_to_click(argv: list[str]) -> None:
+    assert parse_command_line(argv) is None
