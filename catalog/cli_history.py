@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -19,6 +18,7 @@ import click
 import orjson
 
 from catalog.history import HistoryEntry, HistoryStorage, history_db_path
+from catalog.session_output import char_width
 from core.paths import default_agent_dir
 
 DEFAULT_COUNT = 20
@@ -53,12 +53,6 @@ def _short_cwd(cwd: str | None) -> str:
     return cwd
 
 
-def _char_width(char: str) -> int:
-    if unicodedata.combining(char):
-        return 0
-    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-
-
 def _output_width() -> int | None:
     """Columns of the terminal on stdout ($COLUMNS wins); None when stdout is not a terminal."""
     if os.environ.get("COLUMNS", "").isdigit():
@@ -72,7 +66,7 @@ def _cut(text: str, spans: Sequence[tuple[int, int]], columns: int | None) -> tu
         return text, list(spans)
     used = 0
     for index, char in enumerate(text):
-        used += _char_width(char)
+        used += char_width(char)
         if used > columns - 1 and index < len(text) - 1:
             return text[:index] + _ELLIPSIS, [(a, min(b, index)) for a, b in spans if a < index]
     return text, list(spans)
@@ -83,7 +77,7 @@ def _render(entry: HistoryEntry, width: int | None) -> str:
     prefix = f"{datetime.fromtimestamp(entry.created_at):%Y-%m-%d %H:%M}  {_short_cwd(entry.cwd)}  "
     text, spans = (entry.snippet, entry.highlights) if entry.snippet is not None else \
         (entry.prompt.translate(_LINE_BREAKS), ())
-    room = None if width is None else max(width - sum(map(_char_width, prefix)), 10)
+    room = None if width is None else max(width - sum(map(char_width, prefix)), 10)
     text, spans = _cut(text, spans, room)
     pieces, position = [prefix], 0
     for start, end in spans:

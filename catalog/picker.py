@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -46,6 +45,7 @@ from catalog.picker_source import (
     PickerSource,
     Scope,
 )
+from catalog.session_output import char_width, display_width
 from core.discovery import sanitize_display_name, time_ago
 
 ELLIPSIS = "…"
@@ -81,21 +81,9 @@ class PickerResult:
 
 # -- text layout helpers ------------------------------------------------------------------------------
 
-def char_width(char: str) -> int:
-    """Terminal columns of one character: 0 for combining marks, 2 for wide East Asian ones, else 1."""
-    if unicodedata.combining(char):
-        return 0
-    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-
-
-def text_width(text: str) -> int:
-    """Terminal columns of `text` (the common all-ASCII case without a per-character lookup)."""
-    return len(text) if text.isascii() else sum(char_width(char) for char in text)
-
-
 def fit_runs(runs: list[tuple[str, bool]], width: int) -> list[tuple[str, bool]]:
     """Highlight runs cut to `width` columns (ending in `…` when cut) and padded with spaces to exactly `width`."""
-    total = sum(text_width(text) for text, _ in runs)
+    total = sum(display_width(text) for text, _ in runs)
     if total > width:
         kept: list[tuple[str, bool]] = []
         room = max(width - 1, 0)
@@ -113,11 +101,11 @@ def fit_runs(runs: list[tuple[str, bool]], width: int) -> list[tuple[str, bool]]
                 piece = "".join(characters)
             if piece:
                 kept.append((piece, marked))
-                room -= text_width(piece)
+                room -= display_width(piece)
             if len(piece) < len(text):
                 break
         runs = kept + [(ELLIPSIS, False)]
-        total = sum(text_width(text) for text, _ in runs)
+        total = sum(display_width(text) for text, _ in runs)
     return runs + [(" " * (width - total), False)] if total < width else runs
 
 
@@ -142,12 +130,12 @@ def short_path(path: str, width: int) -> str:
     home = os.path.expanduser("~").rstrip("/")
     if home and (path == home or path.startswith(home + "/")):
         path = "~" + path[len(home):]
-    if text_width(path) <= width:
+    if display_width(path) <= width:
         return path
     start, used = len(path), 0
-    while start > 0 and used + text_width(path[start - 1]) <= width - 1:
+    while start > 0 and used + display_width(path[start - 1]) <= width - 1:
         start -= 1
-        used += text_width(path[start])
+        used += display_width(path[start])
     return ELLIPSIS + path[start:]
 
 
@@ -199,8 +187,8 @@ class PickerScreen:
         if model.scope in self.updating:
             count = "checking for changes…  " + count
         left: StyleAndTextTuples = [("class:header", f" {self.heading}  "), *scopes]
-        used = sum(text_width(text) for _, text in left)
-        return [*left, ("", " " * max(width - used - text_width(count) - 1, 1)), ("class:dim", count)]
+        used = sum(display_width(text) for _, text in left)
+        return [*left, ("", " " * max(width - used - display_width(count) - 1, 1)), ("class:dim", count)]
 
     def query_line(self) -> StyleAndTextTuples:
         """The prompt and the query, with the cursor after it (a placeholder while empty)."""

@@ -95,7 +95,8 @@ def resume_json(result: ResumeResult) -> dict[str, Any]:
 
 # -- tables ----------------------------------------------------------------------------------------------
 
-def _char_width(char: str) -> int:
+def char_width(char: str) -> int:
+    """Terminal columns of one character: 0 for combining marks, 2 for wide East Asian ones, else 1."""
     if unicodedata.combining(char):
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
@@ -108,7 +109,7 @@ def display_width(text: str) -> int:
         for char in _NON_ASCII.findall(text):
             extra = _EXTRA_COLUMNS.get(char)
             if extra is None:
-                extra = _EXTRA_COLUMNS[char] = _char_width(char) - 1
+                extra = _EXTRA_COLUMNS[char] = char_width(char) - 1
             width += extra
     return width
 
@@ -120,11 +121,11 @@ def fit(text: str, width: int) -> str:
     elif display_width(text) > width:
         kept, used = [], 0
         for char in text:
-            char_width = _char_width(char)
-            if used + char_width > width - 1:
+            columns = char_width(char)
+            if used + columns > width - 1:
                 break
             kept.append(char)
-            used += char_width
+            used += columns
         text = "".join(kept) + ELLIPSIS
     return text + " " * (width - display_width(text))
 
