@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import io
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from catalog.db import CatalogLocation, create_catalog_engine, exclusive_lock
 from core.errors import CatalogError
-
 
 
 def _migrations_dir() -> Path:
@@ -37,6 +38,19 @@ def alembic_config(url: str, output: TextIO | None = None):
     return config
 
 
+@contextmanager
+def alembic_on(location: CatalogLocation) -> Iterator[Any]:
+    """An Alembic Config bound to one transaction on the catalog, for running a command in code."""
+    engine = create_catalog_engine(location.url)
+    try:
+        with engine.begin() as connection:
+            config = alembic_config(location.url)
+            config.attributes["connection"] = connection
+            yield config
+    finally:
+        engine.dispose()
+
+
 def upgrade_catalog(location: CatalogLocation) -> None:
     """Bring the catalog at `location` to the newest revision; concurrent callers wait on a file lock."""
     from alembic import command
@@ -52,29 +66,18 @@ def upgrade_catalog(location: CatalogLocation) -> None:
                 connection.execute("PRAGMA journal_mode = WAL")
             finally:
                 connection.close()
-        engine = create_catalog_engine(location.url)
         try:
-            with engine.begin() as connection:
-                config = alembic_config(location.url)
-                config.attributes["connection"] = connection
+            with alembic_on(location) as config:
                 command.upgrade(config, "head")
         except CommandError as exc:
             raise CatalogError(f"cannot upgrade the catalog {location.display}: {exc} (it may have been created "
                                "by a newer sessdex; use another --catalog or rebuild it with "
                                "`sessdex index --rebuild`)") from exc
-        finally:
-            engine.dispose()
 
 
 def check_catalog(location: CatalogLocation) -> None:
     """Run Alembic's `check` (autogenerate finds no difference between migrations and schema.py) or raise."""
     from alembic import command
 
-    engine = create_catalog_engine(location.url)
-    try:
-        with engine.begin() as connection:
-            config = alembic_config(location.url)
-            config.attributes["connection"] = connection
-            command.check(config)
-    finally:
-        engine.dispose()
+    with alembic_on(location) as config:
+        command.check(config)

@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 from catalog.compiled_sql import SCHEMA_REVISION
-from catalog.db import BUSY_TIMEOUT_MS, CatalogLocation, create_catalog_engine, open_catalog, resolve_location
-from catalog.migrate import alembic_config, check_catalog, upgrade_catalog
+from catalog.db import (
+    BUSY_TIMEOUT_MS,
+    CatalogLocation,
+    create_catalog_engine,
+    open_catalog,
+    resolve_location,
+)
+from catalog.migrate import alembic_on, check_catalog, upgrade_catalog
 from core.errors import CatalogError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,14 +68,8 @@ def test_downgrade_to_base_removes_everything_and_upgrade_restores_it(tmp_path: 
 
     location = resolve_location(tmp_path)
     upgrade_catalog(location)
-    engine = create_catalog_engine(location.url)
-    try:
-        with engine.begin() as connection:
-            config = alembic_config(location.url)
-            config.attributes["connection"] = connection
-            command.downgrade(config, "base")
-    finally:
-        engine.dispose()
+    with alembic_on(location) as config:
+        command.downgrade(config, "base")
     assert _tables(location.sqlite_path) <= {"alembic_version"}
     upgrade_catalog(location)
     assert "message_fts" in _tables(location.sqlite_path)
