@@ -1,8 +1,9 @@
 """The SQLite FTS5 side of the catalog: keeping `message_fts` / `session_fts` in step, and searching them.
 
-This is the only dialect-specific SQL outside the migrations. Backends run it through
-`CatalogDatabase.fts_executemany`, which does nothing on databases without FTS5. Every write here is
-a single-row statement (see catalog.indexer._Writer for why).
+Together with catalog.bulk_writer (SQLite only), this is the only dialect-specific SQL outside the
+migrations. Backends run it through `CatalogDatabase.fts_executemany`, which does nothing on
+databases without FTS5. Every write here is a single-row statement (see catalog.indexer._Writer for
+why); a bulk run writes its FTS5 rows in statements of its own.
 """
 
 from __future__ import annotations

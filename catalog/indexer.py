@@ -14,6 +14,12 @@ handled by widening the chunk until the parser no longer depends on where the ch
 A file that vanished is dropped; one that appears with the (device, inode) of a vanished row takes
 that row over (a rename), without being read again. Every searchable text becomes a `messages` row,
 and the FTS5 indexes are written alongside by `_Writer`.
+
+Into an empty SQLite catalog (a first index, a rebuild) the files go through a
+`catalog.bulk_writer.BulkWriter` instead, for as long as each path is certainly new: its SQLite work
+then overlaps the parsing of the next files. A path the run itself already wrote a row for, a
+rename within the run, a read error or another process writing to the catalog ends the bulk run;
+what it had not committed is indexed again the ordinary way.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import stat as stat_module
@@ -33,7 +40,8 @@ from typing import Any
 import orjson
 
 from catalog import fts
-from catalog.db import CatalogDatabase
+from catalog.bulk_writer import BulkWriter, CatalogChanged, data_version
+from catalog.db import CatalogDatabase, SqliteCatalog
 from core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
 from core.jsonl import ParsedJsonl, parse_jsonl
 from core.summary import SessionSummary
@@ -94,16 +102,38 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _dumps(value: Any) -> str:
-    # ASCII JSON keeps lone surrogates (a damaged line can hold them) as escapes, losslessly.
-    return json.dumps(value, separators=(",", ":"))
+def _dumps(state: dict[str, Any]) -> str:
+    """A fold state as JSON text that json.loads gives back exactly."""
+    if _finite(state):  # orjson would write an infinite sum of usage figures as null
+        try:
+            return orjson.dumps(state).decode()
+        except TypeError:
+            pass  # orjson refuses lone surrogates (a damaged line can hold them)
+    # ASCII JSON keeps lone surrogates as escapes and infinities as Infinity, losslessly.
+    return json.dumps(state, separators=(",", ":"))
+
+
+def _finite(container: dict[str, Any] | list[Any]) -> bool:
+    """True when no float in `container`, at any depth, is infinite or NaN."""
+    for item in container.values() if type(container) is dict else container:
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif (kind is dict or kind is list) and not _finite(item):
+            return False
+    return True
 
 
 def storable_text(text: str | None) -> str | None:
     """Text SQLite can store: lone surrogates (only damaged lines produce them) become U+FFFD."""
     if text is None or text.isascii():
         return text
-    return _SURROGATE.sub("\ufffd", text)
+    try:
+        text.encode("utf-8")  # fails exactly on lone surrogates, and is much faster than searching for them
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 @dataclass
@@ -118,6 +148,10 @@ class _ReadResult:
     visible_state: dict[str, Any]
 
 
+# insert(file_id, first_seq, texts, pending): store texts as message rows numbered from first_seq.
+_TextInsert = Callable[[int, int, list[str], bool], None]
+
+
 class _TextSink:
     """Receives texts from read_fold and stores them as message rows of one file, numbered in file order.
 
@@ -125,9 +159,9 @@ class _TextSink:
     TEXT_BUFFER_CHARS, in which case `create_row()` is called early to get an id (a placeholder row).
     """
 
-    def __init__(self, writer: _Writer, file_id: int | None, first_seq: int,
+    def __init__(self, insert: _TextInsert, file_id: int | None, first_seq: int,
                  create_row: Callable[[], int] | None = None) -> None:
-        self._writer = writer
+        self._insert = insert
         self.file_id = file_id
         self._next_seq = first_seq
         self._create_row = create_row
@@ -154,7 +188,7 @@ class _TextSink:
 
     def _store(self, texts: list[str], pending: bool) -> None:
         assert self.file_id is not None
-        self._writer.insert_texts(self.file_id, self._next_seq, texts, pending)
+        self._insert(self.file_id, self._next_seq, texts, pending)
         self._next_seq += len(texts)
 
 
@@ -236,24 +270,107 @@ class Indexer:
 
     def index_paths(self, paths: Iterable[str | os.PathLike[str]],
                     progress: Callable[[str, Outcome], None] | None = None) -> dict[Outcome, int]:
-        """Index many paths, batching small files into shared transactions; return a count per outcome."""
+        """Index many paths, batching small files into shared transactions; return a count per outcome.
+
+        `progress(path, outcome)` is called once per path, in order.
+        """
+        keys = [catalog_path(path) for path in paths]
         counts: dict[Outcome, int] = {}
-        pending = [catalog_path(path) for path in paths]
-        position = 0
-        while position < len(pending):
+        position = reported = 0
+        if keys and isinstance(self.db, SqliteCatalog):
+            position, reported = self._index_into_empty_catalog(keys, counts, progress)
+        while position < len(keys):
             started = time.monotonic()
             with self._transaction():
-                batch_end = min(position + BATCH_FILES, len(pending))
+                batch_end = min(position + BATCH_FILES, len(keys))
                 while position < batch_end:
-                    key = pending[position]
+                    key = keys[position]
                     outcome = self._index_in_transaction(key)
                     position += 1
                     counts[outcome] = counts.get(outcome, 0) + 1
-                    if progress is not None:
+                    if progress is not None and position > reported:
                         progress(key, outcome)
                     if time.monotonic() - started > BATCH_SECONDS:
                         break
         return counts
+
+    # -- bulk run into an empty catalog ----------------------------------------------------------------
+
+    def _index_into_empty_catalog(self, keys: list[str], counts: dict[Outcome, int],
+                                  progress: Callable[[str, Outcome], None] | None) -> tuple[int, int]:
+        """Bulk-index the leading `keys` that are certainly new to an empty catalog (see the module docstring).
+
+        Returns (how many keys are committed, how many were reported to `progress`); the caller indexes
+        the keys from the first number on, reporting only those from the second.
+        """
+        connection = self.db.writer_connection()
+        version = data_version(connection)  # read first: a commit after it is caught by the writer
+        if self.db.scalar("count_files"):
+            return 0, 0
+        batches: list[tuple[int, dict[Outcome, int]]] = []  # (keys up to, counts) of every batch sent
+        batch_counts: dict[Outcome, int] = {}
+        run = _BulkRun()
+        position = batch_start = 0
+        bulk = BulkWriter(connection, version)
+        try:
+            with bulk:
+                started = time.monotonic()
+                while position < len(keys):
+                    outcome = self._index_new(keys[position], bulk, run)
+                    if outcome is None:
+                        break  # not certainly new: the ordinary way from here
+                    position += 1
+                    batch_counts[outcome] = batch_counts.get(outcome, 0) + 1
+                    if progress is not None:
+                        progress(keys[position - 1], outcome)
+                    if position - batch_start >= BATCH_FILES or time.monotonic() - started > BATCH_SECONDS:
+                        bulk.end_batch()
+                        batches.append((position, batch_counts))
+                        batch_counts, batch_start, started = {}, position, time.monotonic()
+                bulk.end_batch()
+                batches.append((position, batch_counts))
+                bulk.finish()
+        except (CatalogChanged, _ReadFailure):
+            pass  # rolled back: the keys of the batches not committed are indexed again
+        reported = position
+        committed = batches[:bulk.committed_batches]
+        for _end, done in committed:
+            for outcome, count in done.items():
+                counts[outcome] = counts.get(outcome, 0) + count
+        return (committed[-1][0] if committed else 0), reported
+
+    def _index_new(self, key: str, bulk: BulkWriter, run: _BulkRun) -> Outcome | None:
+        """Index `key` through `bulk` as the ordinary way would index it; None when that would touch an existing row."""
+        if key in run.paths:
+            return None
+        current = stat_session_file(key)
+        if current is None:
+            return Outcome.ABSENT
+        identity = (current.device, current.inode)
+        for other in run.inodes.get(identity, ()):
+            earlier = stat_session_file(other)
+            if earlier is None or (earlier.device, earlier.inode) != identity:
+                return None  # the file at `other` was renamed to `key`: its row is taken over
+        try:
+            handle = open(key, "rb")  # noqa: SIM115 - closed below; errors opening and reading differ
+        except (FileNotFoundError, NotADirectoryError):
+            return Outcome.ABSENT
+        except OSError:
+            bulk.add_file(bulk.new_file_id(), self._unreadable_columns(key, current))
+            run.add(key, identity)
+            return Outcome.INDEXED
+        with handle:
+            file_id = bulk.new_file_id()
+            try:
+                head = HeadValues(min(current.size, HEAD_BYTES))
+                result = read_fold(handle, 0, current.size, SessionSummary(), 0,
+                                   _TextSink(_bulk_insert(bulk), file_id, 0), head)
+                head_length, head_digest, prefix = head_columns(handle, current.size, head)
+            except OSError as exc:
+                raise _ReadFailure(key) from exc
+        bulk.add_file(file_id, self._columns(key, current, result, prefix, head_length, head_digest))
+        run.add(key, identity)
+        return Outcome.INDEXED
 
     # -- one file -----------------------------------------------------------------------------------------
 
@@ -321,17 +438,16 @@ class Indexer:
         return True
 
     def _full(self, handle, key: str, row: Any, current: FileStat) -> None:
-        empty = SessionSummary()
         if row is None:
-            placeholder = self._columns(key, current, _ReadResult(0, 0, empty.to_state(), 0, empty, empty.to_state()),
-                                        None, 0, "")
-            sink = _TextSink(self._writer, None, 0, lambda: self._writer.insert_file(placeholder))
+            sink = _TextSink(self._writer.insert_texts, None, 0,
+                             lambda: self._writer.insert_file(self._unreadable_columns(key, current)))
         else:
             self._writer.delete_texts(row["id"])
-            sink = _TextSink(self._writer, row["id"], 0)
-        result = read_fold(handle, 0, current.size, empty, 0, sink)
-        head_length, head_digest = _head(handle, current.size)
-        columns = self._columns(key, current, result, prefix_state(handle, current.size), head_length, head_digest)
+            sink = _TextSink(self._writer.insert_texts, row["id"], 0)
+        head = HeadValues(min(current.size, HEAD_BYTES))
+        result = read_fold(handle, 0, current.size, SessionSummary(), 0, sink, head)
+        head_length, head_digest, prefix = head_columns(handle, current.size, head)
+        columns = self._columns(key, current, result, prefix, head_length, head_digest)
         if row is not None:
             self._writer.update_file(row["id"], (row["title"], row["first_message"]), columns)
         elif sink.file_id is not None:
@@ -345,18 +461,16 @@ class Indexer:
         first_seq = self.db.scalar("max_committed_seq", {"file_id": file_id}) + 1
         fold = SessionSummary.from_state(json.loads(row["summary_state"]))
         result = read_fold(handle, row["indexed_offset"], current.size, fold, row["unparseable_lines"],
-                           _TextSink(self._writer, file_id, first_seq))
+                           _TextSink(self._writer.insert_texts, file_id, first_seq))
         if row["size"] < HEAD_BYTES:
-            prefix = prefix_state(handle, current.size)
-            head_length, head_digest = _head(handle, current.size)
+            head_length, head_digest, prefix = head_columns(handle, current.size)
         else:
             prefix, head_length, head_digest = row["prefix_state"], row["head_length"], row["head_digest"]
         columns = self._columns(key, current, result, prefix, head_length, head_digest)
         self._writer.update_file(file_id, (row["title"], row["first_message"]), columns)
 
     def _record_unreadable(self, key: str, row: Any, current: FileStat) -> None:
-        empty = SessionSummary()
-        columns = self._columns(key, current, _ReadResult(0, 0, empty.to_state(), 0, empty, empty.to_state()), None, 0, _digest(b""))
+        columns = self._unreadable_columns(key, current)
         if row is None:
             self._writer.insert_file(columns)
         else:
@@ -364,6 +478,12 @@ class Indexer:
             self._writer.update_file(row["id"], (row["title"], row["first_message"]), columns)
 
     # -- columns -----------------------------------------------------------------------------------------------
+
+    def _unreadable_columns(self, key: str, current: FileStat) -> dict[str, Any]:
+        """The columns of a file nothing was read from (unreadable, or a placeholder row of a large new file)."""
+        empty = SessionSummary()
+        state = empty.to_state()
+        return self._columns(key, current, _ReadResult(0, 0, state, 0, empty, state), None, 0, _digest(b""))
 
     def _columns(self, key: str, current: FileStat, result: _ReadResult, prefix_state: str | None,
                  head_length: int, head_digest: str) -> dict[str, Any]:
@@ -404,42 +524,104 @@ class Indexer:
         }
 
 
+class _ReadFailure(Exception):
+    """A file could not be read to its end during a bulk run (it is indexed again the ordinary way)."""
+
+
+class _BulkRun:
+    """What a bulk run wrote rows for: paths, and paths by (device, inode)."""
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+        self.inodes: dict[tuple[int, int], list[str]] = {}
+
+    def add(self, key: str, identity: tuple[int, int]) -> None:
+        self.paths.add(key)
+        self.inodes.setdefault(identity, []).append(key)
+
+
+def _bulk_insert(bulk: BulkWriter) -> _TextInsert:
+    def insert(file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
+        bulk.add_texts(file_id, first_seq, [storable_text(text) for text in texts], pending)
+    return insert
+
+
 def parse_lines(data: bytes) -> ParsedJsonl:
-    """Exactly `core.jsonl.parse_jsonl(data)`, faster on well-formed data: one split and orjson per line.
+    """Exactly `core.jsonl.parse_jsonl(data)`, faster on well-formed data: orjson on each line, in place.
 
     From the first line orjson rejects (and that is not blank) the rest goes to parse_jsonl itself:
     its state at a line start is fresh, so the result is the same, and damage is rare.
     """
-    lines = data.split(b"\n")
+    return _parse_lines(data)[0]
+
+
+def _parse_lines(data: bytes) -> tuple[ParsedJsonl, int]:
+    """parse_lines(data), and how many of its first values are each a whole non-blank line (before any damage)."""
     values: list[Any] = []
     loads = orjson.loads
-    for index, line in enumerate(lines):
-        try:
-            values.append(loads(line))
-        except orjson.JSONDecodeError:
-            if line.strip(_WHITESPACE):
-                rest = parse_jsonl(data[sum(map(len, lines[:index])) + index:])
-                rest.values[:0] = values
-                return rest
-    return ParsedJsonl(values)
+    view = memoryview(data)  # lines are parsed where they lie: copying them out costs more than finding them
+    find = data.find
+    position, size = 0, len(data)
+    while position < size:
+        end = find(b"\n", position)
+        if end < 0:
+            end = size
+        if end > position:
+            try:
+                values.append(loads(view[position:end]))
+            except orjson.JSONDecodeError:
+                if data[position:end].strip(_WHITESPACE):
+                    rest = parse_jsonl(data[position:])
+                    clean = len(values)
+                    rest.values[:0] = values
+                    return rest, clean
+        position = end + 1
+    return ParsedJsonl(values), len(values)
 
 
-def _fold_values(fold: SessionSummary, values: list[Any]) -> list[str]:
-    texts = []
-    for value in values:
-        text = fold.feed(value)
-        if text is not None:
-            texts.append(text)
-    return texts
+class HeadValues:
+    """A file's head, and the values in it, taken from the full read: the prefix fold then needs no parse of its own.
+
+    get_recent_sessions folds `summarize_bytes(head)` (head: the first HEAD_BYTES). That parse finds the
+    values of the head's complete lines, which the full read parsed already, then tries the line the
+    head ends inside; it finds no value there when that whole line is one JSON object, array or
+    string (a piece of one never is a value). `values` is the head's values when that can be told
+    from the full read, else None (head_columns then parses the head itself).
+    """
+
+    def __init__(self, head_length: int) -> None:
+        self._head_length = head_length
+        self.head: bytes | None = None
+        self.values: list[Any] | None = None
+
+    def see(self, complete: bytes, values: list[Any], clean: int) -> None:
+        """`complete`: the file's first complete lines; `values`: their values, the first `clean` one per non-blank line."""
+        self.head = self.values = None
+        if len(complete) < self._head_length:
+            return
+        self.head = head = complete[:self._head_length]
+        cut = head.rfind(b"\n") + 1
+        count = sum(1 for line in head[:cut].split(b"\n") if line.strip(_WHITESPACE))
+        torn = head[cut:]
+        if torn.strip(_WHITESPACE):
+            if clean <= count or type(values[count]) not in (dict, list, str):
+                return
+            line_end = complete.find(b"\n", cut)
+            if len(torn) >= len(complete[cut:line_end].rstrip(_WHITESPACE)):
+                return  # the head holds that line whole
+        elif clean < count:
+            return
+        self.values = values[:count]
 
 
 def read_fold(handle, offset: int, end: int, fold: SessionSummary, committed_bad: int,
-              sink: Callable[[list[str], bool], None]) -> _ReadResult:
+              sink: Callable[[list[str], bool], None], head: HeadValues | None = None) -> _ReadResult:
     """Fold the bytes [offset, end) of an open file into `fold` chunk by chunk, handing texts to `sink`.
 
     Complete lines are committed (`sink(texts, False)`); what follows the last newline, or a damaged
     value still open at the end of the file, is pending: folded into a copy (`sink(texts, True)`).
-    Memory stays bounded by the chunk size plus the longest line.
+    Memory stays bounded by the chunk size plus the longest line. Reading from offset 0, `head` is
+    shown the first lines parsed.
     """
     handle.seek(offset)
     committed = offset
@@ -453,10 +635,12 @@ def read_fold(handle, offset: int, end: int, fold: SessionSummary, committed_bad
         if last_newline < 0:
             continue
         complete = buffer[:last_newline + 1]
-        parsed = parse_lines(complete)
+        parsed, clean = _parse_lines(complete)
         if parsed.torn_tail:
             continue  # a damaged value runs to the chunk's end: decide once more bytes are in
-        sink(_fold_values(fold, parsed.values), False)
+        if head is not None and committed == 0:
+            head.see(complete, parsed.values, clean)
+        sink(fold.feed_all(parsed.values), False)
         committed_bad += parsed.bad_records
         committed += len(complete)
         buffer = buffer[last_newline + 1:]
@@ -465,19 +649,25 @@ def read_fold(handle, offset: int, end: int, fold: SessionSummary, committed_bad
         return _ReadResult(committed, committed_bad, committed_state, 0, fold, committed_state)
     visible = SessionSummary.from_state(committed_state)
     parsed = parse_lines(buffer)
-    sink(_fold_values(visible, parsed.values), True)
+    sink(visible.feed_all(parsed.values), True)
     return _ReadResult(committed, committed_bad, committed_state, parsed.bad_records, visible, visible.to_state())
 
 
-def prefix_state(handle, size: int) -> str | None:
-    """The fold of the first 4 KB as get_recent_sessions reads them (JSON); None without a valid header there."""
-    handle.seek(0)
-    summary, _texts = summarize_bytes(handle.read(min(size, HEAD_BYTES)))
-    return _dumps(summary.to_state()) if summary.header_valid else None
+def head_columns(handle, size: int, known: HeadValues | None = None) -> tuple[int, str, str | None]:
+    """(head_length, head_digest, prefix_state) of a file.
 
-
-def _head(handle, size: int) -> tuple[int, str]:
-    """(length, digest) of the head bytes an append check compares later."""
+    The head is what an append check compares later; prefix_state is the fold of the first 4 KB as
+    get_recent_sessions reads them (JSON), None without a valid header there. What `known` holds
+    (HeadValues shown the full read) is not read or parsed again.
+    """
     length = min(size, HEAD_BYTES)
-    handle.seek(0)
-    return length, _digest(handle.read(length))
+    head = known.head if known is not None else None
+    if head is None:
+        handle.seek(0)
+        head = handle.read(length)
+    if known is not None and known.values is not None:
+        summary = SessionSummary()
+        summary.feed_all(known.values)
+    else:
+        summary = summarize_bytes(head)[0]
+    return length, _digest(head), _dumps(summary.to_state()) if summary.header_valid else None

@@ -89,12 +89,7 @@ def _read_bytes(path: Path, limit: int | None = None) -> bytes | None:
 def summarize_bytes(data: bytes) -> tuple[SessionSummary, str]:
     """Fold a session file's bytes; return the summary and the joined searchable text of its messages."""
     summary = SessionSummary()
-    texts: list[str] = []
-    for value in parse_jsonl(data).values:
-        text = summary.feed(value)
-        if text is not None:
-            texts.append(text)
-    return summary, " ".join(texts)
+    return summary, " ".join(summary.feed_all(parse_jsonl(data).values))
 
 
 def read_session_info(path: str | os.PathLike[str], modified_ms: float | None = None) -> SessionInfo | None:

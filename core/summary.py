@@ -17,6 +17,7 @@ Field rules, as the specification and the recorded agent give them:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -81,68 +82,90 @@ class SessionSummary:
 
     def feed(self, value: object) -> str | None:
         """Fold one parsed record (file order); return the searchable message text it adds, or None."""
-        if self._phase == _IN_BODY:
-            return self._feed_entry(value)
-        if self._phase == _BEFORE_HEADER:
-            if is_title_line(value) and self._title_line_title is None and self._header is None:
-                self._title_line_title = _non_empty_str(value.get("title")) or ""  # type: ignore[union-attr]
-                return None
-            if is_session_header(value):
-                self._header = {key: value[key] for key in ("id", "cwd", "title", "timestamp", "parentSession")  # type: ignore[index]
-                                if key in value}  # type: ignore[operator]
-                self._phase = _IN_BODY
-                return None
+        texts = self.feed_all((value,))
+        return texts[0] if texts else None
+
+    def feed_all(self, values: Sequence[object]) -> list[str]:
+        """Fold parsed records (file order); return the searchable texts they add, in order.
+
+        The same as `feed` on each record, and the loop the indexer runs over every record of a corpus:
+        hence the fields kept in locals and the rules of the module docstring written out inline.
+        """
+        position, count = 0, len(values)
+        while self._phase == _BEFORE_HEADER and position < count:
+            self._feed_before_header(values[position])
+            position += 1
+        if self._phase != _IN_BODY or position == count:
+            return []
+        texts: list[str] = []
+        entry_count, message_count = self._entry_count, self._message_count
+        first_message, last_entry_id, last_model = self._first_message, self._last_entry_id, self._last_model
+        compaction_short_summary = self._compaction_short_summary
+        input_tokens, output_tokens = self._input_tokens, self._output_tokens
+        cache_read_tokens, cache_write_tokens, cost_total = (self._cache_read_tokens, self._cache_write_tokens,
+                                                             self._cost_total)
+        for index in range(position, count):
+            entry = values[index]
+            entry_count += 1
+            if not isinstance(entry, dict):
+                continue
+            entry_id = entry.get("id")
+            if isinstance(entry_id, str):
+                last_entry_id = entry_id
+            kind = entry.get("type")
+            if kind == "message":
+                message_count += 1
+                message = entry.get("message")
+                if not isinstance(message, dict):
+                    continue
+                role = message.get("role")
+                if role == "assistant":
+                    provider, model = message.get("provider"), message.get("model")
+                    if isinstance(provider, str) and isinstance(model, str) and provider and model:
+                        last_model = f"{provider}/{model}"
+                    usage = message.get("usage")
+                    if isinstance(usage, dict):
+                        input_tokens += _number(usage.get("input"))
+                        output_tokens += _number(usage.get("output"))
+                        cache_read_tokens += _number(usage.get("cacheRead"))
+                        cache_write_tokens += _number(usage.get("cacheWrite"))
+                        cost = usage.get("cost")
+                        if isinstance(cost, dict):
+                            cost_total += _number(cost.get("total"))
+                elif role != "user":
+                    continue
+                text = message_text(message)
+                if not text:
+                    continue
+                if first_message is None and role == "user":
+                    first_message = text
+                texts.append(text)
+            elif kind == "compaction":
+                short_summary = entry.get("shortSummary")
+                if isinstance(short_summary, str) and short_summary:
+                    compaction_short_summary = short_summary
+            elif kind == "model_change":
+                model = entry.get("model")
+                if isinstance(model, str) and entry.get("role", "default") in (None, "default"):
+                    last_model = model
+        self._entry_count, self._message_count = entry_count, message_count
+        self._first_message, self._last_entry_id, self._last_model = first_message, last_entry_id, last_model
+        self._compaction_short_summary = compaction_short_summary
+        self._input_tokens, self._output_tokens = input_tokens, output_tokens
+        self._cache_read_tokens, self._cache_write_tokens, self._cost_total = (cache_read_tokens, cache_write_tokens,
+                                                                               cost_total)
+        return texts
+
+    def _feed_before_header(self, value: object) -> None:
+        """An optional title line, then the header; anything else first makes the file invalid."""
+        if is_title_line(value) and self._title_line_title is None and self._header is None:
+            self._title_line_title = _non_empty_str(value.get("title")) or ""  # type: ignore[union-attr]
+        elif is_session_header(value):
+            self._header = {key: value[key] for key in ("id", "cwd", "title", "timestamp", "parentSession")  # type: ignore[index]
+                            if key in value}  # type: ignore[operator]
+            self._phase = _IN_BODY
+        else:
             self._phase = _INVALID
-        return None
-
-    def _feed_entry(self, entry: object) -> str | None:
-        self._entry_count += 1
-        if not isinstance(entry, dict):
-            return None
-        if isinstance(entry.get("id"), str):
-            self._last_entry_id = entry["id"]
-        kind = entry.get("type")
-        if kind == "message":
-            return self._feed_message(entry.get("message"))
-        if kind == "compaction":
-            short_summary = _non_empty_str(entry.get("shortSummary"))
-            if short_summary is not None:
-                self._compaction_short_summary = short_summary
-        elif kind == "model_change":
-            if isinstance(entry.get("model"), str) and entry.get("role", "default") in (None, "default"):
-                self._last_model = entry["model"]
-        return None
-
-    def _feed_message(self, message: Any) -> str | None:
-        self._message_count += 1
-        if not isinstance(message, dict):
-            return None
-        role = message.get("role")
-        if role == "assistant":
-            self._add_assistant_usage(message)
-        if role not in ("user", "assistant"):
-            return None
-        text = message_text(message)
-        if not text:
-            return None
-        if role == "user" and self._first_message is None:
-            self._first_message = text
-        return text
-
-    def _add_assistant_usage(self, message: dict[str, Any]) -> None:
-        provider, model = message.get("provider"), message.get("model")
-        if isinstance(provider, str) and isinstance(model, str) and provider and model:
-            self._last_model = f"{provider}/{model}"
-        usage = message.get("usage")
-        if not isinstance(usage, dict):
-            return
-        self._input_tokens += _number(usage.get("input"))
-        self._output_tokens += _number(usage.get("output"))
-        self._cache_read_tokens += _number(usage.get("cacheRead"))
-        self._cache_write_tokens += _number(usage.get("cacheWrite"))
-        cost = usage.get("cost")
-        if isinstance(cost, dict):
-            self._cost_total += _number(cost.get("total"))
 
     # -- persistence of the fold -------------------------------------------------------------------
 

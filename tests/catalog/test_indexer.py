@@ -17,7 +17,8 @@ from catalog.db import open_catalog, resolve_location
 from catalog.indexer import Indexer, Outcome
 from core.discovery import summarize_bytes
 from core.jsonl import parse_jsonl
-from tests.catalog.catalog_support import append_bytes, assistant, header, jsonl, user, write_file
+from core.summary import SessionSummary
+from tests.catalog.catalog_support import append_bytes, assistant, header, jsonl, message, user, write_file
 
 CWD = "/work/project"
 
@@ -186,6 +187,19 @@ def test_lone_surrogates_from_damaged_lines_do_not_break_indexing(db, tmp_path: 
     assert stored(db, path)["first_message"] == "bad \ufffd text"
 
 
+def test_usage_sums_that_overflow_survive_an_append(db, tmp_path: Path):
+    huge = {"input": 1e308, "output": 1, "cost": {"total": 1e308}}
+    records = [header("abc", CWD)] + [message("assistant", "big", f"a{n:07d}", provider="p", model="m", usage=huge)
+                                      for n in range(2)]
+    path = write_file(tmp_path / "s.jsonl", jsonl(records))
+    Indexer(db).index_path(path)
+    append_bytes(path, jsonl([message("assistant", "more", "a0000009", provider="p", model="m", usage=huge)]))
+    assert Indexer(db).index_path(path) is Outcome.APPENDED
+    row = row_of(db, path)
+    assert (row["input_tokens"], row["output_tokens"], row["cost_total"]) == (float("inf"), 3, float("inf"))
+    assert stored(db, path) == expected(path)
+
+
 # -- property: any bytes, appended in any pieces, with any chunk size, give what a whole-file scan gives ------
 
 _LINES = [
@@ -248,3 +262,51 @@ def test_parse_lines_is_exactly_parse_jsonl(pieces, separators):
     data = b"".join(piece + separator for piece, separator in zip(pieces, separators))
     fast, reference = indexer_module.parse_lines(data), parse_jsonl(data)
     assert (fast.values, fast.bad_records, fast.torn_tail) == (reference.values, reference.bad_records, reference.torn_tail)
+
+
+# -- the prefix fold from the full read's values --------------------------------------------------------------
+
+_HEAD_LINES = [
+    jsonl([user("a question")]),
+    jsonl([assistant("an answer")]),
+    jsonl([{"type": "title", "title": "From title line"}]),
+    b"1234567890\n",
+    b'"a whole string line"\n',
+    b"[1, 2, 3]\n",
+    b"\n",
+    b"  \r\n",
+    b"garbage line\n",
+    b'{"type":"message","id":"zz",\n"message":{"role":"user","content":"spans lines"}}\n',
+    b'{"first":1} {"second":2}\n',
+    b'{"x":"bad \\ud800"}\n',
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=st.sampled_from([jsonl([header("0123456789abcdef", CWD)]), jsonl([{"type": "title", "title": "T"}]),
+                              b"12\n", b"\n"]),
+       lines=st.lists(st.sampled_from(_HEAD_LINES), max_size=8), head_length=st.integers(1, 400))
+def test_head_values_give_the_prefix_fold_of_summarize_bytes(first, lines, head_length):
+    data = first + b"".join(lines) + jsonl([user("the last line")])
+    parsed, clean = indexer_module._parse_lines(data)
+    head = indexer_module.HeadValues(min(len(data), head_length))
+    head.see(data, parsed.values, clean)
+    assert head.head == data[:head_length]
+    if head.values is not None:
+        summary = SessionSummary()
+        summary.feed_all(head.values)
+        assert summary.to_state() == summarize_bytes(data[:head_length])[0].to_state()
+
+
+def test_head_values_are_known_when_the_head_ends_inside_an_object_string_or_array(tmp_path: Path):
+    for torn_line in (jsonl([user("x" * 300)]), b'"' + b"y" * 300 + b'"\n', b"[" + b"1," * 150 + b"1]\n"):
+        data = jsonl([header("0123456789abcdef", CWD), user("first")]) + torn_line
+        parsed, clean = indexer_module._parse_lines(data)
+        head = indexer_module.HeadValues(len(data) - 100)
+        head.see(data, parsed.values, clean)
+        assert head.values == parsed.values[:2]
+    number_cut = jsonl([header("0123456789abcdef", CWD)]) + b"1234567890\n"
+    parsed, clean = indexer_module._parse_lines(number_cut)
+    head = indexer_module.HeadValues(len(number_cut) - 4)
+    head.see(number_cut, parsed.values, clean)
+    assert head.values is None  # a piece of a number is a number: summarize_bytes decides

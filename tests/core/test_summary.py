@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -119,3 +120,26 @@ def test_resuming_from_stored_state_equals_one_fold(prefix: list[Any], body: lis
     rest_texts = [text for value in values[split:] if (text := resumed.feed(value)) is not None]
     assert resumed.to_state() == whole.to_state()
     assert first_texts + rest_texts == whole_texts
+
+
+_figures = st.one_of(st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.none(),
+                     st.just("12"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefix=st.sampled_from([[], [{"type": "title", "title": "T"}], [{"type": "junk"}]]), body=_records,
+       usages=st.lists(st.fixed_dictionaries({"input": _figures, "output": _figures,
+                                              "cost": st.fixed_dictionaries({"total": _figures})}), max_size=3),
+       cuts=st.lists(st.integers(0, 20), max_size=4))
+def test_feeding_records_in_any_groups_equals_feeding_them_one_by_one(prefix: list[Any], body: list[Any],
+                                                                      usages: list[dict[str, Any]],
+                                                                      cuts: list[int]) -> None:
+    values = prefix + [header("s", "/p")] + body + [assistant("u", f"a{n:07d}", usage=usage)
+                                                    for n, usage in enumerate(usages)]
+    one_by_one, texts = fold(values)
+    grouped, grouped_texts = SessionSummary(), []
+    bounds = sorted({min(cut, len(values)) for cut in cuts} | {0, len(values)})
+    for start, end in itertools.pairwise(bounds):
+        grouped_texts += grouped.feed_all(values[start:end])
+    assert grouped_texts == texts
+    assert json.dumps(grouped.to_state()) == json.dumps(one_by_one.to_state())  # NaN-safe, and int stays int

@@ -1,0 +1,254 @@
+"""Write a run of new session files into a SQLite catalog from a background thread, in a few large statements.
+
+Indexing is two kinds of work: Python (reading, parsing and folding the files) and SQLite (b-tree
+and FTS5 inserts, which run without holding the GIL). `BulkWriter` executes the SQLite part on a
+thread of its own, so it overlaps the parsing of the next files. The thread must execute *few*
+statements: each one needs the GIL back, and while the indexing thread keeps it busy every hand-over
+waits for the interpreter's switch interval (5 ms), so row-by-row inserts from a thread are far
+slower than inline ones. Rows therefore travel as one JSON array per statement, unpacked by SQLite's
+`json_each`; a row JSON cannot carry exactly (a NUL character, a non-finite number, an integer
+beyond 64 bits) is bound as parameters of a statement of its own, as the ordinary writer binds it.
+The FTS5 rows of a part are copied from the rows just inserted, one statement per index: FTS5
+flushes its pending terms at the end of such a statement (see catalog.indexer._Writer), which costs
+little once per PART_CHARS of text.
+
+The writer hands out row ids itself, which is only right while nobody else writes to the catalog:
+every transaction checks `PRAGMA data_version` right after `BEGIN IMMEDIATE`, and when another
+connection committed since this writer last did, it rolls back and raises `CatalogChanged`; the
+indexer then redoes the uncommitted files the ordinary way. Transactions end only at file
+boundaries (`end_batch`), so a file's rows are committed together; within a transaction a large
+file's texts may reach SQLite before its `session_files` row, hence deferred foreign keys.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import sqlite3
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+import orjson
+
+# A part (one round of statements) is sent once this many characters of text are waiting.
+PART_CHARS = 1024 * 1024
+# Parts waiting for the writer; the indexer blocks beyond this, which bounds memory and the wait at the end.
+QUEUED_PARTS = 1
+MESSAGE_COLUMNS = ("id", "file_id", "seq", "pending", "text")
+MESSAGE_FTS_FROM_ROWS = "INSERT INTO message_fts(rowid, text) SELECT id, text FROM messages WHERE id BETWEEN ? AND ?"
+SESSION_FTS_FROM_ROWS = ("INSERT INTO session_fts(rowid, title, first_message) "
+                         "SELECT id, title, first_message FROM session_files WHERE id BETWEEN ? AND ?")
+
+
+def _insert_json(table: str, columns: tuple[str, ...]) -> str:
+    """INSERT of the rows of one JSON array of arrays (bound as UTF-8 bytes), values in `columns` order.
+
+    The rows are materialized first: otherwise json_each renders a row's JSON again for every column.
+    """
+    values = ", ".join(f"value ->> {index}" for index in range(len(columns)))
+    return (f"WITH rows(value) AS MATERIALIZED (SELECT value FROM json_each(CAST(? AS TEXT))) "
+            f"INSERT INTO {table} ({', '.join(columns)}) SELECT {values} FROM rows")
+
+
+def _insert_values(table: str, columns: tuple[str, ...]) -> str:
+    """INSERT of one row bound as parameters, values in `columns` order."""
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+INSERT_MESSAGES_JSON = _insert_json("messages", MESSAGE_COLUMNS)
+INSERT_MESSAGE = _insert_values("messages", MESSAGE_COLUMNS)
+
+
+class CatalogChanged(Exception):
+    """Another connection committed to the catalog during a bulk run; the open transaction was rolled back."""
+
+
+def data_version(connection: sqlite3.Connection) -> int:
+    """SQLite's counter of commits made by *other* connections, as seen by `connection`."""
+    return connection.execute("PRAGMA data_version").fetchone()[0]
+
+
+def _json_row(values: tuple[Any, ...]) -> bytes | None:
+    """`values` as a JSON array SQLite reads back unchanged, or None when JSON cannot carry one of them exactly."""
+    if not _json_exact(values):
+        return None
+    try:
+        return orjson.dumps(values)
+    except TypeError:
+        return None  # a lone surrogate: bound as a parameter, it fails as it does for the ordinary writer
+
+
+def _json_exact(values: tuple[Any, ...]) -> bool:
+    """True when SQLite reads every one of `values` back from orjson's JSON unchanged (orjson permitting)."""
+    for value in values:
+        kind = type(value)
+        if kind is str:
+            if "\x00" in value:  # SQLite's JSON text ends at an escaped NUL
+                return False
+        elif kind is int:
+            if not -(1 << 63) <= value < (1 << 63):  # beyond, SQLite would read a float
+                return False
+        elif kind is float:
+            if not math.isfinite(value):  # orjson writes NaN and infinities as null
+                return False
+        elif value is not None and kind is not bool:
+            return False
+    return True
+
+
+@dataclass
+class _Part:
+    """Rows for one round of statements; `*_json` rows are JSON arrays, `odd_*` rows are bound one by one."""
+
+    file_rows: list[bytes] = field(default_factory=list)
+    odd_files: list[tuple[Any, ...]] = field(default_factory=list)
+    messages: list[list[Any]] = field(default_factory=list)
+    odd_messages: list[tuple[Any, ...]] = field(default_factory=list)
+    # The ids of a part's rows are consecutive: files are added, and their texts numbered, in id order.
+    file_ids: tuple[int, int] | None = None
+    message_ids: tuple[int, int] | None = None
+    chars: int = 0
+
+
+_COMMIT = "commit"
+
+
+class BulkWriter:
+    """Inserts new files' rows, texts and FTS entries from a background thread (see the module docstring).
+
+    Use as a context manager. Leaving it, by `finish()` or by an exception, the batches ended so far are
+    still written and what came after the last `end_batch` is rolled back. Methods other than
+    `committed_batches` are called from the indexing thread only.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, version: int) -> None:
+        """`version` is `data_version(connection)` read before the caller found the catalog empty."""
+        self._connection = connection
+        self._version = version
+        self._file_columns: tuple[str, ...] = ()
+        self._insert_files_json = self._insert_file = ""
+        self._next_file_id = connection.execute("SELECT coalesce(max(id), 0) FROM session_files").fetchone()[0] + 1
+        self._next_message_id = connection.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0] + 1
+        self._part = _Part()
+        self._queue: queue.Queue[_Part | str | None] = queue.Queue(maxsize=QUEUED_PARTS)
+        self._failure: BaseException | None = None
+        self.committed_batches = 0
+        self._thread = threading.Thread(target=self._run, name="sessdex-bulk-writer", daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exception: object) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    # -- the indexing thread's side -------------------------------------------------------------------
+
+    def new_file_id(self) -> int:
+        """The id the next new file's row will have."""
+        file_id = self._next_file_id
+        self._next_file_id += 1
+        return file_id
+
+    def add_texts(self, file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
+        """Queue message rows for `texts` (already storable), numbered from `first_seq`."""
+        if not texts:
+            return
+        part = self._part
+        first_id = self._next_message_id
+        self._next_message_id += len(texts)
+        for message_id, seq, text in zip(range(first_id, self._next_message_id), range(first_seq, first_seq + len(texts)),
+                                         texts):
+            if "\x00" in text:
+                part.odd_messages.append((message_id, file_id, seq, pending, text))
+            else:
+                part.messages.append([message_id, file_id, seq, pending, text])
+            part.chars += len(text)
+        part.message_ids = (part.message_ids[0] if part.message_ids else first_id, self._next_message_id - 1)
+        if part.chars >= PART_CHARS:
+            self._send_part()
+
+    def add_file(self, file_id: int, columns: Mapping[str, Any]) -> None:
+        """Queue the `session_files` row of a file whose texts were all added; every row has the same columns."""
+        if not self._file_columns:
+            self._file_columns = ("id", *columns)
+            self._insert_files_json = _insert_json("session_files", self._file_columns)
+            self._insert_file = _insert_values("session_files", self._file_columns)
+        values = (file_id, *columns.values())
+        part = self._part
+        row = _json_row(values)
+        if row is None:
+            part.odd_files.append(values)
+        else:
+            part.file_rows.append(row)
+        part.file_ids = (part.file_ids[0] if part.file_ids else file_id, file_id)
+
+    def end_batch(self) -> None:
+        """Commit everything added so far (call between files)."""
+        self._send_part()
+        self._put(_COMMIT)
+
+    def finish(self) -> None:
+        """Wait until every batch is written; raise the writer's failure (CatalogChanged or a database error)."""
+        self._put(None)
+        self._thread.join()
+        if self._failure is not None:
+            raise self._failure
+
+    def _send_part(self) -> None:
+        if self._part.file_ids or self._part.message_ids:
+            part, self._part = self._part, _Part()
+            self._put(part)
+
+    def _put(self, item: _Part | str | None) -> None:
+        if self._failure is not None:
+            raise self._failure
+        self._queue.put(item)
+
+    # -- the writer thread ----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                break
+            if self._failure is not None:
+                continue  # keep draining so that the indexing thread never blocks on a full queue
+            try:
+                if item is _COMMIT:
+                    self._commit()
+                else:
+                    self._write(item)  # type: ignore[arg-type]
+            except BaseException as exc:  # noqa: BLE001 - handed to the indexing thread
+                self._failure = exc
+        if self._connection.in_transaction:
+            self._connection.rollback()  # a batch that was not ended
+
+    def _write(self, part: _Part) -> None:
+        connection = self._connection
+        if not connection.in_transaction:
+            connection.execute("BEGIN IMMEDIATE")
+            if data_version(connection) != self._version:
+                raise CatalogChanged("another process wrote to the catalog during the bulk run")
+            connection.execute("PRAGMA defer_foreign_keys = ON")
+        if part.file_rows:
+            connection.execute(self._insert_files_json, (b"[" + b",".join(part.file_rows) + b"]",))
+        for row in part.odd_files:
+            connection.execute(self._insert_file, row)
+        if part.file_ids:
+            connection.execute(SESSION_FTS_FROM_ROWS, part.file_ids)
+        if part.messages:
+            connection.execute(INSERT_MESSAGES_JSON, (orjson.dumps(part.messages),))
+        for row in part.odd_messages:
+            connection.execute(INSERT_MESSAGE, row)
+        if part.message_ids:
+            connection.execute(MESSAGE_FTS_FROM_ROWS, part.message_ids)
+
+    def _commit(self) -> None:
+        if self._connection.in_transaction:
+            self._connection.commit()  # data_version stays: it counts other connections' commits only
+        self.committed_batches += 1
