@@ -7,13 +7,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from catalog.db import resolve_location
 from catalog.queries import Catalog
 from core.paths import AgentPaths
-
-BASE_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z
+from tests.core.sessiontree import BASE_MS, jsonl, set_mtime, write_file  # noqa: F401 - shared with catalog tests
 
 
 def sandbox_paths(root: Path, naming: str = "documented") -> AgentPaths:
@@ -48,25 +45,9 @@ def assistant(text: str, entry_id: str = "a0000001") -> dict[str, Any]:
                    model="claude-test", usage={"input": 10, "output": 5, "cost": {"total": 0.25}})
 
 
-def jsonl(records: list[Any]) -> bytes:
-    return b"".join(orjson.dumps(record) + b"\n" for record in records)
-
-
-def write_file(path: Path, data: bytes, mtime_ms: int | None = None) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    if mtime_ms is not None:
-        set_mtime(path, mtime_ms)
-    return path
-
-
 def append_bytes(path: Path, data: bytes) -> None:
     with open(path, "ab") as handle:
         handle.write(data)
-
-
-def set_mtime(path: Path, epoch_ms: int) -> None:
-    os.utime(path, ns=(epoch_ms * 1_000_000, epoch_ms * 1_000_000))
 
 
 def session_fields(info: Any) -> dict[str, Any]:
