@@ -221,8 +221,7 @@ class Catalog:
                            session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
         """core.resume.find_session_by_id from the catalog: this project first, then every project."""
         from core.errors import SessionNotFoundError
-        from core.resume import single_match
-        from core.resume import match_session_id
+        from core.resume import match_session_id, single_match
 
         local = match_session_id(value, self.sessions_with_id_prefix(value, cwd, session_dir))
         if local:
