@@ -1,5 +1,5 @@
-"""`python -m catalog` runs the sessdex CLI (its console-script entry, fast path included)."""
+"""`python -m sessdex.catalog` runs the sessdex CLI (its console-script entry, fast path included)."""
 
-from catalog.entry import main
+from sessdex.catalog.cli.entry import main
 
 main()

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from core.runtime import SessionRuntime
-from core.session_manager import SessionManager
+from sessdex.core.runtime import SessionRuntime
+from sessdex.core.session_manager import SessionManager
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +235,7 @@ class AgentSession:
                confirm_fork: Callable[[Any], bool], session_dir: str | os.PathLike[str] | None = None,
                runtime: SessionRuntime | None = None, **options: Any) -> AgentSession:
         """Start on the session `value` (a path or an id prefix) names, as `--resume <value>` does (S13)."""
-        from core.resume import resolve_resume
+        from sessdex.core.resume import resolve_resume
 
         runtime = runtime or SessionRuntime.default()
         result = resolve_resume(value, cwd, session_dir, paths=runtime.paths, confirm_fork=confirm_fork)

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from core.storage import FileSessionStorage, SessionStorage
+from sessdex.core.storage import FileSessionStorage, SessionStorage
 
 BLOB_PREFIX = "blob:sha256:"
 MIN_EXTERNALIZED_BASE64 = 1024

@@ -16,9 +16,9 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from core.discovery import most_recent_session_in, project_session_dirs
-from core.paths import AgentPaths
-from core.runtime import current_tty_path
+from sessdex.core.discovery import most_recent_session_in, project_session_dirs
+from sessdex.core.paths import AgentPaths
+from sessdex.core.runtime import current_tty_path
 
 # Environment variables naming the terminal, in priority order, with the prefix of their terminal id.
 TERMINAL_ENV_VARS: tuple[tuple[str, str], ...] = (

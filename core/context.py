@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from core.runtime import ms_from_iso
+from sessdex.core.runtime import ms_from_iso
 
 
 def path_to_leaf(entries: list[dict[str, Any]], leaf_id: str | None,

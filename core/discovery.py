@@ -18,9 +18,9 @@ from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 
-from core.jsonl import parse_jsonl
-from core.paths import AgentPaths
-from core.summary import SessionInfo, SessionSummary, session_info
+from sessdex.core.jsonl import parse_jsonl
+from sessdex.core.paths import AgentPaths
+from sessdex.core.summary import SessionInfo, SessionSummary, session_info
 
 SESSION_SUFFIX = ".jsonl"
 RECENT_PREFIX_BYTES = 4096

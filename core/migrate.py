@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from core.records import CURRENT_SESSION_VERSION
+from sessdex.core.records import CURRENT_SESSION_VERSION
 
 
 def migrate_session(header: dict[str, Any], entries: list[Any], new_entry_id: Callable[[], str]) -> bool:

@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from core.discovery import list_all_sessions, list_sessions, sanitize_display_name, truncate_name
-from core.errors import (
+from sessdex.core.discovery import list_all_sessions, list_sessions, sanitize_display_name, truncate_name
+from sessdex.core.errors import (
     AmbiguousSessionError,
     PersistenceError,
     SessionInOtherProjectError,
     SessionNotFoundError,
     UsageError,
 )
-from core.paths import AgentPaths
-from core.summary import SessionInfo
+from sessdex.core.paths import AgentPaths
+from sessdex.core.summary import SessionInfo
 
 ResumeAction = Literal["open", "fork"]
 CANDIDATE_LABEL_CHARS = 60
@@ -99,8 +99,8 @@ def find_session_by_id(value: str, cwd: str | os.PathLike[str], session_dir: str
 
 def fork_with_session_manager(source: Path, cwd: str, session_dir: Path | None, paths: AgentPaths) -> Path:
     """Fork `source` into the project at `cwd` with SessionManager.fork_from and return the new file."""
-    from core.runtime import SessionRuntime
-    from core.session_manager import SessionManager  # lazy: discovery must not pay for the writer
+    from sessdex.core.runtime import SessionRuntime
+    from sessdex.core.session_manager import SessionManager  # lazy: discovery must not pay for the writer
 
     manager = SessionManager.fork_from(source, cwd, session_dir, runtime=SessionRuntime(paths=paths))
     try:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Mapping, Protocol
 
-from core.paths import AgentPaths
-from core.storage import FileSessionStorage, SessionStorage
+from sessdex.core.paths import AgentPaths
+from sessdex.core.storage import FileSessionStorage, SessionStorage
 
 SNOWFLAKE_EPOCH_MS = 1420070400000  # 2015-01-01T00:00:00Z
 

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from core.blobs import BlobStore, externalize_images, resolve_blob_references
-from core.context import build_session_context, path_to_leaf
-from core.errors import EntryNotFoundError, PersistenceError, SessionFileError
-from core.jsonl import dumps_line, parse_jsonl
-from core.migrate import migrate_session
-from core.paths import session_file_name
-from core.records import CURRENT_SESSION_VERSION, split_session_records
-from core.runtime import SessionRuntime, iso_from_ms
-from core.size_control import limit_sizes
-from core.storage import MemorySessionStorage, SessionStorage, SessionStorageWriter
+from sessdex.core.blobs import BlobStore, externalize_images, resolve_blob_references
+from sessdex.core.context import build_session_context, path_to_leaf
+from sessdex.core.errors import EntryNotFoundError, PersistenceError, SessionFileError
+from sessdex.core.jsonl import dumps_line, parse_jsonl
+from sessdex.core.migrate import migrate_session
+from sessdex.core.paths import session_file_name
+from sessdex.core.records import CURRENT_SESSION_VERSION, split_session_records
+from sessdex.core.runtime import SessionRuntime, iso_from_ms
+from sessdex.core.size_control import limit_sizes
+from sessdex.core.storage import MemorySessionStorage, SessionStorage, SessionStorageWriter
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ class SessionManager:
     def continue_recent(cls, cwd: str, session_dir: str | os.PathLike[str] | None = None, *,
                         runtime: SessionRuntime | None = None) -> SessionManager:
         """This terminal's last session (S12), else the project's newest file, else a new session."""
-        from core.breadcrumbs import resolve_continue_target
+        from sessdex.core.breadcrumbs import resolve_continue_target
 
         runtime = runtime or SessionRuntime.default()
         cwd = os.path.abspath(cwd)
@@ -694,7 +694,7 @@ class SessionManager:
     def _write_breadcrumb(self) -> None:
         if not self._persist or self._session_file is None or not self._storage.writes_to_disk:
             return
-        from core.breadcrumbs import write_breadcrumb
+        from sessdex.core.breadcrumbs import write_breadcrumb
 
         write_breadcrumb(self._runtime.paths, self._cwd, self._session_file, env=self._runtime.environ,
                          tty_path=self._runtime.tty_path())
@@ -702,7 +702,7 @@ class SessionManager:
 
 def _adopt_legacy_directory(sessions_root: Path, directory: Path, cwd: str) -> None:
     """Agent naming: rename the documented `--…--` directory of `cwd` to the home-relative one, if alone."""
-    from core.paths import documented_project_dir_name
+    from sessdex.core.paths import documented_project_dir_name
 
     legacy = sessions_root / documented_project_dir_name(cwd)
     if legacy == directory or not legacy.is_dir() or directory.exists():

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from core.records import is_session_header, is_title_line
+from sessdex.core.records import is_session_header, is_title_line
 
 NO_MESSAGES = "(no messages)"
 STATE_VERSION = 1

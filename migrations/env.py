@@ -2,7 +2,7 @@
 
 The caller passes an open SQLAlchemy connection in `config.attributes["connection"]`; without one,
 an engine is built from the `sqlalchemy.url` main option. Autogenerate compares against
-`catalog.schema.metadata` and ignores the hand-made FTS5 tables.
+`sessdex.catalog.store.schema.metadata` and ignores the hand-made FTS5 tables.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from catalog.schema import is_fts_table, metadata
+from sessdex.catalog.store.schema import is_fts_table, metadata
 
 
 def include_name(name: str | None, type_: str, parent_names: dict) -> bool:

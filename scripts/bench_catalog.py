@@ -12,7 +12,7 @@ Figures (each with its goal and, where it has one, its ratio to the file-scan ba
 - `sessdex resume PREFIX` across all projects, `sessdex recent` and `sessdex list`, each a whole CLI process,
   answered by the file scan (`--catalog off`), by the catalog checking freshness itself, and by the
   catalog while `sessdex watch` keeps it current; the catalog figures through the click-free fast path
-  (`catalog.fastpath`) and, in alternate runs, through click only (`SESSDEX_NO_FASTPATH=1`);
+  (`sessdex.catalog.cli.fastpath`) and, in alternate runs, through click only (`SESSDEX_NO_FASTPATH=1`);
 - how long an appended line takes to show in the catalog under `sessdex watch`.
 The corpus (scripts/gen_corpus.py) is generated once into the work dir and reused by later runs.
 `--cli-only` measures only the CLI figures (the floor, resume/recent/list) on the catalog already in the
@@ -40,10 +40,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from catalog.db import open_catalog, resolve_location  # noqa: E402
-from catalog.entry import NO_FASTPATH_ENV  # noqa: E402
-from catalog.reconcile import Scope, catalog_files, diff, read_heartbeat, scan_files  # noqa: E402
-from core.paths import AgentPaths  # noqa: E402
+from sessdex.catalog.store.db import open_catalog, resolve_location  # noqa: E402
+from sessdex.catalog.cli.entry import NO_FASTPATH_ENV  # noqa: E402
+from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, read_heartbeat, scan_files  # noqa: E402
+from sessdex.core.paths import AgentPaths  # noqa: E402
 from gen_corpus import generate_corpus, parse_size  # noqa: E402
 
 SESSDEX = [str(Path(sys.executable).with_name("sessdex"))]

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from catalog.history import HistoryStorage
+from sessdex.catalog.history.storage import HistoryStorage
 
 COMMON_WORDS = (
     "the", "a", "to", "and", "of", "in", "for", "is", "it", "this", "that", "with", "on", "be", "can", "add",

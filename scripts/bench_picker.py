@@ -45,7 +45,7 @@ sys.path[:0] = [str(REPO), str(REPO / "scripts")]
 
 from gen_corpus import generate_corpus, parse_size
 
-from core.paths import AgentPaths
+from sessdex.core.paths import AgentPaths
 
 FIRST_PAINT_BUDGET_MS = 150
 KEYSTROKE_BUDGET_MS = 16
@@ -73,7 +73,7 @@ class TerminalSink:
 
 
 def open_source(kind: str, paths: AgentPaths, cwd: str) -> Any:
-    from catalog.picker_source import CatalogPickerSource, FileScanPickerSource
+    from sessdex.catalog.queries.picker_source import CatalogPickerSource, FileScanPickerSource
 
     return CatalogPickerSource(paths, cwd) if kind == "catalog" else FileScanPickerSource(paths, cwd)
 
@@ -88,7 +88,7 @@ def make_output() -> Any:
 
 def cold_import_ms(runs: int) -> tuple[list[float], list[float]]:
     """Wall and CPU milliseconds a fresh interpreter takes to import the picker (prompt_toolkit included)."""
-    code = ("import time; wall, cpu = time.perf_counter(), time.process_time(); import catalog.picker; "
+    code = ("import time; wall, cpu = time.perf_counter(), time.process_time(); import sessdex.catalog.tui.picker; "
             "print((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000)")
     walls, cpus = [], []
     for _ in range(runs):
@@ -113,7 +113,7 @@ async def first_paint(kind: str, paths: AgentPaths, cwd: str) -> dict[str, float
     """One in-process start of the picker over all projects; the phases in wall milliseconds, plus CPU."""
     from prompt_toolkit.input import create_pipe_input
 
-    from catalog.picker import PickerResult, SessionPicker
+    from sessdex.catalog.tui.picker import PickerResult, SessionPicker
 
     started, started_cpu = time.perf_counter(), time.thread_time()
     source = open_source(kind, paths, cwd)
@@ -143,7 +143,7 @@ async def typing(kind: str, paths: AgentPaths, cwd: str, queries: list[str], pau
     """
     from prompt_toolkit.input import create_pipe_input
 
-    from catalog.picker import PickerResult, SessionPicker
+    from sessdex.catalog.tui.picker import PickerResult, SessionPicker
 
     loop = asyncio.get_running_loop()
     source = open_source(kind, paths, cwd)

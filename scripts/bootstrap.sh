@@ -19,6 +19,6 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if [ ! -f "$stamp" ] || [ "$repo/pyproject.toml" -nt "$stamp" ]; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --config-settings editable_mode=compat -e "$repo[test]" >&2
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$repo[test]" >&2
   touch "$stamp"
 fi

@@ -20,10 +20,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from core.paths import AgentPaths, default_agent_dir  # noqa: E402
+from sessdex.core.paths import AgentPaths, default_agent_dir  # noqa: E402
 from gen_corpus import generate_corpus  # noqa: E402
-from core.runtime import SessionRuntime  # noqa: E402
-from core.session_manager import SessionManager  # noqa: E402
+from sessdex.core.runtime import SessionRuntime  # noqa: E402
+from sessdex.core.session_manager import SessionManager  # noqa: E402
 
 PNG_PIXEL = base64.b64encode(bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -86,7 +86,7 @@ def sessdex(agent_dir: Path, *args: str, catalog: Path | None = None, cwd: Path 
 
 def show_catalog(agent_dir: Path, catalog: Path) -> None:
     """Index the sessions, then answer recent, list, resume and search from the catalog."""
-    from catalog.queries import Catalog
+    from sessdex.catalog.queries.sessions import Catalog
 
     sessdex(agent_dir, "index", catalog=catalog)
     with Catalog.open(AgentPaths.from_env(agent_dir), str(catalog)) as opened:

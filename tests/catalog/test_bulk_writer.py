@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from gen_corpus import generate_corpus
 
-import catalog.bulk_writer as bulk_module
-import catalog.indexer as indexer_module
-from catalog import fts
-from catalog.db import open_catalog, resolve_location
-from catalog.indexer import Indexer, Outcome
+import sessdex.catalog.index.bulk_writer as bulk_module
+import sessdex.catalog.index.indexer as indexer_module
+from sessdex.catalog.store import fts
+from sessdex.catalog.store.db import open_catalog, resolve_location
+from sessdex.catalog.index.indexer import Indexer, Outcome
 from tests.catalog.catalog_support import (
     assistant,
     header,

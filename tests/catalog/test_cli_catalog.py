@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_support import Outcome, run_cli
-from core.paths import AgentPaths
+from sessdex.core.paths import AgentPaths
 from tests.catalog.catalog_support import BASE_MS, append_bytes, assistant, header, jsonl, sandbox_paths, user, write_file
 
 
@@ -127,7 +127,7 @@ def test_list_reads_the_files_when_the_catalog_is_off_or_unusable(sessdex, proj,
 
 HEAVY_IMPORT_PROBE = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
                       "'HEAVY=' + ','.join(sorted(m for m in ('sqlalchemy', 'alembic', 'watchdog') if m in sys.modules)))); "
-                      "from catalog.cli import main; main()")
+                      "from sessdex.catalog.cli.click_app import main; main()")
 
 
 @pytest.mark.parametrize("command", [["list"], ["list", "--all"], ["recent"], ["resume", "aaaa0000"],

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import core.breadcrumbs as breadcrumbs
+import sessdex.core.breadcrumbs as breadcrumbs
 from tests.cli_support import Outcome, run_cli
-from catalog.session_output import display_width, fit, id_prefix_length
-from core.breadcrumbs import write_breadcrumb
+from sessdex.catalog.cli.output import id_prefix_length
+from sessdex.catalog.tui.width import display_width, fit
+from sessdex.core.breadcrumbs import write_breadcrumb
 from tests.core.sessiontree import BASE_MS, Tree, assistant, header, make_tree, user
 
 REPO = Path(__file__).resolve().parents[2]
@@ -241,7 +242,7 @@ def test_continue_with_nothing_to_continue(tree: Tree, sessdex) -> None:
 def _run_in_terminal(args: list[str], cwd: Path, env: dict[str, str], answer: bytes) -> tuple[int, str]:
     """Run the sessdex CLI on a pseudo-terminal, answer its prompt, return exit code and everything shown."""
     leader, follower = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-c", "from catalog.cli import main; main()", *args], cwd=cwd,
+    process = subprocess.Popen([sys.executable, "-c", "from sessdex.catalog.cli.click_app import main; main()", *args], cwd=cwd,
                                env=env, stdin=follower, stdout=follower, stderr=follower, close_fds=True)
     os.close(follower)
     shown, answered, deadline = b"", False, time.monotonic() + 20

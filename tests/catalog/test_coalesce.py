@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from catalog.watcher import Action, Changes, EventBatcher, FsEvent, coalesce
+from sessdex.catalog.index.watcher import Action, Changes, EventBatcher, FsEvent, coalesce
 
 A, B, TMP = "/s/p/a.jsonl", "/s/p/b.jsonl", "/s/p/b.jsonl.tmp"
 

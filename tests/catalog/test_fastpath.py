@@ -1,7 +1,7 @@
-"""The click-free fast path (`catalog.fastpath`) answers exactly as the click CLI does, and imports none of its weight.
+"""The click-free fast path (`sessdex.catalog.cli.fastpath`) answers exactly as the click CLI does, and imports none of its weight.
 
 Every case runs as a real process twice on one generated corpus: through the console-script entry
-(`catalog.entry.main`, fast path allowed) and with SESSDEX_NO_FASTPATH=1 (the click CLI). stdout,
+(`sessdex.catalog.cli.entry.main`, fast path allowed) and with SESSDEX_NO_FASTPATH=1 (the click CLI). stdout,
 stderr and the exit code must be equal, and the loaded modules show which path answered.
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from catalog.entry import NO_FASTPATH_ENV
-from catalog.fastpath import CommandLine, parse_command_line
-from catalog.session_output import echo
-from core.paths import AgentPaths
+from sessdex.catalog.cli.entry import NO_FASTPATH_ENV
+from sessdex.catalog.cli.fastpath import CommandLine, parse_command_line
+from sessdex.catalog.cli.output import echo
+from sessdex.core.paths import AgentPaths
 from gen_corpus import generate_corpus
 from tests.catalog.catalog_support import BASE_MS, open_catalog_for
 
@@ -30,7 +30,7 @@ HEAVY_MODULES = {"click", "sqlalchemy", "alembic", "prompt_toolkit", "asyncio", 
 # Runs the console-script entry and writes the names of the modules it loaded to $MODULES_OUT at exit.
 RUNNER = ("import atexit, os, sys\n"
           "atexit.register(lambda: open(os.environ['MODULES_OUT'], 'w').write('\\n'.join(sorted(sys.modules))))\n"
-          "from catalog.entry import main\n"
+          "from sessdex.catalog.cli.entry import main\n"
           "main()\n")
 UNSET = ("PI_CODING_AGENT_DIR", "SESSDEX_CATALOG", NO_FASTPATH_ENV, "COLUMNS", "_SESSDEX_COMPLETE",
          "KITTY_WINDOW_ID", "TMUX_PANE", "TERM_SESSION_ID", "WT_SESSION")

@@ -1,11 +1,11 @@
-"""catalog.fuzzy: matching, alignment choice, scores and highlight runs."""
+"""sessdex.catalog.tui.fuzzy: matching, alignment choice, scores and highlight runs."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from catalog.fuzzy import (
+from sessdex.catalog.tui.fuzzy import (
     FuzzyMatch,
     fold,
     fuzzy_match,

@@ -16,15 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog import history_search
-from catalog.history import (
+from sessdex.catalog.history import search as history_search
+from sessdex.catalog.history.storage import (
     HistoryError,
     HistoryStorage,
     HistoryWriteError,
     ImportedPrompt,
     trim_prompt,
 )
-from catalog.history_search import SearchScratch, search_prompts
+from sessdex.catalog.history.search import SearchScratch, search_prompts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -280,7 +280,7 @@ def test_two_processes_adding_at_once(db_path: Path) -> None:
     HistoryStorage.open(db_path).close()
     script = textwrap.dedent("""
         import sys
-        from catalog.history import HistoryStorage
+        from sessdex.catalog.history.storage import HistoryStorage
         name, path = sys.argv[1], sys.argv[2]
         with HistoryStorage.open(path, batch_delay=0.001) as history:
             for n in range(300):
@@ -309,7 +309,7 @@ def test_a_locked_database_is_reported_and_nothing_is_lost(db_path: Path, caplog
     blocker = sqlite3.connect(db_path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
     try:
-        with caplog.at_level(logging.ERROR, logger="catalog.history"):
+        with caplog.at_level(logging.ERROR, logger="sessdex.catalog.history.storage"):
             history.add("first")
             with pytest.raises(HistoryWriteError, match="1 prompt"):
                 history.flush()

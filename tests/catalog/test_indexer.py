@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import catalog.indexer as indexer_module
-from catalog import fts
-from catalog.db import open_catalog, resolve_location
-from catalog.indexer import Indexer, Outcome
-from core.discovery import summarize_bytes
-from core.jsonl import parse_jsonl
-from core.summary import SessionSummary
+import sessdex.catalog.index.indexer as indexer_module
+from sessdex.catalog.store import fts
+from sessdex.catalog.store.db import open_catalog, resolve_location
+from sessdex.catalog.index.indexer import Indexer, Outcome
+from sessdex.core.discovery import summarize_bytes
+from sessdex.core.jsonl import parse_jsonl
+from sessdex.core.summary import SessionSummary
 from tests.catalog.catalog_support import append_bytes, assistant, header, jsonl, message, user, write_file
 
 CWD = "/work/project"

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from catalog.compiled_sql import SCHEMA_REVISION
-from catalog.db import (
+from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
+from sessdex.catalog.store.db import (
     BUSY_TIMEOUT_MS,
     CatalogLocation,
     create_catalog_engine,
     open_catalog,
     resolve_location,
 )
-from catalog.migrate import alembic_on, check_catalog, upgrade_catalog
-from core.errors import CatalogError
+from sessdex.catalog.store.migrate import alembic_on, check_catalog, upgrade_catalog
+from sessdex.core.errors import CatalogError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -76,7 +76,7 @@ def test_downgrade_to_base_removes_everything_and_upgrade_restores_it(tmp_path: 
 
 
 def test_concurrent_first_opens_upgrade_once_under_the_lock(tmp_path: Path):
-    script = ("import sys; from catalog.db import open_catalog, resolve_location; "
+    script = ("import sys; from sessdex.catalog.store.db import open_catalog, resolve_location; "
               "open_catalog(resolve_location(sys.argv[1])).close()")
     processes = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=REPO, stderr=subprocess.PIPE)
                  for _ in range(3)]

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from catalog.queries import Catalog
-from core import discovery, resume
-from core.errors import SessdexError
-from core.paths import AgentPaths
+from sessdex.catalog.queries.sessions import Catalog
+from sessdex.core import discovery, resume
+from sessdex.core.errors import SessdexError
+from sessdex.core.paths import AgentPaths
 from gen_corpus import generate_corpus
 from tests.catalog.catalog_support import (
     BASE_MS,

@@ -17,15 +17,15 @@ import pytest
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from catalog import cli_pick
-from catalog.cli import main
-from catalog.picker import PickerResult, SessionPicker
-from catalog.picker_source import (
+from sessdex.catalog.cli import pick_commands as cli_pick
+from sessdex.catalog.cli.click_app import main
+from sessdex.catalog.tui.picker import PickerResult, SessionPicker
+from sessdex.catalog.queries.picker_source import (
     CatalogPickerSource,
     FileScanPickerSource,
     PickerSource,
 )
-from core.paths import AgentPaths
+from sessdex.core.paths import AgentPaths
 from tests.core.sessiontree import (
     BASE_MS,
     Tree,

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog.queries import Catalog, fts_query
-from core.errors import AmbiguousSessionError, CatalogError, SessionNotFoundError
-from core.paths import AgentPaths
+from sessdex.catalog.queries.sessions import Catalog, fts_query
+from sessdex.core.errors import AmbiguousSessionError, CatalogError, SessionNotFoundError
+from sessdex.core.paths import AgentPaths
 from tests.catalog.catalog_support import (
     BASE_MS,
     append_bytes,

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from catalog import compiled_sql
-from catalog.db import open_catalog, resolve_location
-from catalog.schema import is_fts_table, metadata
-from catalog.statements import COMPILED_MODULE_PATH, build_statements, compile_for_sqlite, head_revision, render_compiled_module
+from sessdex.catalog.store import compiled_sql
+from sessdex.catalog.store.db import open_catalog, resolve_location
+from sessdex.catalog.store.schema import is_fts_table, metadata
+from sessdex.catalog.store.statements import COMPILED_MODULE_PATH, build_statements, compile_for_sqlite, head_revision, render_compiled_module
 
 
 def test_compiled_sql_module_is_what_the_statements_compile_to():
-    # If this fails, run `python -m catalog.statements` and review the diff of catalog/compiled_sql.py.
+    # If this fails, run `python -m sessdex.catalog.store.statements` and review the diff of catalog/compiled_sql.py.
     assert COMPILED_MODULE_PATH.read_text(encoding="utf-8") == render_compiled_module()
 
 

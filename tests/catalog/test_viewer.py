@@ -18,9 +18,9 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput, Output
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-from catalog.cli import main
-from catalog.picker_source import FileScanPickerSource
-from catalog.viewer import (
+from sessdex.catalog.cli.click_app import main
+from sessdex.catalog.queries.picker_source import FileScanPickerSource
+from sessdex.catalog.tui.viewer import (
     RESUMED_NOTICE,
     PickerChooser,
     SessionChooser,
@@ -29,11 +29,11 @@ from catalog.viewer import (
     plain_text,
     transcript_lines,
 )
-from core import breadcrumbs
-from core.agent_session import AgentSession, HookBus
-from core.paths import AgentPaths
-from core.runtime import SessionRuntime
-from core.session_manager import SessionManager
+from sessdex.core import breadcrumbs
+from sessdex.core.agent_session import AgentSession, HookBus
+from sessdex.core.paths import AgentPaths
+from sessdex.core.runtime import SessionRuntime
+from sessdex.core.session_manager import SessionManager
 
 BASE_MS = 1_740_823_200_000
 UP, ENTER, ESCAPE, CTRL_C = "\x1b[A", "\r", "\x1b", "\x03"

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from catalog.db import open_catalog, resolve_location
-from catalog.reconcile import Scope, covered_by, read_heartbeat
-from catalog.watcher import Watcher
-from core.errors import CatalogError
+from sessdex.catalog.store.db import open_catalog, resolve_location
+from sessdex.catalog.index.reconcile import Scope, covered_by, read_heartbeat
+from sessdex.catalog.index.watcher import Watcher
+from sessdex.core.errors import CatalogError
 from tests.catalog.catalog_support import append_bytes, assistant, header, jsonl, user, write_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -161,7 +161,7 @@ def test_an_inotify_watch_limit_falls_back_to_polling_with_advice(tmp_path: Path
 def test_sessdex_watch_stops_cleanly_on_signals(tmp_path: Path, signum: int):
     agent = tmp_path / "agent"
     write_file(agent / "sessions" / "--p--" / "s.jsonl", jsonl([header("s1", "/p"), user("a")]))
-    process = subprocess.Popen([sys.executable, "-c", "from catalog.cli import main; main()", "--agent-dir",
+    process = subprocess.Popen([sys.executable, "-c", "from sessdex.catalog.cli.click_app import main; main()", "--agent-dir",
                                 str(agent), "watch"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
     try:

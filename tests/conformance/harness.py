@@ -17,10 +17,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from core.jsonl import parse_jsonl
-from core.paths import AgentPaths
-from core.runtime import SessionRuntime
-from core.session_manager import SessionManager
+from sessdex.core.jsonl import parse_jsonl
+from sessdex.core.paths import AgentPaths
+from sessdex.core.runtime import SessionRuntime
+from sessdex.core.session_manager import SessionManager
 
 RECORDED_ROOT = "/tmp/omp-oracle-root"
 BASE_CLOCK = "2025-03-01T10:00:00.000Z"
@@ -335,23 +335,23 @@ def _parse_session_content(replay: Replay, text: str) -> Any:
 
 
 def _get_recent_sessions(replay: Replay, session_dir: str, limit: int | None = None) -> Any:
-    from core.discovery import get_recent_sessions
+    from sessdex.core.discovery import get_recent_sessions
     return [item.to_agent_json() for item in get_recent_sessions(session_dir, limit, now_ms=replay.clock.ms)]
 
 
 def _find_most_recent_session(replay: Replay, session_dir: str) -> Any:
-    from core.discovery import find_most_recent_session
+    from sessdex.core.discovery import find_most_recent_session
     found = find_most_recent_session(session_dir)
     return str(found) if found is not None else None
 
 
 def _list(replay: Replay, cwd: str, session_dir: str | None = None, *_: Any) -> Any:
-    from core.discovery import list_sessions
+    from sessdex.core.discovery import list_sessions
     return [info.to_agent_json() for info in list_sessions(cwd, session_dir, paths=replay.paths)]
 
 
 def _list_all(replay: Replay, *_: Any) -> Any:
-    from core.discovery import list_all_sessions
+    from sessdex.core.discovery import list_all_sessions
     return [info.to_agent_json() for info in list_all_sessions(paths=replay.paths)]
 
 

@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from catalog.history import HistoryEntry, HistoryStorage
+from sessdex.catalog.history.storage import HistoryEntry, HistoryStorage
 
 _STATE_KEY = "history"
 _PENDING_KEY = "history_pending_adds"

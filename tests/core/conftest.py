@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from core.paths import AgentPaths
-from core.runtime import SessionRuntime
+from sessdex.core.paths import AgentPaths
+from sessdex.core.runtime import SessionRuntime
 
 
 @pytest.fixture

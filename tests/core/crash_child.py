@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from core.paths import AgentPaths
-from core.runtime import SessionRuntime
-from core.session_manager import SessionManager
+from sessdex.core.paths import AgentPaths
+from sessdex.core.runtime import SessionRuntime
+from sessdex.core.session_manager import SessionManager
 
 
 def main(root: str) -> None:

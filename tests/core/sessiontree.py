@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from core.paths import AgentPaths, agent_project_dir_name, documented_project_dir_name
+from sessdex.core.paths import AgentPaths, agent_project_dir_name, documented_project_dir_name
 
 BASE_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z
 

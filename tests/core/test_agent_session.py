@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from core.agent_session import (
+from sessdex.core.agent_session import (
     AgentSession,
     HookBus,
     ModelSpec,
@@ -20,11 +20,11 @@ from core.agent_session import (
     clamp_thinking_level,
     split_model_name,
 )
-from core.breadcrumbs import breadcrumb_path
-from core.errors import PersistenceError
-from core.paths import AgentPaths
-from core.runtime import SessionRuntime
-from core.session_manager import SessionManager
+from sessdex.core.breadcrumbs import breadcrumb_path
+from sessdex.core.errors import PersistenceError
+from sessdex.core.paths import AgentPaths
+from sessdex.core.runtime import SessionRuntime
+from sessdex.core.session_manager import SessionManager
 
 BASE_MS = 1_740_823_200_000  # 2025-03-01T10:00:00Z
 

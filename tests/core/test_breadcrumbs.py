@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import core.breadcrumbs as breadcrumbs
-from core.breadcrumbs import (
+import sessdex.core.breadcrumbs as breadcrumbs
+from sessdex.core.breadcrumbs import (
     breadcrumb_path,
     read_breadcrumb,
     resolve_continue_target,

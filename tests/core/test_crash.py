@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from core.blobs import BlobStore
-from core.session_manager import load_session_file
-from core.storage import FileSessionStorage
+from sessdex.core.blobs import BlobStore
+from sessdex.core.session_manager import load_session_file
+from sessdex.core.storage import FileSessionStorage
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.discovery import (
+from sessdex.core.discovery import (
     find_most_recent_session,
     get_recent_sessions,
     list_all_sessions,

@@ -8,13 +8,13 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from core.blobs import BlobStore
-from core.jsonl import parse_jsonl
-from core.migrate import migrate_session
-from core.paths import AgentPaths
-from core.runtime import SessionRuntime
-from core.session_manager import SessionManager, load_session_file
-from core.storage import FileSessionStorage
+from sessdex.core.blobs import BlobStore
+from sessdex.core.jsonl import parse_jsonl
+from sessdex.core.migrate import migrate_session
+from sessdex.core.paths import AgentPaths
+from sessdex.core.runtime import SessionRuntime
+from sessdex.core.session_manager import SessionManager, load_session_file
+from sessdex.core.storage import FileSessionStorage
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**53, 2**53),
                          st.floats(allow_nan=False, allow_infinity=False, width=64),

@@ -7,9 +7,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from core.errors import AmbiguousSessionError, SessionInOtherProjectError, SessionNotFoundError, UsageError
-from core.resume import ResumeResult, find_session_by_id, is_path_like, resolve_resume
-from core.summary import SessionInfo
+from sessdex.core.errors import AmbiguousSessionError, SessionInOtherProjectError, SessionNotFoundError, UsageError
+from sessdex.core.resume import ResumeResult, find_session_by_id, is_path_like, resolve_resume
+from sessdex.core.summary import SessionInfo
 from tests.core.sessiontree import BASE_MS, Tree, make_tree
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from core.blobs import BlobStore, parse_reference, resolve_blob_references
-from core.errors import EntryNotFoundError, PersistenceError, SessionFileError
-from core.jsonl import parse_jsonl
-from core.session_manager import SessionManager, load_session_file
-from core.storage import FileSessionStorage, MemorySessionStorage
+from sessdex.core.blobs import BlobStore, parse_reference, resolve_blob_references
+from sessdex.core.errors import EntryNotFoundError, PersistenceError, SessionFileError
+from sessdex.core.jsonl import parse_jsonl
+from sessdex.core.session_manager import SessionManager, load_session_file
+from sessdex.core.storage import FileSessionStorage, MemorySessionStorage
 from tests.core.conftest import ASSISTANT, USER
 
 
@@ -226,8 +226,8 @@ def test_rewrites_leave_no_temporary_files(runtime, project):
 
 
 def test_an_overlay_storage_resumes_without_touching_the_disk(agent_paths, tmp_path):
-    from core.runtime import SessionRuntime
-    from core.storage import OverlaySessionStorage
+    from sessdex.core.runtime import SessionRuntime
+    from sessdex.core.storage import OverlaySessionStorage
 
     target = tmp_path / "files" / "v1.jsonl"
     write_jsonl(target, [{"type": "session", "id": "old", "timestamp": "2024-01-01T00:00:00.000Z", "cwd": "/w"},

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.summary import NO_MESSAGES, SessionSummary, message_text, session_info
+from sessdex.core.summary import NO_MESSAGES, SessionSummary, message_text, session_info
 from tests.core.sessiontree import assistant, header, message, user
 
 

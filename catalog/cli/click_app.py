@@ -1,0 +1,80 @@
+"""The `sessdex` command line: one click group; subcommands live in their own modules and are loaded lazily.
+
+The console script is `sessdex.catalog.cli.entry:main`, which answers the common shapes of the hot read commands
+without click (`sessdex.catalog.cli.fastpath`) and hands everything else to `run_click` here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import NoReturn
+
+import click
+
+# name -> ("module:attribute", short help). A module is imported only when its subcommand runs,
+# so the hot paths (resume, recent, list) never pay for the others' imports, and `--help` none.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "context": ("sessdex.catalog.cli.inspect_commands:context_command", "Print what the model sees for a session file."),
+    "entries": ("sessdex.catalog.cli.inspect_commands:entries_command", "Print a session file's entries (read-only)."),
+    "history": ("sessdex.catalog.cli.history_commands:history_group", "Search and add prompt history (history.db)."),
+    "list": ("sessdex.catalog.cli.session_group:list_command", "List sessions of this project (or --all)."),
+    "recent": ("sessdex.catalog.cli.session_group:recent_command", "Show the most recently used sessions."),
+    "resume": ("sessdex.catalog.cli.session_group:resume_command", "Resolve a session by id prefix or path and print its file."),
+    "continue": ("sessdex.catalog.cli.session_group:continue_command", "Print the session --continue would resume here."),
+    "pick": ("sessdex.catalog.cli.pick_commands:pick_command", "Pick a session interactively."),
+    "index": ("sessdex.catalog.cli.catalog_commands:index_command", "Bring the catalog up to date (or --rebuild it)."),
+    "watch": ("sessdex.catalog.cli.catalog_commands:watch_command", "Keep the catalog current as the agent writes."),
+    "search": ("sessdex.catalog.cli.catalog_commands:search_command", "Search titles, first messages and all message text."),
+    "doctor": ("sessdex.catalog.cli.catalog_commands:doctor_command", "Check the catalog against the files and repair it."),
+    "view": ("sessdex.catalog.cli.view_commands:view_command", "View a session's transcript; switch sessions in place."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, SUBCOMMANDS[name][1]) for name in sorted(SUBCOMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(SUBCOMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in SUBCOMMANDS:
+            return super().get_command(ctx, cmd_name)
+        module_name, attribute = SUBCOMMANDS[cmd_name][0].split(":")
+        return getattr(importlib.import_module(module_name), attribute)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="sessdex", prog_name="sessdex", message="%(prog)s %(version)s")
+@click.option("--agent-dir", envvar="PI_CODING_AGENT_DIR", type=click.Path(file_okay=False),
+              help="The agent directory (default ~/.xcsh/agent).")
+@click.option("--catalog", envvar="SESSDEX_CATALOG",
+              help="The catalog: a file path or a SQLAlchemy URL (default <agent dir>/catalog.db); "
+                   "`off` makes list/recent/resume/continue read the session files directly.")
+@click.pass_context
+def cli(ctx: click.Context, agent_dir: str | None, catalog: str | None) -> None:
+    """sessdex: index, search and resume xcsh session history."""
+    ctx.ensure_object(dict)
+    ctx.obj["agent_dir"] = agent_dir
+    ctx.obj["catalog"] = catalog
+
+
+def run_click(argv: list[str] | None = None) -> int:
+    """Run the click CLI on `argv` (default: the process arguments) and return its exit status.
+
+    Errors propagate: `sessdex.catalog.cli.entry.run_reporting_errors` reports them for both CLI paths.
+    """
+    status = cli.main(args=argv, prog_name="sessdex", standalone_mode=False)
+    return status if isinstance(status, int) else 0
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Run the click CLI (never the fast path of `sessdex.catalog.cli.entry`), reporting errors, and exit with its status."""
+    from sessdex.catalog.cli.errors import run_reporting_errors
+
+    sys.exit(run_reporting_errors(lambda: run_click(argv)))

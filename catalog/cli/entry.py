@@ -1,0 +1,38 @@
+"""The `sessdex` console script: the click-free fast path for the hot read commands, else the click CLI.
+
+`sessdex resume ID`, `recent`, `list` and `continue` run from shell prompts and editor integrations; on a
+current catalog they finish in tens of milliseconds only if the process imports neither click nor
+SQLAlchemy/Alembic, so `sessdex.catalog.cli.fastpath` answers their common shapes itself. Every other invocation,
+and any the fast path is not sure of, goes to the click CLI (`sessdex.catalog.cli.click_app`). Both paths report errors
+through `sessdex.catalog.cli.errors.run_reporting_errors`, so messages and exit codes do not depend on the path taken.
+`SESSDEX_NO_FASTPATH=1` (any non-empty value) forces the click CLI, for tests and debugging.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from sessdex.catalog.cli.errors import run_reporting_errors
+
+NO_FASTPATH_ENV = "SESSDEX_NO_FASTPATH"
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Run `sessdex ARGV` (default: the process arguments) and exit with its status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    sys.exit(run_reporting_errors(lambda: _run(args)))
+
+
+def _run(args: list[str]) -> int:
+    if not os.environ.get(NO_FASTPATH_ENV):
+        from sessdex.catalog.cli.fastpath import run_fast
+
+        status = run_fast(args)
+        if status is not None:
+            return status
+    from sessdex.catalog.cli.click_app import run_click
+
+    return run_click(args)

@@ -1,0 +1,161 @@
+"""The click-free fast path of the hot read commands: `resume VALUE`, `recent`, `list`, `continue`.
+
+A shell prompt or an editor runs these often, and importing click alone costs more than answering them
+from a current catalog. `run_fast` answers exactly these argument shapes:
+
+    [--agent-dir DIR] [--catalog X] resume VALUE [--yes | -y | --no-fork] [--json]
+    [--agent-dir DIR] [--catalog X] recent [-n N | --limit N] [--json]
+    [--agent-dir DIR] [--catalog X] list [--all] [--json]
+    [--agent-dir DIR] [--catalog X] continue [--json]
+
+(options in any order after the command, `--opt=value` forms included, $PI_CODING_AGENT_DIR and
+$SESSDEX_CATALOG read as click reads them), when the catalog is a SQLite file at the current schema
+revision, or is turned off. Anything else (help, other commands or options, `--session-dir`, `resume`
+without a value, a repeated option, a value click would reject, a catalog to create or migrate) is
+"not handled": `run_fast` returns None before printing anything, and the click CLI takes over. The
+commands' bodies and output are the click commands' own (`sessdex.catalog.cli.session_commands`).
+"""
+
+# No `from __future__ import annotations` here: typing.NamedTuple compiles string annotations one by one,
+# which costs every `sessdex` start (this module is always imported) more than evaluating them.
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from sessdex.catalog.queries.sessions import Catalog, FileScan
+
+# click answers shell-completion requests itself when this is set (its `_<PROG>_COMPLETE` convention).
+COMPLETION_ENV = "_SESSDEX_COMPLETE"
+ROOT_OPTIONS = ("--agent-dir", "--catalog")
+# Per command: each flag token -> the flag it sets.
+COMMAND_FLAGS: dict[str, dict[str, str]] = {
+    "resume": {"--yes": "yes", "-y": "yes", "--no-fork": "no_fork", "--json": "json"},
+    "recent": {"--json": "json"},
+    "list": {"--all": "all", "--json": "json"},
+    "continue": {"--json": "json"},
+}
+LIMIT_OPTION = "--limit"  # recent's -n / --limit
+
+
+class CommandLine(NamedTuple):
+    """One parsed invocation in a shape the fast path answers."""
+
+    command: str
+    agent_dir: str | None
+    catalog: str | None
+    flags: frozenset[str]
+    value: str | None = None  # resume's VALUE
+    limit: int | None = None  # recent's -n
+
+
+def _positive_count(text: str) -> int | None:
+    # Plain ASCII digits only: other spellings int() accepts ("+5", " 5", "٥") are left to click.
+    if text.isascii() and text.isdigit() and int(text) >= 1:
+        return int(text)
+    return None
+
+
+def _root_options(args: Sequence[str]) -> tuple[dict[str, str], int] | None:
+    """The root options before the command (name -> value) and the command's position; None if unsupported."""
+    options: dict[str, str] = {}
+    position = 0
+    while position < len(args) and args[position].startswith("-"):
+        name, has_value, value = args[position].partition("=")
+        if name not in ROOT_OPTIONS or name in options:
+            return None
+        if not has_value:
+            position += 1
+            if position == len(args):
+                return None
+            value = args[position]
+        if not value or value.startswith("-"):
+            return None
+        options[name] = value
+        position += 1
+    return options, position
+
+
+def parse_command_line(args: Sequence[str]) -> CommandLine | None:
+    """`args` (argv without the program) as a CommandLine, or None when the fast path does not take it."""
+    root = _root_options(args)
+    if root is None:
+        return None
+    options, position = root
+    if position == len(args) or args[position] not in COMMAND_FLAGS:
+        return None
+    command, flag_tokens = args[position], COMMAND_FLAGS[args[position]]
+    flags: set[str] = set()
+    values: list[str] = []
+    limit: int | None = None
+    tokens = iter(args[position + 1:])
+    for token in tokens:
+        if token in flag_tokens:
+            if flag_tokens[token] in flags:
+                return None
+            flags.add(flag_tokens[token])
+        elif command == "recent" and (token in ("-n", LIMIT_OPTION) or token.startswith(("-n", LIMIT_OPTION + "="))):
+            if limit is not None:
+                return None
+            if token in ("-n", LIMIT_OPTION):
+                text = next(tokens, "")
+            else:
+                text = token.removeprefix(LIMIT_OPTION + "=") if token.startswith("--") else token[2:]
+            limit = _positive_count(text)
+            if limit is None:
+                return None
+        elif token.startswith("-"):
+            return None
+        else:
+            values.append(token)
+    if command != "resume" and values:
+        return None  # click: an unexpected extra argument
+    if command == "resume" and (len(values) != 1 or not values[0]):
+        return None  # no value or an empty one opens the picker; several are an error
+    return CommandLine(command, options.get("--agent-dir"), options.get("--catalog"), frozenset(flags),
+                       values[0] if values else None, limit)
+
+
+def run_fast(args: Sequence[str]) -> int | None:
+    """Run `args` without click and return the exit status, or None (nothing printed) when not handled here.
+
+    Errors are raised as in the click commands (SessdexError and the rest); the caller reports them.
+    """
+    if os.environ.get(COMPLETION_ENV):
+        return None
+    line = parse_command_line(args)
+    if line is None:
+        return None
+    from sessdex.catalog.store.db import CATALOG_ENV
+    from sessdex.core.paths import AGENT_DIR_ENV, AgentPaths
+
+    # As click reads the root options: the option, else the variable when it is not empty.
+    agent_dir = line.agent_dir or os.environ.get(AGENT_DIR_ENV) or None
+    if agent_dir is not None and os.path.isfile(agent_dir):
+        return None  # click.Path(file_okay=False) rejects it, with click's message
+    catalog = line.catalog or os.environ.get(CATALOG_ENV) or None
+    paths = AgentPaths.from_env(agent_dir)
+
+    from sessdex.catalog.queries.sessions import open_ready_session_source
+
+    source = open_ready_session_source(paths, catalog)
+    if source is None:
+        return None
+    from sessdex.catalog.cli import session_commands as commands
+
+    with source:
+        def open_source() -> "Catalog | FileScan":
+            return source
+
+        as_json = "json" in line.flags
+        if line.command == "list":
+            return commands.run_list(open_source, all_projects="all" in line.flags, as_json=as_json,
+                                     session_dir=None)
+        if line.command == "recent":
+            limit = commands.DEFAULT_RECENT_COUNT if line.limit is None else line.limit
+            return commands.run_recent(open_source, paths, limit=limit, as_json=as_json, session_dir=None)
+        if line.command == "resume":
+            assume = commands.fork_choice("yes" in line.flags, "no_fork" in line.flags)
+            return commands.run_resume(open_source, paths, line.value, assume=assume, as_json=as_json,
+                                       session_dir=None)
+        return commands.run_continue(open_source, paths, as_json=as_json, session_dir=None)

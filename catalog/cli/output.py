@@ -1,0 +1,178 @@
+"""What `sessdex list | recent | resume | continue` print: tables, JSON, and the line writer they share.
+
+Click-free on purpose: the click commands (`sessdex.catalog.cli.session_group`) and the fast path (`sessdex.catalog.cli.fastpath`)
+both print through these functions, so the two produce the same bytes by construction.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from sessdex.catalog.tui.width import ELLIPSIS, char_width, display_width, fit
+from sessdex.core.discovery import sanitize_display_name, time_ago
+
+if TYPE_CHECKING:
+    from sessdex.core.discovery import RecentSessionInfo
+    from sessdex.core.resume import ResumeResult
+    from sessdex.core.summary import SessionInfo
+
+MIN_ID_PREFIX = 8
+LABEL_MAX_CHARS = 200  # titles and first messages are cut here before any width is measured
+# The escape sequences click.echo removes from text written to a non-terminal (click's own pattern).
+_ANSI_SEQUENCE = re.compile(r"\033\[[0-?]*[ -/]*[@-~]")
+
+
+def echo(text: str, *, err: bool = False) -> None:
+    """Write `text` and a newline to stdout (stderr with `err`) and flush, as click.echo does.
+
+    Like click.echo, escape sequences are removed when the stream is not a terminal; sessdex's
+    output went through click.echo before this fast path existed, and must not change.
+    """
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    line = text + "\n"
+    if "\033" in line and not stream.isatty():
+        line = _ANSI_SEQUENCE.sub("", line)
+    if _ascii_only(stream) and hasattr(stream, "buffer"):
+        # click's recovery for a stream set to ASCII (PYTHONIOENCODING=ascii): UTF-8 bytes, errors replaced.
+        stream.flush()
+        stream.buffer.write(line.encode("utf-8", "replace"))
+        stream.buffer.flush()
+        return
+    stream.write(line)
+    stream.flush()
+
+
+def _ascii_only(stream: Any) -> bool:
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "ascii").name == "ascii"
+    except LookupError:
+        return False
+
+
+def echo_json(value: Any) -> None:
+    """Print `value` as indented JSON, non-ASCII characters kept."""
+    echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def _iso(moment: datetime) -> str:
+    moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def session_json(info: SessionInfo) -> dict[str, Any]:
+    """A session for `--json` output, with the agent's field names and ISO-8601 UTC dates."""
+    return {"id": info.id, "path": str(info.path), "cwd": info.cwd, "title": info.title,
+            "messageCount": info.message_count, "firstMessage": info.first_message,
+            "created": _iso(info.created), "modified": _iso(info.modified)}
+
+
+def recent_json(item: RecentSessionInfo) -> dict[str, Any]:
+    """A recent session for `--json`: the agent's RecentSessionInfo fields plus the session id."""
+    return {"id": item.session_id, **item.to_agent_json()}
+
+
+def resume_json(result: ResumeResult) -> dict[str, Any]:
+    """A `resume --json` answer: what to do (open / fork), the file, and the session when one was looked up."""
+    return {"action": result.action, "path": str(result.path),
+            "session": session_json(result.session) if result.session is not None else None}
+
+
+# -- tables ----------------------------------------------------------------------------------------------
+
+def output_width() -> int | None:
+    """Columns available on stdout: $COLUMNS, else the terminal's width; None (no limit) when not a terminal."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    if sys.stdout.isatty():
+        import shutil  # only a terminal needs it; a pipe (the common scripted case) skips the import
+
+        return shutil.get_terminal_size().columns
+    return None
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: its header, whether it shrinks to fit the width, and its alignment."""
+
+    header: str
+    flexible: bool = False  # flexible columns share what the fixed ones leave of the width
+    align_right: bool = False
+
+
+def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None) -> str:
+    """A plain-text table whose lines fit in `width` columns (no limit when None); flexible columns shrink."""
+    natural = [max([display_width(col.header)] + [display_width(row[i]) for row in rows])
+               for i, col in enumerate(columns)]
+    widths = list(natural)
+    gaps = 2 * (len(columns) - 1)
+    if width is not None and sum(widths) + gaps > width:
+        flexible = [i for i, col in enumerate(columns) if col.flexible]
+        fixed_total = sum(w for i, w in enumerate(widths) if i not in flexible) + gaps
+        room = max(width - fixed_total, 8 * len(flexible))
+        # Give each flexible column its fair share; what a short one does not use goes to the others.
+        remaining = sorted(flexible, key=lambda i: natural[i])
+        for position, index in enumerate(remaining):
+            share = room // (len(remaining) - position)
+            widths[index] = min(natural[index], share)
+            room -= widths[index]
+    lines = []
+    for cells in [[col.header for col in columns], *rows]:
+        parts = []
+        for i, (col, cell) in enumerate(zip(columns, cells)):
+            if col.align_right:
+                parts.append(" " * (widths[i] - display_width(cell)) + cell)
+            else:
+                parts.append(fit(cell, widths[i]) if i < len(columns) - 1 else fit(cell, widths[i]).rstrip())
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def id_prefix_length(ids: Sequence[str]) -> int:
+    """The shortest length >= 8 at which every id of `ids` has a distinct prefix."""
+    length = MIN_ID_PREFIX
+    longest = max((len(i) for i in ids), default=MIN_ID_PREFIX)
+    while length < longest and len({i[:length] for i in ids}) < len(set(ids)):
+        length += 1
+    return length
+
+
+def _short_cwd(cwd: str) -> str:
+    home = os.path.expanduser("~").rstrip("/")
+    if home and (cwd == home or cwd.startswith(home + "/")):
+        return "~" + cwd[len(home):]
+    return cwd
+
+
+def session_label(info: SessionInfo) -> str:
+    """One line naming a session: its title, else its first message, cleaned and cut to 200 characters."""
+    label = sanitize_display_name((info.title or info.first_message)[:LABEL_MAX_CHARS * 2])
+    return label if len(label) <= LABEL_MAX_CHARS else label[:LABEL_MAX_CHARS - 1] + ELLIPSIS
+
+
+def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: float | None = None) -> str:
+    """The human listing: id prefix, modified ago, message count, title or first message, cwd."""
+    now_ms = time.time() * 1000 if now_ms is None else now_ms
+    prefix = id_prefix_length([info.id for info in sessions])
+    rows = [[info.id[:prefix], time_ago(info.modified.timestamp() * 1000, now_ms), str(info.message_count),
+             session_label(info), _short_cwd(info.cwd)] for info in sessions]
+    columns = [Column("ID"), Column("MODIFIED"), Column("MSGS", align_right=True),
+               Column("TITLE", flexible=True), Column("CWD", flexible=True)]
+    return render_table(columns, rows, width)
+
+
+def recent_table(recent: Sequence[RecentSessionInfo], width: int | None) -> str:
+    """The human `recent` listing: id prefix, modified ago, name."""
+    prefix = id_prefix_length([item.session_id or "" for item in recent])
+    rows = [[(item.session_id or "")[:prefix], item.time_ago, item.name] for item in recent]
+    return render_table([Column("ID"), Column("MODIFIED"), Column("NAME", flexible=True)], rows, width)

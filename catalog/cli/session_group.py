@@ -1,0 +1,93 @@
+"""`sessdex list | recent | resume | continue` as click commands (S10, S12, S13, S16).
+
+Only the option parsing lives here: the bodies are in `sessdex.catalog.cli.session_commands` and the output in
+`sessdex.catalog.cli.output`, shared with the click-free fast path (`sessdex.catalog.cli.fastpath`), which answers the
+common shapes of these commands without importing click.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sessdex.catalog.cli import session_commands
+from sessdex.catalog.queries.sessions import Catalog, FileScan, open_session_source
+from sessdex.catalog.cli.output import echo
+from sessdex.core.paths import AgentPaths
+
+
+def _session_source(ctx: click.Context) -> Catalog | FileScan:
+    """The catalog (kept fresh by stat or by `sessdex watch`), or the file scan if the catalog is unusable."""
+    return open_session_source(_agent_paths(ctx), (ctx.find_root().obj or {}).get("catalog"),
+                               warn=lambda message: echo(message, err=True))
+
+
+def _agent_paths(ctx: click.Context) -> AgentPaths:
+    obj = ctx.find_root().obj or {}
+    return AgentPaths.from_env(obj.get("agent_dir"))
+
+
+def _session_dir_option(function: Any) -> Any:
+    return click.option("--session-dir", type=click.Path(file_okay=False, path_type=Path),
+                        help="Read this session folder instead of the project's folders.")(function)
+
+
+@click.command("list")
+@click.option("--all", "all_projects", is_flag=True, help="Sessions of every project, not only this one.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@_session_dir_option
+@click.pass_context
+def list_command(ctx: click.Context, all_projects: bool, as_json: bool, session_dir: Path | None) -> None:
+    """List sessions with at least one message, newest first (this project, or all with --all)."""
+    session_commands.run_list(lambda: _session_source(ctx), all_projects=all_projects, as_json=as_json,
+                              session_dir=session_dir)
+
+
+@click.command("recent")
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=session_commands.DEFAULT_RECENT_COUNT,
+              show_default=True, help="How many sessions to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@_session_dir_option
+@click.pass_context
+def recent_command(ctx: click.Context, limit: int, as_json: bool, session_dir: Path | None) -> None:
+    """The project's most recently changed sessions (read from each file's first 4 KB), newest first."""
+    session_commands.run_recent(lambda: _session_source(ctx), _agent_paths(ctx), limit=limit, as_json=as_json,
+                                session_dir=session_dir)
+
+
+@click.command("resume")
+@click.argument("value", required=False)
+@click.option("--yes", "-y", "assume_yes", is_flag=True, help="Fork a session from another project without asking.")
+@click.option("--no-fork", is_flag=True, help="Refuse sessions from another project without asking.")
+@click.option("--json", "as_json", is_flag=True, help="Print the resolution as JSON.")
+@_session_dir_option
+@click.pass_context
+def resume_command(ctx: click.Context, value: str | None, assume_yes: bool, no_fork: bool, as_json: bool,
+                   session_dir: Path | None) -> None:
+    """Print the session file VALUE (an id prefix or a path) resolves to, for `xcsh --resume`.
+
+    An id is looked up in this project first, then in every project; a session from another
+    project is forked into this one on confirmation. Without VALUE, opens the session picker.
+    """
+    assume = session_commands.fork_choice(assume_yes, no_fork)
+    paths = _agent_paths(ctx)
+    if not value:
+        from sessdex.catalog.cli.pick_commands import resume_without_value
+
+        resume_without_value(ctx, session_dir)
+    session_commands.run_resume(lambda: _session_source(ctx), paths, value, assume=assume, as_json=as_json,
+                                session_dir=session_dir)
+
+
+@click.command("continue")
+@click.option("--json", "as_json", is_flag=True, help="Print the resolution as JSON.")
+@_session_dir_option
+@click.pass_context
+def continue_command(ctx: click.Context, as_json: bool, session_dir: Path | None) -> None:
+    """Print the session `xcsh --continue` would resume here: this terminal's last one, else the newest."""
+    status = session_commands.run_continue(lambda: _session_source(ctx), _agent_paths(ctx), as_json=as_json,
+                                           session_dir=session_dir)
+    if status:
+        ctx.exit(status)

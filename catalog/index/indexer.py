@@ -1,0 +1,673 @@
+"""Index session files into the catalog incrementally, with bounded memory, never writing to them (S17).
+
+For each file the catalog keeps the stat it last saw, the byte offset read so far and the state of
+`sessdex.core.summary.SessionSummary` at that offset. Indexing a file again then means:
+- same (device, inode, size, mtime_ns): nothing to do;
+- same inode, not shorter, unchanged head and a newline just before the stored offset: an append,
+  so only the new bytes are read and folded;
+- anything else (new inode, shrink, changed head): the file is read again from the start.
+Bytes are read in chunks and parsed with the same lenient rules as a whole-file read
+(`sessdex.core.jsonl.parse_jsonl`): only complete lines are committed; what follows the last newline (a torn
+or still-growing last line) is "pending": it is parsed as a file scan would parse it and shown in
+the listing columns, but re-read on the next pass. A value of a damaged file that spans lines is
+handled by widening the chunk until the parser no longer depends on where the chunk ends.
+A file that vanished is dropped; one that appears with the (device, inode) of a vanished row takes
+that row over (a rename), without being read again. Every searchable text becomes a `messages` row,
+and the FTS5 indexes are written alongside by `_Writer`.
+
+Into an empty SQLite catalog (a first index, a rebuild) the files go through a
+`sessdex.catalog.index.bulk_writer.BulkWriter` instead, for as long as each path is certainly new: its SQLite work
+then overlaps the parsing of the next files. A path the run itself already wrote a row for, a
+rename within the run, a read error or another process writing to the catalog ends the bulk run;
+what it had not committed is indexed again the ordinary way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import re
+import stat as stat_module
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import orjson
+
+from sessdex.catalog.store import fts
+from sessdex.catalog.index.bulk_writer import BulkWriter, CatalogChanged, data_version
+from sessdex.catalog.store.db import CatalogDatabase, SqliteCatalog
+from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
+from sessdex.core.jsonl import ParsedJsonl, parse_jsonl
+from sessdex.core.summary import SessionSummary
+
+CHUNK_BYTES = 4 * 1024 * 1024
+HEAD_BYTES = RECENT_PREFIX_BYTES
+# A batch of small files shares one write transaction; it ends after this many files or seconds.
+BATCH_FILES = 2000
+BATCH_SECONDS = 2.0
+# Texts of a new file are held back until its row exists; past this many characters a placeholder row is made.
+TEXT_BUFFER_CHARS = 8 * 1024 * 1024
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_WHITESPACE = b" \t\r\n"
+
+
+class Outcome(Enum):
+    """What indexing one path did."""
+
+    UNCHANGED = "unchanged"
+    APPENDED = "appended"
+    INDEXED = "indexed"
+    MOVED = "moved"
+    REMOVED = "removed"
+    ABSENT = "absent"
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """The part of a stat that decides whether a file changed."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, result: os.stat_result) -> FileStat:
+        return cls(result.st_dev, result.st_ino, result.st_size, result.st_mtime_ns)
+
+
+def stat_session_file(path: str | os.PathLike[str]) -> FileStat | None:
+    """The FileStat of a regular file (symlinks followed), or None when it is missing or not a file."""
+    try:
+        result = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return None
+    return FileStat.of(result) if stat_module.S_ISREG(result.st_mode) else None
+
+
+def catalog_path(path: str | os.PathLike[str]) -> str:
+    """The key a file is stored under: its absolute path, symlinks kept (as a directory scan names it)."""
+    return os.path.abspath(os.fspath(path))
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _dumps(state: dict[str, Any]) -> str:
+    """A fold state as JSON text that json.loads gives back exactly."""
+    if _finite(state):  # orjson would write an infinite sum of usage figures as null
+        try:
+            return orjson.dumps(state).decode()
+        except TypeError:
+            pass  # orjson refuses lone surrogates (a damaged line can hold them)
+    # ASCII JSON keeps lone surrogates as escapes and infinities as Infinity, losslessly.
+    return json.dumps(state, separators=(",", ":"))
+
+
+def _finite(container: dict[str, Any] | list[Any]) -> bool:
+    """True when no float in `container`, at any depth, is infinite or NaN."""
+    for item in container.values() if type(container) is dict else container:
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif (kind is dict or kind is list) and not _finite(item):
+            return False
+    return True
+
+
+def storable_text(text: str | None) -> str | None:
+    """Text SQLite can store: lone surrogates (only damaged lines produce them) become U+FFFD."""
+    if text is None or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")  # fails exactly on lone surrogates, and is much faster than searching for them
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+@dataclass
+class _ReadResult:
+    """Reading a file from an offset: the committed fold state, and the view including the pending tail."""
+
+    committed_offset: int
+    committed_bad: int
+    committed_state: dict[str, Any]
+    pending_bad: int
+    visible: SessionSummary
+    visible_state: dict[str, Any]
+
+
+# insert(file_id, first_seq, texts, pending): store texts as message rows numbered from first_seq.
+_TextInsert = Callable[[int, int, list[str], bool], None]
+
+
+class _TextSink:
+    """Receives texts from read_fold and stores them as message rows of one file, numbered in file order.
+
+    A new file has no row yet: its texts are buffered until `file_id` is known, unless they grow past
+    TEXT_BUFFER_CHARS, in which case `create_row()` is called early to get an id (a placeholder row).
+    """
+
+    def __init__(self, insert: _TextInsert, file_id: int | None, first_seq: int,
+                 create_row: Callable[[], int] | None = None) -> None:
+        self._insert = insert
+        self.file_id = file_id
+        self._next_seq = first_seq
+        self._create_row = create_row
+        self._buffer: list[tuple[list[str], bool]] = []
+        self._buffered_chars = 0
+
+    def __call__(self, texts: list[str], pending: bool) -> None:
+        if not texts:
+            return
+        if self.file_id is None:
+            self._buffer.append((texts, pending))
+            self._buffered_chars += sum(len(text) for text in texts)
+            if self._buffered_chars > TEXT_BUFFER_CHARS and self._create_row is not None:
+                self.attach(self._create_row())
+            return
+        self._store(texts, pending)
+
+    def attach(self, file_id: int) -> None:
+        """Give the sink its row id and store what was buffered."""
+        self.file_id = file_id
+        buffered, self._buffer = self._buffer, []
+        for texts, pending in buffered:
+            self._store(texts, pending)
+
+    def _store(self, texts: list[str], pending: bool) -> None:
+        assert self.file_id is not None
+        self._insert(self.file_id, self._next_seq, texts, pending)
+        self._next_seq += len(texts)
+
+
+class _Writer:
+    """Every write of the indexer, keeping the FTS5 indexes in step with the rows they index.
+
+    FTS rows are written with single-row statements on purpose: a multi-row statement or a trigger
+    makes SQLite open a statement journal, and FTS5 flushes its pending terms at each one, which made
+    indexing several times slower. Message ids are handed out here, within the write transaction.
+    """
+
+    def __init__(self, db: CatalogDatabase) -> None:
+        self.db = db
+        self._next_message_id: int | None = None
+
+    def begin(self) -> None:
+        """Forget ids handed out in an earlier transaction (call right after opening one)."""
+        self._next_message_id = None
+
+    def insert_texts(self, file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
+        if self._next_message_id is None:
+            self._next_message_id = self.db.scalar("max_message_id") + 1
+        first_id = self._next_message_id
+        self._next_message_id += len(texts)
+        rows = [{"id": first_id + index, "file_id": file_id, "seq": first_seq + index, "pending": pending,
+                 "text": storable_text(text)} for index, text in enumerate(texts)]
+        self.db.executemany("insert_message", rows)
+        self.db.fts_executemany(fts.MESSAGE_INSERT, [(row["id"], row["text"]) for row in rows])
+
+    def delete_texts(self, file_id: int, *, pending_only: bool = False) -> None:
+        name = "pending_messages_of_file" if pending_only else "messages_of_file"
+        old = self.db.fetchall(name, {"file_id": file_id})
+        if not old:
+            return
+        self.db.fts_executemany(fts.MESSAGE_DELETE, [(row["id"], row["text"]) for row in old])
+        self.db.execute("delete_pending_messages" if pending_only else "delete_messages_of_file", {"file_id": file_id})
+
+    def insert_file(self, columns: dict[str, Any]) -> int:
+        file_id = self.db.insert_returning_id("insert_file", columns)
+        self.db.fts_executemany(fts.SESSION_INSERT, [(file_id, columns["title"], columns["first_message"])])
+        return file_id
+
+    def update_file(self, file_id: int, old: tuple[str | None, str | None], columns: dict[str, Any]) -> None:
+        self.db.execute("update_file", {**columns, "file_id": file_id})
+        new = (columns["title"], columns["first_message"])
+        if new != old:
+            self.db.fts_executemany(fts.SESSION_DELETE, [(file_id, *old)])
+            self.db.fts_executemany(fts.SESSION_INSERT, [(file_id, *new)])
+
+    def delete_file(self, row: Any) -> None:
+        self.delete_texts(row["id"])
+        self.db.fts_executemany(fts.SESSION_DELETE, [(row["id"], row["title"], row["first_message"])])
+        self.db.execute("delete_file", {"file_id": row["id"]})
+
+
+class Indexer:
+    """Brings catalog rows up to date with session files; every method writes inside its own transaction."""
+
+    def __init__(self, db: CatalogDatabase, *, clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self._clock = clock
+        self._writer = _Writer(db)
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self.db.write():
+            self._writer.begin()
+            yield
+
+    # -- public ---------------------------------------------------------------------------------------
+
+    def index_path(self, path: str | os.PathLike[str], *, force: bool = False) -> Outcome:
+        """Bring one path's row up to date: index, append, follow a rename, or remove it when gone.
+
+        `force` re-reads the file from the start even when its stat says it is unchanged.
+        """
+        with self._transaction():
+            return self._index_in_transaction(catalog_path(path), force=force)
+
+    def index_paths(self, paths: Iterable[str | os.PathLike[str]],
+                    progress: Callable[[str, Outcome], None] | None = None) -> dict[Outcome, int]:
+        """Index many paths, batching small files into shared transactions; return a count per outcome.
+
+        `progress(path, outcome)` is called once per path, in order.
+        """
+        keys = [catalog_path(path) for path in paths]
+        counts: dict[Outcome, int] = {}
+        position = reported = 0
+        if keys and isinstance(self.db, SqliteCatalog):
+            position, reported = self._index_into_empty_catalog(keys, counts, progress)
+        while position < len(keys):
+            started = time.monotonic()
+            with self._transaction():
+                batch_end = min(position + BATCH_FILES, len(keys))
+                while position < batch_end:
+                    key = keys[position]
+                    outcome = self._index_in_transaction(key)
+                    position += 1
+                    counts[outcome] = counts.get(outcome, 0) + 1
+                    if progress is not None and position > reported:
+                        progress(key, outcome)
+                    if time.monotonic() - started > BATCH_SECONDS:
+                        break
+        return counts
+
+    # -- bulk run into an empty catalog ----------------------------------------------------------------
+
+    def _index_into_empty_catalog(self, keys: list[str], counts: dict[Outcome, int],
+                                  progress: Callable[[str, Outcome], None] | None) -> tuple[int, int]:
+        """Bulk-index the leading `keys` that are certainly new to an empty catalog (see the module docstring).
+
+        Returns (how many keys are committed, how many were reported to `progress`); the caller indexes
+        the keys from the first number on, reporting only those from the second.
+        """
+        connection = self.db.writer_connection()
+        version = data_version(connection)  # read first: a commit after it is caught by the writer
+        if self.db.scalar("count_files"):
+            return 0, 0
+        batches: list[tuple[int, dict[Outcome, int]]] = []  # (keys up to, counts) of every batch sent
+        batch_counts: dict[Outcome, int] = {}
+        run = _BulkRun()
+        position = batch_start = 0
+        bulk = BulkWriter(connection, version)
+        try:
+            with bulk:
+                started = time.monotonic()
+                while position < len(keys):
+                    outcome = self._index_new(keys[position], bulk, run)
+                    if outcome is None:
+                        break  # not certainly new: the ordinary way from here
+                    position += 1
+                    batch_counts[outcome] = batch_counts.get(outcome, 0) + 1
+                    if progress is not None:
+                        progress(keys[position - 1], outcome)
+                    if position - batch_start >= BATCH_FILES or time.monotonic() - started > BATCH_SECONDS:
+                        bulk.end_batch()
+                        batches.append((position, batch_counts))
+                        batch_counts, batch_start, started = {}, position, time.monotonic()
+                bulk.end_batch()
+                batches.append((position, batch_counts))
+                bulk.finish()
+        except (CatalogChanged, _ReadFailure):
+            pass  # rolled back: the keys of the batches not committed are indexed again
+        reported = position
+        committed = batches[:bulk.committed_batches]
+        for _end, done in committed:
+            for outcome, count in done.items():
+                counts[outcome] = counts.get(outcome, 0) + count
+        return (committed[-1][0] if committed else 0), reported
+
+    def _index_new(self, key: str, bulk: BulkWriter, run: _BulkRun) -> Outcome | None:
+        """Index `key` through `bulk` as the ordinary way would index it; None when that would touch an existing row."""
+        if key in run.paths:
+            return None
+        current = stat_session_file(key)
+        if current is None:
+            return Outcome.ABSENT
+        identity = (current.device, current.inode)
+        for other in run.inodes.get(identity, ()):
+            earlier = stat_session_file(other)
+            if earlier is None or (earlier.device, earlier.inode) != identity:
+                return None  # the file at `other` was renamed to `key`: its row is taken over
+        try:
+            handle = open(key, "rb")  # noqa: SIM115 - closed below; errors opening and reading differ
+        except (FileNotFoundError, NotADirectoryError):
+            return Outcome.ABSENT
+        except OSError:
+            bulk.add_file(bulk.new_file_id(), self._unreadable_columns(key, current))
+            run.add(key, identity)
+            return Outcome.INDEXED
+        with handle:
+            file_id = bulk.new_file_id()
+            try:
+                head = HeadValues(min(current.size, HEAD_BYTES))
+                result = read_fold(handle, 0, current.size, SessionSummary(), 0,
+                                   _TextSink(_bulk_insert(bulk), file_id, 0), head)
+                head_length, head_digest, prefix = head_columns(handle, current.size, head)
+            except OSError as exc:
+                raise _ReadFailure(key) from exc
+        bulk.add_file(file_id, self._columns(key, current, result, prefix, head_length, head_digest))
+        run.add(key, identity)
+        return Outcome.INDEXED
+
+    # -- one file -----------------------------------------------------------------------------------------
+
+    def _row(self, key: str) -> Any:
+        rows = self.db.fetchall("file_by_path", {"path": key})
+        return rows[0] if rows else None
+
+    def _index_in_transaction(self, key: str, *, force: bool = False) -> Outcome:
+        current = stat_session_file(key)
+        row = self._row(key)
+        if current is None:
+            if row is None:
+                return Outcome.ABSENT
+            self._writer.delete_file(row)
+            return Outcome.REMOVED
+        moved = False
+        if row is None:
+            row = self._adopt_moved_row(key, current)
+            moved = row is not None
+        unchanged = row is not None and FileStat(row["device"], row["inode"], row["size"], row["mtime_ns"]) == current
+        if unchanged and not force:
+            return Outcome.MOVED if moved else Outcome.UNCHANGED
+        try:
+            with open(key, "rb") as handle:
+                if row is not None and not force and self._is_append(handle, row, current):
+                    self._append(handle, key, row, current)
+                    return Outcome.MOVED if moved else Outcome.APPENDED
+                self._full(handle, key, row, current)
+                return Outcome.INDEXED
+        except (FileNotFoundError, NotADirectoryError):
+            row = self._row(key)
+            if row is not None:
+                self._writer.delete_file(row)
+                return Outcome.REMOVED
+            return Outcome.ABSENT
+        except OSError:
+            # Unreadable (permissions, I/O error): record it so that doctor reports it and it is not retried
+            # until its stat changes; it is listed nowhere, as a file scan would skip it.
+            self._record_unreadable(key, self._row(key), current)
+            return Outcome.INDEXED
+
+    def _adopt_moved_row(self, key: str, current: FileStat) -> Any:
+        """A row for the same (device, inode) whose path no longer holds that file: the file was renamed."""
+        for candidate in self.db.fetchall("file_by_inode", {"device": current.device, "inode": current.inode}):
+            old = stat_session_file(candidate["path"])
+            if old is None or (old.device, old.inode) != (current.device, current.inode):
+                self.db.execute("move_file", {"file_id": candidate["id"], "path": key,
+                                              "directory": os.path.dirname(key)})
+                return self._row(key)
+        return None
+
+    def _is_append(self, handle, row: Any, current: FileStat) -> bool:
+        if (row["device"], row["inode"]) != (current.device, current.inode):
+            return False
+        if current.size < row["size"] or current.size < row["indexed_offset"]:
+            return False
+        head = handle.read(row["head_length"])
+        if _digest(head) != row["head_digest"]:
+            return False
+        offset = row["indexed_offset"]
+        if offset > 0:
+            handle.seek(offset - 1)
+            if handle.read(1) != b"\n":
+                return False
+        return True
+
+    def _full(self, handle, key: str, row: Any, current: FileStat) -> None:
+        if row is None:
+            sink = _TextSink(self._writer.insert_texts, None, 0,
+                             lambda: self._writer.insert_file(self._unreadable_columns(key, current)))
+        else:
+            self._writer.delete_texts(row["id"])
+            sink = _TextSink(self._writer.insert_texts, row["id"], 0)
+        head = HeadValues(min(current.size, HEAD_BYTES))
+        result = read_fold(handle, 0, current.size, SessionSummary(), 0, sink, head)
+        head_length, head_digest, prefix = head_columns(handle, current.size, head)
+        columns = self._columns(key, current, result, prefix, head_length, head_digest)
+        if row is not None:
+            self._writer.update_file(row["id"], (row["title"], row["first_message"]), columns)
+        elif sink.file_id is not None:
+            self._writer.update_file(sink.file_id, (None, None), columns)
+        else:
+            sink.attach(self._writer.insert_file(columns))
+
+    def _append(self, handle, key: str, row: Any, current: FileStat) -> None:
+        file_id = row["id"]
+        self._writer.delete_texts(file_id, pending_only=True)
+        first_seq = self.db.scalar("max_committed_seq", {"file_id": file_id}) + 1
+        fold = SessionSummary.from_state(json.loads(row["summary_state"]))
+        result = read_fold(handle, row["indexed_offset"], current.size, fold, row["unparseable_lines"],
+                           _TextSink(self._writer.insert_texts, file_id, first_seq))
+        if row["size"] < HEAD_BYTES:
+            head_length, head_digest, prefix = head_columns(handle, current.size)
+        else:
+            prefix, head_length, head_digest = row["prefix_state"], row["head_length"], row["head_digest"]
+        columns = self._columns(key, current, result, prefix, head_length, head_digest)
+        self._writer.update_file(file_id, (row["title"], row["first_message"]), columns)
+
+    def _record_unreadable(self, key: str, row: Any, current: FileStat) -> None:
+        columns = self._unreadable_columns(key, current)
+        if row is None:
+            self._writer.insert_file(columns)
+        else:
+            self._writer.delete_texts(row["id"])
+            self._writer.update_file(row["id"], (row["title"], row["first_message"]), columns)
+
+    # -- columns -----------------------------------------------------------------------------------------------
+
+    def _unreadable_columns(self, key: str, current: FileStat) -> dict[str, Any]:
+        """The columns of a file nothing was read from (unreadable, or a placeholder row of a large new file)."""
+        empty = SessionSummary()
+        state = empty.to_state()
+        return self._columns(key, current, _ReadResult(0, 0, state, 0, empty, state), None, 0, _digest(b""))
+
+    def _columns(self, key: str, current: FileStat, result: _ReadResult, prefix_state: str | None,
+                 head_length: int, head_digest: str) -> dict[str, Any]:
+        visible = result.visible
+        return {
+            "path": key,
+            "directory": os.path.dirname(key),
+            "device": current.device,
+            "inode": current.inode,
+            "size": current.size,
+            "mtime_ns": current.mtime_ns,
+            "indexed_offset": result.committed_offset,
+            "head_length": head_length,
+            "head_digest": head_digest,
+            "summary_state": _dumps(result.committed_state),
+            "unparseable_lines": result.committed_bad,
+            "pending_unparseable": result.pending_bad,
+            "header_valid": visible.header_valid,
+            "session_id": storable_text(visible.session_id),
+            "cwd": storable_text(visible.cwd),
+            "title": storable_text(visible.title),
+            "header_title": storable_text(visible.header_title),
+            "short_summary": storable_text(result.visible_state["compaction_short_summary"]),
+            "parent_session": storable_text(visible.parent_session),
+            "created": storable_text(visible.created),
+            "message_count": visible.message_count,
+            "entry_count": visible.entry_count,
+            "first_message": storable_text(visible.first_message),
+            "prefix_state": prefix_state,
+            "last_entry_id": storable_text(visible.last_entry_id),
+            "last_model": storable_text(visible.last_model),
+            "input_tokens": visible.input_tokens,
+            "output_tokens": visible.output_tokens,
+            "cache_read_tokens": visible.cache_read_tokens,
+            "cache_write_tokens": visible.cache_write_tokens,
+            "cost_total": visible.cost_total,
+            "indexed_at_ms": int(self._clock() * 1000),
+        }
+
+
+class _ReadFailure(Exception):
+    """A file could not be read to its end during a bulk run (it is indexed again the ordinary way)."""
+
+
+class _BulkRun:
+    """What a bulk run wrote rows for: paths, and paths by (device, inode)."""
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+        self.inodes: dict[tuple[int, int], list[str]] = {}
+
+    def add(self, key: str, identity: tuple[int, int]) -> None:
+        self.paths.add(key)
+        self.inodes.setdefault(identity, []).append(key)
+
+
+def _bulk_insert(bulk: BulkWriter) -> _TextInsert:
+    def insert(file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
+        bulk.add_texts(file_id, first_seq, [storable_text(text) for text in texts], pending)
+    return insert
+
+
+def parse_lines(data: bytes) -> ParsedJsonl:
+    """Exactly `sessdex.core.jsonl.parse_jsonl(data)`, faster on well-formed data: orjson on each line, in place.
+
+    From the first line orjson rejects (and that is not blank) the rest goes to parse_jsonl itself:
+    its state at a line start is fresh, so the result is the same, and damage is rare.
+    """
+    return _parse_lines(data)[0]
+
+
+def _parse_lines(data: bytes) -> tuple[ParsedJsonl, int]:
+    """parse_lines(data), and how many of its first values are each a whole non-blank line (before any damage)."""
+    values: list[Any] = []
+    loads = orjson.loads
+    view = memoryview(data)  # lines are parsed where they lie: copying them out costs more than finding them
+    find = data.find
+    position, size = 0, len(data)
+    while position < size:
+        end = find(b"\n", position)
+        if end < 0:
+            end = size
+        if end > position:
+            try:
+                values.append(loads(view[position:end]))
+            except orjson.JSONDecodeError:
+                if data[position:end].strip(_WHITESPACE):
+                    rest = parse_jsonl(data[position:])
+                    clean = len(values)
+                    rest.values[:0] = values
+                    return rest, clean
+        position = end + 1
+    return ParsedJsonl(values), len(values)
+
+
+class HeadValues:
+    """A file's head, and the values in it, taken from the full read: the prefix fold then needs no parse of its own.
+
+    get_recent_sessions folds `summarize_bytes(head)` (head: the first HEAD_BYTES). That parse finds the
+    values of the head's complete lines, which the full read parsed already, then tries the line the
+    head ends inside; it finds no value there when that whole line is one JSON object, array or
+    string (a piece of one never is a value). `values` is the head's values when that can be told
+    from the full read, else None (head_columns then parses the head itself).
+    """
+
+    def __init__(self, head_length: int) -> None:
+        self._head_length = head_length
+        self.head: bytes | None = None
+        self.values: list[Any] | None = None
+
+    def see(self, complete: bytes, values: list[Any], clean: int) -> None:
+        """`complete`: the file's first complete lines; `values`: their values, the first `clean` one per non-blank line."""
+        self.head = self.values = None
+        if len(complete) < self._head_length:
+            return
+        self.head = head = complete[:self._head_length]
+        cut = head.rfind(b"\n") + 1
+        count = sum(1 for line in head[:cut].split(b"\n") if line.strip(_WHITESPACE))
+        torn = head[cut:]
+        if torn.strip(_WHITESPACE):
+            if clean <= count or type(values[count]) not in (dict, list, str):
+                return
+            line_end = complete.find(b"\n", cut)
+            if len(torn) >= len(complete[cut:line_end].rstrip(_WHITESPACE)):
+                return  # the head holds that line whole
+        elif clean < count:
+            return
+        self.values = values[:count]
+
+
+def read_fold(handle, offset: int, end: int, fold: SessionSummary, committed_bad: int,
+              sink: Callable[[list[str], bool], None], head: HeadValues | None = None) -> _ReadResult:
+    """Fold the bytes [offset, end) of an open file into `fold` chunk by chunk, handing texts to `sink`.
+
+    Complete lines are committed (`sink(texts, False)`); what follows the last newline, or a damaged
+    value still open at the end of the file, is pending: folded into a copy (`sink(texts, True)`).
+    Memory stays bounded by the chunk size plus the longest line. Reading from offset 0, `head` is
+    shown the first lines parsed.
+    """
+    handle.seek(offset)
+    committed = offset
+    buffer = b""
+    while committed + len(buffer) < end:
+        data = handle.read(min(CHUNK_BYTES, end - committed - len(buffer)))
+        if not data:
+            break  # the file shrank while being read; the next pass sees the new stat
+        buffer = buffer + data if buffer else data
+        last_newline = buffer.rfind(b"\n")
+        if last_newline < 0:
+            continue
+        complete = buffer[:last_newline + 1]
+        parsed, clean = _parse_lines(complete)
+        if parsed.torn_tail:
+            continue  # a damaged value runs to the chunk's end: decide once more bytes are in
+        if head is not None and committed == 0:
+            head.see(complete, parsed.values, clean)
+        sink(fold.feed_all(parsed.values), False)
+        committed_bad += parsed.bad_records
+        committed += len(complete)
+        buffer = buffer[last_newline + 1:]
+    committed_state = fold.to_state()
+    if not buffer:
+        return _ReadResult(committed, committed_bad, committed_state, 0, fold, committed_state)
+    visible = SessionSummary.from_state(committed_state)
+    parsed = parse_lines(buffer)
+    sink(visible.feed_all(parsed.values), True)
+    return _ReadResult(committed, committed_bad, committed_state, parsed.bad_records, visible, visible.to_state())
+
+
+def head_columns(handle, size: int, known: HeadValues | None = None) -> tuple[int, str, str | None]:
+    """(head_length, head_digest, prefix_state) of a file.
+
+    The head is what an append check compares later; prefix_state is the fold of the first 4 KB as
+    get_recent_sessions reads them (JSON), None without a valid header there. What `known` holds
+    (HeadValues shown the full read) is not read or parsed again.
+    """
+    length = min(size, HEAD_BYTES)
+    head = known.head if known is not None else None
+    if head is None:
+        handle.seek(0)
+        head = handle.read(length)
+    if known is not None and known.values is not None:
+        summary = SessionSummary()
+        summary.feed_all(known.values)
+    else:
+        summary = summarize_bytes(head)[0]
+    return length, _digest(head), _dumps(summary.to_state()) if summary.header_valid else None

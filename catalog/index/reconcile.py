@@ -1,0 +1,231 @@
+"""Keep the catalog fresh without a watcher: compare the files' stat with the catalog and index the difference.
+
+Every read command calls `ensure_fresh` before answering. It costs one directory scan plus one stat per
+file and one catalog query; only new, changed and vanished files are handed to the indexer (imported
+lazily, so an unchanged tree never loads it). When a running `sessdex watch` covers the scope and its
+heartbeat is fresh, even the scan is skipped: the watcher already keeps the catalog current.
+
+An id-prefix lookup (`ensure_fresh_for_ids`) needs less: the directory listings (no stat) to find new
+files, and a stat of the files whose id can match. A vanished file (deleted, renamed, renamed over
+another) sends it back to the full pass. What it cannot see is a file rewritten in place under the
+same name, keeping its inode, with another session's id: the agent never writes that way (its
+rewrites replace the file), and the next full pass or `sessdex watch` catches it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+import time
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from sessdex.catalog.store.db import CatalogDatabase, CatalogLocation
+
+SESSION_SUFFIX = ".jsonl"
+HEARTBEAT_MAX_AGE_SECONDS = 2.0
+
+# (device, inode, size, mtime_ns): what decides that a file changed.
+StatKey = tuple[int, int, int, int]
+
+
+class Scope(NamedTuple):
+    """Which files a query depends on: some folders (their files only) and/or a root (everything below it)."""
+
+    directories: tuple[str, ...] = ()
+    root: str | None = None
+
+    @classmethod
+    def of(cls, directories: Iterable[str | os.PathLike[str]] = (), root: str | os.PathLike[str] | None = None) -> Scope:
+        return cls(tuple(dict.fromkeys(os.path.abspath(os.fspath(d)) for d in directories)),
+                   os.path.abspath(os.fspath(root)) if root is not None else None)
+
+    def folders(self) -> list[str]:
+        return [*self.directories, *([self.root] if self.root is not None else [])]
+
+
+class ReconcileReport(NamedTuple):
+    """What a freshness pass found (and handed to the indexer)."""
+
+    scanned: int = 0
+    changed: list[str] = []
+    vanished: list[str] = []
+    skipped_for_watcher: bool = False
+
+    @property
+    def up_to_date(self) -> bool:
+        return not self.changed and not self.vanished
+
+
+def _storable_name(name: str) -> bool:
+    # A name that is not valid UTF-8 (decoded with surrogate escapes) cannot be a catalog key: skipped.
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _scan_directory(directory: str, found: dict[str, StatKey | None], recursive: bool, with_stat: bool) -> None:
+    """Add the `*.jsonl` regular files of `directory` (symlinks to files followed; subfolders if recursive).
+
+    With `with_stat`, each gets its stat key; without, None (a listing costs no stat for regular files).
+    """
+    try:
+        entries = os.scandir(directory)
+    except OSError:
+        return
+    subfolders = []
+    is_regular = stat_module.S_ISREG
+    with entries:
+        for entry in entries:
+            if entry.name.endswith(SESSION_SUFFIX) and (entry.name.isascii() or _storable_name(entry.name)):
+                try:
+                    if with_stat:
+                        result = entry.stat()
+                        if is_regular(result.st_mode):
+                            found[entry.path] = (result.st_dev, result.st_ino, result.st_size, result.st_mtime_ns)
+                            continue
+                    elif entry.is_file():
+                        found[entry.path] = None
+                        continue
+                except OSError:
+                    continue
+            if recursive:
+                try:
+                    # os.walk's rule: descend into real folders, not into symlinks to folders.
+                    if entry.is_dir() and not entry.is_symlink():
+                        subfolders.append(entry.path)
+                except OSError:
+                    continue
+    for subfolder in subfolders:
+        _scan_directory(subfolder, found, recursive, with_stat)
+
+
+def scan_files(scope: Scope, *, with_stat: bool = True) -> dict[str, StatKey | None]:
+    """The session files on disk in `scope`, by absolute path, with their stat keys (None without `with_stat`)."""
+    found: dict[str, StatKey | None] = {}
+    for directory in scope.directories:
+        _scan_directory(directory, found, False, with_stat)
+    if scope.root is not None:
+        _scan_directory(scope.root, found, True, with_stat)
+    return found
+
+
+def root_range(root: str) -> dict[str, str]:
+    """Parameters selecting every path below `root` by a range on the path column (index friendly)."""
+    prefix = root.rstrip("/") + "/"
+    return {"root_lo": prefix, "root_hi": prefix + "\U0010ffff"}
+
+
+def catalog_files(db: CatalogDatabase, scope: Scope, id_range: dict[str, str] | None = None) -> dict[str, StatKey]:
+    """The files the catalog holds in `scope` (only those with an id in `id_range`), with their last stat."""
+    suffix = "" if id_range is None else "_with_id"
+    rows = []
+    for directory in scope.directories:
+        rows += db.fetch_tuples("stats_in_directory" + suffix, {"directory": directory, **(id_range or {})})
+    if scope.root is not None:
+        rows += db.fetch_tuples("stats_under_root" + suffix, {**root_range(scope.root), **(id_range or {})})
+    return {row[0]: row[1:] for row in rows}
+
+
+def catalog_paths(db: CatalogDatabase, scope: Scope) -> set[str]:
+    """The paths the catalog holds in `scope`."""
+    rows = []
+    for directory in scope.directories:
+        rows += db.fetch_tuples("paths_in_directory", {"directory": directory})
+    if scope.root is not None:
+        rows += db.fetch_tuples("paths_under_root", root_range(scope.root))
+    return {row[0] for row in rows}
+
+
+def diff(on_disk: dict[str, StatKey], in_catalog: dict[str, StatKey]) -> tuple[list[str], list[str]]:
+    """(new or changed paths, vanished paths) between a disk scan and the catalog."""
+    changed = [path for path, key in on_disk.items() if in_catalog.get(path) != key]
+    vanished = [path for path in in_catalog if path not in on_disk]
+    return changed, vanished
+
+
+def _index(db: CatalogDatabase, paths: list[str], progress: Callable[[str, object], None] | None = None) -> None:
+    if paths:
+        from sessdex.catalog.index.indexer import Indexer
+
+        Indexer(db).index_paths(paths, progress=progress)
+
+
+def reconcile(db: CatalogDatabase, scope: Scope, *,
+              progress: Callable[[str, object], None] | None = None) -> ReconcileReport:
+    """Index what changed in `scope` since the catalog last saw it; new files first so renames are followed."""
+    on_disk = scan_files(scope)
+    changed, vanished = diff(on_disk, catalog_files(db, scope))
+    _index(db, [*sorted(changed), *vanished], progress)
+    return ReconcileReport(len(on_disk), changed, vanished)
+
+
+def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str]) -> ReconcileReport:
+    """Freshness for an id lookup: new files by listing, the files whose id is in `id_range` by stat.
+
+    Falls back to `reconcile` when a file vanished (see the module docstring for the one blind spot).
+    """
+    listed = scan_files(scope, with_stat=False)
+    known = catalog_paths(db, scope)
+    if not known.issubset(listed):
+        return reconcile(db, scope)
+    changed = sorted(path for path in listed if path not in known)
+    for path, key in catalog_files(db, scope, id_range).items():
+        try:
+            result = os.stat(path)
+        except OSError:
+            return reconcile(db, scope)
+        if (result.st_dev, result.st_ino, result.st_size, result.st_mtime_ns) != key:
+            changed.append(path)
+    _index(db, changed)
+    return ReconcileReport(len(listed), changed, [])
+
+
+# -- the watcher's heartbeat ---------------------------------------------------------------------------
+
+class Heartbeat(NamedTuple):
+    """What a running watcher publishes next to the catalog: its pid and the root it watches."""
+
+    pid: int
+    root: str
+
+
+def read_heartbeat(location: CatalogLocation, *, max_age: float = HEARTBEAT_MAX_AGE_SECONDS,
+                   now: float | None = None) -> Heartbeat | None:
+    """The heartbeat of a live watcher of this catalog, or None when there is none or it went quiet."""
+    path = location.watcher_path
+    try:
+        age = (time.time() if now is None else now) - os.stat(path).st_mtime
+        if age > max_age:
+            return None
+        with open(path, encoding="utf-8") as handle:
+            pid_text, root = handle.read().split("\n", 2)[:2]
+        pid = int(pid_text)
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return Heartbeat(pid, root)
+
+
+def covered_by(heartbeat: Heartbeat | None, scope: Scope) -> bool:
+    """True when a live watcher's root contains every folder of `scope`."""
+    if heartbeat is None:
+        return False
+    prefix = heartbeat.root.rstrip("/") + "/"
+    return all(folder == heartbeat.root or folder.startswith(prefix) for folder in scope.folders())
+
+
+def ensure_fresh(db: CatalogDatabase, scope: Scope) -> ReconcileReport:
+    """Make the catalog current for `scope`: trust a live watcher covering it, else reconcile by stat."""
+    if covered_by(read_heartbeat(db.location), scope):
+        return ReconcileReport(skipped_for_watcher=True)
+    return reconcile(db, scope)
+
+
+def ensure_fresh_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str]) -> ReconcileReport:
+    """Make the catalog current for an id lookup in `scope`: trust a live watcher, else `reconcile_for_ids`."""
+    if covered_by(read_heartbeat(db.location), scope):
+        return ReconcileReport(skipped_for_watcher=True)
+    return reconcile_for_ids(db, scope, id_range)

@@ -1,0 +1,339 @@
+"""`sessdex watch`: keep the catalog current from file-system events (S17).
+
+The watchdog handler only filters events and puts them on a queue. The watcher thread takes them in
+debounced batches (`EventBatcher`), reduces each batch with the pure `coalesce` function to one
+action per path plus folders to rescan, and hands them to the indexer, which re-stats every path: an
+event is a hint, the file is the truth. The observer is started before the initial scan, so nothing
+written during the scan is missed (the scan and the queued events overlap harmlessly).
+
+While it runs, the watcher holds an exclusive lock next to the catalog (a second watcher exits with a
+message) and refreshes a heartbeat file there, which tells read commands they may skip their own
+freshness check. If inotify runs out of watches it says how to raise the limit and falls back to polling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, TextIO
+
+from sessdex.catalog.store.db import CatalogDatabase, CatalogLocation, exclusive_lock, open_catalog
+from sessdex.catalog.index.indexer import Indexer
+from sessdex.catalog.index.reconcile import Scope, read_heartbeat, reconcile
+from sessdex.core.errors import CatalogError
+
+SESSION_SUFFIX = ".jsonl"
+DEBOUNCE_SECONDS = 0.05
+MAX_DELAY_SECONDS = 0.2
+HEARTBEAT_INTERVAL_SECONDS = 0.5
+POLL_INTERVAL_SECONDS = 1.0
+INOTIFY_LIMIT_ERRNOS = (errno.ENOSPC, errno.EMFILE)
+
+
+# -- events and their coalescing (pure) ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FsEvent:
+    """A file-system event as the handler enqueues it: kind, path, destination (moves) and whether a folder."""
+
+    kind: str  # "created" | "modified" | "deleted" | "moved"
+    path: str
+    dest: str | None = None
+    is_directory: bool = False
+
+
+class Action(Enum):
+    """What the last event of a path asks for; the indexer still decides from the file's stat."""
+
+    INDEX = "index"
+    REMOVE = "remove"
+
+
+@dataclass
+class Changes:
+    """A batch of events reduced to one action per file and the folders to rescan."""
+
+    files: dict[str, Action] = field(default_factory=dict)
+    rescan: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.files or self.rescan)
+
+
+def _is_session_path(path: str | None) -> bool:
+    return path is not None and path.endswith(SESSION_SUFFIX)
+
+
+def coalesce(events: Iterable[FsEvent]) -> Changes:
+    """Reduce events (in arrival order) to the final action per session file and the folders to rescan.
+
+    The last event of a path decides: a burst of writes is one INDEX, delete-then-recreate is INDEX,
+    create-then-delete is REMOVE, a rename is REMOVE of the source and INDEX of the destination
+    (a rename over an existing file re-indexes it). A folder created, deleted or moved is rescanned
+    (the source and the destination of a move), since events for files inside it may never come.
+    """
+    files: dict[str, Action] = {}
+    rescan: dict[str, None] = {}
+
+    def put(path: str, action: Action) -> None:
+        files.pop(path, None)  # keep the order of each path's last event
+        files[path] = action
+
+    for event in events:
+        if event.is_directory:
+            if event.kind in ("created", "deleted"):
+                rescan[event.path] = None
+            elif event.kind == "moved":
+                rescan[event.path] = None
+                if event.dest is not None:
+                    rescan[event.dest] = None
+            continue
+        if event.kind == "moved":
+            if _is_session_path(event.path):
+                put(event.path, Action.REMOVE)
+            if _is_session_path(event.dest):
+                put(event.dest, Action.INDEX)  # type: ignore[arg-type]
+        elif _is_session_path(event.path):
+            put(event.path, Action.REMOVE if event.kind == "deleted" else Action.INDEX)
+    return Changes(files, list(rescan))
+
+
+class EventBatcher:
+    """Debounce: a batch is ready once no event came for `quiet` seconds, or `max_delay` after its first event."""
+
+    def __init__(self, quiet: float = DEBOUNCE_SECONDS, max_delay: float = MAX_DELAY_SECONDS) -> None:
+        self.quiet = quiet
+        self.max_delay = max_delay
+        self._events: list[FsEvent] = []
+        self._first_at = 0.0
+        self._last_at = 0.0
+
+    def add(self, event: FsEvent, now: float) -> None:
+        if not self._events:
+            self._first_at = now
+        self._events.append(event)
+        self._last_at = now
+
+    def wait_time(self, now: float) -> float | None:
+        """Seconds until the current batch is ready (0 when it is), None when there is no batch."""
+        if not self._events:
+            return None
+        ready_at = min(self._last_at + self.quiet, self._first_at + self.max_delay)
+        return max(0.0, ready_at - now)
+
+    def take(self) -> list[FsEvent]:
+        events, self._events = self._events, []
+        return events
+
+
+# -- the watchdog side: filter and enqueue only ----------------------------------------------------------------
+
+_KINDS = {"created": "created", "modified": "modified", "closed": "modified", "attrib": "modified",
+          "deleted": "deleted", "moved": "moved"}
+
+
+def _text_path(path: str | bytes) -> str:
+    return os.fsdecode(path)
+
+
+def make_handler(events: queue.Queue[FsEvent]) -> Any:
+    """A watchdog event handler that keeps session-file and folder events and puts them on `events`."""
+    from watchdog.events import FileSystemEventHandler
+
+    class EnqueueHandler(FileSystemEventHandler):
+        def on_any_event(self, event: Any) -> None:
+            kind = _KINDS.get(event.event_type)
+            if kind is None:
+                return
+            src = _text_path(event.src_path)
+            dest = _text_path(event.dest_path) if getattr(event, "dest_path", None) else None
+            if event.is_directory:
+                if kind != "modified":
+                    events.put(FsEvent(kind, src, dest, True))
+            elif _is_session_path(src) or _is_session_path(dest):
+                events.put(FsEvent(kind, src, dest, False))
+
+    return EnqueueHandler()
+
+
+def _native_observer() -> Any:
+    from watchdog.observers import Observer
+
+    return Observer()
+
+
+def _polling_observer() -> Any:
+    from watchdog.observers.polling import PollingObserver
+
+    return PollingObserver(timeout=POLL_INTERVAL_SECONDS)
+
+
+INOTIFY_LIMIT_HELP = (
+    "sessdex watch: {error}. The kernel's inotify limit is too low for this many folders; raise it with\n"
+    "  sudo sysctl fs.inotify.max_user_watches=524288 fs.inotify.max_user_instances=1024\n"
+    "(add the same settings to /etc/sysctl.d/ to keep them). Falling back to polling every {interval:g} s."
+)
+
+
+# -- the watcher ------------------------------------------------------------------------------------------------
+
+@dataclass
+class WatchStats:
+    """What a watcher did, for its log line and for tests."""
+
+    batches: int = 0
+    files_indexed: int = 0
+    polling: bool = False
+
+
+class Watcher:
+    """Watches a sessions root and keeps one catalog current; `run(stop)` blocks until `stop` is set."""
+
+    def __init__(self, sessions_root: str | os.PathLike[str], location: CatalogLocation, *,
+                 observer_factory: Callable[[], Any] = _native_observer,
+                 polling_factory: Callable[[], Any] = _polling_observer,
+                 quiet: float = DEBOUNCE_SECONDS, max_delay: float = MAX_DELAY_SECONDS,
+                 heartbeat_interval: float = HEARTBEAT_INTERVAL_SECONDS,
+                 log: TextIO | None = None) -> None:
+        self.root = os.path.abspath(os.fspath(sessions_root))
+        self.location = location
+        self._observer_factory = observer_factory
+        self._polling_factory = polling_factory
+        self._batcher = EventBatcher(quiet, max_delay)
+        self._heartbeat_interval = heartbeat_interval
+        self._log = log if log is not None else sys.stderr
+        self._events: queue.Queue[FsEvent] = queue.Queue()
+        self.stats = WatchStats()
+        self.ready = threading.Event()  # set once the initial scan is done and the heartbeat published
+
+    def _say(self, message: str) -> None:
+        self._log.write(message + "\n")
+        self._log.flush()
+
+    @contextlib.contextmanager
+    def _single_watcher(self) -> Iterator[None]:
+        try:
+            with exclusive_lock(self.location.sidecar(".watch.lock"), blocking=False):
+                yield
+        except BlockingIOError:
+            heartbeat = read_heartbeat(self.location, max_age=float("inf"))
+            who = f" (pid {heartbeat.pid})" if heartbeat is not None else ""
+            raise CatalogError(f"another `sessdex watch`{who} is already keeping {self.location.display} "
+                               "current; stop it first or use another --catalog") from None
+
+    def _start_observer(self) -> Any:
+        handler = make_handler(self._events)
+        os.makedirs(self.root, exist_ok=True)
+        observer = self._observer_factory()
+        try:
+            observer.schedule(handler, self.root, recursive=True)
+            observer.start()
+            return observer
+        except OSError as exc:
+            if exc.errno not in INOTIFY_LIMIT_ERRNOS:
+                raise
+            with contextlib.suppress(Exception):
+                observer.stop()
+            self._say(INOTIFY_LIMIT_HELP.format(error=exc.strerror or exc, interval=POLL_INTERVAL_SECONDS))
+        self.stats.polling = True
+        observer = self._polling_factory()
+        observer.schedule(handler, self.root, recursive=True)
+        observer.start()
+        return observer
+
+    def _publish_heartbeat(self) -> None:
+        path = self.location.watcher_path
+        temporary = path.with_name(path.name + f".{os.getpid()}.tmp")
+        temporary.write_text(f"{os.getpid()}\n{self.root}\n", encoding="utf-8")
+        os.replace(temporary, path)
+
+    def _clear_heartbeat(self) -> None:
+        heartbeat = read_heartbeat(self.location, max_age=float("inf"))
+        if heartbeat is not None and heartbeat.pid == os.getpid():
+            with contextlib.suppress(FileNotFoundError):
+                self.location.watcher_path.unlink()
+
+    def apply(self, db: CatalogDatabase, changes: Changes) -> None:
+        """Index what a batch changed: rescanned folders first (so moves are followed), then single files."""
+        # Folders that exist go first: a moved folder's files are then adopted by inode, not read again.
+        for folder in sorted(changes.rescan, key=lambda folder: not os.path.isdir(folder)):
+            reconcile(db, Scope.of(root=folder))
+        ordered = [p for p, a in changes.files.items() if a is Action.INDEX]
+        ordered += [p for p, a in changes.files.items() if a is Action.REMOVE]
+        if ordered:
+            Indexer(db).index_paths(ordered)
+        self.stats.batches += 1
+        self.stats.files_indexed += len(ordered)
+
+    def run(self, stop: threading.Event) -> WatchStats:
+        """Watch until `stop` is set: observer first, then the initial scan, then debounced batches."""
+        with self._single_watcher():
+            db = open_catalog(self.location)
+            observer = None
+            try:
+                observer = self._start_observer()
+                report = reconcile(db, Scope.of(root=self.root))
+                self._publish_heartbeat()
+                self.ready.set()
+                mode = "polling" if self.stats.polling else "watching"
+                self._say(f"sessdex watch: {mode} {self.root} ({report.scanned} session files, "
+                          f"{len(report.changed) + len(report.vanished)} indexed); catalog {self.location.display}")
+                self._loop(db, stop)
+            finally:
+                if observer is not None:
+                    observer.stop()
+                    observer.join(timeout=5)
+                self._clear_heartbeat()
+                db.close()
+        return self.stats
+
+    def _loop(self, db: CatalogDatabase, stop: threading.Event) -> None:
+        next_beat = time.monotonic() + self._heartbeat_interval
+        while not stop.is_set():
+            now = time.monotonic()
+            wait = self._batcher.wait_time(now)
+            if wait == 0:
+                changes = coalesce(self._batcher.take())
+                if changes:
+                    self.apply(db, changes)
+                continue
+            if now >= next_beat:
+                self._beat()
+                next_beat = now + self._heartbeat_interval
+            timeout = min(wait if wait is not None else self._heartbeat_interval, next_beat - now, 0.1)
+            try:
+                self._batcher.add(self._events.get(timeout=max(0.0, timeout)), time.monotonic())
+            except queue.Empty:
+                pass
+
+    def _beat(self) -> None:
+        try:
+            os.utime(self.location.watcher_path)
+        except FileNotFoundError:
+            self._publish_heartbeat()
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Set `stop` on SIGINT or SIGTERM while inside the block (main thread only); restore handlers after."""
+    previous = {}
+
+    def handle(_signum: int, _frame: Any) -> None:
+        stop.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.signal(signum, handle)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

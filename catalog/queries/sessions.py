@@ -1,0 +1,466 @@
+"""Listings, id-prefix resume, recent sessions and search answered from the catalog (S17).
+
+Each function here has the signature of its file-scan counterpart in `sessdex.core.discovery` / `sessdex.core.resume`
+(plus an optional `catalog`: a `--catalog` value or an open `Catalog`) and returns the same
+`SessionInfo` / `RecentSessionInfo` values, field for field: the rows were produced by the same
+`SessionSummary` fold and are ordered by the same key. Before answering, the catalog is made fresh for
+the folders the answer depends on (`sessdex.catalog.index.reconcile.ensure_fresh`). `SessionInfo.all_messages_text`
+is loaded from the catalog only when read, so a listing never pulls every message's text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from sessdex.catalog.store import fts
+from sessdex.catalog.store.db import (
+    CATALOG_ENV,
+    CATALOG_OFF,
+    CatalogDatabase,
+    CatalogLocation,
+    current_sqlite_catalog,
+    open_catalog as open_database,
+    resolve_location,
+)
+from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
+from sessdex.core.errors import CatalogError
+from sessdex.core.paths import AgentPaths
+from sessdex.core.summary import NO_MESSAGES, SessionInfo, SessionSummary, datetime_from_ms, parse_iso_timestamp
+
+DEFAULT_RECENT_LIMIT = 3
+ID_PREFIX_CEILING = "\U0010ffff"
+SEARCH_SESSION_LIMIT = 20
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Snippets are marked with private-use characters, then given the caller's markers: a title that itself
+# holds "[" cannot be mistaken for a match.
+_MATCH_OPEN, _MATCH_CLOSE = "\ue000", "\ue001"
+
+
+class _LazyMessagesText:
+    """`all_messages_text` as a data descriptor: read from the catalog the first time it is accessed."""
+
+    def __get__(self, info: Any, owner: type | None = None) -> Any:
+        if info is None:
+            return self
+        text = info.__dict__.get("_all_messages_text")
+        if text is None:
+            text = info.__dict__["_load_messages_text"]()
+            info.__dict__["_all_messages_text"] = text
+        return text
+
+    def __set__(self, info: Any, value: str | None) -> None:
+        info.__dict__["_all_messages_text"] = value
+
+
+class CatalogSessionInfo(SessionInfo):
+    """A SessionInfo read from the catalog; its `all_messages_text` is fetched on first access."""
+
+    all_messages_text = _LazyMessagesText()  # type: ignore[assignment]
+
+
+def _newest_first_key(row: Any) -> tuple[float, str]:
+    # The file scan sorts on (-mtime in ms as a float, path); the same key gives the same order and ties.
+    return (-(row["mtime_ns"] / 1_000_000), row["path"])
+
+
+def _scope_params(directories: Sequence[str]) -> dict[str, str]:
+    if not 1 <= len(directories) <= 3:
+        raise ValueError("a project scope has one to three folders")
+    padded = [*directories, *[directories[0]] * (3 - len(directories))]
+    return {"dir0": padded[0], "dir1": padded[1], "dir2": padded[2]}
+
+
+def _id_range(prefix: str) -> dict[str, str]:
+    return {"id_lo": prefix, "id_hi": prefix + ID_PREFIX_CEILING}
+
+
+class SearchHit(NamedTuple):
+    """One session matching a search, with where it matched and a highlighted snippet."""
+
+    session: SessionInfo
+    field: str  # "title", "first_message" or "message"
+    snippet: str
+    score: float
+
+
+def fts_query(text: str) -> str | None:
+    """User text as an FTS5 query that cannot be a syntax error: every word quoted, prefix-matched, ANDed.
+
+    None when the text holds nothing searchable (only punctuation or spaces).
+    """
+    # FTS5 reads the query as a C string: a NUL would end it inside a quote, so control characters separate words.
+    words = [word for word in _CONTROL.sub(" ", text).split() if re.search(r"\w", word)]
+    if not words:
+        return None
+    return " ".join('"' + word.replace('"', '""') + '"*' for word in words)
+
+
+_INFO_BY_ID_SQL = ("SELECT id, path, mtime_ns, session_id, cwd, title, message_count, first_message, created, "
+                   "parent_session FROM session_files WHERE id = ?")
+
+
+class Catalog:
+    """An open catalog for one agent dir: freshness, listings, resume lookups, recent sessions and search."""
+
+    def __init__(self, paths: AgentPaths, location: CatalogLocation | None = None, *, backend: str = "auto",
+                 fresh: Callable[[CatalogDatabase, Scope], ReconcileReport] | None = None,
+                 database: CatalogDatabase | None = None) -> None:
+        """`fresh` replaces the freshness pass run before every answer (default: ensure_fresh by stat);
+        `database` is the catalog at `location` already opened (default: open it, creating or upgrading it)."""
+        self.paths = paths
+        self.location = location or resolve_location(paths.agent_dir)
+        self._backend = backend
+        self._fresh = fresh
+        self.db: CatalogDatabase | None = database if database is not None else open_database(self.location,
+                                                                                             backend=backend)
+
+    @classmethod
+    def open(cls, paths: AgentPaths, catalog: str | None = None, **options: Any) -> Catalog:
+        """Open the catalog named by `catalog` (a `--catalog` value) or the default for `paths`."""
+        return cls(paths, resolve_location(paths.agent_dir, catalog), **options)
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    def _database(self) -> CatalogDatabase:
+        if self.db is None:
+            self.db = open_database(self.location, backend=self._backend)
+        return self.db
+
+    def refresh(self, scope: Scope, id_range: dict[str, str] | None = None) -> ReconcileReport:
+        """Make the catalog current for `scope`, or only for the ids in `id_range` (see catalog.reconcile)."""
+        if self._fresh is not None:
+            return self._fresh(self._database(), scope)
+        if id_range is not None:
+            return ensure_fresh_for_ids(self._database(), scope, id_range)
+        return ensure_fresh(self._database(), scope)
+
+    @property
+    def sessions_root(self) -> str:
+        return os.path.abspath(self.paths.sessions_root)
+
+    # -- rows -> values ---------------------------------------------------------------------------------
+
+    def messages_text(self, file_id: int) -> str:
+        """Every searchable message text of a file, in file order, joined by spaces (all_messages_text)."""
+        return " ".join(row["text"] for row in self._database().fetchall("message_texts", {"file_id": file_id}))
+
+    def _session_info(self, row: Any) -> SessionInfo:
+        modified = datetime_from_ms(row["mtime_ns"] / 1_000_000)
+        info = CatalogSessionInfo(
+            path=Path(row["path"]),
+            id=row["session_id"],
+            cwd=row["cwd"] or "",
+            title=row["title"],
+            message_count=row["message_count"],
+            first_message=row["first_message"] if row["first_message"] is not None else NO_MESSAGES,
+            all_messages_text=None,  # type: ignore[arg-type]  # loaded on first access
+            created=parse_iso_timestamp(row["created"]) or modified,
+            modified=modified,
+            parent_session=row["parent_session"],
+        )
+        file_id = row["id"]
+        info.__dict__["_load_messages_text"] = lambda: self.messages_text(file_id)
+        return info
+
+    def _infos(self, rows: Iterable[Any]) -> list[SessionInfo]:
+        return [self._session_info(row) for row in sorted(rows, key=_newest_first_key)]
+
+    # -- list() / list_all() ------------------------------------------------------------------------------
+
+    def project_dirs(self, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None) -> list[str]:
+        """The folders `list(cwd, session_dir)` reads (as core.discovery.project_session_dirs), absolute."""
+        folders = [session_dir] if session_dir is not None else self.paths.project_session_dirs(cwd)
+        return list(dict.fromkeys(os.path.abspath(os.fspath(folder)) for folder in folders))
+
+    def list_sessions(self, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
+                      include_empty: bool = False) -> list[SessionInfo]:
+        """`list(cwd, session_dir)` from the catalog: the project's sessions, newest first."""
+        folders = self.project_dirs(cwd, session_dir)
+        self.refresh(Scope.of(folders))
+        params = {**_scope_params(folders), "min_messages": 0 if include_empty else 1}
+        return self._infos(self._database().fetchall("infos_in_directories", params))
+
+    def list_all_sessions(self, *, include_empty: bool = False) -> list[SessionInfo]:
+        """`list_all()` from the catalog: every session below the sessions root, newest first."""
+        self.refresh(Scope.of(root=self.sessions_root))
+        params = {**root_range(self.sessions_root), "min_messages": 0 if include_empty else 1}
+        return self._infos(self._database().fetchall("infos_under_root", params))
+
+    # -- --resume <id prefix> ---------------------------------------------------------------------------------
+
+    def sessions_with_id_prefix(self, prefix: str, cwd: str | os.PathLike[str] | None,
+                                session_dir: str | os.PathLike[str] | None = None) -> list[SessionInfo]:
+        """Sessions (any message count) whose id starts with `prefix`: in the project, or everywhere when cwd is None."""
+        if cwd is None:
+            self.refresh(Scope.of(root=self.sessions_root), _id_range(prefix))
+            params = {**root_range(self.sessions_root), **_id_range(prefix), "min_messages": 0}
+            rows = self._database().fetchall("infos_by_id_under_root", params)
+        else:
+            folders = self.project_dirs(cwd, session_dir)
+            self.refresh(Scope.of(folders), _id_range(prefix))
+            params = {**_scope_params(folders), **_id_range(prefix), "min_messages": 0}
+            rows = self._database().fetchall("infos_by_id_in_directories", params)
+        return self._infos(row for row in rows if row["session_id"].startswith(prefix))
+
+    def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
+                           session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
+        """sessdex.core.resume.find_session_by_id from the catalog: this project first, then every project."""
+        from sessdex.core.errors import SessionNotFoundError
+        from sessdex.core.resume import match_session_id, single_match
+
+        local = match_session_id(value, self.sessions_with_id_prefix(value, cwd, session_dir))
+        if local:
+            return single_match(value, local)
+        if session_dir is None:
+            everywhere = match_session_id(value, self.sessions_with_id_prefix(value, None))
+            if everywhere:
+                return single_match(value, everywhere)
+        raise SessionNotFoundError(f'Session "{value}" not found.')
+
+    # -- recent sessions / newest session -------------------------------------------------------------------
+
+    def recent_sessions_in(self, directories: Iterable[str | os.PathLike[str]],
+                           limit: int | None = DEFAULT_RECENT_LIMIT, *, now_ms: float | None = None) -> list[Any]:
+        """sessdex.core.discovery.recent_sessions_in from the catalog: the newest sessions by mtime, from their first 4 KB."""
+        from sessdex.core.discovery import RecentSessionInfo
+
+        if limit is None:
+            limit = DEFAULT_RECENT_LIMIT
+        folders = list(dict.fromkeys(os.path.abspath(os.fspath(folder)) for folder in directories))
+        if not folders or limit <= 0:
+            return []
+        self.refresh(Scope.of(folders))
+        rows: list[Any] = []
+        for start in range(0, len(folders), 3):
+            params = {**_scope_params(folders[start:start + 3]), "limit": limit, "offset": 0}
+            rows += self._database().fetchall("recent_in_directories", params)
+        rows.sort(key=_newest_first_key)
+        return [RecentSessionInfo(Path(row["path"]), row["mtime_ns"] / 1_000_000,
+                                  SessionSummary.from_state(json.loads(row["prefix_state"])), now_ms)
+                for row in rows[:limit]]
+
+    def get_recent_sessions(self, session_dir: str | os.PathLike[str], limit: int | None = DEFAULT_RECENT_LIMIT, *,
+                            now_ms: float | None = None) -> list[Any]:
+        """sessdex.core.discovery.get_recent_sessions from the catalog."""
+        return self.recent_sessions_in([session_dir], limit, now_ms=now_ms)
+
+    def most_recent_session_in(self, directories: Iterable[str | os.PathLike[str]]) -> Path | None:
+        """sessdex.core.discovery.most_recent_session_in from the catalog: the newest file with a valid header."""
+        recent = self.recent_sessions_in(directories, 1)
+        return recent[0].path if recent else None
+
+    def find_most_recent_session(self, session_dir: str | os.PathLike[str]) -> Path | None:
+        """sessdex.core.discovery.find_most_recent_session from the catalog."""
+        return self.most_recent_session_in([session_dir])
+
+    # -- search -----------------------------------------------------------------------------------------
+
+    def search(self, text: str, cwd: str | os.PathLike[str] | None = None,
+               session_dir: str | os.PathLike[str] | None = None, *, limit: int = SEARCH_SESSION_LIMIT,
+               highlight: tuple[str, str] = ("[", "]"), snippet_tokens: int = 12) -> list[SearchHit]:
+        """Sessions whose title, first message or any message text matches `text`, best first.
+
+        Scoped to the project of `cwd` (or `session_dir`), or to every project when `cwd` is None. The
+        text is quoted word by word, so no input is an FTS syntax error. SQLite catalogs only.
+        """
+        query = fts_query(text)
+        db = self._database()
+        reader = db.sqlite_reader()
+        if reader is None:
+            raise CatalogError("full-text search needs a SQLite catalog")
+        if query is None or limit <= 0:
+            return []
+        if cwd is None:
+            self.refresh(Scope.of(root=self.sessions_root))
+            scope_sql, scope_params = fts.SCOPE_ROOT, root_range(self.sessions_root)
+        else:
+            folders = self.project_dirs(cwd, session_dir)
+            self.refresh(Scope.of(folders))
+            scope_sql, scope_params = fts.SCOPE_DIRECTORIES, _scope_params(folders[:3])
+        params = {"query": query, "open": _MATCH_OPEN, "close": _MATCH_CLOSE, "tokens": snippet_tokens,
+                  "rows": limit * 20, **scope_params}
+        best: dict[int, tuple[str, str, float]] = {}
+        for row in reader.execute(fts.SEARCH_SESSIONS.format(scope=scope_sql), params):
+            in_title = _MATCH_OPEN in (row["title_snippet"] or "")
+            field = "title" if in_title else "first_message"
+            best.setdefault(row["file_id"], (field, row["title_snippet"] if in_title else row["first_snippet"], row["score"]))
+        for row in reader.execute(fts.SEARCH_MESSAGES.format(scope=scope_sql), params):
+            best.setdefault(row["file_id"], ("message", row["snippet"], row["score"]))
+        hits = []
+        for file_id, (field, snippet, score) in list(best.items())[:limit]:
+            info_row = reader.execute(_INFO_BY_ID_SQL, (file_id,)).fetchone()
+            if info_row is not None:
+                marked = (snippet or "").replace(_MATCH_OPEN, highlight[0]).replace(_MATCH_CLOSE, highlight[1])
+                hits.append(SearchHit(self._session_info(info_row), field, marked, score))
+        return hits
+
+    # -- the picker --------------------------------------------------------------------------------------
+
+    def picker_sessions(self, cwd: str | os.PathLike[str], *, all_projects: bool = False,
+                        session_dir: str | os.PathLike[str] | None = None) -> list[SessionInfo]:
+        """Every row the picker shows (id, title, first message, cwd, path, modified, message count), newest first."""
+        if all_projects:
+            return self.list_all_sessions()
+        return self.list_sessions(cwd, session_dir)
+
+
+# -- module-level functions with the file-scan signatures -------------------------------------------------
+
+def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str | None = None) -> Catalog:
+    """Open the catalog of an agent dir (default: the agent's own) for library use, creating or upgrading it.
+
+    `catalog` is what `--catalog` takes: a file path or a SQLAlchemy URL; by default `<agent dir>/catalog.db`.
+    """
+    return Catalog.open(AgentPaths.from_env(agent_dir), catalog)
+
+
+def _with_catalog(paths: AgentPaths | None, catalog: Catalog | str | None, action: Callable[[Catalog], Any]) -> Any:
+    if isinstance(catalog, Catalog):
+        return action(catalog)
+    with Catalog.open(paths or AgentPaths.from_env(), catalog) as opened:
+        return action(opened)
+
+
+def list_sessions(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
+                  paths: AgentPaths, include_empty: bool = False, catalog: Catalog | str | None = None
+                  ) -> list[SessionInfo]:
+    """sessdex.core.discovery.list_sessions answered from the catalog."""
+    return _with_catalog(paths, catalog, lambda c: c.list_sessions(cwd, session_dir, include_empty=include_empty))
+
+
+def list_all_sessions(*, paths: AgentPaths, include_empty: bool = False,
+                      catalog: Catalog | str | None = None) -> list[SessionInfo]:
+    """sessdex.core.discovery.list_all_sessions answered from the catalog."""
+    return _with_catalog(paths, catalog, lambda c: c.list_all_sessions(include_empty=include_empty))
+
+
+def recent_sessions_in(directories: Iterable[str | os.PathLike[str]], limit: int | None = DEFAULT_RECENT_LIMIT, *,
+                       now_ms: float | None = None, paths: AgentPaths | None = None,
+                       catalog: Catalog | str | None = None) -> list[Any]:
+    """sessdex.core.discovery.recent_sessions_in answered from the catalog."""
+    return _with_catalog(paths, catalog, lambda c: c.recent_sessions_in(directories, limit, now_ms=now_ms))
+
+
+def get_recent_sessions(session_dir: str | os.PathLike[str], limit: int | None = DEFAULT_RECENT_LIMIT, *,
+                        now_ms: float | None = None, paths: AgentPaths | None = None,
+                        catalog: Catalog | str | None = None) -> list[Any]:
+    """sessdex.core.discovery.get_recent_sessions answered from the catalog."""
+    return _with_catalog(paths, catalog, lambda c: c.get_recent_sessions(session_dir, limit, now_ms=now_ms))
+
+
+def most_recent_session_in(directories: Iterable[str | os.PathLike[str]], *, paths: AgentPaths | None = None,
+                           catalog: Catalog | str | None = None) -> Path | None:
+    """sessdex.core.discovery.most_recent_session_in answered from the catalog."""
+    return _with_catalog(paths, catalog, lambda c: c.most_recent_session_in(directories))
+
+
+def find_most_recent_session(session_dir: str | os.PathLike[str], *, paths: AgentPaths | None = None,
+                             catalog: Catalog | str | None = None) -> Path | None:
+    """sessdex.core.discovery.find_most_recent_session answered from the catalog."""
+    return _with_catalog(paths, catalog, lambda c: c.find_most_recent_session(session_dir))
+
+
+def find_session_by_id(value: str, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None,
+                       *, paths: AgentPaths, catalog: Catalog | str | None = None) -> SessionInfo:
+    """sessdex.core.resume.find_session_by_id answered from the catalog."""
+    return _with_catalog(paths, catalog, lambda c: c.find_session_by_id(value, cwd, session_dir))
+
+
+# -- the file-scan fallback behind the same methods ----------------------------------------------------------
+
+class FileScan:
+    """The file-scan functions of core behind the Catalog's method names: the fallback when the catalog is unusable."""
+
+    def __init__(self, paths: AgentPaths) -> None:
+        self.paths = paths
+
+    def __enter__(self) -> FileScan:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def list_sessions(self, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
+                      include_empty: bool = False) -> list[SessionInfo]:
+        from sessdex.core.discovery import list_sessions
+
+        return list_sessions(cwd, session_dir, paths=self.paths, include_empty=include_empty)
+
+    def list_all_sessions(self, *, include_empty: bool = False) -> list[SessionInfo]:
+        from sessdex.core.discovery import list_all_sessions
+
+        return list_all_sessions(paths=self.paths, include_empty=include_empty)
+
+    def recent_sessions_in(self, directories: Iterable[str | os.PathLike[str]],
+                           limit: int | None = DEFAULT_RECENT_LIMIT, *, now_ms: float | None = None) -> list[Any]:
+        from sessdex.core.discovery import recent_sessions_in
+
+        return recent_sessions_in(directories, limit, now_ms=now_ms)
+
+    def most_recent_session_in(self, directories: Iterable[str | os.PathLike[str]]) -> Path | None:
+        from sessdex.core.discovery import most_recent_session_in
+
+        return most_recent_session_in(directories)
+
+    def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
+                           session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
+        from sessdex.core.resume import find_session_by_id
+
+        return find_session_by_id(value, cwd, session_dir, paths=self.paths)
+
+    def picker_sessions(self, cwd: str | os.PathLike[str], *, all_projects: bool = False,
+                        session_dir: str | os.PathLike[str] | None = None) -> list[SessionInfo]:
+        return self.list_all_sessions() if all_projects else self.list_sessions(cwd, session_dir)
+
+
+def _catalog_turned_off(catalog: str | None) -> bool:
+    return (catalog or os.environ.get(CATALOG_ENV)) == CATALOG_OFF
+
+
+def open_session_source(paths: AgentPaths, catalog: str | None = None, *,
+                        warn: Callable[[str], None] | None = None) -> Catalog | FileScan:
+    """The catalog for `paths`, or the file scan: on request (`--catalog off`), or after one warning when the
+    catalog cannot be opened (S10: the file scan stays the reference and the fallback)."""
+    if _catalog_turned_off(catalog):
+        return FileScan(paths)
+    try:
+        return Catalog.open(paths, catalog)
+    except CatalogError as exc:
+        if warn is not None:
+            warn(f"sessdex: {exc}; reading the session files directly")
+        return FileScan(paths)
+
+
+def open_ready_session_source(paths: AgentPaths, catalog: str | None = None) -> Catalog | FileScan | None:
+    """What `open_session_source` returns when it needs no schema work and has nothing to warn about, else None.
+
+    None when the catalog is not a SQLite file at the current schema revision (missing, older, another
+    database) or cannot be opened: `open_session_source` would create, migrate (importing Alembic) or
+    warn. The click-free fast path uses this to decide, before printing anything, that it can answer.
+    """
+    if _catalog_turned_off(catalog):
+        return FileScan(paths)
+    try:
+        location = resolve_location(paths.agent_dir, catalog)
+        database = current_sqlite_catalog(location) if location.sqlite_path is not None else None
+    except (CatalogError, sqlite3.DatabaseError, OSError):
+        return None
+    return Catalog(paths, location, database=database) if database is not None else None

@@ -1,0 +1,328 @@
+"""Where the catalog lives and how it is opened: SQLite in WAL mode, `busy_timeout` on every connection.
+
+Two backends sit behind one seam, `CatalogDatabase`:
+- `SqliteCatalog`, the fast path: the stdlib sqlite3 module running the SQL compiled from
+  `sessdex.catalog.store.statements` (cached in `sessdex.catalog.store.compiled_sql`), so that a read command on a current
+  catalog imports neither SQLAlchemy nor Alembic. Queries run on a read-only connection; writes
+  go through a single read-write connection, one `BEGIN IMMEDIATE` transaction at a time.
+- `SqlAlchemyCatalog`, for any other SQLAlchemy URL: the same statements executed by SQLAlchemy.
+  Everything but FTS search is dialect-neutral.
+
+`open_catalog` checks the schema revision with one query and runs the Alembic upgrade (under a file
+lock, in `sessdex.catalog.store.migrate`) only when the database is missing or older than this package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION, SQL
+from sessdex.catalog.store.location import (
+    BUSY_TIMEOUT_MS,
+    CATALOG_ENV,
+    CATALOG_FILE_NAME,
+    CATALOG_OFF,
+    MMAP_BYTES,
+    CatalogLocation,
+    create_catalog_engine,
+    exclusive_lock,
+    resolve_location,
+)
+from sessdex.core.errors import CatalogError
+
+# -- the seam ------------------------------------------------------------------------------------------
+
+class CatalogDatabase(Protocol):
+    """What the indexer and queries need from a catalog database, whatever the backend."""
+
+    location: CatalogLocation
+    dialect: str
+
+    def fetchall(self, name: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """Rows of the named statement; each row is indexable by column name."""
+
+    def scalar(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
+        """The first column of the first row of the named statement, or None."""
+
+    def fetch_tuples(self, name: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """Rows of the named statement as plain tuples, in the statement's column order (the fast way)."""
+
+    def execute(self, name: str, params: Mapping[str, Any] | None = None) -> None:
+        """Run the named statement (inside `write()`)."""
+
+    def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Run the named statement once per parameter set (inside `write()`)."""
+
+    def insert_returning_id(self, name: str, params: Mapping[str, Any]) -> int:
+        """Run a single-row INSERT (inside `write()`) and return the new row's id."""
+
+    def fts_executemany(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Run one SQLite FTS5 statement (from sessdex.catalog.store.fts) per row, inside `write()`; a no-op without FTS5."""
+
+    def write(self) -> contextlib.AbstractContextManager[None]:
+        """One write transaction; writes from other processes wait on the database lock."""
+
+    def sqlite_reader(self) -> sqlite3.Connection | None:
+        """The read connection when the backend is the stdlib SQLite one (for FTS), else None."""
+
+    def close(self) -> None:
+        """Close every connection."""
+
+
+def _uri_path(path: Path) -> str:
+    # The characters a SQLite URI filename must escape (urllib.parse would cost the hot path an import).
+    return str(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+
+
+def connect_sqlite(path: Path, *, readonly: bool) -> sqlite3.Connection:
+    """A stdlib connection to the catalog file with busy_timeout (and, read-write, WAL + foreign keys)."""
+    mode = "ro" if readonly else "rwc"
+    connection = sqlite3.connect(f"file:{_uri_path(path)}?mode={mode}", uri=True,
+                                 timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                 check_same_thread=False)
+    try:
+        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if readonly:
+            # A short-lived reader maps the file instead of reading page by page (the writer does not:
+            # mapped pages would count in its resident memory).
+            connection.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+        else:
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute("PRAGMA foreign_keys = ON")
+    except BaseException:
+        connection.close()
+        raise
+    connection.row_factory = sqlite3.Row
+    return connection
+
+
+class SqliteCatalog:
+    """The stdlib-sqlite3 backend: a read-only query connection plus one lazily opened writer."""
+
+    dialect = "sqlite"
+
+    def __init__(self, location: CatalogLocation) -> None:
+        assert location.sqlite_path is not None
+        self.location = location
+        self._path = location.sqlite_path
+        self._reader = connect_sqlite(self._path, readonly=True)
+        self._writer: sqlite3.Connection | None = None
+
+    def fetchall(self, name: str, params: Mapping[str, Any] | None = None) -> list[sqlite3.Row]:
+        connection = self._writer if self._writer is not None and self._writer.in_transaction else self._reader
+        return connection.execute(SQL[name], params or {}).fetchall()
+
+    def scalar(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
+        rows = self.fetchall(name, params)
+        return rows[0][0] if rows else None
+
+    def fetch_tuples(self, name: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        connection = self._writer if self._writer is not None and self._writer.in_transaction else self._reader
+        cursor = connection.cursor()
+        cursor.row_factory = None  # plain tuples: the freshness pass reads thousands of rows
+        return cursor.execute(SQL[name], params or {}).fetchall()
+
+    def execute(self, name: str, params: Mapping[str, Any] | None = None) -> None:
+        self._require_transaction().execute(SQL[name], params or {})
+
+    def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._require_transaction().executemany(SQL[name], rows)
+
+    def insert_returning_id(self, name: str, params: Mapping[str, Any]) -> int:
+        """Run a single-row INSERT and return the new row's id."""
+        return self._require_transaction().execute(SQL[name], params).lastrowid
+
+    def fts_executemany(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        if rows:
+            self._require_transaction().executemany(sql, rows)
+
+    def _require_transaction(self) -> sqlite3.Connection:
+        if self._writer is None or not self._writer.in_transaction:
+            raise RuntimeError("catalog writes must happen inside CatalogDatabase.write()")
+        return self._writer
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        if self._writer is None:
+            self._writer = connect_sqlite(self._path, readonly=False)
+        writer = self._writer
+        if writer.in_transaction:
+            raise RuntimeError("nested catalog write transaction")
+        writer.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            writer.rollback()
+            raise
+        writer.commit()
+
+    def writer_connection(self) -> sqlite3.Connection:
+        """The read-write connection (for maintenance such as FTS optimize and checkpoints)."""
+        if self._writer is None:
+            self._writer = connect_sqlite(self._path, readonly=False)
+        return self._writer
+
+    def sqlite_reader(self) -> sqlite3.Connection:
+        return self._reader
+
+    def close(self) -> None:
+        for connection in (self._reader, self._writer):
+            if connection is not None:
+                connection.close()
+        self._writer = None
+
+
+class SqlAlchemyCatalog:
+    """The SQLAlchemy backend for non-SQLite URLs (and for tests proving the statements are dialect-neutral)."""
+
+    def __init__(self, location: CatalogLocation) -> None:
+        from sessdex.catalog.store.statements import build_statements
+
+        self.location = location
+        self._engine = create_catalog_engine(location.url)
+        self.dialect = self._engine.dialect.name
+        self._statements = build_statements()
+        self._connection = self._engine.connect()
+        self._in_write = False
+
+    def fetchall(self, name: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        result = self._connection.execute(self._statements[name], dict(params or {}))
+        rows = [row._mapping for row in result]
+        if not self._in_write:
+            self._connection.commit()
+        return rows
+
+    def scalar(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
+        rows = self.fetchall(name, params)
+        return next(iter(rows[0].values())) if rows else None
+
+    def fetch_tuples(self, name: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        return [tuple(row.values()) for row in self.fetchall(name, params)]
+
+    def execute(self, name: str, params: Mapping[str, Any] | None = None) -> None:
+        self._require_transaction()
+        self._connection.execute(self._statements[name], dict(params or {}))
+
+    def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._require_transaction()
+        if rows:
+            self._connection.execute(self._statements[name], [dict(row) for row in rows])
+
+    def insert_returning_id(self, name: str, params: Mapping[str, Any]) -> int:
+        self._require_transaction()
+        return self._connection.execute(self._statements[name], dict(params)).inserted_primary_key[0]
+
+    def fts_executemany(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        self._require_transaction()
+        if rows and self.dialect == "sqlite":
+            self._connection.exec_driver_sql(sql, list(rows))
+
+    def _require_transaction(self) -> None:
+        if not self._in_write:
+            raise RuntimeError("catalog writes must happen inside CatalogDatabase.write()")
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        if self._in_write:
+            raise RuntimeError("nested catalog write transaction")
+        self._in_write = True
+        try:
+            yield
+        except BaseException:
+            self._connection.rollback()
+            raise
+        else:
+            self._connection.commit()
+        finally:
+            self._in_write = False
+
+    def sqlite_reader(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self._connection.close()
+        self._engine.dispose()
+
+
+# -- opening ---------------------------------------------------------------------------------------------
+
+def _revision(connection: sqlite3.Connection) -> str | None:
+    """The Alembic revision stored in the catalog, or None when it has none (a new or empty file)."""
+    try:
+        row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
+    return row[0] if row else None
+
+
+def current_sqlite_catalog(location: CatalogLocation) -> SqliteCatalog | None:
+    """The catalog opened on the fast path when its file exists at the current revision, else None."""
+    if not location.sqlite_path.exists():
+        return None
+    catalog = SqliteCatalog(location)
+    try:
+        if _revision(catalog.sqlite_reader()) == SCHEMA_REVISION:
+            return catalog
+    except BaseException:
+        catalog.close()
+        raise
+    catalog.close()
+    return None
+
+
+def _broken(location: CatalogLocation, exc: Exception) -> CatalogError:
+    return CatalogError(f"cannot open the catalog {location.display}: {exc}. The catalog is rebuilt from the "
+                        "session files with `sessdex index --rebuild` (session files are never touched)")
+
+
+def open_catalog(location: CatalogLocation, *, backend: str = "auto") -> CatalogDatabase:
+    """Open the catalog at `location`, creating or upgrading its schema first when needed.
+
+    `backend="auto"` uses the stdlib SQLite fast path for SQLite files and SQLAlchemy otherwise;
+    `"sqlalchemy"` forces SQLAlchemy (tests use it to run the same queries through both).
+    """
+    try:
+        if location.sqlite_path is not None:
+            current = current_sqlite_catalog(location)
+            if current is None:
+                from sessdex.catalog.store.migrate import upgrade_catalog
+
+                upgrade_catalog(location)
+            if backend == "sqlalchemy":
+                if current is not None:
+                    current.close()
+                return SqlAlchemyCatalog(location)
+            return current if current is not None else SqliteCatalog(location)
+        from sessdex.catalog.store.migrate import upgrade_catalog
+
+        upgrade_catalog(location)
+        return SqlAlchemyCatalog(location)
+    except sqlite3.DatabaseError as exc:
+        raise _broken(location, exc) from exc
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EROFS, errno.ENOENT):
+            raise CatalogError(f"cannot open the catalog {location.display}: {exc.strerror}") from exc
+        raise
+
+
+def remove_catalog_files(location: CatalogLocation) -> list[Path]:
+    """Delete a SQLite catalog and its WAL/SHM files (the catalog is derived data); return what was removed."""
+    if location.sqlite_path is None:
+        raise CatalogError("only a SQLite catalog file can be removed and rebuilt; drop the tables yourself")
+    removed = []
+    for suffix in ("", "-wal", "-shm"):
+        target = Path(f"{location.sqlite_path}{suffix}")
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+            removed.append(target)
+    return removed

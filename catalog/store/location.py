@@ -1,0 +1,109 @@
+"""Where the catalog lives: `--catalog` / `$SESSDEX_CATALOG` resolved to a URL and, for SQLite, a file;
+the sidecar files (locks, watcher heartbeat) beside it; and the engine Alembic and the SQLAlchemy backend use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from sessdex.core.errors import CatalogError
+
+CATALOG_ENV = "SESSDEX_CATALOG"
+CATALOG_OFF = "off"  # `--catalog off`: list/recent/resume/continue read the files directly
+CATALOG_FILE_NAME = "catalog.db"
+BUSY_TIMEOUT_MS = 10_000
+MMAP_BYTES = 256 * 1024 * 1024
+_SQLITE_URL_PREFIXES = ("sqlite://", "sqlite+pysqlite://")
+
+
+class CatalogLocation(NamedTuple):
+    """A catalog database: its SQLAlchemy URL and, for a SQLite file, the file's path."""
+
+    url: str
+    sqlite_path: Path | None
+    lock_dir: Path
+
+    @property
+    def display(self) -> str:
+        return str(self.sqlite_path) if self.sqlite_path is not None else self.url
+
+    def sidecar(self, suffix: str) -> Path:
+        """A file next to the catalog (lock, watcher heartbeat) named after it."""
+        base = self.sqlite_path.name if self.sqlite_path is not None else CATALOG_FILE_NAME
+        return self.lock_dir / f"{base}{suffix}"
+
+    @property
+    def migrate_lock_path(self) -> Path:
+        return self.sidecar(".migrate.lock")
+
+    @property
+    def watcher_path(self) -> Path:
+        return self.sidecar(".watcher")
+
+
+def _sqlite_path_from_url(url: str) -> Path | None:
+    """The file a `sqlite:///relative` or `sqlite:////absolute` URL names; None for other dialects."""
+    if not url.startswith(_SQLITE_URL_PREFIXES):
+        return None
+    rest = url.split("://", 1)[1]
+    if not rest.startswith("/") or rest in ("/", "/:memory:"):
+        raise CatalogError(f"the catalog must be a database file, not {url!r}")
+    return Path(rest[1:].split("?", 1)[0]).expanduser().absolute()
+
+
+def resolve_location(agent_dir: str | os.PathLike[str], configured: str | None = None) -> CatalogLocation:
+    """The catalog named by `--catalog` / `$SESSDEX_CATALOG` (a path or a SQLAlchemy URL), else `<agent dir>/catalog.db`."""
+    value = configured if configured else os.environ.get(CATALOG_ENV) or None
+    if value == CATALOG_OFF:
+        raise CatalogError("the catalog is turned off (--catalog off / SESSDEX_CATALOG=off)")
+    if value is None:
+        path = (Path(agent_dir).expanduser() / CATALOG_FILE_NAME).absolute()
+        return CatalogLocation(url=f"sqlite:///{path}", sqlite_path=path, lock_dir=path.parent)
+    if "://" in value:
+        path = _sqlite_path_from_url(value)
+        lock_dir = path.parent if path is not None else Path(agent_dir).expanduser().absolute()
+        return CatalogLocation(url=value if path is None else f"sqlite:///{path}", sqlite_path=path,
+                               lock_dir=lock_dir)
+    path = Path(value).expanduser().absolute()
+    return CatalogLocation(url=f"sqlite:///{path}", sqlite_path=path, lock_dir=path.parent)
+
+
+# -- locks -------------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path, *, blocking: bool = True) -> Iterator[int]:
+    """Hold an exclusive `flock` on `path` (created if needed); raise BlockingIOError when busy and not blocking."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        yield fd
+    finally:
+        os.close(fd)
+
+
+
+def create_catalog_engine(url: str) -> Any:
+    """A SQLAlchemy engine for the catalog; SQLite connections get WAL, busy_timeout and real transactions."""
+    from sqlalchemy import create_engine, event
+
+    engine = create_engine(url)
+    if engine.dialect.name == "sqlite":
+        @event.listens_for(engine, "connect")
+        def _configure(dbapi_connection, _record) -> None:
+            dbapi_connection.isolation_level = None  # let the "begin" hook below emit BEGIN itself
+            cursor = dbapi_connection.cursor()
+            cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(connection) -> None:
+            connection.exec_driver_sql("BEGIN")
+    return engine

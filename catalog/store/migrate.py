@@ -1,0 +1,84 @@
+"""Create or upgrade the catalog schema with Alembic, configured in code, under a file lock.
+
+Alembic is imported here only, and only when `sessdex.catalog.store.db.open_catalog` finds the database missing or
+behind `SCHEMA_REVISION`: reading a current catalog never pays for it. The migration scripts ship
+inside the `migrations` package; nothing reads an alembic.ini.
+"""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from sessdex.catalog.store.location import CatalogLocation, create_catalog_engine, exclusive_lock
+from sessdex.core.errors import CatalogError
+
+
+def _migrations_dir() -> Path:
+    """The installed `sessdex.migrations` package's own folder (never a top-level `migrations` on sys.path)."""
+    from sessdex import migrations
+
+    return Path(migrations.__file__).resolve().parent
+
+
+def alembic_config(url: str, output: TextIO | None = None):
+    """An Alembic Config pointing at the packaged migrations and the catalog URL (no .ini file).
+
+    Alembic's own messages go to `output` (discarded by default: the CLI's stdout carries only data).
+    """
+    from alembic.config import Config
+
+    config = Config(stdout=output if output is not None else io.StringIO())
+    config.set_main_option("script_location", str(_migrations_dir()))
+    # ConfigParser interpolates "%": escape it so URLs with encoded characters survive.
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+@contextmanager
+def alembic_on(location: CatalogLocation) -> Iterator[Any]:
+    """An Alembic Config bound to one transaction on the catalog, for running a command in code."""
+    engine = create_catalog_engine(location.url)
+    try:
+        with engine.begin() as connection:
+            config = alembic_config(location.url)
+            config.attributes["connection"] = connection
+            yield config
+    finally:
+        engine.dispose()
+
+
+def upgrade_catalog(location: CatalogLocation) -> None:
+    """Bring the catalog at `location` to the newest revision; concurrent callers wait on a file lock."""
+    from alembic import command
+    from alembic.util.exc import CommandError
+
+    if location.sqlite_path is not None:
+        location.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(location.migrate_lock_path):
+        if location.sqlite_path is not None:
+            # WAL is a property of the file and cannot be switched inside the migration's transaction.
+            connection = sqlite3.connect(location.sqlite_path)
+            try:
+                connection.execute("PRAGMA journal_mode = WAL")
+            finally:
+                connection.close()
+        try:
+            with alembic_on(location) as config:
+                command.upgrade(config, "head")
+        except CommandError as exc:
+            raise CatalogError(f"cannot upgrade the catalog {location.display}: {exc} (it may have been created "
+                               "by a newer sessdex; use another --catalog or rebuild it with "
+                               "`sessdex index --rebuild`)") from exc
+
+
+def check_catalog(location: CatalogLocation) -> None:
+    """Run Alembic's `check` (autogenerate finds no difference between migrations and schema.py) or raise."""
+    from alembic import command
+
+    with alembic_on(location) as config:
+        command.check(config)

@@ -1,0 +1,109 @@
+"""The catalog's tables as SQLAlchemy Core metadata: the single source of truth for its schema (S17).
+
+Alembic migrations create and upgrade the database to match this metadata (a test runs Alembic's
+`check`); the statements in `sessdex.catalog.store.statements` are built on these tables and compiled once into
+`sessdex.catalog.store.compiled_sql` for the fast read path. The FTS5 tables (`message_fts`, `session_fts`) and the
+triggers that keep them in sync are SQLite-only: migrations create them by hand and autogenerate
+ignores them (see `is_fts_table`).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+)
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+FTS_TABLE_PREFIXES = ("message_fts", "session_fts")
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+# One row per session file the indexer has seen. The stat columns decide freshness; `indexed_offset`
+# is where the next append is read from (the start of a torn last line, if any); `summary_state` is
+# the JSON state of core.summary.SessionSummary after the bytes up to `indexed_offset`. The visible
+# columns (message_count, title, ...) also include the pending tail, exactly as a file scan sees it.
+# `prefix_state` is the fold of the file's first 4 KB (what get_recent_sessions reads), NULL when that
+# prefix holds no valid header.
+session_files = Table(
+    "session_files",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("path", Text, nullable=False, unique=True),
+    Column("directory", Text, nullable=False),
+    Column("device", BigInteger, nullable=False),
+    Column("inode", BigInteger, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("mtime_ns", BigInteger, nullable=False),
+    Column("indexed_offset", BigInteger, nullable=False),
+    Column("head_length", Integer, nullable=False),
+    Column("head_digest", Text, nullable=False),
+    Column("summary_state", Text, nullable=False),
+    Column("unparseable_lines", Integer, nullable=False),
+    Column("pending_unparseable", Integer, nullable=False),
+    Column("header_valid", Boolean, nullable=False),
+    Column("session_id", Text),
+    Column("cwd", Text),
+    Column("title", Text),
+    Column("header_title", Text),
+    Column("short_summary", Text),
+    Column("parent_session", Text),
+    Column("created", Text),
+    Column("message_count", Integer, nullable=False),
+    Column("entry_count", Integer, nullable=False),
+    Column("first_message", Text),
+    Column("prefix_state", Text),
+    Column("last_entry_id", Text),
+    Column("last_model", Text),
+    Column("input_tokens", BigInteger, nullable=False),
+    Column("output_tokens", BigInteger, nullable=False),
+    Column("cache_read_tokens", BigInteger, nullable=False),
+    Column("cache_write_tokens", BigInteger, nullable=False),
+    Column("cost_total", Float, nullable=False),
+    Column("indexed_at_ms", BigInteger, nullable=False),
+    # Both indexes below cover the freshness pass's columns, so it never reads the (large) rows.
+    Index(None, "directory", "mtime_ns", "path", "device", "inode", "size"),
+    Index(None, "path", "device", "inode", "size", "mtime_ns"),
+    Index(None, "session_id"),
+    Index(None, "device", "inode"),
+)
+
+# The searchable text of every record, in file order. Rows with `pending` set come from an
+# unterminated last line and are replaced when the indexer next reads that file.
+messages = Table(
+    "messages",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("file_id", Integer, ForeignKey("session_files.id", ondelete="CASCADE"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("pending", Boolean, nullable=False),
+    Column("text", Text, nullable=False),
+    Index(None, "file_id", "seq"),
+)
+
+# Small facts about the catalog itself (for example the sessions root of the last full scan).
+catalog_meta = Table(
+    "catalog_meta",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+
+def is_fts_table(name: str | None) -> bool:
+    """True for the hand-made FTS5 tables and their shadow tables, which autogenerate must ignore."""
+    return bool(name) and name.startswith(FTS_TABLE_PREFIXES)

@@ -1,0 +1,165 @@
+"""Fuzzy matching of a typed query against one text: does it match, how well, and which characters matched.
+
+The picker ranks its rows in bulk (`sessdex.catalog.tui.picker_search`); this module answers the per-text questions
+that bulk ranking leaves open: the best alignment of a query in a displayed text (for highlighting) and
+its score. Matching is case-insensitive; whitespace in the query separates words, which must appear in
+order. A query matches when it is a substring of the text, or else when its non-space characters are a
+subsequence of the text.
+
+Scoring (higher is better) rewards what makes a match look intentional: each matched character scores,
+characters at a word start and runs of consecutive characters earn bonuses, and gaps cost a little.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCORE_MATCH = 16
+BONUS_WORD_START = 8
+BONUS_FIRST_CHAR_MULTIPLIER = 2
+BONUS_CONSECUTIVE = 4
+BONUS_SUBSTRING = 8
+PENALTY_GAP_START = 3
+PENALTY_GAP_EXTENSION = 1
+MAX_SUBSTRING_CANDIDATES = 16
+
+
+@dataclass(frozen=True)
+class FuzzyMatch:
+    """Where and how well a query matched a text: `positions` index the original text, ascending."""
+
+    score: int
+    positions: tuple[int, ...]
+
+
+def fold(text: str) -> str:
+    """`text` lower-cased character by character, so that every index still points at the same character."""
+    folded = text.lower()
+    if len(folded) == len(text):
+        return folded
+    return "".join(lowered if len(lowered := char.lower()) == 1 else char for char in text)
+
+
+def normalize_query(query: str) -> str:
+    """The query as matched: folded, trimmed, inner whitespace runs collapsed to one space."""
+    return " ".join(fold(query).split())
+
+
+def is_word_start(text: str, index: int) -> bool:
+    """True when `text[index]` begins a word: at the start, after a non-alphanumeric, or a camelCase hump."""
+    if index == 0:
+        return True
+    previous, current = text[index - 1], text[index]
+    if not previous.isalnum():
+        return current.isalnum()
+    return previous.islower() and current.isupper() or previous.isalpha() and current.isdigit()
+
+
+def score_positions(text: str, positions: tuple[int, ...]) -> int:
+    """The score of matching the characters of `text` at `positions` (see the module docstring)."""
+    score = 0
+    previous = -2
+    for rank, index in enumerate(positions):
+        score += SCORE_MATCH
+        if is_word_start(text, index):
+            score += BONUS_WORD_START * (BONUS_FIRST_CHAR_MULTIPLIER if rank == 0 else 1)
+        if index == previous + 1:
+            score += BONUS_CONSECUTIVE
+        elif rank > 0:
+            score -= PENALTY_GAP_START + PENALTY_GAP_EXTENSION * (index - previous - 2)
+        previous = index
+    return score
+
+
+def _best_substring(text: str, folded_text: str, needle: str) -> FuzzyMatch | None:
+    """The best-scoring occurrence of `needle` among the first few; None when it does not occur."""
+    best: FuzzyMatch | None = None
+    start = folded_text.find(needle)
+    for _ in range(MAX_SUBSTRING_CANDIDATES):
+        if start < 0:
+            break
+        positions = tuple(index for index in range(start, start + len(needle)) if not needle[index - start].isspace())
+        candidate = FuzzyMatch(score_positions(text, positions) + BONUS_SUBSTRING, positions)
+        if best is None or candidate.score > best.score:
+            best = candidate
+        start = folded_text.find(needle, start + 1)
+    return best
+
+
+def _subsequence(folded_text: str, chars: str) -> tuple[int, ...] | None:
+    """A tight alignment of `chars` in `folded_text`: the earliest complete match, then shrunk from its end."""
+    index = -1
+    for char in chars:
+        index = folded_text.find(char, index + 1)
+        if index < 0:
+            return None
+    # Walk back from the earliest end to the latest start that still fits: the shortest window ending there.
+    positions = [index]
+    for char in reversed(chars[:-1]):
+        index = folded_text.rfind(char, 0, index)
+        positions.append(index)
+    return tuple(reversed(positions))
+
+
+def _word_start_subsequence(text: str, folded_text: str, chars: str) -> tuple[int, ...] | None:
+    """An alignment that puts each character on a word start or right after the previous one, if there is one."""
+    positions: list[int] = []
+    index = -1
+    for char in chars:
+        if index + 1 < len(folded_text) and positions and folded_text[index + 1] == char:
+            index += 1
+        else:
+            index = folded_text.find(char, index + 1)
+            while index >= 0 and not is_word_start(text, index):
+                index = folded_text.find(char, index + 1)
+            if index < 0:
+                return None
+        positions.append(index)
+    return tuple(positions)
+
+
+def fuzzy_match(query: str, text: str) -> FuzzyMatch | None:
+    """Match `query` against `text`; None when it does not match, else the best alignment found and its score.
+
+    An empty query matches everything with score 0 and no positions.
+    """
+    needle = normalize_query(query)
+    if not needle:
+        return FuzzyMatch(0, ())
+    folded_text = fold(text)
+    substring = _best_substring(text, folded_text, needle)
+    if substring is not None:
+        return substring
+    chars = needle.replace(" ", "")
+    tight = _subsequence(folded_text, chars)
+    if tight is None:
+        return None
+    candidates = [tight]
+    acronym = _word_start_subsequence(text, folded_text, chars)
+    if acronym is not None:
+        candidates.append(acronym)
+    best = max(candidates, key=lambda positions: score_positions(text, positions))
+    return FuzzyMatch(score_positions(text, best), best)
+
+
+def highlight_runs(text: str, positions: tuple[int, ...]) -> list[tuple[str, bool]]:
+    """`text` cut into (piece, highlighted) runs, highlighted where `positions` say; pieces join back to `text`."""
+    runs: list[tuple[str, bool]] = []
+    start = 0  # where the text not yet in `runs` begins
+    run_start = run_end = -1  # the highlighted run being grown
+    for index in sorted({position for position in positions if 0 <= position < len(text)}):
+        if index == run_end:
+            run_end += 1
+            continue
+        if run_start >= 0:
+            runs.append((text[run_start:run_end], True))
+            start = run_end
+        if index > start:
+            runs.append((text[start:index], False))
+        run_start, run_end = index, index + 1
+    if run_start >= 0:
+        runs.append((text[run_start:run_end], True))
+        start = run_end
+    if start < len(text):
+        runs.append((text[start:], False))
+    return runs

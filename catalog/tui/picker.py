@@ -1,0 +1,464 @@
+"""The session picker (S14): a full-screen prompt_toolkit list of sessions, filtered as you type.
+
+prompt_toolkit rather than textual: it starts in tens of milliseconds instead of hundreds, and its pipe
+input plus `DummyOutput` drive the real key bindings headlessly in tests. This module is only imported
+when a picker opens; the CLI's hot paths never load prompt_toolkit.
+
+The screen: a header (scope, counts), the query line, column titles, the rows, a detail line for the
+selected row (its path, or the matching message text) and a key help line. Keys:
+Up/Down (Ctrl+P/Ctrl+N), PageUp/PageDown, Home/End move; Enter selects (nothing on an empty list);
+Esc cancels; Ctrl+C is the hard exit (the caller exits with status 0); Tab switches between this
+project and all projects; typing, Backspace, Ctrl+W and Ctrl+U edit the query.
+
+Work that does not fit in a keystroke runs in the background on the picker's event loop: the rest of
+the weak-fuzzy ranking (in chunks between keystrokes), the content search (debounced, in a worker
+thread) and loading another scope's rows (in a worker thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from prompt_toolkit.application import Application
+from prompt_toolkit.data_structures import Size
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
+from prompt_toolkit.layout import Layout, Window
+from prompt_toolkit.layout.controls import FormattedTextControl
+from prompt_toolkit.output import Output
+from prompt_toolkit.styles import Style
+
+from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
+from sessdex.catalog.tui.picker_model import PickerModel
+from sessdex.catalog.queries.picker_source import (
+    MATCH_CLOSE,
+    MATCH_OPEN,
+    SCOPES,
+    PickerRow,
+    PickerSource,
+    Scope,
+)
+from sessdex.catalog.tui.width import char_width, display_width
+from sessdex.core.discovery import sanitize_display_name, time_ago
+
+ELLIPSIS = "…"
+ESCAPE_TIMEOUT_S = 0.05  # how long a lone Esc waits for the rest of an escape sequence
+CONTENT_DEBOUNCE_S = 0.15
+RANKING_CHUNK_ROWS = 1_000
+FIXED_LINES = 5  # header, query, column titles, detail, help
+AGO_WIDTH = 10  # "12/31/2025"
+COUNT_WIDTH = 9  # "9999 msgs"
+MIN_TITLE_WIDTH = 12
+GAP = "  "
+
+STYLE = Style.from_dict({
+    "header": "bold",
+    "scope.active": "reverse bold",
+    "dim": "fg:ansibrightblack",
+    "match": "fg:ansiyellow bold",
+    "row.selected": "reverse",
+    "prompt": "bold fg:ansicyan",
+    "columns": "fg:ansibrightblack underline",
+    "empty": "italic",
+    "notice": "fg:ansired",
+})
+
+
+@dataclass(frozen=True)
+class PickerResult:
+    """How the picker ended: a session was chosen, the user cancelled (Esc), or asked for the hard exit (Ctrl+C)."""
+
+    outcome: Literal["selected", "cancelled", "exit"]
+    row: PickerRow | None = None
+
+
+# -- text layout helpers ------------------------------------------------------------------------------
+
+def fit_runs(runs: list[tuple[str, bool]], width: int) -> list[tuple[str, bool]]:
+    """Highlight runs cut to `width` columns (ending in `…` when cut) and padded with spaces to exactly `width`."""
+    total = sum(display_width(text) for text, _ in runs)
+    if total > width:
+        kept: list[tuple[str, bool]] = []
+        room = max(width - 1, 0)
+        for text, marked in runs:
+            if text.isascii():
+                piece = text[:room]
+            else:
+                characters = []
+                used = 0
+                for char in text:
+                    used += char_width(char)
+                    if used > room:
+                        break
+                    characters.append(char)
+                piece = "".join(characters)
+            if piece:
+                kept.append((piece, marked))
+                room -= display_width(piece)
+            if len(piece) < len(text):
+                break
+        runs = kept + [(ELLIPSIS, False)]
+        total = sum(display_width(text) for text, _ in runs)
+    return runs + [(" " * (width - total), False)] if total < width else runs
+
+
+def highlighted(text: str, query: str, width: int) -> list[tuple[str, bool]]:
+    """`text` fitted to `width` with the characters matching `query` marked."""
+    match = fuzzy_match(query, text) if query.strip() else None
+    return fit_runs(highlight_runs(text, match.positions if match else ()), width)
+
+
+def marked_snippet_runs(snippet: str) -> list[tuple[str, bool]]:
+    """A source snippet (matches between MATCH_OPEN and MATCH_CLOSE) as highlight runs."""
+    runs: list[tuple[str, bool]] = []
+    for index, piece in enumerate(snippet.split(MATCH_OPEN)):
+        inside, _, after = piece.partition(MATCH_CLOSE) if index else ("", "", piece)
+        runs += [(inside, True)] if inside else []
+        runs += [(after, False)] if after else []
+    return runs
+
+
+def short_path(path: str, width: int) -> str:
+    """`path` with the home folder as `~`, keeping its end (`…` in front) when longer than `width` columns."""
+    home = os.path.expanduser("~").rstrip("/")
+    if home and (path == home or path.startswith(home + "/")):
+        path = "~" + path[len(home):]
+    if display_width(path) <= width:
+        return path
+    start, used = len(path), 0
+    while start > 0 and used + display_width(path[start - 1]) <= width - 1:
+        start -= 1
+        used += display_width(path[start])
+    return ELLIPSIS + path[start:]
+
+
+def message_count_label(count: int) -> str:
+    """'1 msg', '12 msgs'."""
+    return f"{count} msg" if count == 1 else f"{count} msgs"
+
+
+@dataclass(frozen=True)
+class _Columns:
+    title: int
+    session_id: int
+    cwd: int
+
+    @classmethod
+    def for_width(cls, width: int, id_length: int) -> _Columns:
+        cwd = min(32, width // 4) if width >= 80 else 0
+        fixed = 2 + len(GAP) * (3 + (1 if cwd else 0)) + id_length + AGO_WIDTH + COUNT_WIDTH + cwd
+        return cls(max(width - fixed, MIN_TITLE_WIDTH), id_length, cwd)
+
+
+# -- the screen ----------------------------------------------------------------------------------------
+
+class PickerScreen:
+    """Turns a PickerModel into the fragments of each screen line (pure: no terminal, no event loop)."""
+
+    def __init__(self, model: PickerModel, *, heading: str, cwd: str, now_ms: float) -> None:
+        self.model = model
+        self.heading = heading
+        self.cwd = cwd
+        self.now_ms = now_ms
+        self.notice = ""
+        self.updating: set[Scope] = set()  # scopes whose rows the source is bringing up to date
+
+    def header(self, width: int) -> StyleAndTextTuples:
+        """Heading, both scopes with the active one marked (◉, reverse video), and the result count."""
+        model = self.model
+        labels = {"project": f"This project ({short_path(self.cwd, max(width // 3, 10))})", "all": "All projects"}
+        scopes: StyleAndTextTuples = []
+        for scope in SCOPES:
+            active = scope == model.scope
+            scopes += [("class:scope.active" if active else "", f" {'◉' if active else '○'} {labels[scope]} "),
+                       ("", " ")]
+        scopes.append(("class:dim", " Tab switches"))
+        count = ("" if model.loading
+                 else f"{len(model.results)}{'' if model.search_complete else '+'} of {len(model.rows)}")
+        if model.content_pending:
+            count = "searching messages…  " + count
+        if model.scope in self.updating:
+            count = "checking for changes…  " + count
+        left: StyleAndTextTuples = [("class:header", f" {self.heading}  "), *scopes]
+        used = sum(display_width(text) for _, text in left)
+        return [*left, ("", " " * max(width - used - display_width(count) - 1, 1)), ("class:dim", count)]
+
+    def query_line(self) -> StyleAndTextTuples:
+        """The prompt and the query, with the cursor after it (a placeholder while empty)."""
+        fragments: StyleAndTextTuples = [("class:prompt", "> "), ("", self.model.query), ("[SetCursorPosition]", "")]
+        if not self.model.query:
+            fragments.append(("class:dim", "type to filter: id, title, cwd, first message, path, message text"))
+        return fragments
+
+    def column_titles(self, width: int) -> StyleAndTextTuples:
+        """The column headings over the rows."""
+        columns = _Columns.for_width(width, self.model.id_length)
+        cells = ["  " + "TITLE / FIRST MESSAGE".ljust(columns.title), "ID".ljust(columns.session_id),
+                 "MODIFIED".rjust(AGO_WIDTH), "MSGS".rjust(COUNT_WIDTH)] + (["CWD"] if columns.cwd else [])
+        return [("class:columns", GAP.join(cells)[:width])]
+
+    def row(self, position: int, width: int) -> StyleAndTextTuples:
+        """One result line: marker, title or first message, id prefix, time ago, message count, cwd."""
+        model = self.model
+        row_index = model.results[position]
+        row = model.rows[row_index]
+        columns = _Columns.for_width(width, model.id_length)
+        query = model.query
+        selected = position == model.selected
+        base = "class:row.selected" if selected else ""
+        cells: list[list[tuple[str, bool]]] = [
+            highlighted(sanitize_display_name(row.title or row.first_message), query, columns.title),
+            highlighted(row.session_id[:columns.session_id], query, columns.session_id),
+            [(time_ago(row.modified_ms, self.now_ms).rjust(AGO_WIDTH), False)],
+            [(message_count_label(row.message_count).rjust(COUNT_WIDTH), False)],
+        ]
+        if columns.cwd:
+            cells.append(highlighted(short_path(row.cwd, columns.cwd), query, columns.cwd))
+        fragments: StyleAndTextTuples = [(base, "❯ " if selected else "  ")]
+        for number, cell in enumerate(cells):
+            if number:
+                fragments.append((base, GAP))
+            fragments += [(f"{base} class:match" if marked else base, text) for text, marked in cell]
+        if not selected:  # unstyled trailing blanks would only be more cells for the terminal diff to compare
+            while fragments and not fragments[-1][0] and not fragments[-1][1].strip():
+                fragments.pop()
+            if fragments and not fragments[-1][0]:
+                fragments[-1] = ("", fragments[-1][1].rstrip())
+        return fragments
+
+    def empty_message(self) -> str:
+        """What the list says when it has no row to show."""
+        model = self.model
+        if model.loading:
+            return "Loading the sessions of all projects…" if model.scope == "all" else "Loading sessions…"
+        if not model.rows:
+            return ("No sessions in this project. Press Tab to show all projects." if model.scope == "project"
+                    else "No sessions found.")
+        if model.content_pending:
+            return f"No title, id or path matches “{model.query.strip()}”; searching message text…"
+        return f"No sessions match “{model.query.strip()}”."
+
+    def body(self, width: int, height: int) -> StyleAndTextTuples:
+        """The list area, exactly `height` lines: the rows (or the empty-list message), then blank lines."""
+        positions = self.model.window(height)
+        fragments: StyleAndTextTuples = []
+        if positions:
+            for position in positions:
+                fragments += self.row(position, width)
+                fragments.append(("", "\n"))
+        else:
+            fragments += [("class:empty", "  " + self.empty_message()), ("", "\n")]
+        fragments.append(("", "\n" * (height - max(len(positions), 1) - 1)))
+        return fragments
+
+    def detail(self, width: int) -> StyleAndTextTuples:
+        """About the selected row: the matching message text when it was found there, else its file path."""
+        model = self.model
+        index = model.selected_row_index()
+        if index is None:
+            return []
+        snippet = model.snippet(index)
+        if snippet is not None:
+            runs = fit_runs([("in messages: ", False), *marked_snippet_runs(snippet)], max(width - 1, 1))
+        else:
+            runs = highlighted(short_path(model.rows[index].path, width - 1), model.query, max(width - 1, 1))
+        return [("class:match" if marked else "class:dim", text) for text, marked in runs]
+
+    def help_line(self, width: int) -> StyleAndTextTuples:
+        """The keys, or the latest notice (a background task that failed)."""
+        if self.notice:
+            return [("class:notice", self.notice[:width])]
+        text = ("↑↓ move  PgUp/PgDn page  Home/End first/last  Enter open  Tab scope  Esc cancel  "
+                "Ctrl+C quit")
+        return [("class:dim", text[:width])]
+
+
+# -- the application --------------------------------------------------------------------------------------
+
+class SessionPicker:
+    """One picker run over a PickerSource: build it, then `run()` (or `await run_async()`) for a PickerResult."""
+
+    def __init__(self, source: PickerSource, scope: Scope, *, heading: str = "Resume a session",
+                 rows: list[PickerRow] | None = None, now_ms: float | None = None,
+                 input: Input | None = None, output: Output | None = None,
+                 content_debounce_s: float = CONTENT_DEBOUNCE_S) -> None:
+        self.source = source
+        self.content_debounce_s = content_debounce_s
+        self.model = PickerModel(scope, rows if rows is not None else source.rows(scope),
+                                 sessions_root=source.sessions_root)
+        self.screen = PickerScreen(self.model, heading=heading, cwd=source.cwd,
+                                   now_ms=time.time() * 1000 if now_ms is None else now_ms)
+        self._content_task: asyncio.Task[None] | None = None
+        self._ranking_task: asyncio.Task[None] | None = None
+        self._loading: set[Scope] = set()
+        self._verified: set[Scope] = set()
+        self.app: Application[PickerResult] = Application(
+            layout=self._layout(), key_bindings=self._key_bindings(), style=STYLE, full_screen=True,
+            mouse_support=False, input=input, output=output,
+            max_render_postpone_time=0)  # draw right after each key, even while background work is queued
+        self.app.ttimeoutlen = ESCAPE_TIMEOUT_S
+
+    # -- layout ---------------------------------------------------------------------------------------
+
+    def _size(self) -> Size:
+        return self.app.output.get_size()
+
+    def _layout(self) -> Layout:
+        """One window drawing every line: each extra window would cost layout work on every redraw."""
+        return Layout(Window(FormattedTextControl(self._screen_fragments, focusable=True, show_cursor=True),
+                             wrap_lines=False))
+
+    def _screen_fragments(self) -> StyleAndTextTuples:
+        width = self._size().columns
+        screen = self.screen
+        lines = [screen.header(width), screen.query_line(), screen.column_titles(width),
+                 screen.body(width, self._body_height()), screen.detail(width), screen.help_line(width)]
+        fragments: StyleAndTextTuples = []
+        for line in lines:
+            fragments += line
+            fragments.append(("", "\n"))
+        return fragments[:-1]
+
+    def _body_height(self) -> int:
+        return max(self._size().rows - FIXED_LINES, 1)
+
+    # -- keys -------------------------------------------------------------------------------------------
+
+    def _key_bindings(self) -> KeyBindings:
+        bindings = KeyBindings()
+        model = self.model
+
+        def on(*keys: str | Keys) -> Callable[[Callable[[], object]], None]:
+            def register(action: Callable[[], object]) -> None:
+                for key in keys:
+                    bindings.add(key)(lambda _event, act=action: act())
+            return register
+
+        on("up", "c-p")(lambda: model.move(-1))
+        on("down", "c-n")(lambda: model.move(1))
+        on("pageup")(lambda: model.page(-1))
+        on("pagedown")(lambda: model.page(1))
+        on("home")(model.first)
+        on("end")(model.last)
+        on("enter")(self._select)
+        on("escape")(lambda: self.app.exit(result=PickerResult("cancelled")))
+        on("c-c")(lambda: self.app.exit(result=PickerResult("exit")))
+        on("tab")(self._toggle_scope)
+        on("backspace")(lambda: self._edit(model.backspace))
+        on("c-w")(lambda: self._edit(model.delete_word))
+        on("c-u")(lambda: self._edit(model.clear_query))
+
+        @bindings.add(Keys.BracketedPaste)
+        @bindings.add(Keys.Any)
+        def _type(event: KeyPressEvent) -> None:
+            text = event.data
+            if event.key_sequence[0].key == Keys.BracketedPaste or text.isprintable():
+                self._edit(lambda: model.type_text(text))
+
+        return bindings
+
+    def _select(self) -> None:
+        row = self.model.selected_row()
+        if row is not None:  # Enter on an empty list does nothing (S14)
+            self.app.exit(result=PickerResult("selected", row))
+
+    def _edit(self, change: Callable[[], None]) -> None:
+        change()
+        self._schedule_background_work()
+
+    def _toggle_scope(self) -> None:
+        scope = self.model.toggle_scope()
+        if self.model.loading and scope not in self._loading:
+            self._loading.add(scope)
+            self.app.create_background_task(self._load_scope(scope))
+        self._schedule_background_work()
+
+    # -- background work ------------------------------------------------------------------------------------
+
+    def _schedule_background_work(self) -> None:
+        """After the query or scope changed: finish ranking between keystrokes, fetch content matches."""
+        for task in (self._ranking_task, self._content_task):
+            if task is not None:
+                task.cancel()
+        self._ranking_task = self._content_task = None
+        if not self.model.search_complete:
+            self._ranking_task = self.app.create_background_task(self._finish_ranking())
+        key = self.model.content_key
+        if key is not None:
+            self._content_task = self.app.create_background_task(self._fetch_content(key))
+
+    async def _finish_ranking(self) -> None:
+        # Rank-4 rows only ever go below what is shown, so redraw for them only while the page is not full.
+        while not self.model.advance_search(RANKING_CHUNK_ROWS):
+            if len(self.model.results) < self.model.top + self._body_height():
+                self.app.invalidate()
+            await asyncio.sleep(0)  # let keystrokes in between chunks
+        self.app.invalidate()
+
+    async def _fetch_content(self, key: tuple[str, Scope]) -> None:
+        await asyncio.sleep(self.content_debounce_s)
+        needle, scope = key
+        matches = await self._in_worker("searching message text", self.source.content_matches, needle, scope)
+        self.model.set_content_matches(key, matches or {})
+        self.app.invalidate()
+
+    async def _load_scope(self, scope: Scope) -> None:
+        rows = await self._in_worker("loading sessions", self.source.rows, scope)
+        self._loading.discard(scope)
+        self._show_rows(scope, rows or [])
+        self._verify(scope)
+
+    def _show_rows(self, scope: Scope, rows: list[PickerRow]) -> None:
+        self.model.set_rows(scope, rows)
+        if scope == self.model.scope:
+            self._schedule_background_work()
+        self.app.invalidate()
+
+    def _verify(self, scope: Scope) -> None:
+        """Have the source bring `scope` up to date in the background (once), and show its rows again if changed."""
+        if scope not in self._verified:
+            self._verified.add(scope)
+            self.app.create_background_task(self._verify_scope(scope))
+
+    async def _verify_scope(self, scope: Scope) -> None:
+        self.screen.updating.add(scope)
+        try:
+            if await self._in_worker("checking for changed sessions", self.source.refresh, scope):
+                rows = await self._in_worker("loading sessions", self.source.rows, scope)
+                if rows is not None:
+                    self._show_rows(scope, rows)
+        finally:
+            self.screen.updating.discard(scope)
+            self.app.invalidate()
+
+    async def _in_worker(self, what: str, function: Callable[..., Any], *args: Any) -> Any:
+        """`function(*args)` in a worker thread; on failure, None and a notice on the screen (the picker stays up)."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+        except Exception as error:  # noqa: BLE001 - any failure of the source must leave the picker usable
+            self.screen.notice = f"{what} failed: {error}"
+            self.app.invalidate()
+            return None
+
+    def _warm_up(self) -> None:
+        """Right after the first paint: build the search strings, then check the rows are current."""
+        loop = asyncio.get_running_loop()
+        loop.call_soon(self.model.build_index)
+        loop.call_soon(self._verify, self.model.scope)
+
+    # -- running ---------------------------------------------------------------------------------------------
+
+    async def run_async(self) -> PickerResult:
+        """Show the picker until a session is selected, Esc or Ctrl+C."""
+        return await self.app.run_async(pre_run=self._warm_up)
+
+    def run(self) -> PickerResult:
+        """Show the picker (blocking) until a session is selected, Esc or Ctrl+C."""
+        return self.app.run(pre_run=self._warm_up)

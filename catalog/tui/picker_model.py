@@ -1,0 +1,283 @@
+"""The session picker's state, without any terminal: rows per scope, the query, the ranked results, the selection.
+
+Every key of the picker maps to one method here, so that behaviour is testable without a screen; the
+prompt_toolkit layer (`sessdex.catalog.tui.picker`) only draws this state and schedules the background work it asks
+for (`advance_search`, content matches, loading a scope).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sessdex.catalog.tui.fuzzy import normalize_query
+from sessdex.catalog.tui.picker_search import Search, SearchIndex
+from sessdex.catalog.queries.picker_source import SCOPES, PickerRow, Scope, should_search_content
+
+MIN_ID_PREFIX = 8
+# At most this many rows get the slow weak-fuzzy test before a keystroke paints; the rest run in the background.
+SYNC_FILL_ROWS = 2_000
+
+
+def distinct_prefix_length(ids: list[str]) -> int:
+    """The shortest length >= 8 at which the ids have as many distinct prefixes as distinct values."""
+    distinct = len(set(ids))
+    longest = max((len(value) for value in ids), default=MIN_ID_PREFIX)
+    length = MIN_ID_PREFIX
+    while length < longest and len({value[:length] for value in ids}) < distinct:
+        length += 1
+    return length
+
+
+@dataclass
+class _ScopeData:
+    rows: list[PickerRow]
+    index: SearchIndex
+    position_of_path: dict[str, int]
+    id_length: int
+
+
+class PickerModel:
+    """Query, scope, results and selection of one picker run."""
+
+    def __init__(self, scope: Scope, rows: list[PickerRow] | None = None, *, sessions_root: str | None = None,
+                 page_size: int = 10) -> None:
+        self.scope: Scope = scope
+        self.query = ""
+        self.page_size = page_size
+        self.sessions_root = sessions_root
+        self.selected = 0
+        self.top = 0
+        self._scopes: dict[Scope, _ScopeData] = {}
+        self._search: Search | None = None
+        self._content: dict[str, str] = {}
+        self._content_key: tuple[str, Scope] | None = None
+        # results = the head (ranks 0-3, then content hits), rebuilt when the query, scope or content changes,
+        # followed by the rank-4 rows, appended as the search finds them.
+        self._results: list[int] = []
+        self._listed: set[int] = set()
+        self._head_valid = False
+        self._weak_consumed = 0
+        if rows is not None:
+            self.set_rows(scope, rows)
+
+    # -- rows per scope -------------------------------------------------------------------------------
+
+    def set_rows(self, scope: Scope, rows: list[PickerRow]) -> None:
+        """Install `scope`'s rows (newest first); when it is the current scope, search them again and keep
+        the selected session selected if it is still there."""
+        moved_to = self.selected_row() if scope == self.scope and self.selected else None
+        data = _ScopeData(rows, SearchIndex(rows, self.sessions_root),
+                          {row.path: position for position, row in enumerate(rows)},
+                          distinct_prefix_length([row.session_id for row in rows]))
+        self._scopes[scope] = data
+        if scope == self.scope:
+            self._restart()
+            if moved_to is not None:
+                self._keep_selected(data.position_of_path.get(moved_to.path))
+
+    @property
+    def loading(self) -> bool:
+        """True while the current scope's rows are not loaded yet."""
+        return self.scope not in self._scopes
+
+    @property
+    def rows(self) -> list[PickerRow]:
+        """Every row of the current scope ([] while loading)."""
+        data = self._scopes.get(self.scope)
+        return data.rows if data is not None else []
+
+    @property
+    def id_length(self) -> int:
+        """How many characters of an id tell the current scope's sessions apart."""
+        data = self._scopes.get(self.scope)
+        return data.id_length if data is not None else MIN_ID_PREFIX
+
+    def build_index(self) -> None:
+        """Prepare the current scope's search strings now (done when idle, so the first keystroke is fast)."""
+        data = self._scopes.get(self.scope)
+        if data is not None:
+            data.index.build()
+
+    # -- query and scope --------------------------------------------------------------------------------
+
+    @property
+    def needle(self) -> str:
+        """The query as matched (folded, whitespace collapsed)."""
+        return normalize_query(self.query)
+
+    def set_query(self, query: str) -> None:
+        """Replace the query, rank again (narrowing from the previous search when it extends), select the top."""
+        if query == self.query:
+            return
+        self.query = query
+        data = self._scopes.get(self.scope)
+        if data is not None:
+            self._search = data.index.search(query, self._search)
+            self._search.fill(self._wanted_rows(), max_rows=SYNC_FILL_ROWS)
+        self._after_change()
+
+    def type_text(self, text: str) -> None:
+        """Append typed or pasted text to the query (line breaks, tabs and other control characters become spaces)."""
+        self.set_query(self.query + "".join(char if char.isprintable() else " " for char in text))
+
+    def backspace(self) -> None:
+        """Delete the query's last character."""
+        self.set_query(self.query[:-1])
+
+    def delete_word(self) -> None:
+        """Delete the query's last word (and the spaces after it)."""
+        kept = self.query.rstrip()
+        self.set_query(kept[:kept.rfind(" ") + 1])
+
+    def clear_query(self) -> None:
+        """Empty the query."""
+        self.set_query("")
+
+    def toggle_scope(self) -> Scope:
+        """Switch between this project and all projects; return the new scope (its rows may still be loading)."""
+        self.scope = SCOPES[1 - SCOPES.index(self.scope)]
+        self._restart()
+        return self.scope
+
+    def _restart(self) -> None:
+        data = self._scopes.get(self.scope)
+        self._search = data.index.search(self.query) if data is not None else None
+        if self._search is not None:
+            self._search.fill(self._wanted_rows(), max_rows=SYNC_FILL_ROWS)
+        self._after_change()
+
+    def _after_change(self) -> None:
+        self._head_valid = False
+        self.selected = 0
+        self.top = 0
+
+    def _wanted_rows(self) -> int:
+        """Rows worth ranking before painting: the first page and the next (PageDown stays instant)."""
+        return 2 * self.page_size + 1
+
+    # -- background work the view schedules ----------------------------------------------------------------
+
+    @property
+    def search_complete(self) -> bool:
+        """True when every row has been tested against the query."""
+        return self._search is None or self._search.complete
+
+    def advance_search(self, max_rows: int) -> bool:
+        """Test up to `max_rows` more rows; return True when the search is complete. Keeps the selected row."""
+        if self._search is None or self._search.complete:
+            return True
+        return self._search.advance(max_rows)
+
+    @property
+    def content_key(self) -> tuple[str, Scope] | None:
+        """(needle, scope) a content search should run for now, None when the query is too short for one."""
+        needle = self.needle
+        if self.loading or not should_search_content(needle):
+            return None
+        return (needle, self.scope)
+
+    @property
+    def content_pending(self) -> bool:
+        """True while the content matches for the current query have not arrived."""
+        key = self.content_key
+        return key is not None and key != self._content_key
+
+    def set_content_matches(self, key: tuple[str, Scope], matches: dict[str, str]) -> None:
+        """Merge the source's content matches for `key`; ignored when the query or scope moved on."""
+        if key != self.content_key:
+            return
+        moved_to = self.selected_row_index() if self.selected else None
+        self._content_key = key
+        self._content = matches
+        self._head_valid = False
+        if moved_to is not None:
+            self._keep_selected(moved_to)
+
+    def _keep_selected(self, row: int | None) -> None:
+        """After the results changed under a selection the user moved: select `row` again, if still listed.
+
+        (An untouched selection stays on the top row, which is the best match.)"""
+        results = self.results
+        self.selected = results.index(row) if row in results else min(self.selected, max(len(results) - 1, 0))
+
+    # -- results ------------------------------------------------------------------------------------------
+
+    @property
+    def results(self) -> list[int]:
+        """Row indices shown, best first: id/title/substring matches (ranks 0-3), then sessions whose messages
+        match (content search), then the weak fuzzy matches (rank 4, growing while the search completes)."""
+        if self._search is None:
+            return []
+        if not self._head_valid:
+            self._results = self._search.strong_ranked()
+            self._listed = set(self._results)
+            for row in self._content_rows():
+                if row not in self._listed:
+                    self._results.append(row)
+                    self._listed.add(row)
+            self._head_valid = True
+            self._weak_consumed = 0
+        weak = self._search.weak_fuzzy()
+        if self._weak_consumed < len(weak):
+            listed = self._listed
+            self._results.extend(row for row in weak[self._weak_consumed:] if row not in listed)
+            self._weak_consumed = len(weak)
+        return self._results
+
+    def _content_rows(self) -> list[int]:
+        data = self._scopes.get(self.scope)
+        if data is None or self._content_key != self.content_key:
+            return []
+        return [data.position_of_path[path] for path in self._content if path in data.position_of_path]
+
+    def snippet(self, row: int) -> str | None:
+        """The content-search snippet of a row for the current query, if the source returned one."""
+        if self._content_key != self.content_key:
+            return None
+        return self._content.get(self.rows[row].path)
+
+    def selected_row_index(self) -> int | None:
+        """The selected row's index in `rows`, None when nothing is shown."""
+        results = self.results
+        return results[self.selected] if 0 <= self.selected < len(results) else None
+
+    def selected_row(self) -> PickerRow | None:
+        """The selected session, None when the list is empty."""
+        index = self.selected_row_index()
+        return self.rows[index] if index is not None else None
+
+    # -- navigation ------------------------------------------------------------------------------------------
+
+    def _ensure_ranked(self, position: int) -> None:
+        """Rank (synchronously) far enough that result `position` and a page after it are known, if they exist."""
+        if self._search is not None and not self._search.complete and position >= len(self.results) - 1:
+            self._search.fill(position + self.page_size + 1, max_rows=len(self.rows))
+
+    def move(self, delta: int) -> None:
+        """Move the selection by `delta` rows, stopping at the first and last."""
+        self._ensure_ranked(self.selected + delta)
+        self.selected = max(0, min(self.selected + delta, len(self.results) - 1))
+
+    def page(self, direction: int) -> None:
+        """Move the selection one page down (1) or up (-1)."""
+        self.move(direction * max(self.page_size, 1))
+
+    def first(self) -> None:
+        """Select the first row."""
+        self.selected = 0
+
+    def last(self) -> None:
+        """Select the last row (completing the search first, so that it really is the last)."""
+        while not self.advance_search(len(self.rows)):
+            pass
+        self.selected = max(len(self.results) - 1, 0)
+
+    def window(self, height: int) -> list[int]:
+        """The result positions shown in a list `height` rows tall, scrolled so the selection is visible."""
+        self.page_size = max(height, 1)
+        if self.selected < self.top:
+            self.top = self.selected
+        elif self.selected >= self.top + height:
+            self.top = self.selected - height + 1
+        self.top = max(0, min(self.top, max(len(self.results) - height, 0)))
+        return list(range(self.top, min(self.top + height, len(self.results))))
