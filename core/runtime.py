@@ -7,9 +7,10 @@ import secrets
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Callable, Mapping, Protocol
+from datetime import UTC, datetime
+from typing import Protocol
 
 from sessdex.core.paths import AgentPaths
 from sessdex.core.storage import FileSessionStorage, SessionStorage
@@ -65,7 +66,7 @@ class RandomIds:
 
 def iso_from_ms(ms: int) -> str:
     """ISO-8601 UTC with milliseconds, as the agent writes timestamps."""
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sessdex.core.blobs import BlobStore, externalize_images, resolve_blob_references
 from sessdex.core.context import build_session_context, path_to_leaf

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -326,7 +326,7 @@ class SessionInfo:
 
 def datetime_from_ms(epoch_ms: float) -> datetime:
     """A UTC datetime at millisecond precision (what the agent's Date keeps)."""
-    return datetime.fromtimestamp(math.floor(epoch_ms) / 1000, tz=timezone.utc)
+    return datetime.fromtimestamp(math.floor(epoch_ms) / 1000, tz=UTC)
 
 
 def parse_iso_timestamp(text: str | None) -> datetime | None:
@@ -338,8 +338,8 @@ def parse_iso_timestamp(text: str | None) -> datetime | None:
     except ValueError:
         return None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 def session_info(path: Path, summary: SessionSummary, all_messages_text: str, modified_ms: float) -> SessionInfo:

@@ -40,11 +40,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from sessdex.catalog.store.db import open_catalog, resolve_location  # noqa: E402
+from gen_corpus import generate_corpus, parse_size  # noqa: E402
+
 from sessdex.catalog.cli.entry import NO_FASTPATH_ENV  # noqa: E402
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, read_heartbeat, scan_files  # noqa: E402
+from sessdex.catalog.store.db import open_catalog
+from sessdex.catalog.store.location import resolve_location
 from sessdex.core.paths import AgentPaths  # noqa: E402
-from gen_corpus import generate_corpus, parse_size  # noqa: E402
 
 SESSDEX = [str(Path(sys.executable).with_name("sessdex"))]
 BASELINE_SCRIPT = r"""

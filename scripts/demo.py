@@ -20,8 +20,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from sessdex.core.paths import AgentPaths, default_agent_dir  # noqa: E402
 from gen_corpus import generate_corpus  # noqa: E402
+
+from sessdex.core.paths import AgentPaths, default_agent_dir  # noqa: E402
 from sessdex.core.runtime import SessionRuntime  # noqa: E402
 from sessdex.core.session_manager import SessionManager  # noqa: E402
 

@@ -14,25 +14,18 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
-from sessdex.catalog.store import fts
-from sessdex.catalog.store.db import (
-    CatalogDatabase,
-    CatalogLocation,
-    SqliteCatalog,
-    exclusive_lock,
-    open_catalog,
-    remove_catalog_files,
-    resolve_location,
-)
 from sessdex.catalog.index.indexer import Indexer, read_fold, storable_text
-from sessdex.catalog.queries.sessions import Catalog, SearchHit
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, root_range, scan_files
+from sessdex.catalog.queries.sessions import Catalog, SearchHit
+from sessdex.catalog.store import fts
+from sessdex.catalog.store.db import CatalogDatabase, SqliteCatalog, open_catalog, remove_catalog_files
+from sessdex.catalog.store.location import CatalogLocation, exclusive_lock, resolve_location
 from sessdex.core.discovery import sanitize_display_name, time_ago
 from sessdex.core.errors import CatalogError, UsageError
 from sessdex.core.paths import AgentPaths
@@ -50,7 +43,7 @@ def _location(ctx: click.Context, paths: AgentPaths) -> CatalogLocation:
 
 
 def _iso(moment: datetime) -> str:
-    moment = moment.astimezone(timezone.utc)
+    moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
@@ -281,7 +274,7 @@ def repair(db: CatalogDatabase, report: DoctorReport) -> None:
 
 def _move_aside(location: CatalogLocation) -> Path:
     assert location.sqlite_path is not None
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     target = location.sqlite_path.with_name(f"{location.sqlite_path.name}.corrupt-{stamp}")
     os.replace(location.sqlite_path, target)
     for suffix in ("-wal", "-shm"):

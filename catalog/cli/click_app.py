@@ -12,22 +12,22 @@ from typing import NoReturn
 
 import click
 
-# name -> ("module:attribute", short help). A module is imported only when its subcommand runs,
+# name -> ("module:attribute" in this package, short help). A module is imported only when its subcommand runs,
 # so the hot paths (resume, recent, list) never pay for the others' imports, and `--help` none.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "context": ("sessdex.catalog.cli.inspect_commands:context_command", "Print what the model sees for a session file."),
-    "entries": ("sessdex.catalog.cli.inspect_commands:entries_command", "Print a session file's entries (read-only)."),
-    "history": ("sessdex.catalog.cli.history_commands:history_group", "Search and add prompt history (history.db)."),
-    "list": ("sessdex.catalog.cli.session_group:list_command", "List sessions of this project (or --all)."),
-    "recent": ("sessdex.catalog.cli.session_group:recent_command", "Show the most recently used sessions."),
-    "resume": ("sessdex.catalog.cli.session_group:resume_command", "Resolve a session by id prefix or path and print its file."),
-    "continue": ("sessdex.catalog.cli.session_group:continue_command", "Print the session --continue would resume here."),
-    "pick": ("sessdex.catalog.cli.pick_commands:pick_command", "Pick a session interactively."),
-    "index": ("sessdex.catalog.cli.catalog_commands:index_command", "Bring the catalog up to date (or --rebuild it)."),
-    "watch": ("sessdex.catalog.cli.catalog_commands:watch_command", "Keep the catalog current as the agent writes."),
-    "search": ("sessdex.catalog.cli.catalog_commands:search_command", "Search titles, first messages and all message text."),
-    "doctor": ("sessdex.catalog.cli.catalog_commands:doctor_command", "Check the catalog against the files and repair it."),
-    "view": ("sessdex.catalog.cli.view_commands:view_command", "View a session's transcript; switch sessions in place."),
+    "context": ("inspect_commands:context_command", "Print what the model sees for a session file."),
+    "entries": ("inspect_commands:entries_command", "Print a session file's entries (read-only)."),
+    "history": ("history_commands:history_group", "Search and add prompt history (history.db)."),
+    "list": ("session_group:list_command", "List sessions of this project (or --all)."),
+    "recent": ("session_group:recent_command", "Show the most recently used sessions."),
+    "resume": ("session_group:resume_command", "Resolve a session by id prefix or path and print its file."),
+    "continue": ("session_group:continue_command", "Print the session --continue would resume here."),
+    "pick": ("pick_commands:pick_command", "Pick a session interactively."),
+    "index": ("catalog_commands:index_command", "Bring the catalog up to date (or --rebuild it)."),
+    "watch": ("catalog_commands:watch_command", "Keep the catalog current as the agent writes."),
+    "search": ("catalog_commands:search_command", "Search titles, first messages and all message text."),
+    "doctor": ("catalog_commands:doctor_command", "Check the catalog against the files and repair it."),
+    "view": ("view_commands:view_command", "View a session's transcript; switch sessions in place."),
 }
 
 
@@ -46,7 +46,7 @@ class LazyGroup(click.Group):
         if cmd_name not in SUBCOMMANDS:
             return super().get_command(ctx, cmd_name)
         module_name, attribute = SUBCOMMANDS[cmd_name][0].split(":")
-        return getattr(importlib.import_module(module_name), attribute)
+        return getattr(importlib.import_module(f"{__package__}.{module_name}"), attribute)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -126,7 +126,7 @@ def run_fast(args: Sequence[str]) -> int | None:
     line = parse_command_line(args)
     if line is None:
         return None
-    from sessdex.catalog.store.db import CATALOG_ENV
+    from sessdex.catalog.store.location import CATALOG_ENV
     from sessdex.core.paths import AGENT_DIR_ENV, AgentPaths
 
     # As click reads the root options: the option, else the variable when it is not empty.

@@ -14,10 +14,10 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sessdex.catalog.tui.width import ELLIPSIS, char_width, display_width, fit
+from sessdex.catalog.tui.width import ELLIPSIS, display_width, fit
 from sessdex.core.discovery import sanitize_display_name, time_ago
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def echo_json(value: Any) -> None:
 
 
 def _iso(moment: datetime) -> str:
-    moment = moment.astimezone(timezone.utc)
+    moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from sessdex.catalog.cli import session_commands
-from sessdex.catalog.queries.sessions import Catalog, FileScan, open_session_source
 from sessdex.catalog.cli.output import echo
+from sessdex.catalog.queries.sessions import Catalog, FileScan, open_session_source
 from sessdex.core.paths import AgentPaths
 
 

@@ -39,8 +39,8 @@ from typing import Any
 
 import orjson
 
-from sessdex.catalog.store import fts
 from sessdex.catalog.index.bulk_writer import BulkWriter, CatalogChanged, data_version
+from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase, SqliteCatalog
 from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
 from sessdex.core.jsonl import ParsedJsonl, parse_jsonl

@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from sessdex.catalog.store.db import CatalogDatabase, CatalogLocation
+from sessdex.catalog.store.db import CatalogDatabase
+from sessdex.catalog.store.location import CatalogLocation
 
 SESSION_SUFFIX = ".jsonl"
 HEARTBEAT_MAX_AGE_SECONDS = 2.0

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, TextIO
 
-from sessdex.catalog.store.db import CatalogDatabase, CatalogLocation, exclusive_lock, open_catalog
 from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.reconcile import Scope, read_heartbeat, reconcile
+from sessdex.catalog.store.db import CatalogDatabase, open_catalog
+from sessdex.catalog.store.location import CatalogLocation, exclusive_lock
 from sessdex.core.errors import CatalogError
 
 SESSION_SUFFIX = ".jsonl"

@@ -271,7 +271,7 @@ def open_picker_source(paths: AgentPaths, cwd: str | os.PathLike[str],
                        warn: Callable[[str], None] | None = None) -> PickerSource:
     """The catalog source; the file-scan one on request (`--catalog off`) or, after `warn`ing why, when the
     catalog cannot be opened."""
-    from sessdex.catalog.store.db import CATALOG_ENV, CATALOG_OFF
+    from sessdex.catalog.store.location import CATALOG_ENV, CATALOG_OFF
     from sessdex.core.errors import CatalogError
 
     if (catalog or os.environ.get(CATALOG_ENV)) == CATALOG_OFF:

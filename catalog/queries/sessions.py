@@ -18,17 +18,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sessdex.catalog.store import fts
-from sessdex.catalog.store.db import (
-    CATALOG_ENV,
-    CATALOG_OFF,
-    CatalogDatabase,
-    CatalogLocation,
-    current_sqlite_catalog,
-    open_catalog as open_database,
-    resolve_location,
-)
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
+from sessdex.catalog.store import fts
+from sessdex.catalog.store.db import CatalogDatabase, current_sqlite_catalog
+from sessdex.catalog.store.db import (
+    open_catalog as open_database,
+)
+from sessdex.catalog.store.location import CATALOG_ENV, CATALOG_OFF, CatalogLocation, resolve_location
 from sessdex.core.errors import CatalogError
 from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import NO_MESSAGES, SessionInfo, SessionSummary, datetime_from_ms, parse_iso_timestamp

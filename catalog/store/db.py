@@ -16,24 +16,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
-import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION, SQL
 from sessdex.catalog.store.location import (
     BUSY_TIMEOUT_MS,
-    CATALOG_ENV,
-    CATALOG_FILE_NAME,
-    CATALOG_OFF,
     MMAP_BYTES,
     CatalogLocation,
     create_catalog_engine,
-    exclusive_lock,
-    resolve_location,
 )
 from sessdex.core.errors import CatalogError
 

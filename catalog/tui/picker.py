@@ -35,8 +35,6 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
-from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
-from sessdex.catalog.tui.picker_model import PickerModel
 from sessdex.catalog.queries.picker_source import (
     MATCH_CLOSE,
     MATCH_OPEN,
@@ -45,6 +43,8 @@ from sessdex.catalog.queries.picker_source import (
     PickerSource,
     Scope,
 )
+from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
+from sessdex.catalog.tui.picker_model import PickerModel
 from sessdex.catalog.tui.width import char_width, display_width
 from sessdex.core.discovery import sanitize_display_name, time_ago
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sessdex.catalog.queries.picker_source import SCOPES, PickerRow, Scope, should_search_content
 from sessdex.catalog.tui.fuzzy import normalize_query
 from sessdex.catalog.tui.picker_search import Search, SearchIndex
-from sessdex.catalog.queries.picker_source import SCOPES, PickerRow, Scope, should_search_content
 
 MIN_ID_PREFIX = 8
 # At most this many rows get the slow weak-fuzzy test before a keystroke paints; the rest run in the background.

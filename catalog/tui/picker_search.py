@@ -26,8 +26,8 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate
 
-from sessdex.catalog.tui.fuzzy import fold, normalize_query
 from sessdex.catalog.queries.picker_source import PickerRow
+from sessdex.catalog.tui.fuzzy import fold, normalize_query
 
 FIELD_SEPARATOR = "\x1f"
 RANK_COUNT = 5

@@ -45,8 +45,8 @@ from sessdex.core.errors import SessdexError
 from sessdex.core.paths import AgentPaths
 
 if TYPE_CHECKING:
-    from sessdex.catalog.tui.picker import PickerResult, SessionPicker
     from sessdex.catalog.queries.picker_source import PickerSource
+    from sessdex.catalog.tui.picker import PickerResult, SessionPicker
 
 TOOL_RESULT_MAX_LINES = 12
 TOOL_ARGUMENTS_MAX_CHARS = 160

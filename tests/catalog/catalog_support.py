@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sessdex.catalog.store.db import resolve_location
 from sessdex.catalog.queries.sessions import Catalog
+from sessdex.catalog.store.location import resolve_location
 from sessdex.core.paths import AgentPaths
 from tests.core.sessiontree import BASE_MS, jsonl, set_mtime, write_file  # noqa: F401 - shared with catalog tests
 

@@ -17,9 +17,10 @@ from gen_corpus import generate_corpus
 
 import sessdex.catalog.index.bulk_writer as bulk_module
 import sessdex.catalog.index.indexer as indexer_module
-from sessdex.catalog.store import fts
-from sessdex.catalog.store.db import open_catalog, resolve_location
 from sessdex.catalog.index.indexer import Indexer, Outcome
+from sessdex.catalog.store import fts
+from sessdex.catalog.store.db import open_catalog
+from sessdex.catalog.store.location import resolve_location
 from tests.catalog.catalog_support import (
     assistant,
     header,

@@ -11,9 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_support import Outcome, run_cli
 from sessdex.core.paths import AgentPaths
-from tests.catalog.catalog_support import BASE_MS, append_bytes, assistant, header, jsonl, sandbox_paths, user, write_file
+from tests.catalog.catalog_support import (
+    BASE_MS,
+    append_bytes,
+    assistant,
+    header,
+    jsonl,
+    sandbox_paths,
+    user,
+    write_file,
+)
+from tests.cli_support import Outcome, run_cli
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 import sessdex.core.breadcrumbs as breadcrumbs
-from tests.cli_support import Outcome, run_cli
 from sessdex.catalog.cli.output import id_prefix_length
 from sessdex.catalog.tui.width import display_width, fit
 from sessdex.core.breadcrumbs import write_breadcrumb
+from tests.cli_support import Outcome, run_cli
 from tests.core.sessiontree import BASE_MS, Tree, assistant, header, make_tree, user
 
 REPO = Path(__file__).resolve().parents[2]

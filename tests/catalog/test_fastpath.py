@@ -1,4 +1,4 @@
-"""The click-free fast path (`sessdex.catalog.cli.fastpath`) answers exactly as the click CLI does, and imports none of its weight.
+"""The click-free fast path (`cli.fastpath`) answers exactly as the click CLI does, and imports none of its weight.
 
 Every case runs as a real process twice on one generated corpus: through the console-script entry
 (`sessdex.catalog.cli.entry.main`, fast path allowed) and with SESSDEX_NO_FASTPATH=1 (the click CLI). stdout,
@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from gen_corpus import generate_corpus
 
 from sessdex.catalog.cli.entry import NO_FASTPATH_ENV
 from sessdex.catalog.cli.fastpath import CommandLine, parse_command_line
 from sessdex.catalog.cli.output import echo
 from sessdex.core.paths import AgentPaths
-from gen_corpus import generate_corpus
 from tests.catalog.catalog_support import BASE_MS, open_catalog_for
 
 REPO = Path(__file__).resolve().parents[2]

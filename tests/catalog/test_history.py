@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessdex.catalog.history import search as history_search
+from sessdex.catalog.history.search import SearchScratch, search_prompts
 from sessdex.catalog.history.storage import (
     HistoryError,
     HistoryStorage,
@@ -24,7 +25,6 @@ from sessdex.catalog.history.storage import (
     ImportedPrompt,
     trim_prompt,
 )
-from sessdex.catalog.history.search import SearchScratch, search_prompts
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,9 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sessdex.catalog.index.indexer as indexer_module
-from sessdex.catalog.store import fts
-from sessdex.catalog.store.db import open_catalog, resolve_location
 from sessdex.catalog.index.indexer import Indexer, Outcome
+from sessdex.catalog.store import fts
+from sessdex.catalog.store.db import open_catalog
+from sessdex.catalog.store.location import resolve_location
 from sessdex.core.discovery import summarize_bytes
 from sessdex.core.jsonl import parse_jsonl
 from sessdex.core.summary import SessionSummary

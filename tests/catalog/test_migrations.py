@@ -10,13 +10,8 @@ from pathlib import Path
 import pytest
 
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
-from sessdex.catalog.store.db import (
-    BUSY_TIMEOUT_MS,
-    CatalogLocation,
-    create_catalog_engine,
-    open_catalog,
-    resolve_location,
-)
+from sessdex.catalog.store.db import open_catalog
+from sessdex.catalog.store.location import BUSY_TIMEOUT_MS, CatalogLocation, create_catalog_engine, resolve_location
 from sessdex.catalog.store.migrate import alembic_on, check_catalog, upgrade_catalog
 from sessdex.core.errors import CatalogError
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gen_corpus import generate_corpus
 
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.core import discovery, resume
 from sessdex.core.errors import SessdexError
 from sessdex.core.paths import AgentPaths
-from gen_corpus import generate_corpus
 from tests.catalog.catalog_support import (
     BASE_MS,
     append_bytes,
@@ -101,8 +101,8 @@ def assert_parity(paths: AgentPaths, catalog: Catalog, cwds: list[str]) -> int:
     probes = {session_id[:length] for session_id in sample for length in (1, 2, 4, 16)} | {"zzzz", "aaaa0000"}
     for cwd in cwds[:2]:
         for probe in sorted(probes):
-            assert _outcome(lambda: catalog.find_session_by_id(probe, cwd)) == \
-                _outcome(lambda: resume.find_session_by_id(probe, cwd, paths=paths)), probe
+            assert _outcome(lambda p=probe, c=cwd: catalog.find_session_by_id(p, c)) == \
+                _outcome(lambda p=probe, c=cwd: resume.find_session_by_id(p, c, paths=paths)), probe
             compared += 1
     return compared
 

@@ -19,12 +19,12 @@ from prompt_toolkit.output import DummyOutput
 
 from sessdex.catalog.cli import pick_commands as cli_pick
 from sessdex.catalog.cli.click_app import main
-from sessdex.catalog.tui.picker import PickerResult, SessionPicker
 from sessdex.catalog.queries.picker_source import (
     CatalogPickerSource,
     FileScanPickerSource,
     PickerSource,
 )
+from sessdex.catalog.tui.picker import PickerResult, SessionPicker
 from sessdex.core.paths import AgentPaths
 from tests.core.sessiontree import (
     BASE_MS,

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
+from sessdex.catalog.queries.picker_source import PickerRow
 from sessdex.catalog.tui.picker_model import PickerModel, distinct_prefix_length
 from sessdex.catalog.tui.picker_search import SearchIndex
-from sessdex.catalog.queries.picker_source import PickerRow
 
 ROOT = "/agent/sessions"
 

@@ -9,9 +9,16 @@ from pathlib import Path
 import pytest
 
 from sessdex.catalog.store import compiled_sql
-from sessdex.catalog.store.db import open_catalog, resolve_location
+from sessdex.catalog.store.db import open_catalog
+from sessdex.catalog.store.location import resolve_location
 from sessdex.catalog.store.schema import is_fts_table, metadata
-from sessdex.catalog.store.statements import COMPILED_MODULE_PATH, build_statements, compile_for_sqlite, head_revision, render_compiled_module
+from sessdex.catalog.store.statements import (
+    COMPILED_MODULE_PATH,
+    build_statements,
+    compile_for_sqlite,
+    head_revision,
+    render_compiled_module,
+)
 
 
 def test_compiled_sql_module_is_what_the_statements_compile_to():
@@ -35,7 +42,7 @@ def test_every_cached_statement_prepares_against_the_migrated_schema(tmp_path: P
     db.close()
     connection = sqlite3.connect(tmp_path / "catalog.db")
     try:
-        for name, sql in compiled_sql.SQL.items():
+        for sql in compiled_sql.SQL.values():
             parameters = {param: None for param in re.findall(r":(\w+)", sql)}
             connection.execute("EXPLAIN " + sql, parameters)  # raises on unknown tables, columns or parameters
     finally:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from sessdex.catalog.store.db import open_catalog, resolve_location
 from sessdex.catalog.index.reconcile import Scope, covered_by, read_heartbeat
 from sessdex.catalog.index.watcher import Watcher
+from sessdex.catalog.store.db import open_catalog
+from sessdex.catalog.store.location import resolve_location
 from sessdex.core.errors import CatalogError
 from tests.catalog.catalog_support import append_bytes, assistant, header, jsonl, user, write_file
 

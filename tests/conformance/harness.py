@@ -12,10 +12,11 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sessdex.core.jsonl import parse_jsonl
 from sessdex.core.paths import AgentPaths
@@ -41,7 +42,7 @@ def iso_to_ms(iso: str) -> int:
 
 
 def ms_to_iso(ms: int) -> str:
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 

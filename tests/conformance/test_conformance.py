@@ -10,8 +10,18 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.harness import (
-    Case, Replay, drop_paths, load_sessdex_deviations, parsed_file_content, first_difference, ignored_keys_everywhere, load_cases, normalize,
-    normalize_expected_root, compare_files, render,
+    Case,
+    Replay,
+    compare_files,
+    drop_paths,
+    first_difference,
+    ignored_keys_everywhere,
+    load_cases,
+    load_sessdex_deviations,
+    normalize,
+    normalize_expected_root,
+    parsed_file_content,
+    render,
 )
 
 CASES_ROOT = Path(os.environ.get("SESSDEX_CONFORMANCE_DIR") or Path(__file__).parent / "data")

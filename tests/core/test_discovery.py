@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -53,8 +53,8 @@ def test_list_returns_session_info_fields(tree) -> None:
     assert info.message_count == 3
     assert info.first_message == "  first q "
     assert info.all_messages_text == "  first q  the answer second"
-    assert info.created == datetime(2025, 1, 1, tzinfo=timezone.utc)
-    assert info.modified == datetime(2025, 1, 2, tzinfo=timezone.utc)
+    assert info.created == datetime(2025, 1, 1, tzinfo=UTC)
+    assert info.modified == datetime(2025, 1, 2, tzinfo=UTC)
     assert info.to_agent_json()["messageCount"] == 3
 
 

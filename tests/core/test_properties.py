@@ -6,7 +6,8 @@ import copy
 import itertools
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sessdex.core.blobs import BlobStore
 from sessdex.core.jsonl import parse_jsonl

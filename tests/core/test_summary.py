@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -88,13 +88,13 @@ def test_usage_of_assistant_messages_is_summed() -> None:
 def test_session_info_uses_header_timestamp_and_given_mtime() -> None:
     summary, texts = fold([header("s", "/p", parentSession="older")])
     info = session_info(Path("/x.jsonl"), summary, " ".join(texts), 1_738_368_000_123.9)
-    assert info.created == datetime(2025, 1, 1, tzinfo=timezone.utc)
-    assert info.modified == datetime(2025, 2, 1, 0, 0, 0, 123_000, tzinfo=timezone.utc)
+    assert info.created == datetime(2025, 1, 1, tzinfo=UTC)
+    assert info.modified == datetime(2025, 2, 1, 0, 0, 0, 123_000, tzinfo=UTC)
     assert info.first_message == NO_MESSAGES and info.title is None
     assert info.parent_session == "older"
     assert "title" not in info.to_agent_json()
     broken = fold([header("s", "/p", timestamp="not a date")])[0]
-    assert session_info(Path("/x"), broken, "", 1_738_368_000_000).created == datetime(2025, 2, 1, tzinfo=timezone.utc)
+    assert session_info(Path("/x"), broken, "", 1_738_368_000_000).created == datetime(2025, 2, 1, tzinfo=UTC)
 
 
 _records = st.lists(st.one_of(

@@ -4,6 +4,7 @@ top-level `core`, `catalog` and `migrations` without either one breaking the oth
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -26,8 +27,12 @@ def _run(*args: str | os.PathLike[str], env: dict[str, str] | None = None,
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # Built from a clean copy, as from a fresh clone: no build/ or egg-info left in the work tree.
+    source = out / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info",
+                                                                "__pycache__", ".hypothesis", "bench-out"))
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", out,
-         REPO)
+         source)
     (built,) = out.glob("sessdex-*.whl")
     return built
 
@@ -71,8 +76,8 @@ def test_installs_beside_a_package_with_the_same_folder_names(wheel: Path, tmp_p
     _run(*pip, wheel)
 
     probe = ("import sessdex, sessdex.core.session_manager, core, catalog, migrations\n"
-             "assert sessdex.__file__.startswith(%r), sessdex.__file__\n"
-             "print(core.OWNER, catalog.OWNER, migrations.OWNER)\n") % str(site)
+             f"assert sessdex.__file__.startswith({str(site)!r}), sessdex.__file__\n"
+             "print(core.OWNER, catalog.OWNER, migrations.OWNER)\n")
     assert _run(python, "-c", probe, cwd=tmp_path).stdout.split() == ["toy-core", "toy-catalog", "toy-migrations"]
 
     agent = tmp_path / "agent"

@@ -10,10 +10,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import gen_corpus
 import orjson
 import pytest
-
-import gen_corpus
 from gen_corpus import CorpusManifest, SessionFile
 
 NOW = 1_771_236_000.0  # 2026-02-16T10:00:00Z
