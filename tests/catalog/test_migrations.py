@@ -71,7 +71,8 @@ def test_downgrade_to_base_removes_everything_and_upgrade_restores_it(tmp_path: 
 
 
 def test_concurrent_first_opens_upgrade_once_under_the_lock(tmp_path: Path):
-    script = ("import sys; from sessdex.catalog.store.db import open_catalog, resolve_location; "
+    script = ("import sys; from sessdex.catalog.store.db import open_catalog; "
+              "from sessdex.catalog.store.location import resolve_location; "
               "open_catalog(resolve_location(sys.argv[1])).close()")
     processes = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=REPO, stderr=subprocess.PIPE)
                  for _ in range(3)]
