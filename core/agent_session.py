@@ -42,9 +42,14 @@ AgentListener = Callable[[AgentEvent], None]
 class Model(Protocol):
     """A model as the registry describes it; `max_thinking_level` is read with getattr and may be absent."""
 
-    provider: str
-    id: str
-    reasoning: bool
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def reasoning(self) -> bool: ...
 
 
 class ModelRegistry(Protocol):
@@ -123,7 +128,8 @@ def clamp_thinking_level(level: str, model: Model | None) -> str:
     if not model.reasoning:
         return "off"
     ceiling = getattr(model, "max_thinking_level", None)
-    if ceiling in THINKING_LEVELS and THINKING_LEVELS.index(level) > THINKING_LEVELS.index(ceiling):
+    if isinstance(ceiling, str) and ceiling in THINKING_LEVELS and \
+            THINKING_LEVELS.index(level) > THINKING_LEVELS.index(ceiling):
         return ceiling
     return level
 

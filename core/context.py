@@ -19,7 +19,7 @@ def path_to_leaf(entries: list[dict[str, Any]], leaf_id: str | None,
     seen: set[str] = set()
     node: dict[str, Any] | None = leaf
     while node is not None and node.get("id") not in seen:
-        seen.add(node.get("id"))
+        seen.add(str(node.get("id")))
         path.append(node)
         parent_id = node.get("parentId")
         node = index.get(parent_id) if parent_id is not None else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class SessdexError(Exception):
     """Base of every error sessdex reports to a user; `exit_code` is what the CLI exits with."""
@@ -44,7 +46,7 @@ class SessionInOtherProjectError(SessdexError):
 class AmbiguousSessionError(SessdexError):
     """An id prefix matches several sessions; `candidates` lists them (S16)."""
 
-    def __init__(self, message: str, candidates: list) -> None:
+    def __init__(self, message: str, candidates: list[Any]) -> None:
         super().__init__(message)
         self.candidates = candidates
 

@@ -34,8 +34,9 @@ class SessionRecords:
     @property
     def title(self) -> str | None:
         """The session title: a non-empty title line wins over the header's `title`."""
-        if self.title_line and isinstance(self.title_line.get("title"), str) and self.title_line["title"]:
-            return self.title_line["title"]
+        line_title = self.title_line.get("title") if self.title_line else None
+        if isinstance(line_title, str) and line_title:
+            return line_title
         title = self.header.get("title")
         return title if isinstance(title, str) else None
 

@@ -92,7 +92,8 @@ class SessionRuntime:
 
     paths: AgentPaths
     clock: Clock = field(default_factory=SystemClock)
-    ids: IdSource | None = None
+    # Left out, random ids from `clock` (set in __post_init__, so the field is never None after construction).
+    ids: IdSource = None  # type: ignore[assignment]
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     tty_path: Callable[[], str | None] = current_tty_path
     # Where persistent sessions are read and written; None is the real file system. A viewer passes

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 from sessdex.core.blobs import BlobStore, externalize_images, resolve_blob_references
@@ -62,7 +63,7 @@ def load_session_file(path: Path, storage: SessionStorage, blobs: BlobStore | No
     parsed = parse_jsonl(data)
     records = split_session_records(parsed.values)
     if records is None:
-        return LoadedSession(None, [], parsed.bad_records, has_bytes=bool(data.strip()),
+        return LoadedSession(None, [], bad_records=parsed.bad_records, has_bytes=bool(data.strip()),
                              torn_tail=parsed.torn_tail)
     header = dict(records.header)
     entries = records.entries
@@ -290,7 +291,7 @@ class SessionManager:
             self._raise_persist_error()
             old_file, old_id = self._session_file, self._header["id"]
             entries = list(self._entries)
-            keep = {key: self._header[key] for key in ("title", "titleSource") if key in self._header}
+            keep: dict[str, Any] = {key: self._header[key] for key in ("title", "titleSource") if key in self._header}
             self._start_new_session(with_file=self._persist, parent_session=old_id)
             self._header.update(keep)
             self._set_entries(entries)
@@ -507,12 +508,14 @@ class SessionManager:
 
     def get_injected_ttsr_rules(self) -> list[str]:
         """Rules injected on the active branch, first occurrence order, without duplicates."""
-        return build_session_context(self._entries, self._leaf_id, self._by_id)["injectedTtsrRules"]
+        rules: list[str] = build_session_context(self._entries, self._leaf_id, self._by_id)["injectedTtsrRules"]
+        return rules
 
     def get_last_model_change_role(self) -> str | None:
         for entry in reversed(self.get_branch()):
             if entry.get("type") == "model_change":
-                return entry.get("role") or "default"
+                role = entry.get("role")
+                return role if isinstance(role, str) and role else "default"
         return None
 
     def get_usage_statistics(self) -> dict[str, Any]:
@@ -533,15 +536,16 @@ class SessionManager:
                 totals["cost"] += cost
         return totals
 
-    def build_session_context(self, leaf_id: str | None | object = ...) -> dict[str, Any]:
+    def build_session_context(self, leaf_id: str | None | EllipsisType = ...) -> dict[str, Any]:
         """The model's context at the leaf (or at `leaf_id`)."""
-        return build_session_context(self._entries, self._leaf_id if leaf_id is ... else leaf_id, self._by_id)
+        target = self._leaf_id if isinstance(leaf_id, EllipsisType) else leaf_id
+        return build_session_context(self._entries, target, self._by_id)
 
     def get_header(self) -> dict[str, Any]:
         return dict(self._header)
 
     def get_session_id(self) -> str:
-        return self._header["id"]
+        return str(self._header["id"])
 
     def get_session_file(self) -> Path | None:
         return self._session_file if self._persist else None
@@ -554,9 +558,11 @@ class SessionManager:
 
     def get_session_name(self) -> str | None:
         """The title: a non-empty `title` line wins over the header's title."""
-        if self._title_line and isinstance(self._title_line.get("title"), str) and self._title_line["title"]:
-            return self._title_line["title"]
-        return self._header.get("title")
+        line_title = self._title_line.get("title") if self._title_line else None
+        if isinstance(line_title, str) and line_title:
+            return line_title
+        title = self._header.get("title")
+        return title if isinstance(title, str) else None
 
     def get_title_source(self) -> str | None:
         return self._header.get("titleSource")

@@ -6,9 +6,10 @@ import os
 import secrets
 import stat as stat_module
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,10 @@ class SessionStorage(Protocol):
     async def write_text(self, path: Path, data: bytes) -> None: ...
 
 
-async def _to_thread(function, *args):  # type: ignore[no-untyped-def]
+_T = TypeVar("_T")
+
+
+async def _to_thread(function: Callable[..., _T], *args: Any) -> _T:
     import asyncio
 
     return await asyncio.to_thread(function, *args)

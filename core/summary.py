@@ -49,9 +49,9 @@ def _number(value: Any) -> float:
     """A usage figure as a number; anything else (missing, bool, text, NaN) counts as zero."""
     kind = type(value)
     if kind is int:
-        return value
+        return int(value)
     if kind is float and math.isfinite(value):
-        return value
+        return float(value)
     return 0
 
 
@@ -158,8 +158,8 @@ class SessionSummary:
 
     def _feed_before_header(self, value: object) -> None:
         """An optional title line, then the header; anything else first makes the file invalid."""
-        if is_title_line(value) and self._title_line_title is None and self._header is None:
-            self._title_line_title = _non_empty_str(value.get("title")) or ""  # type: ignore[union-attr]
+        if isinstance(value, dict) and is_title_line(value) and self._title_line_title is None and self._header is None:
+            self._title_line_title = _non_empty_str(value.get("title")) or ""
         elif is_session_header(value):
             self._header = {key: value[key] for key in ("id", "cwd", "title", "timestamp", "parentSession")  # type: ignore[index]
                             if key in value}  # type: ignore[operator]
@@ -223,7 +223,8 @@ class SessionSummary:
 
     @property
     def session_id(self) -> str | None:
-        return self._header_field("id")
+        value = self._header_field("id")
+        return value if isinstance(value, str) else None
 
     @property
     def cwd(self) -> str:

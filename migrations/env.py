@@ -7,13 +7,15 @@ an engine is built from the `sqlalchemy.url` main option. Autogenerate compares 
 
 from __future__ import annotations
 
+from typing import Any
+
 from alembic import context
 from sqlalchemy import create_engine
 
 from sessdex.catalog.store.schema import is_fts_table, metadata
 
 
-def include_name(name: str | None, type_: str, parent_names: dict) -> bool:
+def include_name(name: str | None, type_: Any, parent_names: Any) -> bool:
     """Leave the FTS5 virtual tables and their shadow tables out of autogenerate's comparison."""
     if type_ == "table":
         return not is_fts_table(name)
@@ -38,7 +40,10 @@ def run_online() -> None:
     if connection is not None:
         run_migrations(connection)
         return
-    engine = create_engine(context.config.get_main_option("sqlalchemy.url"))
+    url = context.config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("the Alembic config names no sqlalchemy.url")
+    engine = create_engine(url)
     try:
         with engine.connect() as connection:
             run_migrations(connection)

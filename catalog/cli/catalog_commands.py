@@ -61,7 +61,7 @@ def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> 
     """Index what changed in `scope` with a progress bar (by bytes); return (files, bytes, vanished)."""
     on_disk = scan_files(scope)
     changed, vanished = diff(on_disk, catalog_files(db, scope))
-    sizes = {path: on_disk[path][2] for path in changed}
+    sizes = {path: key[2] for path in changed if (key := on_disk[path]) is not None}
     total = sum(sizes.values())
     indexer = Indexer(db)
     with click.progressbar(length=max(total, 1), label="Indexing", file=sys.stderr, show_eta=True,

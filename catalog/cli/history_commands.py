@@ -75,6 +75,8 @@ def _cut(text: str, spans: Sequence[tuple[int, int]], columns: int | None) -> tu
 def _render(entry: HistoryEntry, width: int | None) -> str:
     """One line: local time, cwd, then the prompt (or a search hit's snippet, its matches in bold)."""
     prefix = f"{datetime.fromtimestamp(entry.created_at):%Y-%m-%d %H:%M}  {_short_cwd(entry.cwd)}  "
+    text: str
+    spans: Sequence[tuple[int, int]]
     text, spans = (entry.snippet, entry.highlights) if entry.snippet is not None else \
         (entry.prompt.translate(_LINE_BREAKS), ())
     room = None if width is None else max(width - sum(map(char_width, prefix)), 10)

@@ -101,6 +101,8 @@ def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, 
     """
     from sessdex.core.resume import resolve_resume
 
+    if value is None:
+        raise UsageError("resume needs a session id prefix or a path (or run `sessdex pick`)")
     with open_source() as source:
         result = resolve_resume(value, os.getcwd(), session_dir, paths=paths, confirm_fork=_fork_confirmation(assume),
                                 find_session=lambda v, c, d, *, paths: source.find_session_by_id(v, c, d))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -14,7 +15,7 @@ from sessdex.core.resume import is_path_like
 from sessdex.core.summary import SessionInfo
 
 
-def _confirm_fork(assume_yes: bool):  # type: ignore[no-untyped-def]
+def _confirm_fork(assume_yes: bool) -> Callable[[SessionInfo], bool]:
     """Fork a session of another project on --yes, else ask on a terminal, else decline."""
     def confirm(info: SessionInfo) -> bool:
         if assume_yes:

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, overload
 
 import orjson
 
@@ -118,13 +118,17 @@ def _finite(container: dict[str, Any] | list[Any]) -> bool:
     for item in container.values() if type(container) is dict else container:
         kind = type(item)
         if kind is float:
-            if not math.isfinite(item):
+            if not math.isfinite(float(item)):
                 return False
-        elif (kind is dict or kind is list) and not _finite(item):
+        elif (kind is dict or kind is list) and not _finite(item):  # type: ignore[arg-type]
             return False
     return True
 
 
+@overload
+def storable_text(text: str) -> str: ...
+@overload
+def storable_text(text: None) -> None: ...
 def storable_text(text: str | None) -> str | None:
     """Text SQLite can store: lone surrogates (only damaged lines produce them) become U+FFFD."""
     if text is None or text.isascii():
@@ -303,7 +307,7 @@ class Indexer:
         Returns (how many keys are committed, how many were reported to `progress`); the caller indexes
         the keys from the first number on, reporting only those from the second.
         """
-        connection = self.db.writer_connection()
+        connection = self.db.writer_connection()  # type: ignore[attr-defined]  # bulk runs on SqliteCatalog only
         version = data_version(connection)  # read first: a commit after it is caught by the writer
         if self.db.scalar("count_files"):
             return 0, 0

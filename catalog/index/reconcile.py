@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import stat as stat_module
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 from sessdex.catalog.store.db import CatalogDatabase
@@ -140,7 +140,7 @@ def catalog_paths(db: CatalogDatabase, scope: Scope) -> set[str]:
     return {row[0] for row in rows}
 
 
-def diff(on_disk: dict[str, StatKey], in_catalog: dict[str, StatKey]) -> tuple[list[str], list[str]]:
+def diff(on_disk: Mapping[str, StatKey | None], in_catalog: Mapping[str, StatKey]) -> tuple[list[str], list[str]]:
     """(new or changed paths, vanished paths) between a disk scan and the catalog."""
     changed = [path for path, key in on_disk.items() if in_catalog.get(path) != key]
     vanished = [path for path in in_catalog if path not in on_disk]

@@ -237,7 +237,8 @@ class CatalogPickerSource:
         use `picker_sessions` itself.
         """
         catalog = self._catalog
-        reader = catalog.db.sqlite_reader()
+        reader = catalog.db.sqlite_reader() if catalog.db is not None else None
+        params: tuple[str, ...]
         if reader is None:
             return [PickerRow.from_info(info) for info in catalog.picker_sessions(
                 self.cwd, all_projects=scope == "all", session_dir=self.session_dir)]

@@ -57,7 +57,7 @@ class _LazyMessagesText:
 class CatalogSessionInfo(SessionInfo):
     """A SessionInfo read from the catalog; its `all_messages_text` is fetched on first access."""
 
-    all_messages_text = _LazyMessagesText()  # type: ignore[assignment]
+    all_messages_text = _LazyMessagesText()
 
 
 def _newest_first_key(row: Any) -> tuple[float, str]:

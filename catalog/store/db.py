@@ -131,7 +131,10 @@ class SqliteCatalog:
 
     def insert_returning_id(self, name: str, params: Mapping[str, Any]) -> int:
         """Run a single-row INSERT and return the new row's id."""
-        return self._require_transaction().execute(SQL[name], params).lastrowid
+        row_id = self._require_transaction().execute(SQL[name], params).lastrowid
+        if row_id is None:
+            raise CatalogError(f"{name} inserted no row")
+        return row_id
 
     def fts_executemany(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         if rows:
@@ -260,7 +263,7 @@ def _revision(connection: sqlite3.Connection) -> str | None:
 
 def current_sqlite_catalog(location: CatalogLocation) -> SqliteCatalog | None:
     """The catalog opened on the fast path when its file exists at the current revision, else None."""
-    if not location.sqlite_path.exists():
+    if location.sqlite_path is None or not location.sqlite_path.exists():
         return None
     catalog = SqliteCatalog(location)
     try:

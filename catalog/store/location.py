@@ -65,9 +65,9 @@ def resolve_location(agent_dir: str | os.PathLike[str], configured: str | None =
         path = (Path(agent_dir).expanduser() / CATALOG_FILE_NAME).absolute()
         return CatalogLocation(url=f"sqlite:///{path}", sqlite_path=path, lock_dir=path.parent)
     if "://" in value:
-        path = _sqlite_path_from_url(value)
-        lock_dir = path.parent if path is not None else Path(agent_dir).expanduser().absolute()
-        return CatalogLocation(url=value if path is None else f"sqlite:///{path}", sqlite_path=path,
+        url_path = _sqlite_path_from_url(value)
+        lock_dir = url_path.parent if url_path is not None else Path(agent_dir).expanduser().absolute()
+        return CatalogLocation(url=value if url_path is None else f"sqlite:///{url_path}", sqlite_path=url_path,
                                lock_dir=lock_dir)
     path = Path(value).expanduser().absolute()
     return CatalogLocation(url=f"sqlite:///{path}", sqlite_path=path, lock_dir=path.parent)

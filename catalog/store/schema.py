@@ -106,4 +106,4 @@ catalog_meta = Table(
 
 def is_fts_table(name: str | None) -> bool:
     """True for the hand-made FTS5 tables and their shadow tables, which autogenerate must ignore."""
-    return bool(name) and name.startswith(FTS_TABLE_PREFIXES)
+    return name is not None and name.startswith(FTS_TABLE_PREFIXES)

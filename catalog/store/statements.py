@@ -123,7 +123,10 @@ def head_revision() -> str:
 
     from sessdex.catalog.store.migrate import alembic_config
 
-    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    if head is None:
+        raise RuntimeError("the package ships no Alembic revision")
+    return head
 
 
 def render_compiled_module() -> str:

@@ -187,7 +187,7 @@ class PickerScreen:
         if model.scope in self.updating:
             count = "checking for changes…  " + count
         left: StyleAndTextTuples = [("class:header", f" {self.heading}  "), *scopes]
-        used = sum(display_width(text) for _, text in left)
+        used = sum(display_width(fragment[1]) for fragment in left)
         return [*left, ("", " " * max(width - used - display_width(count) - 1, 1)), ("class:dim", count)]
 
     def query_line(self) -> StyleAndTextTuples:
