@@ -69,7 +69,7 @@ def _message_text(message: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the context as JSON, shaped as the agent shapes it.")
 @click.pass_context
 def context_command(ctx: click.Context, file: str, leaf_id: str | None, as_json: bool) -> None:
-    """Print what the model would see for the session FILE (S6)."""
+    """Print what the model would see for the session FILE, built as the agent builds it."""
     loaded = read_session(file, ctx.obj.get("agent_dir"))
     entries = [e for e in loaded.entries if isinstance(e, dict)]
     if leaf_id is not None and not any(e.get("id") == leaf_id for e in entries):

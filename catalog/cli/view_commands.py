@@ -53,7 +53,7 @@ def view_command(ctx: click.Context, session: str | None, session_dir: Path | No
 
     SESSION is a session file or an id prefix (this project first, then every project); without it,
     the session `xcsh --continue` would resume here. The session is resumed exactly as the agent
-    resumes it (S15), but everything that resuming writes stays in memory: viewing never changes a
+    resumes it, but everything that resuming writes stays in memory: viewing never changes a
     session file or the terminal's breadcrumb. Only forking a session of another project (asked
     for with a yes) writes a new file.
     """

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import ast
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,10 +142,20 @@ def test_version_comes_from_the_package_metadata() -> None:
 
 
 def test_version_option_prints_the_package_version() -> None:
-    import subprocess
-    import sys
     from importlib.metadata import version
 
     result = subprocess.run([sys.executable, "-m", "sessdex.catalog", "--version"], capture_output=True, text=True,
                             check=False)
     assert (result.returncode, result.stdout.strip()) == (0, f"sessdex {version('sessdex')}")
+
+
+def test_help_texts_need_no_spec() -> None:
+    """`--help` of every command reads without the spec: no "(S15)"-style references."""
+    from sessdex.catalog.cli.click_app import SUBCOMMANDS
+
+    commands = [[], *([name] for name in SUBCOMMANDS)]
+    for args in commands:
+        result = subprocess.run([sys.executable, "-m", "sessdex.catalog", *args, "--help"], capture_output=True,
+                                text=True, check=False, env={**os.environ, "SESSDEX_NO_FASTPATH": "1"})
+        assert result.returncode == 0, (args, result.stderr)
+        assert not re.search(r"\bS\d{1,2}\b", result.stdout), (args, result.stdout)
