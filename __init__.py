@@ -49,7 +49,7 @@ _SOURCES = {
     "BlobStore": "sessdex.core.blobs",
     "Catalog": "sessdex.catalog.queries.sessions",
     "CatalogError": "sessdex.core.errors",
-    "FileScan": "sessdex.catalog.queries.sessions",
+    "FileScan": "sessdex.catalog.queries.file_scan",
     "FileSessionStorage": "sessdex.core.storage",
     "HistoryError": "sessdex.core.errors",
     "HistoryStorage": "sessdex.catalog.history.storage",
@@ -75,7 +75,8 @@ _SOURCES = {
 
 if TYPE_CHECKING:
     from sessdex.catalog.history.storage import HistoryStorage
-    from sessdex.catalog.queries.sessions import Catalog, FileScan, open_catalog
+    from sessdex.catalog.queries.file_scan import FileScan
+    from sessdex.catalog.queries.sessions import Catalog, open_catalog
     from sessdex.core.agent_session import AgentSession
     from sessdex.core.blobs import BlobStore
     from sessdex.core.context import build_session_context

@@ -73,9 +73,11 @@ class TerminalSink:
 
 
 def open_source(kind: str, paths: AgentPaths, cwd: str) -> Any:
-    from sessdex.catalog.queries.picker_source import CatalogPickerSource, FileScanPickerSource
+    from sessdex.catalog.queries.file_scan import FileScan
+    from sessdex.catalog.queries.picker_source import PickerSource
+    from sessdex.catalog.queries.sessions import Catalog
 
-    return CatalogPickerSource(paths, cwd) if kind == "catalog" else FileScanPickerSource(paths, cwd)
+    return PickerSource(Catalog(paths) if kind == "catalog" else FileScan(paths), cwd)
 
 
 def make_output() -> Any:

@@ -88,9 +88,10 @@ def sessdex(agent_dir: Path, *args: str, catalog: Path | None = None, cwd: Path 
 def show_catalog(agent_dir: Path, catalog: Path) -> None:
     """Index the sessions, then answer recent, list, resume and search from the catalog."""
     from sessdex.catalog.queries.sessions import Catalog
+    from sessdex.catalog.store.settings import Settings
 
     sessdex(agent_dir, "index", catalog=catalog)
-    with Catalog.open(AgentPaths.from_env(agent_dir), str(catalog)) as opened:
+    with Catalog.from_settings(Settings(agent_dir, str(catalog))) as opened:
         newest = next(iter(opened.list_all_sessions()), None)
     if newest is None:
         return

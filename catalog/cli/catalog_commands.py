@@ -9,50 +9,33 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from sessdex.catalog.index.indexer import Indexer, read_fold, storable_text
-from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, root_range, scan_files
+from sessdex.catalog.cli.click_app import command_settings
+from sessdex.catalog.index.indexer import Indexer
+from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, scan_files
+from sessdex.catalog.index.watcher import refuse_while_watched
 from sessdex.catalog.queries.sessions import Catalog, SearchHit
-from sessdex.catalog.store import fts
-from sessdex.catalog.store.db import CatalogDatabase, SqliteCatalog, open_catalog, remove_catalog_files
-from sessdex.catalog.store.location import CatalogLocation, exclusive_lock, resolve_location
+from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
 from sessdex.core.discovery import sanitize_display_name, time_ago
-from sessdex.core.errors import CatalogError, UsageError
-from sessdex.core.paths import AgentPaths
-from sessdex.core.summary import SessionSummary
+from sessdex.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from sessdex.catalog.index.doctor import DoctorReport
 
 BOLD, NORMAL = "\x1b[1m", "\x1b[22m"
-
-
-def _agent_paths(ctx: click.Context) -> AgentPaths:
-    return AgentPaths.from_env((ctx.find_root().obj or {}).get("agent_dir"))
-
-
-def _location(ctx: click.Context, paths: AgentPaths) -> CatalogLocation:
-    return resolve_location(paths.agent_dir, (ctx.find_root().obj or {}).get("catalog"))
 
 
 def _iso(moment: datetime) -> str:
     moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def _refuse_while_watched(location: CatalogLocation, action: str) -> None:
-    try:
-        with exclusive_lock(location.sidecar(".watch.lock"), blocking=False):
-            return
-    except BlockingIOError:
-        raise CatalogError(f"`sessdex watch` is running on {location.display}; stop it before you {action}") from None
 
 
 # -- index ----------------------------------------------------------------------------------------------
@@ -75,10 +58,10 @@ def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> 
 @click.pass_context
 def index_command(ctx: click.Context, rebuild: bool) -> None:
     """Bring the catalog up to date with the session files (only what changed, unless --rebuild)."""
-    paths = _agent_paths(ctx)
-    location = _location(ctx, paths)
+    settings = command_settings(ctx)
+    paths, location = settings.paths, settings.location()
     if rebuild:
-        _refuse_while_watched(location, "rebuild the catalog")
+        refuse_while_watched(location, "rebuild the catalog")
         remove_catalog_files(location)
     started = time.perf_counter()
     db = open_catalog(location)
@@ -104,8 +87,8 @@ def watch_command(ctx: click.Context, poll: bool) -> None:
     """
     from sessdex.catalog.index.watcher import Watcher, _native_observer, _polling_observer, stop_on_signals
 
-    paths = _agent_paths(ctx)
-    location = _location(ctx, paths)
+    settings = command_settings(ctx)
+    paths, location = settings.paths, settings.location()
     watcher = Watcher(paths.sessions_root, location,
                       observer_factory=_polling_observer if poll else _native_observer)
     stop = threading.Event()
@@ -145,10 +128,9 @@ def search_command(ctx: click.Context, words: tuple[str, ...], all_projects: boo
     """
     if all_projects and session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
-    paths = _agent_paths(ctx)
     styled = not as_json and sys.stdout.isatty()
     highlight = (BOLD, NORMAL) if styled else ("[", "]")
-    with Catalog.open(paths, (ctx.find_root().obj or {}).get("catalog")) as catalog:
+    with Catalog.from_settings(command_settings(ctx)) as catalog:
         hits = catalog.search(" ".join(words), None if all_projects else os.getcwd(), session_dir, limit=limit,
                               highlight=highlight)
         if as_json:
@@ -167,122 +149,6 @@ def search_command(ctx: click.Context, words: tuple[str, ...], all_projects: boo
 
 
 # -- doctor ----------------------------------------------------------------------------------------------
-
-@dataclass
-class DoctorReport:
-    """What `sessdex doctor` found; `needs_repair` is about the catalog only, never about the files."""
-
-    catalog: str
-    catalog_unreadable: str | None = None
-    integrity_errors: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    stale: list[str] = field(default_factory=list)
-    orphaned: list[str] = field(default_factory=list)
-    misread: list[str] = field(default_factory=list)
-    no_header: list[str] = field(default_factory=list)
-    damaged: dict[str, int] = field(default_factory=dict)
-    unreadable: list[str] = field(default_factory=list)
-    files: int = 0
-    repaired: list[str] = field(default_factory=list)
-
-    @property
-    def needs_repair(self) -> bool:
-        return bool(self.catalog_unreadable or self.integrity_errors or self.missing or self.stale
-                    or self.orphaned or self.misread)
-
-
-def _integrity_errors(db: CatalogDatabase) -> list[str]:
-    if not isinstance(db, SqliteCatalog):
-        return []
-    errors = []
-    connection = db.writer_connection()
-    result = [row[0] for row in connection.execute("PRAGMA quick_check")]
-    if result != ["ok"]:
-        errors += [f"sqlite: {line}" for line in result]
-    for table in fts.FTS_TABLES:
-        try:
-            connection.execute(fts.integrity_check(table))
-        except sqlite3.DatabaseError as exc:
-            errors.append(f"{table}: {exc}")
-    return errors
-
-
-def _row_disagrees(db: CatalogDatabase, row: Any) -> bool:
-    """Re-read the file exactly as the indexer would and compare with what the catalog holds for it."""
-    counts = [0]
-
-    def count(texts: list[str], _pending: bool) -> None:
-        counts[0] += len(texts)
-
-    with open(row["path"], "rb") as handle:
-        result = read_fold(handle, 0, row["size"], SessionSummary(), 0, count)
-    visible = result.visible
-    expected = (visible.header_valid, storable_text(visible.session_id), visible.message_count,
-                storable_text(visible.title), storable_text(visible.first_message),
-                result.committed_bad + result.pending_bad, result.committed_offset, counts[0])
-    stored = (bool(row["header_valid"]), row["session_id"], row["message_count"], row["title"], row["first_message"],
-              row["unparseable_lines"] + row["pending_unparseable"], row["indexed_offset"],
-              len(db.fetchall("message_texts", {"file_id": row["id"]})))
-    return expected != stored
-
-
-def diagnose(db: CatalogDatabase, paths: AgentPaths, *, reread: bool) -> DoctorReport:
-    """Compare the catalog with the files below the sessions root (and, with `reread`, with their content)."""
-    report = DoctorReport(db.location.display, integrity_errors=_integrity_errors(db))
-    scope = Scope.of(root=paths.sessions_root)
-    on_disk = scan_files(scope)
-    in_catalog = catalog_files(db, scope)
-    report.files = len(on_disk)
-    changed, report.orphaned = diff(on_disk, in_catalog)
-    report.missing = [path for path in changed if path not in in_catalog]
-    report.stale = [path for path in changed if path in in_catalog]
-    for stats_row in db.fetchall("stats_under_root", root_range(os.path.abspath(paths.sessions_root))):
-        path = stats_row["path"]
-        if path in changed or path not in on_disk:
-            continue
-        row = db.fetchall("file_by_path", {"path": path})[0]
-        if not os.access(path, os.R_OK):
-            report.unreadable.append(path)
-            continue
-        if not row["header_valid"]:
-            report.no_header.append(path)
-        bad = row["unparseable_lines"] + row["pending_unparseable"]
-        if bad:
-            report.damaged[path] = bad
-        if reread and _row_disagrees(db, row):
-            report.misread.append(path)
-    return report
-
-
-def repair(db: CatalogDatabase, report: DoctorReport) -> None:
-    """Fix the catalog from the files: index missing and stale files, drop orphans, re-read misreads, rebuild FTS."""
-    indexer = Indexer(db)
-    if report.missing or report.stale or report.orphaned:
-        indexer.index_paths([*report.missing, *report.stale, *report.orphaned])
-        report.repaired.append(f"indexed {len(report.missing) + len(report.stale)} file(s), "
-                               f"dropped {len(report.orphaned)} vanished")
-    for path in report.misread:
-        indexer.index_path(path, force=True)
-    if report.misread:
-        report.repaired.append(f"re-read {len(report.misread)} misread file(s)")
-    if report.integrity_errors and isinstance(db, SqliteCatalog):
-        connection = db.writer_connection()
-        for table in fts.FTS_TABLES:
-            connection.execute(fts.rebuild(table))
-        report.repaired.append("rebuilt the full-text indexes")
-
-
-def _move_aside(location: CatalogLocation) -> Path:
-    assert location.sqlite_path is not None
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    target = location.sqlite_path.with_name(f"{location.sqlite_path.name}.corrupt-{stamp}")
-    os.replace(location.sqlite_path, target)
-    for suffix in ("-wal", "-shm"):
-        leftover = Path(f"{location.sqlite_path}{suffix}")
-        if leftover.exists():
-            os.replace(leftover, Path(f"{target}{suffix}"))
-    return target
-
 
 def _print_report(report: DoctorReport, check_only: bool) -> None:
     echo = lambda text="": click.echo(text)  # noqa: E731
@@ -329,32 +195,12 @@ def doctor_command(ctx: click.Context, check_only: bool, quick: bool, as_json: b
     files (no valid header, unparseable lines) and catalog corruption. An unreadable catalog is moved
     aside and rebuilt.
     """
-    paths = _agent_paths(ctx)
-    location = _location(ctx, paths)
-    db: CatalogDatabase | None = None
-    unreadable = None
-    try:
-        db = open_catalog(location)
-    except CatalogError as exc:
-        if check_only or location.sqlite_path is None or not location.sqlite_path.exists():
-            raise
-        unreadable = str(exc)
-        _refuse_while_watched(location, "repair the catalog")
-        moved = _move_aside(location)
-        db = open_catalog(location)
-        unreadable += f" (moved aside to {moved})"
-    try:
-        report = diagnose(db, paths, reread=not quick)
-        report.catalog_unreadable = unreadable
-        if not check_only and (report.needs_repair or unreadable):
-            repair(db, report)
-            if unreadable:
-                report.repaired.append("rebuilt the catalog from the session files")
-    finally:
-        db.close()
+    from sessdex.catalog.index.doctor import run_doctor
+
+    settings = command_settings(ctx)
+    report = run_doctor(settings.location(), settings.paths, check_only=check_only, reread=not quick)
     if as_json:
-        payload = {**report.__dict__, "needs_repair": report.needs_repair}
-        click.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:
         _print_report(report, check_only)
     if check_only and report.needs_repair:

@@ -12,6 +12,8 @@ from typing import NoReturn
 
 import click
 
+from sessdex.catalog.store.settings import Settings
+
 # name -> ("module:attribute" in this package, short help). A module is imported only when its subcommand runs,
 # so the hot paths (resume, recent, list) never pay for the others' imports, and `--help` none.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -59,9 +61,13 @@ class LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, agent_dir: str | None, catalog: str | None) -> None:
     """sessdex: index, search and resume xcsh session history."""
-    ctx.ensure_object(dict)
-    ctx.obj["agent_dir"] = agent_dir
-    ctx.obj["catalog"] = catalog
+    ctx.obj = Settings.resolve(agent_dir, catalog)
+
+
+def command_settings(ctx: click.Context) -> Settings:
+    """The settings the root command resolved (`--agent-dir`, `--catalog` and their variables)."""
+    settings = ctx.find_root().obj
+    return settings if isinstance(settings, Settings) else Settings.resolve()
 
 
 def run_click(argv: list[str] | None = None) -> int:

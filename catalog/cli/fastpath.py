@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from sessdex.catalog.queries.sessions import Catalog, FileScan
+    from sessdex.catalog.queries.source import SessionSource
 
 # click answers shell-completion requests itself when this is set (its `_<PROG>_COMPLETE` convention).
 COMPLETION_ENV = "_SESSDEX_COMPLETE"
@@ -126,25 +126,22 @@ def run_fast(args: Sequence[str]) -> int | None:
     line = parse_command_line(args)
     if line is None:
         return None
-    from sessdex.catalog.store.location import CATALOG_ENV
-    from sessdex.core.paths import AGENT_DIR_ENV, AgentPaths
+    from sessdex.catalog.store.settings import Settings
 
-    # As click reads the root options: the option, else the variable when it is not empty.
-    agent_dir = line.agent_dir or os.environ.get(AGENT_DIR_ENV) or None
-    if agent_dir is not None and os.path.isfile(agent_dir):
+    settings = Settings.resolve(line.agent_dir, line.catalog)
+    if settings.agent_dir is not None and os.path.isfile(settings.agent_dir):
         return None  # click.Path(file_okay=False) rejects it, with click's message
-    catalog = line.catalog or os.environ.get(CATALOG_ENV) or None
-    paths = AgentPaths.from_env(agent_dir)
+    paths = settings.paths
 
-    from sessdex.catalog.queries.sessions import open_ready_session_source
+    from sessdex.catalog.queries.open_source import open_session_source
 
-    source = open_ready_session_source(paths, catalog)
+    source = open_session_source(settings, only_if_ready=True)
     if source is None:
         return None
     from sessdex.catalog.cli import session_commands as commands
 
     with source:
-        def open_source() -> "Catalog | FileScan":
+        def open_source() -> "SessionSource":
             return source
 
         as_json = "json" in line.flags

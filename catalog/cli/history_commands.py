@@ -17,9 +17,9 @@ from pathlib import Path
 import click
 import orjson
 
+from sessdex.catalog.cli.click_app import command_settings
 from sessdex.catalog.history.storage import HistoryEntry, HistoryStorage, history_db_path
 from sessdex.catalog.tui.width import char_width
-from sessdex.core.paths import default_agent_dir
 
 DEFAULT_COUNT = 20
 _LINE_BREAKS = str.maketrans({"\r": " ", "\n": " ", "\t": " ", "\v": " ", "\f": " ",
@@ -28,9 +28,7 @@ _ELLIPSIS = "…"
 
 
 def _agent_dir() -> Path:
-    obj = click.get_current_context().find_root().obj or {}
-    configured = obj.get("agent_dir")
-    return Path(configured).expanduser() if configured else default_agent_dir()
+    return command_settings(click.get_current_context()).paths.agent_dir
 
 
 @contextmanager

@@ -8,6 +8,7 @@ from typing import Any
 import click
 import orjson
 
+from sessdex.catalog.cli.click_app import command_settings
 from sessdex.core.blobs import BlobStore
 from sessdex.core.context import build_session_context
 from sessdex.core.errors import SessionFileError
@@ -70,7 +71,7 @@ def _message_text(message: dict[str, Any]) -> str:
 @click.pass_context
 def context_command(ctx: click.Context, file: str, leaf_id: str | None, as_json: bool) -> None:
     """Print what the model would see for the session FILE, built as the agent builds it."""
-    loaded = read_session(file, ctx.obj.get("agent_dir"))
+    loaded = read_session(file, command_settings(ctx).agent_dir)
     entries = [e for e in loaded.entries if isinstance(e, dict)]
     if leaf_id is not None and not any(e.get("id") == leaf_id for e in entries):
         raise SessionFileError(f"{file}: no entry with id {leaf_id!r}")
@@ -92,7 +93,7 @@ def context_command(ctx: click.Context, file: str, leaf_id: str | None, as_json:
 @click.pass_context
 def entries_command(ctx: click.Context, file: str, as_json: bool) -> None:
     """Print the loaded, migrated, blob-resolved entries of FILE in file order (the header left out)."""
-    loaded = read_session(file, ctx.obj.get("agent_dir"))
+    loaded = read_session(file, command_settings(ctx).agent_dir)
     if as_json:
         _print_json(loaded.entries)
         return

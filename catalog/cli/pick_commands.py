@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sessdex.catalog.queries.picker_source import PickerRow, PickerSource, Scope, open_picker_source
+from sessdex.catalog.cli.click_app import command_settings
+from sessdex.catalog.queries.open_source import open_session_source
+from sessdex.catalog.queries.picker_source import PickerSource
+from sessdex.catalog.queries.source import PickerRow, Scope
 from sessdex.core.errors import UsageError
-from sessdex.core.paths import AgentPaths
 
 if TYPE_CHECKING:
     from sessdex.catalog.tui.picker import PickerResult
@@ -75,10 +77,9 @@ def finish(ctx: click.Context, result: PickerResult) -> None:
 
 def _source(ctx: click.Context, cwd: str, session_dir: Path | None) -> PickerSource:
     """The catalog source for the CLI's --agent-dir / --catalog (the file scan if the catalog fails)."""
-    obj = ctx.find_root().obj or {}
-    paths = AgentPaths.from_env(obj.get("agent_dir"))
-    return open_picker_source(paths, cwd, session_dir, obj.get("catalog"),
-                              warn=lambda message: click.echo(f"sessdex: {message}", err=True))
+    source = open_session_source(command_settings(ctx),
+                                 warn=lambda message: click.echo(f"sessdex: {message}", err=True))
+    return PickerSource(source, cwd, session_dir)
 
 
 def sessions_listing(rows: list[PickerRow], now_ms: float) -> str:

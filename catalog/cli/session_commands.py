@@ -31,11 +31,11 @@ from sessdex.catalog.cli.output import (
 from sessdex.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from sessdex.catalog.queries.sessions import Catalog, FileScan
+    from sessdex.catalog.queries.source import SessionSource
     from sessdex.core.paths import AgentPaths
     from sessdex.core.summary import SessionInfo
 
-    SourceOpener = Callable[[], Catalog | FileScan]
+    SourceOpener = Callable[[], SessionSource]
 
 DEFAULT_RECENT_COUNT = 10
 

@@ -13,20 +13,20 @@ from typing import Any
 import click
 
 from sessdex.catalog.cli import session_commands
+from sessdex.catalog.cli.click_app import command_settings
 from sessdex.catalog.cli.output import echo
-from sessdex.catalog.queries.sessions import Catalog, FileScan, open_session_source
+from sessdex.catalog.queries.open_source import open_session_source
+from sessdex.catalog.queries.source import SessionSource
 from sessdex.core.paths import AgentPaths
 
 
-def _session_source(ctx: click.Context) -> Catalog | FileScan:
+def _session_source(ctx: click.Context) -> SessionSource:
     """The catalog (kept fresh by stat or by `sessdex watch`), or the file scan if the catalog is unusable."""
-    return open_session_source(_agent_paths(ctx), (ctx.find_root().obj or {}).get("catalog"),
-                               warn=lambda message: echo(message, err=True))
+    return open_session_source(command_settings(ctx), warn=lambda message: echo(f"sessdex: {message}", err=True))
 
 
 def _agent_paths(ctx: click.Context) -> AgentPaths:
-    obj = ctx.find_root().obj or {}
-    return AgentPaths.from_env(obj.get("agent_dir"))
+    return command_settings(ctx).paths
 
 
 def _session_dir_option(function: Any) -> Any:

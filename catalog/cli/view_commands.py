@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
+from sessdex.catalog.cli.click_app import command_settings
 from sessdex.core.errors import SessionFileError, SessionNotFoundError
-from sessdex.core.paths import AgentPaths
 from sessdex.core.resume import is_path_like
 from sessdex.core.summary import SessionInfo
 
@@ -68,8 +68,8 @@ def view_command(ctx: click.Context, session: str | None, session_dir: Path | No
     from sessdex.core.runtime import SessionRuntime
     from sessdex.core.storage import OverlaySessionStorage
 
-    options = ctx.find_root().obj or {}
-    paths = AgentPaths.from_env(options.get("agent_dir"))
+    settings = command_settings(ctx)
+    paths = settings.paths
     runtime = SessionRuntime(paths=paths, storage=OverlaySessionStorage())
     cwd = os.getcwd()
     if session is None:
@@ -87,7 +87,7 @@ def view_command(ctx: click.Context, session: str | None, session_dir: Path | No
         if print_only or not (sys.stdin.isatty() and sys.stdout.isatty()):
             click.echo(plain_view(live, agent))
         else:
-            chooser = PickerChooser(catalog=options.get("catalog"))
+            chooser = PickerChooser(settings=settings)
             TranscriptViewer(live, agent, paths=paths, session_dir=session_dir, choose_session=chooser).run()
     finally:
         live.close()

@@ -30,6 +30,7 @@ import json
 import math
 import os
 import re
+import sqlite3
 import stat as stat_module
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -41,7 +42,7 @@ import orjson
 
 from sessdex.catalog.index.bulk_writer import BulkWriter, CatalogChanged, data_version
 from sessdex.catalog.store import fts
-from sessdex.catalog.store.db import CatalogDatabase, SqliteCatalog
+from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
 from sessdex.core.jsonl import ParsedJsonl, parse_jsonl
 from sessdex.core.summary import SessionSummary
@@ -281,8 +282,9 @@ class Indexer:
         keys = [catalog_path(path) for path in paths]
         counts: dict[Outcome, int] = {}
         position = reported = 0
-        if keys and isinstance(self.db, SqliteCatalog):
-            position, reported = self._index_into_empty_catalog(keys, counts, progress)
+        bulk_connection = self.db.sqlite_writer() if keys else None
+        if bulk_connection is not None:
+            position, reported = self._index_into_empty_catalog(bulk_connection, keys, counts, progress)
         while position < len(keys):
             started = time.monotonic()
             with self._transaction():
@@ -300,14 +302,13 @@ class Indexer:
 
     # -- bulk run into an empty catalog ----------------------------------------------------------------
 
-    def _index_into_empty_catalog(self, keys: list[str], counts: dict[Outcome, int],
+    def _index_into_empty_catalog(self, connection: sqlite3.Connection, keys: list[str], counts: dict[Outcome, int],
                                   progress: Callable[[str, Outcome], None] | None) -> tuple[int, int]:
         """Bulk-index the leading `keys` that are certainly new to an empty catalog (see the module docstring).
 
         Returns (how many keys are committed, how many were reported to `progress`); the caller indexes
         the keys from the first number on, reporting only those from the second.
         """
-        connection = self.db.writer_connection()  # type: ignore[attr-defined]  # bulk runs on SqliteCatalog only
         version = data_version(connection)  # read first: a commit after it is caught by the writer
         if self.db.scalar("count_files"):
             return 0, 0

@@ -40,6 +40,15 @@ POLL_INTERVAL_SECONDS = 1.0
 INOTIFY_LIMIT_ERRNOS = (errno.ENOSPC, errno.EMFILE)
 
 
+def refuse_while_watched(location: CatalogLocation, action: str) -> None:
+    """Raise CatalogError when `sessdex watch` keeps `location` current: `action` would pull the catalog from under it."""
+    try:
+        with exclusive_lock(location.watch_lock_path, blocking=False):
+            return
+    except BlockingIOError:
+        raise CatalogError(f"`sessdex watch` is running on {location.display}; stop it before you {action}") from None
+
+
 # -- events and their coalescing (pure) ------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -223,7 +232,7 @@ class Watcher:
     @contextlib.contextmanager
     def _single_watcher(self) -> Iterator[None]:
         try:
-            with exclusive_lock(self.location.sidecar(".watch.lock"), blocking=False):
+            with exclusive_lock(self.location.watch_lock_path, blocking=False):
                 yield
         except BlockingIOError:
             heartbeat = read_heartbeat(self.location, max_age=float("inf"))

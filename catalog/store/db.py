@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from sessdex.catalog.store import fts
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION, SQL
 from sessdex.catalog.store.location import (
     BUSY_TIMEOUT_MS,
@@ -64,6 +65,16 @@ class CatalogDatabase(Protocol):
 
     def sqlite_reader(self) -> sqlite3.Connection | None:
         """The read connection when the backend is the stdlib SQLite one (for FTS), else None."""
+
+    def sqlite_writer(self) -> sqlite3.Connection | None:
+        """The read-write connection when the backend is the stdlib SQLite one (bulk loads), else None."""
+
+    def integrity_errors(self) -> list[str]:
+        """What the database's own integrity checks (and the FTS indexes') report; [] when all is well
+        or the backend has no such check."""
+
+    def rebuild_full_text(self) -> bool:
+        """Rebuild the FTS indexes from their content tables; False when the backend has none."""
 
     def close(self) -> None:
         """Close every connection."""
@@ -169,6 +180,26 @@ class SqliteCatalog:
     def sqlite_reader(self) -> sqlite3.Connection:
         return self._reader
 
+    def sqlite_writer(self) -> sqlite3.Connection:
+        return self.writer_connection()
+
+    def integrity_errors(self) -> list[str]:
+        connection = self.writer_connection()
+        result = [row[0] for row in connection.execute("PRAGMA quick_check")]
+        errors = [f"sqlite: {line}" for line in result] if result != ["ok"] else []
+        for table in fts.FTS_TABLES:
+            try:
+                connection.execute(fts.integrity_check(table))
+            except sqlite3.DatabaseError as exc:
+                errors.append(f"{table}: {exc}")
+        return errors
+
+    def rebuild_full_text(self) -> bool:
+        connection = self.writer_connection()
+        for table in fts.FTS_TABLES:
+            connection.execute(fts.rebuild(table))
+        return True
+
     def close(self) -> None:
         for connection in (self._reader, self._writer):
             if connection is not None:
@@ -242,6 +273,15 @@ class SqlAlchemyCatalog:
 
     def sqlite_reader(self) -> None:
         return None
+
+    def sqlite_writer(self) -> None:
+        return None
+
+    def integrity_errors(self) -> list[str]:
+        return []
+
+    def rebuild_full_text(self) -> bool:
+        return False
 
     def close(self) -> None:
         self._connection.close()

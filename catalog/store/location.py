@@ -1,4 +1,4 @@
-"""Where the catalog lives: `--catalog` / `$SESSDEX_CATALOG` resolved to a URL and, for SQLite, a file;
+"""Where the catalog lives: a `--catalog` value resolved to a URL and, for SQLite, a file;
 the sidecar files (locks, watcher heartbeat) beside it; and the engine Alembic and the SQLAlchemy backend use.
 """
 
@@ -42,6 +42,11 @@ class CatalogLocation(NamedTuple):
         return self.sidecar(".migrate.lock")
 
     @property
+    def watch_lock_path(self) -> Path:
+        """Held by the one `sessdex watch` keeping this catalog current."""
+        return self.sidecar(".watch.lock")
+
+    @property
     def watcher_path(self) -> Path:
         return self.sidecar(".watcher")
 
@@ -57,8 +62,11 @@ def _sqlite_path_from_url(url: str) -> Path | None:
 
 
 def resolve_location(agent_dir: str | os.PathLike[str], configured: str | None = None) -> CatalogLocation:
-    """The catalog named by `--catalog` / `$SESSDEX_CATALOG` (a path or a SQLAlchemy URL), else `<agent dir>/catalog.db`."""
-    value = configured if configured else os.environ.get(CATALOG_ENV) or None
+    """The catalog `configured` names (a path or a SQLAlchemy URL), else `<agent dir>/catalog.db`.
+
+    The environment is not read here: `sessdex.catalog.store.settings.Settings` resolves `$SESSDEX_CATALOG`.
+    """
+    value = configured or None
     if value == CATALOG_OFF:
         raise CatalogError("the catalog is turned off (--catalog off / SESSDEX_CATALOG=off)")
     if value is None:

@@ -35,14 +35,8 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
-from sessdex.catalog.queries.picker_source import (
-    MATCH_CLOSE,
-    MATCH_OPEN,
-    SCOPES,
-    PickerRow,
-    PickerSource,
-    Scope,
-)
+from sessdex.catalog.queries.picker_source import PickerSource
+from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN, SCOPES, PickerRow, Scope
 from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
 from sessdex.catalog.tui.picker_model import PickerModel
 from sessdex.catalog.tui.width import char_width, display_width

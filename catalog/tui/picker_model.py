@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sessdex.catalog.queries.picker_source import SCOPES, PickerRow, Scope, should_search_content
+from sessdex.catalog.queries.source import SCOPES, PickerRow, Scope, should_search_content
 from sessdex.catalog.tui.fuzzy import normalize_query
 from sessdex.catalog.tui.picker_search import Search, SearchIndex
 

@@ -46,6 +46,7 @@ from sessdex.core.paths import AgentPaths
 
 if TYPE_CHECKING:
     from sessdex.catalog.queries.picker_source import PickerSource
+    from sessdex.catalog.store.settings import Settings
     from sessdex.catalog.tui.picker import PickerResult, SessionPicker
 
 TOOL_RESULT_MAX_LINES = 12
@@ -393,7 +394,7 @@ class PickerChooser:
     picker before it runs (tests use it to watch the picker's screen).
     """
 
-    catalog: str | None = None
+    settings: Settings | None = None
     open_source: Callable[[TranscriptViewer], PickerSource] | None = None
     on_open: Callable[[SessionPicker], None] | None = None
 
@@ -405,10 +406,13 @@ class PickerChooser:
     def _source(self, viewer: TranscriptViewer) -> PickerSource:
         if self.open_source is not None:
             return self.open_source(viewer)
-        from sessdex.catalog.queries.picker_source import open_picker_source
+        from sessdex.catalog.queries.open_source import open_session_source
+        from sessdex.catalog.queries.picker_source import PickerSource
+        from sessdex.catalog.store.settings import Settings
 
-        return open_picker_source(viewer.paths, viewer.session.session_manager.get_cwd(), viewer.session_dir,
-                                  self.catalog, warn=viewer.warn)
+        settings = self.settings or Settings.resolve(paths=viewer.paths)
+        source = open_session_source(settings, warn=viewer.warn)
+        return PickerSource(source, viewer.session.session_manager.get_cwd(), viewer.session_dir)
 
     async def _pick(self, viewer: TranscriptViewer, app: Application[None],
                     done: Callable[[Path | None], None]) -> None:

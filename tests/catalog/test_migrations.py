@@ -13,6 +13,7 @@ from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
 from sessdex.catalog.store.db import open_catalog
 from sessdex.catalog.store.location import BUSY_TIMEOUT_MS, CatalogLocation, create_catalog_engine, resolve_location
 from sessdex.catalog.store.migrate import alembic_on, check_catalog, upgrade_catalog
+from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import CatalogError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -125,9 +126,13 @@ def test_catalog_location_rules(tmp_path: Path, monkeypatch):
     assert resolve_location(tmp_path).sqlite_path == tmp_path / "catalog.db"
     assert resolve_location(tmp_path, str(tmp_path / "x.db")).sqlite_path == tmp_path / "x.db"
     assert resolve_location(tmp_path, f"sqlite:///{tmp_path}/y.db").sqlite_path == tmp_path / "y.db"
+    assert Settings.resolve(tmp_path).location().sqlite_path == tmp_path / "catalog.db"
     monkeypatch.setenv("SESSDEX_CATALOG", str(tmp_path / "env.db"))
-    assert resolve_location(tmp_path).sqlite_path == tmp_path / "env.db"
-    assert resolve_location(tmp_path, str(tmp_path / "opt.db")).sqlite_path == tmp_path / "opt.db"
+    assert Settings.resolve(tmp_path).location().sqlite_path == tmp_path / "env.db"
+    assert Settings.resolve(tmp_path, str(tmp_path / "opt.db")).location().sqlite_path == tmp_path / "opt.db"
+    assert resolve_location(tmp_path).sqlite_path == tmp_path / "catalog.db"  # only Settings reads the variable
+    monkeypatch.setenv("SESSDEX_CATALOG", "")
+    assert Settings.resolve(tmp_path).location().sqlite_path == tmp_path / "catalog.db"  # empty counts as unset
     other = resolve_location(tmp_path, "postgresql://user@host/sessdex")
     assert other == CatalogLocation("postgresql://user@host/sessdex", None, tmp_path)
     with pytest.raises(CatalogError):

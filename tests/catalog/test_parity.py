@@ -92,8 +92,8 @@ def assert_parity(paths: AgentPaths, catalog: Catalog, cwds: list[str]) -> int:
                 [recent_fields(r) for r in discovery.recent_sessions_in(folders, limit, now_ms=NOW_MS)]
             compared += 1
         for folder in folders:
-            assert catalog.find_most_recent_session(folder) == discovery.find_most_recent_session(folder)
-            assert [recent_fields(r) for r in catalog.get_recent_sessions(folder, now_ms=NOW_MS)] == \
+            assert catalog.most_recent_session_in([folder]) == discovery.find_most_recent_session(folder)
+            assert [recent_fields(r) for r in catalog.recent_sessions_in([folder], now_ms=NOW_MS)] == \
                 [recent_fields(r) for r in discovery.get_recent_sessions(folder, now_ms=NOW_MS)]
             compared += 2
     # Prefixes of every length class: ambiguous (1-2 chars), usually unique (4), exact ids, and no match.

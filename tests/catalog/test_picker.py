@@ -19,11 +19,9 @@ from prompt_toolkit.output import DummyOutput
 
 from sessdex.catalog.cli import pick_commands as cli_pick
 from sessdex.catalog.cli.click_app import main
-from sessdex.catalog.queries.picker_source import (
-    CatalogPickerSource,
-    FileScanPickerSource,
-    PickerSource,
-)
+from sessdex.catalog.queries.file_scan import FileScan
+from sessdex.catalog.queries.picker_source import PickerSource
+from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.tui.picker import PickerResult, SessionPicker
 from sessdex.core.paths import AgentPaths
 from tests.core.sessiontree import (
@@ -142,8 +140,8 @@ def drive(source: PickerSource, script: Callable[[Driver], Awaitable[None]], sco
         source.close()
 
 
-def file_source(tree: Tree, project: str = "proj") -> FileScanPickerSource:
-    return FileScanPickerSource(tree.paths, tree.project(project))
+def file_source(tree: Tree, project: str = "proj") -> PickerSource:
+    return PickerSource(FileScan(tree.paths), tree.project(project))
 
 
 # -- rows and navigation ----------------------------------------------------------------------------------
@@ -285,8 +283,8 @@ def test_no_match_shows_a_message_and_enter_does_nothing(tree: Tree) -> None:
 def test_tab_switches_between_this_project_and_all_projects(tree: Tree, source_kind: str) -> None:
     populate(tree)
     proj = tree.project("proj")
-    source = (FileScanPickerSource(tree.paths, proj) if source_kind == "file-scan"
-              else CatalogPickerSource(tree.paths, proj))
+    source = (PickerSource(FileScan(tree.paths), proj) if source_kind == "file-scan"
+              else PickerSource(Catalog(tree.paths), proj))
 
     async def script(d: Driver) -> None:
         await d.press("parser")
@@ -343,12 +341,12 @@ def test_empty_list_renders_a_message_enter_does_nothing_and_esc_or_ctrl_c_still
 def test_the_catalog_snapshot_paints_at_once_and_catches_up_with_the_files(tree: Tree) -> None:
     populate(tree)
     proj = tree.project("proj")
-    warm = CatalogPickerSource(tree.paths, proj)
+    warm = PickerSource(Catalog(tree.paths), proj)
     assert len(warm.rows("project")) == 3  # indexes the project
     warm.close()
     late = tree.session(proj, "ee55000000000005", [user("a brand new one"), assistant("ok")],
                         mtime_ms=BASE_MS + 180_000)
-    source = CatalogPickerSource(tree.paths, proj)
+    source = PickerSource(Catalog(tree.paths), proj)
     assert "ee55000000000005" not in [row.session_id for row in source.rows("project")]  # the snapshot
 
     async def script(d: Driver) -> None:
@@ -371,7 +369,7 @@ def test_catalog_rows_are_the_file_scan_rows(tmp_path: Path) -> None:
         return [(*row[:6], int(row.modified_ms)) for row in rows]
 
     for project in manifest.projects:
-        catalog, scan = CatalogPickerSource(paths, project.cwd), FileScanPickerSource(paths, project.cwd)
+        catalog, scan = PickerSource(Catalog(paths), project.cwd), PickerSource(FileScan(paths), project.cwd)
         try:
             for scope in ("project", "all"):
                 catalog.refresh(scope)
@@ -382,7 +380,7 @@ def test_catalog_rows_are_the_file_scan_rows(tmp_path: Path) -> None:
 
 def test_an_empty_catalog_snapshot_is_refreshed_before_answering(tree: Tree) -> None:
     populate(tree)
-    source = CatalogPickerSource(tree.paths, tree.project("proj"))
+    source = PickerSource(Catalog(tree.paths), tree.project("proj"))
     try:
         assert len(source.rows("project")) == 3
         assert not source.refresh("project")  # already done for this scope
@@ -396,8 +394,8 @@ def test_an_empty_catalog_snapshot_is_refreshed_before_answering(tree: Tree) -> 
 def test_words_only_in_later_messages_are_found_through_the_content_search(tree: Tree, source_kind: str) -> None:
     populate(tree)
     proj = tree.project("proj")
-    source = (FileScanPickerSource(tree.paths, proj) if source_kind == "file-scan"
-              else CatalogPickerSource(tree.paths, proj))
+    source = (PickerSource(FileScan(tree.paths), proj) if source_kind == "file-scan"
+              else PickerSource(Catalog(tree.paths), proj))
 
     async def script(d: Driver) -> None:
         await d.press("zebra")
@@ -412,10 +410,10 @@ def test_words_only_in_later_messages_are_found_through_the_content_search(tree:
     assert result.row is not None and result.row.title == "Deploy the API"
 
 
-class FailingContentSearch(FileScanPickerSource):
+class FailingContentSearch(FileScan):
     """Real rows; the message-text search breaks (as a catalog on a failing disk would)."""
 
-    def content_matches(self, query: str, scope: str) -> dict[str, str]:
+    def content_matches(self, query: str, cwd: str, session_dir: object, *, all_projects: bool) -> dict[str, str]:
         raise OSError("disk I/O error")
 
 
@@ -429,7 +427,7 @@ def test_a_failing_content_search_is_reported_and_the_picker_stays_usable(tree: 
         assert d.shown_ids() == []
         await d.press(CTRL_U, ENTER)
 
-    result = drive(FailingContentSearch(tree.paths, tree.project("proj")), script)
+    result = drive(PickerSource(FailingContentSearch(tree.paths), tree.project("proj")), script)
     assert result.row is not None and result.row.session_id == "cc33000000000003"
 
 

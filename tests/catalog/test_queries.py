@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessdex.catalog.queries.sessions import Catalog, fts_query
+from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import AmbiguousSessionError, CatalogError, SessionNotFoundError
 from sessdex.core.paths import AgentPaths
 from tests.catalog.catalog_support import (
@@ -184,12 +185,12 @@ def test_search_needs_a_sqlite_catalog(paths: AgentPaths):
             catalog.search("hello", cwd)
 
 
-def test_catalog_open_uses_the_catalog_option(paths: AgentPaths, tmp_path: Path):
+def test_catalog_from_settings_uses_the_catalog_option(paths: AgentPaths, tmp_path: Path):
     cwd = project(paths, "proj")
     session(paths, cwd, "1000000000000001", user("hello"))
-    with Catalog.open(paths, str(tmp_path / "elsewhere.db")) as catalog:
-        assert [i.id for i in catalog.picker_sessions(cwd)] == ["1000000000000001"]
-        assert [i.id for i in catalog.picker_sessions(cwd, all_projects=True)] == ["1000000000000001"]
+    with Catalog.from_settings(Settings(catalog=str(tmp_path / "elsewhere.db"), paths=paths)) as catalog:
+        assert [i.id for i in catalog.list_sessions(cwd)] == ["1000000000000001"]
+        assert [r.session_id for r in catalog.picker_rows(cwd, None, all_projects=True)] == ["1000000000000001"]
     assert (tmp_path / "elsewhere.db").exists()
     assert not (paths.agent_dir / "catalog.db").exists()
 

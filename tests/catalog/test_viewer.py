@@ -19,7 +19,8 @@ from prompt_toolkit.output import DummyOutput, Output
 from prompt_toolkit.output.vt100 import Vt100_Output
 
 from sessdex.catalog.cli.click_app import main
-from sessdex.catalog.queries.picker_source import FileScanPickerSource
+from sessdex.catalog.queries.file_scan import FileScan
+from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.tui.viewer import (
     RESUMED_NOTICE,
     PickerChooser,
@@ -97,7 +98,7 @@ class Sandbox:
             lambda agent, models: AgentSession.open(path, agent, models, runtime=self.runtime, hooks=hooks))
         self.sessions.append(session)
         chooser = choose_session or PickerChooser(
-            open_source=lambda viewer: FileScanPickerSource(self.paths, viewer.session.session_manager.get_cwd()),
+            open_source=lambda viewer: PickerSource(FileScan(self.paths), viewer.session.session_manager.get_cwd()),
             on_open=lambda picker: screens.watch(picker.app))
         return TranscriptViewer(session, agent, paths=self.paths, choose_session=chooser)
 

@@ -1,0 +1,122 @@
+"""`FileScan`: the `SessionSource` that reads the session files themselves, through `sessdex.core`.
+
+The reference answers (the catalog must give the same), and the fallback when the catalog is turned off
+(`--catalog off`) or cannot be opened. For the picker it reads each scope once and then keeps it, and
+searches message text by case-insensitive substring; the picker may call it from a worker thread, so
+that state sits behind a lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from sessdex.catalog.queries.source import (
+    CONTENT_MATCH_LIMIT,
+    DEFAULT_RECENT_LIMIT,
+    PickerRow,
+    content_terms,
+    substring_snippet,
+)
+from sessdex.core.paths import AgentPaths
+from sessdex.core.summary import SessionInfo
+
+_ScopeKey = tuple[bool, str, str | None]
+
+
+class FileScan:
+    """Sessions read from the files on every call (the picker's scopes: once, then kept)."""
+
+    def __init__(self, paths: AgentPaths) -> None:
+        self.paths = paths
+        self._lock = threading.Lock()
+        self._picker_infos: dict[_ScopeKey, list[SessionInfo]] = {}
+        self._lowered_text: dict[str, str] = {}
+
+    def __enter__(self) -> FileScan:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing is held open; drop the picker's cached text."""
+        with self._lock:
+            self._lowered_text.clear()
+
+    def list_sessions(self, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
+                      include_empty: bool = False) -> list[SessionInfo]:
+        """sessdex.core.discovery.list_sessions."""
+        from sessdex.core.discovery import list_sessions
+
+        return list_sessions(cwd, session_dir, paths=self.paths, include_empty=include_empty)
+
+    def list_all_sessions(self, *, include_empty: bool = False) -> list[SessionInfo]:
+        """sessdex.core.discovery.list_all_sessions."""
+        from sessdex.core.discovery import list_all_sessions
+
+        return list_all_sessions(paths=self.paths, include_empty=include_empty)
+
+    def recent_sessions_in(self, directories: Iterable[str | os.PathLike[str]],
+                           limit: int | None = DEFAULT_RECENT_LIMIT, *, now_ms: float | None = None) -> list[Any]:
+        """sessdex.core.discovery.recent_sessions_in."""
+        from sessdex.core.discovery import recent_sessions_in
+
+        return recent_sessions_in(directories, limit, now_ms=now_ms)
+
+    def most_recent_session_in(self, directories: Iterable[str | os.PathLike[str]]) -> Path | None:
+        """sessdex.core.discovery.most_recent_session_in."""
+        from sessdex.core.discovery import most_recent_session_in
+
+        return most_recent_session_in(directories)
+
+    def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
+                           session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
+        """sessdex.core.resume.find_session_by_id."""
+        from sessdex.core.resume import find_session_by_id
+
+        return find_session_by_id(value, cwd, session_dir, paths=self.paths)
+
+    # -- the picker ----------------------------------------------------------------------------------------
+
+    def _scope_infos(self, cwd: str, session_dir: str | os.PathLike[str] | None, all_projects: bool
+                     ) -> list[SessionInfo]:
+        key = (all_projects, cwd, None if session_dir is None else os.fspath(session_dir))
+        if key not in self._picker_infos:
+            self._picker_infos[key] = self.list_all_sessions() if all_projects else self.list_sessions(cwd, session_dir)
+        return self._picker_infos[key]
+
+    def picker_rows(self, cwd: str, session_dir: str | os.PathLike[str] | None, *,
+                    all_projects: bool) -> list[PickerRow]:
+        """The scope's sessions, read from the files once and then kept."""
+        with self._lock:
+            return [PickerRow.from_info(info) for info in self._scope_infos(cwd, session_dir, all_projects)]
+
+    def bring_up_to_date(self, cwd: str, session_dir: str | os.PathLike[str] | None, *, all_projects: bool) -> bool:
+        """Always False: the rows were read from the files themselves."""
+        return False
+
+    def content_matches(self, query: str, cwd: str, session_dir: str | os.PathLike[str] | None, *,
+                        all_projects: bool) -> dict[str, str]:
+        """Sessions whose message text holds every word of `query` (case-insensitive substrings), newest first."""
+        terms = content_terms(query)
+        if not terms:
+            return {}
+        matches: dict[str, str] = {}
+        with self._lock:
+            for info in self._scope_infos(cwd, session_dir, all_projects):
+                key = str(info.path)
+                lowered = self._lowered_text.get(key)
+                if lowered is None:
+                    lowered = self._lowered_text[key] = info.all_messages_text.lower()
+                if all(term in lowered for term in terms):
+                    matches[key] = substring_snippet(info.all_messages_text, lowered, terms)
+                    if len(matches) >= CONTENT_MATCH_LIMIT:
+                        break
+        return matches
+
+    def check_freshness_once(self) -> None:
+        """Nothing to do: the picker's scopes are read once anyway."""

@@ -1,0 +1,55 @@
+"""Choosing the `SessionSource` for a command: the catalog, else the session files themselves.
+
+The one place that decides between `Catalog` and `FileScan`, for the CLI, the fast path, the picker and
+the viewer alike: the file scan on request (`--catalog off`), or, after one warning, when the catalog
+cannot be opened (S10: the file scan stays the reference and the fallback).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Literal, overload
+
+from sessdex.catalog.queries.file_scan import FileScan
+from sessdex.catalog.queries.sessions import Catalog
+from sessdex.catalog.queries.source import SessionSource
+from sessdex.catalog.store.db import current_sqlite_catalog
+from sessdex.catalog.store.settings import Settings
+from sessdex.core.errors import CatalogError
+
+
+@overload
+def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,
+                        only_if_ready: Literal[False] = False) -> SessionSource: ...
+
+
+@overload
+def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,
+                        only_if_ready: bool) -> SessionSource | None: ...
+
+
+def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,
+                        only_if_ready: bool = False) -> SessionSource | None:
+    """The catalog the settings name, or the file scan when the catalog is off or (after `warn`) unusable.
+
+    With `only_if_ready`, None instead whenever that would take schema work or a warning: the catalog is
+    not a SQLite file at the current schema revision (missing, older, another database) or cannot be
+    opened. The click-free fast path uses this to decide, before printing anything, that it can answer
+    without importing SQLAlchemy or Alembic.
+    """
+    if settings.catalog_off:
+        return FileScan(settings.paths)
+    if only_if_ready:
+        try:
+            location = settings.location()
+            database = current_sqlite_catalog(location) if location.sqlite_path is not None else None
+        except (CatalogError, sqlite3.DatabaseError, OSError):
+            return None
+        return Catalog(settings.paths, location, database=database) if database is not None else None
+    try:
+        return Catalog.from_settings(settings)
+    except CatalogError as exc:
+        if warn is not None:
+            warn(f"{exc}; reading the session files directly")
+        return FileScan(settings.paths)

@@ -1,0 +1,55 @@
+"""The two settings every command shares, resolved once: the agent dir and the catalog.
+
+`--agent-dir` (else `$PI_CODING_AGENT_DIR`) and `--catalog` (else `$SESSDEX_CATALOG`) are read here and
+nowhere else; an empty variable counts as unset, as click reads it. The click CLI and the click-free fast
+path both build one `Settings` and hand it to the commands, which open the catalog (or the file scan)
+from it. A plain class, not a dataclass: the fast path builds one on every start.
+"""
+
+from __future__ import annotations
+
+import os
+
+from sessdex.catalog.store.location import CATALOG_ENV, CATALOG_OFF, CatalogLocation, resolve_location
+from sessdex.core.paths import AGENT_DIR_ENV, AgentPaths
+
+
+class Settings:
+    """The agent dir and the catalog a command works on (None: the default)."""
+
+    __slots__ = ("agent_dir", "catalog", "_paths")
+
+    def __init__(self, agent_dir: str | os.PathLike[str] | None = None, catalog: str | None = None, *,
+                 paths: AgentPaths | None = None) -> None:
+        """Settings taken as given (`paths`: the agent dir's layout when already known; `Settings.resolve`
+        also reads the environment)."""
+        self.agent_dir = agent_dir if paths is None else paths.agent_dir
+        self.catalog = catalog
+        self._paths = paths
+
+    @classmethod
+    def resolve(cls, agent_dir: str | os.PathLike[str] | None = None, catalog: str | None = None, *,
+                paths: AgentPaths | None = None) -> Settings:
+        """The options as given, else their environment variables when set and not empty, else the defaults."""
+        if paths is None:
+            agent_dir = agent_dir or os.environ.get(AGENT_DIR_ENV) or None
+        return cls(agent_dir, catalog or os.environ.get(CATALOG_ENV) or None, paths=paths)
+
+    @property
+    def catalog_off(self) -> bool:
+        """True for `--catalog off`: read the session files directly."""
+        return self.catalog == CATALOG_OFF
+
+    @property
+    def paths(self) -> AgentPaths:
+        """The agent dir's layout (sessions root, project folders)."""
+        if self._paths is None:
+            self._paths = AgentPaths.from_env(self.agent_dir)
+        return self._paths
+
+    def location(self) -> CatalogLocation:
+        """Where the catalog is; CatalogError when it is turned off or not a usable database name."""
+        return resolve_location(self.paths.agent_dir, self.catalog)
+
+    def __repr__(self) -> str:
+        return f"Settings(agent_dir={self.agent_dir!r}, catalog={self.catalog!r})"
