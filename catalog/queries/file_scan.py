@@ -2,14 +2,13 @@
 
 The reference answers (the catalog must give the same), and the fallback when the catalog is turned off
 (`--catalog off`) or cannot be opened. For the picker it reads each scope once and then keeps it, and
-searches message text by case-insensitive substring; the picker may call it from a worker thread, so
-that state sits behind a lock.
+searches message text by case-insensitive substring (`sessdex.catalog.queries.picker_source.PickerSource`
+serializes the picker's calls, which come from a worker thread too).
 """
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,6 @@ class FileScan:
 
     def __init__(self, paths: AgentPaths) -> None:
         self.paths = paths
-        self._lock = threading.Lock()
         self._picker_infos: dict[_ScopeKey, list[SessionInfo]] = {}
         self._lowered_text: dict[str, str] = {}
 
@@ -44,8 +42,7 @@ class FileScan:
 
     def close(self) -> None:
         """Nothing is held open; drop the picker's cached text."""
-        with self._lock:
-            self._lowered_text.clear()
+        self._lowered_text.clear()
 
     def list_sessions(self, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
                       include_empty: bool = False) -> list[SessionInfo]:
@@ -92,8 +89,7 @@ class FileScan:
     def picker_rows(self, cwd: str, session_dir: str | os.PathLike[str] | None, *,
                     all_projects: bool) -> list[PickerRow]:
         """The scope's sessions, read from the files once and then kept."""
-        with self._lock:
-            return [PickerRow.from_info(info) for info in self._scope_infos(cwd, session_dir, all_projects)]
+        return [PickerRow.from_info(info) for info in self._scope_infos(cwd, session_dir, all_projects)]
 
     def bring_up_to_date(self, cwd: str, session_dir: str | os.PathLike[str] | None, *, all_projects: bool) -> bool:
         """Always False: the rows were read from the files themselves."""
@@ -106,16 +102,15 @@ class FileScan:
         if not terms:
             return {}
         matches: dict[str, str] = {}
-        with self._lock:
-            for info in self._scope_infos(cwd, session_dir, all_projects):
-                key = str(info.path)
-                lowered = self._lowered_text.get(key)
-                if lowered is None:
-                    lowered = self._lowered_text[key] = info.all_messages_text.lower()
-                if all(term in lowered for term in terms):
-                    matches[key] = substring_snippet(info.all_messages_text, lowered, terms)
-                    if len(matches) >= CONTENT_MATCH_LIMIT:
-                        break
+        for info in self._scope_infos(cwd, session_dir, all_projects):
+            key = str(info.path)
+            lowered = self._lowered_text.get(key)
+            if lowered is None:
+                lowered = self._lowered_text[key] = info.all_messages_text.lower()
+            if all(term in lowered for term in terms):
+                matches[key] = substring_snippet(info.all_messages_text, lowered, terms)
+                if len(matches) >= CONTENT_MATCH_LIMIT:
+                    break
         return matches
 
     def check_freshness_once(self) -> None:

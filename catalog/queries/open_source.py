@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
-from sessdex.catalog.queries.file_scan import FileScan
 from sessdex.catalog.queries.sessions import Catalog
-from sessdex.catalog.queries.source import SessionSource
 from sessdex.catalog.store.db import current_sqlite_catalog
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import CatalogError
+
+if TYPE_CHECKING:
+    from sessdex.catalog.queries.source import SessionSource
 
 
 @overload
@@ -39,7 +40,7 @@ def open_session_source(settings: Settings, *, warn: Callable[[str], None] | Non
     without importing SQLAlchemy or Alembic.
     """
     if settings.catalog_off:
-        return FileScan(settings.paths)
+        return _file_scan(settings)
     if only_if_ready:
         try:
             location = settings.location()
@@ -52,4 +53,11 @@ def open_session_source(settings: Settings, *, warn: Callable[[str], None] | Non
     except CatalogError as exc:
         if warn is not None:
             warn(f"{exc}; reading the session files directly")
-        return FileScan(settings.paths)
+        return _file_scan(settings)
+
+
+def _file_scan(settings: Settings) -> SessionSource:
+    # Imported only when the files are read directly: a catalog answer never needs it.
+    from sessdex.catalog.queries.file_scan import FileScan
+
+    return FileScan(settings.paths)
