@@ -12,17 +12,16 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 
 from sessdex.core.jsonl import parse_jsonl
-from sessdex.core.paths import AgentPaths
+from sessdex.core.paths import SESSION_SUFFIX, AgentPaths, session_file_entries
 from sessdex.core.summary import SessionInfo, SessionSummary, session_info
 
-SESSION_SUFFIX = ".jsonl"
 RECENT_PREFIX_BYTES = 4096
 DEFAULT_RECENT_LIMIT = 3
 NAME_MAX_CHARS = 40
@@ -39,37 +38,19 @@ def _mtime_ms(stat: os.stat_result) -> float:
     return stat.st_mtime_ns / 1_000_000
 
 
-def session_files(directory: str | os.PathLike[str]) -> list[tuple[Path, float]]:
-    """The `*.jsonl` entries directly inside `directory` with their mtimes (ms); [] if it is missing.
+def session_files(directory: str | os.PathLike[str], *, recursive: bool = False) -> list[tuple[Path, float]]:
+    """The `*.jsonl` files directly inside `directory` (with `recursive`, below it) with their mtimes (ms).
 
-    Entries that turn out not to be readable files (folders, dangling links) fail to read later and are skipped.
+    [] if it is missing. Entries that turn out not to be readable files (dangling links, FIFOs) fail to
+    read later and are skipped.
     """
     found: list[tuple[Path, float]] = []
-    try:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                if not entry.name.endswith(SESSION_SUFFIX):
-                    continue
-                try:
-                    found.append((Path(entry.path), _mtime_ms(entry.stat())))
-                except OSError:
-                    continue
-    except OSError:
-        return []
+    for entry in session_file_entries(directory, recursive=recursive):
+        try:
+            found.append((Path(entry.path), _mtime_ms(entry.stat())))
+        except OSError:
+            continue
     return found
-
-
-def _session_files_under(root: Path) -> Iterator[tuple[Path, float]]:
-    """Every `*.jsonl` file anywhere below `root` (nested folders too), with its mtime (ms)."""
-    for folder, _subfolders, names in os.walk(root):
-        for name in names:
-            if not name.endswith(SESSION_SUFFIX):
-                continue
-            path = Path(folder, name)
-            try:
-                yield path, _mtime_ms(path.stat())
-            except OSError:
-                continue
 
 
 def _newest_first(files: Iterable[tuple[Path, float]]) -> list[tuple[Path, float]]:
@@ -141,7 +122,7 @@ def list_sessions(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[st
 
 def list_all_sessions(*, paths: AgentPaths, include_empty: bool = False) -> list[SessionInfo]:
     """`list_all()`: every session below the sessions root, nested folders too, newest first (S10)."""
-    return _infos(_session_files_under(paths.sessions_root), include_empty)
+    return _infos(session_files(paths.sessions_root, recursive=True), include_empty)
 
 
 # -- find_most_recent_session() --------------------------------------------------------------------

@@ -6,9 +6,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+SESSION_SUFFIX = ".jsonl"
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 ProjectDirNaming = Literal["documented", "agent"]
 
@@ -119,3 +123,37 @@ class AgentPaths:
         names = [self.project_dir_name(cwd), documented_project_dir_name(cwd),
                  agent_project_dir_name(cwd, self.home, self.tmp_dir or default_tmp_dir())]
         return [self.sessions_root / name for name in dict.fromkeys(names)]
+
+
+def session_file_entries(directory: str | os.PathLike[str], *, recursive: bool = False,
+                         ordered: bool = False) -> Iterator[os.DirEntry[str]]:
+    """The one walker of session files: the `*.jsonl` entries of `directory` that are not folders.
+
+    With `recursive`, also those of every subfolder, as `os.walk` goes: into real folders, never into
+    symlinks to folders; a folder's own entries come before its subfolders'. `ordered` sorts each folder
+    by name. Symlinks to files and other non-folders (FIFOs, dangling links) are yielded: callers decide
+    from `entry.stat()` what they read. A folder that cannot be listed is skipped.
+    """
+    try:
+        with os.scandir(directory) as listing:
+            entries = list(listing)  # closed before yielding: a deep walk holds no descriptors open
+    except OSError:
+        return
+    if ordered:
+        entries.sort(key=lambda entry: entry.name)
+    subfolders = []
+    for entry in entries:
+        named_like_a_session = entry.name.endswith(SESSION_SUFFIX)
+        if not (named_like_a_session or recursive):
+            continue
+        try:
+            is_folder = entry.is_dir()
+            if is_folder and recursive and not entry.is_symlink():
+                subfolders.append(entry.path)
+        except OSError:
+            is_folder = False
+        if named_like_a_session and not is_folder:
+            yield entry
+    for subfolder in subfolders:
+        yield from session_file_entries(subfolder, recursive=True, ordered=ordered)
+

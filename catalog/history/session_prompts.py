@@ -8,8 +8,6 @@ text with the session's cwd and the time it was sent.
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 
 from sessdex.catalog.history.storage import ImportedPrompt
 from sessdex.core.jsonl import parse_jsonl
+from sessdex.core.paths import session_file_entries
 from sessdex.core.records import split_session_records
 from sessdex.core.summary import message_text
 
@@ -33,7 +32,8 @@ class SessionPromptScan:
 def scan_session_prompts(sessions_root: Path) -> SessionPromptScan:
     """Every user prompt of every session file below `sessions_root` (nested folders too)."""
     scan = SessionPromptScan()
-    for path in _session_files(sessions_root):
+    for entry in session_file_entries(sessions_root, recursive=True, ordered=True):
+        path = Path(entry.path)
         prompts = _file_prompts(path)
         if prompts is None:
             scan.files_skipped += 1
@@ -41,14 +41,6 @@ def scan_session_prompts(sessions_root: Path) -> SessionPromptScan:
             scan.files_read += 1
             scan.prompts.extend(prompts)
     return scan
-
-
-def _session_files(root: Path) -> Iterator[Path]:
-    for folder, subfolders, names in os.walk(root):
-        subfolders.sort()
-        for name in sorted(names):
-            if name.endswith(".jsonl"):
-                yield Path(folder, name)
 
 
 def _file_prompts(path: Path) -> list[ImportedPrompt] | None:

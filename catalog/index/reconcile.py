@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.location import CatalogLocation
+from sessdex.core.paths import session_file_entries
 
-SESSION_SUFFIX = ".jsonl"
 HEARTBEAT_MAX_AGE_SECONDS = 2.0
 
 # (device, inode, size, mtime_ns): what decides that a file changed.
@@ -72,35 +72,19 @@ def _scan_directory(directory: str, found: dict[str, StatKey | None], recursive:
 
     With `with_stat`, each gets its stat key; without, None (a listing costs no stat for regular files).
     """
-    try:
-        entries = os.scandir(directory)
-    except OSError:
-        return
-    subfolders = []
     is_regular = stat_module.S_ISREG
-    with entries:
-        for entry in entries:
-            if entry.name.endswith(SESSION_SUFFIX) and (entry.name.isascii() or _storable_name(entry.name)):
-                try:
-                    if with_stat:
-                        result = entry.stat()
-                        if is_regular(result.st_mode):
-                            found[entry.path] = (result.st_dev, result.st_ino, result.st_size, result.st_mtime_ns)
-                            continue
-                    elif entry.is_file():
-                        found[entry.path] = None
-                        continue
-                except OSError:
-                    continue
-            if recursive:
-                try:
-                    # os.walk's rule: descend into real folders, not into symlinks to folders.
-                    if entry.is_dir() and not entry.is_symlink():
-                        subfolders.append(entry.path)
-                except OSError:
-                    continue
-    for subfolder in subfolders:
-        _scan_directory(subfolder, found, recursive, with_stat)
+    for entry in session_file_entries(directory, recursive=recursive):
+        if not (entry.name.isascii() or _storable_name(entry.name)):
+            continue
+        try:
+            if with_stat:
+                result = entry.stat()
+                if is_regular(result.st_mode):
+                    found[entry.path] = (result.st_dev, result.st_ino, result.st_size, result.st_mtime_ns)
+            elif entry.is_file():
+                found[entry.path] = None
+        except OSError:
+            continue
 
 
 def scan_files(scope: Scope, *, with_stat: bool = True) -> dict[str, StatKey | None]:

@@ -31,8 +31,8 @@ from sessdex.catalog.index.reconcile import Scope, read_heartbeat, reconcile
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog
 from sessdex.catalog.store.location import CatalogLocation, exclusive_lock
 from sessdex.core.errors import CatalogError
+from sessdex.core.paths import SESSION_SUFFIX
 
-SESSION_SUFFIX = ".jsonl"
 DEBOUNCE_SECONDS = 0.05
 MAX_DELAY_SECONDS = 0.2
 HEARTBEAT_INTERVAL_SECONDS = 0.5
