@@ -14,13 +14,18 @@ from typing import Any, Protocol, TypeVar
 
 @dataclass(frozen=True)
 class FileStat:
-    """The parts of a stat result sessdex uses."""
+    """The parts of a stat result sessdex uses (the session manager's storage seam and the catalog's indexer)."""
 
     size: int
     mtime_ns: int
     inode: int
     device: int
     is_dir: bool
+
+    @classmethod
+    def of(cls, result: os.stat_result) -> FileStat:
+        """The FileStat of an `os.stat` result."""
+        return cls(result.st_size, result.st_mtime_ns, result.st_ino, result.st_dev, stat_module.S_ISDIR(result.st_mode))
 
 
 class SessionStorageWriter(Protocol):
@@ -173,8 +178,7 @@ class FileSessionStorage(_AsyncTwins):
             result = os.stat(path)
         except OSError:
             return None
-        return FileStat(result.st_size, result.st_mtime_ns, result.st_ino, result.st_dev,
-                        stat_module.S_ISDIR(result.st_mode))
+        return FileStat.of(result)
 
     def list_files_sync(self, directory: Path, suffix: str = ".jsonl") -> list[Path]:
         try:

@@ -33,6 +33,7 @@ from sessdex.catalog.history.search import (
 )
 from sessdex.core.errors import HistoryError
 from sessdex.core.paths import default_agent_dir
+from sessdex.core.text import without_lone_surrogates
 
 __all__ = ["HistoryEntry", "HistoryStorage", "HistoryWriteError", "ImportedPrompt", "history_db_path", "trim_prompt"]
 
@@ -79,17 +80,6 @@ class HistoryWriteError(HistoryError):
 def trim_prompt(prompt: str) -> str:
     """The prompt as the agent stores it: JavaScript-trimmed at both ends, inner whitespace kept."""
     return prompt.strip(_JS_WHITESPACE)
-
-
-def _storable(text: str) -> str:
-    """`text` with any lone surrogate (unencodable as UTF-8) replaced by U+FFFD."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
 
 
 def history_db_path(agent_dir: str | PathLike[str] | None = None) -> Path:
@@ -380,12 +370,12 @@ class HistoryStorage:
         Raises HistoryWriteError when an earlier background write failed (this prompt is queued even so).
         """
         self._check_open()
-        text = _storable(trim_prompt(prompt))
+        text = without_lone_surrogates(trim_prompt(prompt))
         if text:
             with self._add_lock:
                 if text != self._last_prompt:
                     self._last_prompt = text
-                    self._writer.enqueue(_QueuedPrompt(text, cwd and _storable(cwd), int(self._clock())))
+                    self._writer.enqueue(_QueuedPrompt(text, cwd and without_lone_surrogates(cwd), int(self._clock())))
         failure = self._writer.take_failure()
         if failure is not None:
             raise failure
@@ -423,11 +413,11 @@ class HistoryStorage:
         of `query` anywhere, ASCII case-insensitively, are returned instead. No input raises.
         """
         limit = _clamp_limit(limit)
-        text = _storable(trim_prompt(query))
+        text = without_lone_surrogates(trim_prompt(query))
         if limit == 0 or not text:
             return []
         with self._reading():
-            return search_prompts(self._reader, self._scratch, text, limit, cwd and _storable(cwd),
+            return search_prompts(self._reader, self._scratch, text, limit, cwd and without_lone_surrogates(cwd),
                                   substring_fallback=substring_fallback)
 
     def import_prompts(self, prompts: Iterable[ImportedPrompt],
@@ -440,8 +430,8 @@ class HistoryStorage:
         """
         self.flush()
         # Distinct, oldest first; prompts sent in the same second keep the order they were given in.
-        rows = sorted(dict.fromkeys((text, item.cwd and _storable(item.cwd), int(item.created_at))
-                                    for item in prompts if (text := _storable(trim_prompt(item.prompt)))),
+        rows = sorted(dict.fromkeys((text, item.cwd and without_lone_surrogates(item.cwd), int(item.created_at))
+                                    for item in prompts if (text := without_lone_surrogates(trim_prompt(item.prompt)))),
                       key=lambda row: row[2])
         inserted = 0
         with self._reading():

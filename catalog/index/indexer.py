@@ -29,7 +29,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import sqlite3
 import stat as stat_module
 import time
@@ -45,7 +44,9 @@ from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
 from sessdex.core.jsonl import ParsedJsonl, parse_jsonl
+from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
+from sessdex.core.text import without_lone_surrogates
 
 CHUNK_BYTES = 4 * 1024 * 1024
 HEAD_BYTES = RECENT_PREFIX_BYTES
@@ -54,7 +55,6 @@ BATCH_FILES = 2000
 BATCH_SECONDS = 2.0
 # Texts of a new file are held back until its row exists; past this many characters a placeholder row is made.
 TEXT_BUFFER_CHARS = 8 * 1024 * 1024
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _WHITESPACE = b" \t\r\n"
 
 
@@ -67,20 +67,6 @@ class Outcome(Enum):
     MOVED = "moved"
     REMOVED = "removed"
     ABSENT = "absent"
-
-
-@dataclass(frozen=True)
-class FileStat:
-    """The part of a stat that decides whether a file changed."""
-
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
-
-    @classmethod
-    def of(cls, result: os.stat_result) -> FileStat:
-        return cls(result.st_dev, result.st_ino, result.st_size, result.st_mtime_ns)
 
 
 def stat_session_file(path: str | os.PathLike[str]) -> FileStat | None:
@@ -132,13 +118,7 @@ def storable_text(text: str) -> str: ...
 def storable_text(text: None) -> None: ...
 def storable_text(text: str | None) -> str | None:
     """Text SQLite can store: lone surrogates (only damaged lines produce them) become U+FFFD."""
-    if text is None or text.isascii():
-        return text
-    try:
-        text.encode("utf-8")  # fails exactly on lone surrogates, and is much faster than searching for them
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
+    return None if text is None else without_lone_surrogates(text)
 
 
 @dataclass
@@ -395,7 +375,8 @@ class Indexer:
         if row is None:
             row = self._adopt_moved_row(key, current)
             moved = row is not None
-        unchanged = row is not None and FileStat(row["device"], row["inode"], row["size"], row["mtime_ns"]) == current
+        unchanged = row is not None and (row["device"], row["inode"], row["size"], row["mtime_ns"]) == (
+            current.device, current.inode, current.size, current.mtime_ns)
         if unchanged and not force:
             return Outcome.MOVED if moved else Outcome.UNCHANGED
         try:
