@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -24,6 +24,7 @@ from sessdex.core.summary import SessionInfo, SessionSummary, session_info
 
 RECENT_PREFIX_BYTES = 4096
 DEFAULT_RECENT_LIMIT = 3
+MIN_ID_PREFIX = 8  # listings show at least this many characters of a session id
 NAME_MAX_CHARS = 40
 ELLIPSIS = "…"
 
@@ -147,6 +148,17 @@ def find_most_recent_session(session_dir: str | os.PathLike[str]) -> Path | None
 
 
 # -- get_recent_sessions() -------------------------------------------------------------------------
+
+def id_prefix_length(ids: Sequence[str]) -> int:
+    """The shortest length >= MIN_ID_PREFIX at which the ids have as many distinct prefixes as distinct values
+    (how much of each id a listing shows)."""
+    distinct = len(set(ids))
+    longest = max((len(value) for value in ids), default=MIN_ID_PREFIX)
+    length = MIN_ID_PREFIX
+    while length < longest and len({value[:length] for value in ids}) < distinct:
+        length += 1
+    return length
+
 
 def sanitize_display_name(text: str) -> str:
     """A one-line display form: trimmed, first line only, control characters turned into spaces."""

@@ -18,14 +18,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sessdex.catalog.tui.width import ELLIPSIS, display_width, fit
-from sessdex.core.discovery import sanitize_display_name, time_ago
+from sessdex.core.discovery import id_prefix_length, sanitize_display_name, time_ago
 
 if TYPE_CHECKING:
     from sessdex.core.discovery import RecentSessionInfo
     from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
 
-MIN_ID_PREFIX = 8
 LABEL_MAX_CHARS = 200  # titles and first messages are cut here before any width is measured
 # The escape sequences click.echo removes from text written to a non-terminal (click's own pattern).
 _ANSI_SEQUENCE = re.compile(r"\033\[[0-?]*[ -/]*[@-~]")
@@ -136,15 +135,6 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
                 parts.append(fit(cell, widths[i]) if i < len(columns) - 1 else fit(cell, widths[i]).rstrip())
         lines.append("  ".join(parts).rstrip())
     return "\n".join(lines)
-
-
-def id_prefix_length(ids: Sequence[str]) -> int:
-    """The shortest length >= 8 at which every id of `ids` has a distinct prefix."""
-    length = MIN_ID_PREFIX
-    longest = max((len(i) for i in ids), default=MIN_ID_PREFIX)
-    while length < longest and len({i[:length] for i in ids}) < len(set(ids)):
-        length += 1
-    return length
 
 
 def _short_cwd(cwd: str) -> str:

@@ -86,11 +86,10 @@ def sessions_listing(rows: list[PickerRow], now_ms: float) -> str:
     """The plain table `resume` prints when there is no terminal to pick on."""
     from sessdex.catalog.cli.output import (
         Column,
-        id_prefix_length,
         output_width,
         render_table,
     )
-    from sessdex.core.discovery import sanitize_display_name, time_ago
+    from sessdex.core.discovery import id_prefix_length, sanitize_display_name, time_ago
 
     prefix = id_prefix_length([row.session_id for row in rows])
     cells = [[row.session_id[:prefix], time_ago(row.modified_ms, now_ms), str(row.message_count),

@@ -12,20 +12,10 @@ from dataclasses import dataclass
 from sessdex.catalog.queries.source import SCOPES, PickerRow, Scope, should_search_content
 from sessdex.catalog.tui.fuzzy import normalize_query
 from sessdex.catalog.tui.picker_search import Search, SearchIndex
+from sessdex.core.discovery import MIN_ID_PREFIX, id_prefix_length
 
-MIN_ID_PREFIX = 8
 # At most this many rows get the slow weak-fuzzy test before a keystroke paints; the rest run in the background.
 SYNC_FILL_ROWS = 2_000
-
-
-def distinct_prefix_length(ids: list[str]) -> int:
-    """The shortest length >= 8 at which the ids have as many distinct prefixes as distinct values."""
-    distinct = len(set(ids))
-    longest = max((len(value) for value in ids), default=MIN_ID_PREFIX)
-    length = MIN_ID_PREFIX
-    while length < longest and len({value[:length] for value in ids}) < distinct:
-        length += 1
-    return length
 
 
 @dataclass
@@ -68,7 +58,7 @@ class PickerModel:
         moved_to = self.selected_row() if scope == self.scope and self.selected else None
         data = _ScopeData(rows, SearchIndex(rows, self.sessions_root),
                           {row.path: position for position, row in enumerate(rows)},
-                          distinct_prefix_length([row.session_id for row in rows]))
+                          id_prefix_length([row.session_id for row in rows]))
         self._scopes[scope] = data
         if scope == self.scope:
             self._restart()

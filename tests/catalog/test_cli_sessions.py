@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import sessdex.core.breadcrumbs as breadcrumbs
-from sessdex.catalog.cli.output import id_prefix_length
 from sessdex.catalog.tui.width import display_width, fit
 from sessdex.core.breadcrumbs import write_breadcrumb
+from sessdex.core.discovery import id_prefix_length
 from tests.cli_support import Outcome, run_cli
 from tests.core.sessiontree import BASE_MS, Tree, assistant, header, make_tree, user
 

@@ -7,8 +7,9 @@ import random
 import pytest
 
 from sessdex.catalog.queries.picker_source import PickerRow
-from sessdex.catalog.tui.picker_model import PickerModel, distinct_prefix_length
+from sessdex.catalog.tui.picker_model import PickerModel
 from sessdex.catalog.tui.picker_search import SearchIndex
+from sessdex.core.discovery import id_prefix_length
 
 ROOT = "/agent/sessions"
 
@@ -111,10 +112,10 @@ def test_narrowing_while_typing_gives_the_same_ranking_as_a_fresh_search(word: s
     assert previous.ranked() == complete(index, word).ranked()
 
 
-def test_distinct_prefix_length() -> None:
-    assert distinct_prefix_length([]) == 8
-    assert distinct_prefix_length(["abcdefgh11", "abcdefgh22"]) == 9
-    assert distinct_prefix_length(["abcdefgh11", "abcdefgh11"]) == 8
+def test_id_prefix_length() -> None:
+    assert id_prefix_length([]) == 8
+    assert id_prefix_length(["abcdefgh11", "abcdefgh22"]) == 9
+    assert id_prefix_length(["abcdefgh11", "abcdefgh11"]) == 8
 
 
 # -- the model ----------------------------------------------------------------------------------------
