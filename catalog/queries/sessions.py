@@ -343,6 +343,7 @@ class Catalog:
         if reader is None:
             infos = self.list_all_sessions() if all_projects else self.list_sessions(cwd, session_dir)
             return [PickerRow.from_info(info) for info in infos]
+        params: tuple[str, ...]
         if all_projects:
             prefix = self.sessions_root.rstrip("/") + "/"
             where, params = _UNDER_ROOT_SQL, (prefix, prefix + ID_PREFIX_CEILING)

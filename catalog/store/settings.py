@@ -23,7 +23,9 @@ class Settings:
                  paths: AgentPaths | None = None) -> None:
         """Settings taken as given (`paths`: the agent dir's layout when already known; `Settings.resolve`
         also reads the environment)."""
-        self.agent_dir = agent_dir if paths is None else paths.agent_dir
+        if paths is not None:
+            agent_dir = paths.agent_dir
+        self.agent_dir: str | None = None if agent_dir is None else os.fspath(agent_dir)
         self.catalog = catalog
         self._paths = paths
 
