@@ -15,11 +15,11 @@ from typing import Any
 
 from sessdex.catalog.queries.source import (
     CONTENT_MATCH_LIMIT,
-    DEFAULT_RECENT_LIMIT,
     PickerRow,
     content_terms,
     substring_snippet,
 )
+from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
 from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import SessionInfo
 

@@ -15,27 +15,21 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
-from sessdex.catalog.queries.source import (
-    CONTENT_MATCH_LIMIT,
-    DEFAULT_RECENT_LIMIT,
-    MATCH_CLOSE,
-    MATCH_OPEN,
-    PICKER_FIRST_MESSAGE_CHARS,
-    SNIPPET_TOKENS,
-    PickerRow,
-    one_line,
-)
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.db import open_catalog as open_database
 from sessdex.catalog.store.location import CatalogLocation, resolve_location
 from sessdex.catalog.store.settings import Settings
+from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
 from sessdex.core.errors import CatalogError
 from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import NO_MESSAGES, SessionInfo, SessionSummary, datetime_from_ms, parse_iso_timestamp
+
+if TYPE_CHECKING:
+    from sessdex.catalog.queries.source import PickerRow
 
 ID_PREFIX_CEILING = "\U0010ffff"
 SEARCH_SESSION_LIMIT = 20
@@ -339,6 +333,9 @@ class Catalog:
         of the first message, ordered as the file scan orders them, built straight into tuples (several
         times faster at 10,000 sessions than full SessionInfo values). Other databases list the sessions.
         """
+        # The picker's vocabulary is imported here, not at the top: the fast path never shows a picker.
+        from sessdex.catalog.queries.source import PICKER_FIRST_MESSAGE_CHARS, PickerRow
+
         reader = self._database().sqlite_reader()
         if reader is None:
             infos = self.list_all_sessions() if all_projects else self.list_sessions(cwd, session_dir)
@@ -362,6 +359,14 @@ class Catalog:
     def content_matches(self, query: str, cwd: str, session_dir: str | os.PathLike[str] | None, *,
                         all_projects: bool) -> dict[str, str]:
         """Up to CONTENT_MATCH_LIMIT sessions whose title, first message or a message matches every word (FTS5)."""
+        from sessdex.catalog.queries.source import (
+            CONTENT_MATCH_LIMIT,
+            MATCH_CLOSE,
+            MATCH_OPEN,
+            SNIPPET_TOKENS,
+            one_line,
+        )
+
         hits = self.search(query, None if all_projects else cwd, session_dir, limit=CONTENT_MATCH_LIMIT,
                            highlight=(MATCH_OPEN, MATCH_CLOSE), snippet_tokens=SNIPPET_TOKENS)
         return {str(hit.session.path): one_line(hit.snippet) for hit in hits}

@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
 
+from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
 from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import SessionInfo
 
-DEFAULT_RECENT_LIMIT = 3
 Scope = Literal["project", "all"]  # the picker's two scopes
 SCOPES: tuple[Scope, Scope] = ("project", "all")
 MATCH_OPEN = "\x02"
