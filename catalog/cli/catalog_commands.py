@@ -12,30 +12,25 @@ import os
 import sys
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from sessdex.catalog.cli.click_app import command_settings
+from sessdex.catalog.cli.search_commands import DEFAULT_SEARCH_COUNT, run_search
+from sessdex.catalog.index.content_index import content_backlog, fill_content_index
 from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
-from sessdex.catalog.queries.sessions import Catalog, SearchHit
+from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
-from sessdex.core.discovery import sanitize_display_name, time_ago
 from sessdex.core.errors import UsageError
 
 if TYPE_CHECKING:
     from sessdex.catalog.index.doctor import DoctorReport
 
-BOLD, NORMAL = "\x1b[1m", "\x1b[22m"
 
-
-def _iso(moment: datetime) -> str:
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 # -- index ----------------------------------------------------------------------------------------------
@@ -53,6 +48,18 @@ def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> 
     return len(changed), total, len(vanished)
 
 
+def fill_content(db: CatalogDatabase, *, show_progress: bool) -> None:
+    """Complete the message-text index a first index by a read command left unfinished, with a progress bar."""
+    backlog = content_backlog(db)
+    if backlog is None:
+        return
+    indexed, total = backlog
+    with click.progressbar(length=max(total, 1), label="Indexing message text", file=sys.stderr, show_eta=True,
+                           show_percent=True, width=30, hidden=not show_progress) as bar:
+        bar.update(indexed)
+        fill_content_index(db, progress=lambda done, _total: bar.update(done - bar.pos))
+
+
 @click.command("index")
 @click.option("--rebuild", is_flag=True, help="Delete the catalog and index every session file again.")
 @click.pass_context
@@ -67,6 +74,7 @@ def index_command(ctx: click.Context, rebuild: bool) -> None:
     db = open_catalog(location)
     try:
         files, size, vanished = index_changes(db, Scope.of(root=paths.sessions_root), show_progress=sys.stderr.isatty())
+        fill_content(db, show_progress=sys.stderr.isatty())
         total_files = db.scalar("count_files")
     finally:
         db.close()
@@ -100,23 +108,12 @@ def watch_command(ctx: click.Context, poll: bool) -> None:
 
 # -- search ----------------------------------------------------------------------------------------------
 
-def hit_json(hit: SearchHit) -> dict[str, Any]:
-    """A search hit for `--json`: the session's fields plus where it matched and the snippet."""
-    info = hit.session
-    return {"id": info.id, "path": str(info.path), "cwd": info.cwd, "title": info.title,
-            "firstMessage": info.first_message, "messageCount": info.message_count,
-            "modified": _iso(info.modified), "field": hit.field, "snippet": hit.snippet}
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 @click.command("search")
 @click.argument("words", nargs=-1, required=True)
 @click.option("--all", "all_projects", is_flag=True, help="Search every project, not only this one.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (matches marked with [ and ]).")
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most this many sessions.")
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=DEFAULT_SEARCH_COUNT, show_default=True,
+              help="At most this many sessions.")
 @click.option("--session-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Search this session folder instead of the project's folders.")
 @click.pass_context
@@ -128,24 +125,9 @@ def search_command(ctx: click.Context, words: tuple[str, ...], all_projects: boo
     """
     if all_projects and session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
-    styled = not as_json and sys.stdout.isatty()
-    highlight = (BOLD, NORMAL) if styled else ("[", "]")
     with Catalog.from_settings(command_settings(ctx)) as catalog:
-        hits = catalog.search(" ".join(words), None if all_projects else os.getcwd(), session_dir, limit=limit,
-                              highlight=highlight)
-        if as_json:
-            click.echo(json.dumps([hit_json(hit) for hit in hits], ensure_ascii=False, indent=2))
-            return
-        if not hits:
-            click.echo("No matching sessions", err=True)
-            return
-        now_ms = time.time() * 1000
-        for hit in hits:
-            info = hit.session
-            label = sanitize_display_name(info.title or info.first_message)
-            ago = time_ago(info.modified.timestamp() * 1000, now_ms)
-            click.echo(f"{info.id}  {ago}  {label}  ({info.cwd})")
-            click.echo(f"    {hit.field}: {_one_line(hit.snippet)}")
+        run_search(catalog, " ".join(words), cwd=None if all_projects else os.getcwd(), session_dir=session_dir,
+                   limit=limit, as_json=as_json)
 
 
 # -- doctor ----------------------------------------------------------------------------------------------

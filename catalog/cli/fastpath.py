@@ -1,4 +1,5 @@
-"""The click-free fast path of the hot read commands: `resume VALUE`, `recent`, `list`, `continue`.
+"""The click-free fast path of the hot read commands: `resume VALUE`, `recent`, `list`, `continue`, `search`,
+`history search`.
 
 A shell prompt or an editor runs these often, and importing click alone costs more than answering them
 from a current catalog. `run_fast` answers exactly these argument shapes:
@@ -7,10 +8,13 @@ from a current catalog. `run_fast` answers exactly these argument shapes:
     [--agent-dir DIR] [--catalog X] recent [-n N | --limit N] [--json]
     [--agent-dir DIR] [--catalog X] list [--all] [--json]
     [--agent-dir DIR] [--catalog X] continue [--json]
+    [--agent-dir DIR] [--catalog X] search WORD... [--all] [--json] [-n N | --limit N]
+    [--agent-dir DIR] [--catalog X] history search WORD... [--here] [--json] [-n N | --limit N]
 
 (options in any order after the command, `--opt=value` forms included, $PI_CODING_AGENT_DIR and
 $SESSDEX_CATALOG read as click reads them), when the catalog is a SQLite file at the current schema
-revision, or is turned off. Anything else (help, other commands or options, `--session-dir`, `resume`
+revision, or is turned off (search: a SQLite catalog at the current revision; history search: an existing
+history.db holding the agent's schema). Anything else (help, other commands or options, `--session-dir`, `resume`
 without a value, a repeated option, a value click would reject, a catalog to create or migrate) is
 "not handled": `run_fast` returns None before printing anything, and the click CLI takes over. The
 commands' bodies and output are the click commands' own (`sessdex.catalog.cli.session_commands`).
@@ -34,8 +38,13 @@ COMMAND_FLAGS: dict[str, dict[str, str]] = {
     "recent": {"--json": "json"},
     "list": {"--all": "all", "--json": "json"},
     "continue": {"--json": "json"},
+    "search": {"--all": "all", "--json": "json"},
+    "history search": {"--here": "here", "--json": "json"},
 }
-LIMIT_OPTION = "--limit"  # recent's -n / --limit
+LIMIT_OPTION = "--limit"  # -n / --limit of recent, search and history search
+LIMITED_COMMANDS = ("recent", "search", "history search")
+# Commands taking words (one or more) rather than at most one value.
+WORD_COMMANDS = ("search", "history search")
 
 
 class CommandLine(NamedTuple):
@@ -45,8 +54,8 @@ class CommandLine(NamedTuple):
     agent_dir: str | None
     catalog: str | None
     flags: frozenset[str]
-    value: str | None = None  # resume's VALUE
-    limit: int | None = None  # recent's -n
+    value: str | None = None  # resume's VALUE; the words of search and history search, joined by spaces
+    limit: int | None = None  # -n of recent, search and history search
 
 
 def _positive_count(text: str) -> int | None:
@@ -82,9 +91,17 @@ def parse_command_line(args: Sequence[str]) -> CommandLine | None:
     if root is None:
         return None
     options, position = root
-    if position == len(args) or args[position] not in COMMAND_FLAGS:
+    if position == len(args):
         return None
-    command, flag_tokens = args[position], COMMAND_FLAGS[args[position]]
+    command = args[position]
+    if command == "history":
+        position += 1
+        if position == len(args) or args[position] != "search":
+            return None
+        command = "history search"
+    if command not in COMMAND_FLAGS:
+        return None
+    flag_tokens = COMMAND_FLAGS[command]
     flags: set[str] = set()
     values: list[str] = []
     limit: int | None = None
@@ -94,7 +111,7 @@ def parse_command_line(args: Sequence[str]) -> CommandLine | None:
             if flag_tokens[token] in flags:
                 return None
             flags.add(flag_tokens[token])
-        elif command == "recent" and (token in ("-n", LIMIT_OPTION) or token.startswith(("-n", LIMIT_OPTION + "="))):
+        elif command in LIMITED_COMMANDS and (token in ("-n", LIMIT_OPTION) or token.startswith(("-n", LIMIT_OPTION + "="))):
             if limit is not None:
                 return None
             if token in ("-n", LIMIT_OPTION):
@@ -108,6 +125,11 @@ def parse_command_line(args: Sequence[str]) -> CommandLine | None:
             return None
         else:
             values.append(token)
+    if command in WORD_COMMANDS:
+        if not values:
+            return None  # click: a missing argument
+        return CommandLine(command, options.get("--agent-dir"), options.get("--catalog"), frozenset(flags),
+                           " ".join(values), limit)
     if command != "resume" and values:
         return None  # click: an unexpected extra argument
     if command == "resume" and (len(values) != 1 or not values[0]):
@@ -131,6 +153,8 @@ def run_fast(args: Sequence[str]) -> int | None:
     settings = Settings.resolve(line.agent_dir, line.catalog)
     if settings.agent_dir is not None and os.path.isfile(settings.agent_dir):
         return None  # click.Path(file_okay=False) rejects it, with click's message
+    if line.command == "history search":
+        return _run_history_search(line, str(settings.paths.agent_dir))
     paths = settings.paths
 
     from sessdex.catalog.queries.open_source import open_session_source
@@ -138,6 +162,8 @@ def run_fast(args: Sequence[str]) -> int | None:
     source = open_session_source(settings, only_if_ready=True)
     if source is None:
         return None
+    if line.command == "search":
+        return _run_search(line, source)
     from sessdex.catalog.cli import session_commands as commands
 
     with source:
@@ -156,3 +182,30 @@ def run_fast(args: Sequence[str]) -> int | None:
             return commands.run_resume(open_source, paths, line.value, assume=assume, as_json=as_json,
                                        session_dir=None)
         return commands.run_continue(open_source, paths, as_json=as_json, session_dir=None)
+
+
+def _run_search(line: CommandLine, source: "SessionSource") -> int | None:
+    """`search` on a current SQLite catalog; None (for click, which reports it) for anything else."""
+    from sessdex.catalog.cli.search_commands import DEFAULT_SEARCH_COUNT, run_search
+    from sessdex.catalog.queries.sessions import Catalog
+
+    with source:
+        if not isinstance(source, Catalog) or source.db is None or source.db.sqlite_reader() is None:
+            return None
+        limit = DEFAULT_SEARCH_COUNT if line.limit is None else line.limit
+        return run_search(source, line.value or "", cwd=None if "all" in line.flags else os.getcwd(),
+                          session_dir=None, limit=limit, as_json="json" in line.flags)
+
+
+def _run_history_search(line: CommandLine, agent_dir: str) -> int | None:
+    """`history search` on an existing history.db with the agent's schema; None (for click) otherwise."""
+    from sessdex.catalog.cli.search_commands import DEFAULT_HISTORY_COUNT, print_history
+    from sessdex.catalog.history.search import HISTORY_DB_NAME, search_history_file
+
+    limit = DEFAULT_HISTORY_COUNT if line.limit is None else line.limit
+    entries = search_history_file(os.path.join(agent_dir, HISTORY_DB_NAME), line.value or "", limit,
+                                  os.getcwd() if "here" in line.flags else None)
+    if entries is None:
+        return None
+    print_history(entries, "json" in line.flags)
+    return 0

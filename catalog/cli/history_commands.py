@@ -7,24 +7,16 @@ shell hook (`sessdex history add "$cmd"`) or imported from old session files all
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 
 import click
-import orjson
 
 from sessdex.catalog.cli.click_app import command_settings
-from sessdex.catalog.history.storage import HistoryEntry, HistoryStorage, history_db_path
-from sessdex.catalog.tui.width import char_width
-
-DEFAULT_COUNT = 20
-_LINE_BREAKS = str.maketrans({"\r": " ", "\n": " ", "\t": " ", "\v": " ", "\f": " ",
-                              "\x85": " ", "\u2028": " ", "\u2029": " "})
-_ELLIPSIS = "…"
+from sessdex.catalog.cli.search_commands import DEFAULT_HISTORY_COUNT, print_history
+from sessdex.catalog.history.storage import HistoryStorage, history_db_path
 
 
 def _agent_dir() -> Path:
@@ -42,62 +34,7 @@ def _history(batch_delay: float | None = None) -> Iterator[HistoryStorage]:
         storage.close()
 
 
-def _short_cwd(cwd: str | None) -> str:
-    if not cwd:
-        return "-"
-    home = os.path.expanduser("~").rstrip("/")
-    if home and (cwd == home or cwd.startswith(home + "/")):
-        return "~" + cwd[len(home):]
-    return cwd
-
-
-def _output_width() -> int | None:
-    """Columns of the terminal on stdout ($COLUMNS wins); None when stdout is not a terminal."""
-    if os.environ.get("COLUMNS", "").isdigit():
-        return int(os.environ["COLUMNS"])
-    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
-
-
-def _cut(text: str, spans: Sequence[tuple[int, int]], columns: int | None) -> tuple[str, list[tuple[int, int]]]:
-    """`text` cut to `columns` display columns (with an ellipsis), and the spans that still fit."""
-    if columns is None:
-        return text, list(spans)
-    used = 0
-    for index, char in enumerate(text):
-        used += char_width(char)
-        if used > columns - 1 and index < len(text) - 1:
-            return text[:index] + _ELLIPSIS, [(a, min(b, index)) for a, b in spans if a < index]
-    return text, list(spans)
-
-
-def _render(entry: HistoryEntry, width: int | None) -> str:
-    """One line: local time, cwd, then the prompt (or a search hit's snippet, its matches in bold)."""
-    prefix = f"{datetime.fromtimestamp(entry.created_at):%Y-%m-%d %H:%M}  {_short_cwd(entry.cwd)}  "
-    text: str
-    spans: Sequence[tuple[int, int]]
-    text, spans = (entry.snippet, entry.highlights) if entry.snippet is not None else \
-        (entry.prompt.translate(_LINE_BREAKS), ())
-    room = None if width is None else max(width - sum(map(char_width, prefix)), 10)
-    text, spans = _cut(text, spans, room)
-    pieces, position = [prefix], 0
-    for start, end in spans:
-        pieces.append(text[position:start])
-        pieces.append(click.style(text[start:end], bold=True))
-        position = end
-    pieces.append(text[position:])
-    return "".join(pieces)
-
-
-def _print(entries: list[HistoryEntry], as_json: bool) -> None:
-    if as_json:
-        click.echo(orjson.dumps([entry.to_json() for entry in entries], option=orjson.OPT_INDENT_2).decode())
-        return
-    width = _output_width()
-    for entry in entries:
-        click.echo(_render(entry, width))
-
-
-_count_option = click.option("-n", "--limit", "limit", type=click.IntRange(min=1), default=DEFAULT_COUNT,
+_count_option = click.option("-n", "--limit", "limit", type=click.IntRange(min=1), default=DEFAULT_HISTORY_COUNT,
                              show_default=True, help="How many prompts to show.")
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of lines.")
 
@@ -113,7 +50,7 @@ def history_group() -> None:
 def recent_command(limit: int, as_json: bool) -> None:
     """The most recent prompts, newest first."""
     with _history() as history:
-        _print(history.recent(limit), as_json)
+        print_history(history.recent(limit), as_json)
 
 
 @history_group.command("search")
@@ -127,7 +64,7 @@ def search_command(query: tuple[str, ...], here: bool, limit: int, as_json: bool
     Newest first; matched words are shown in bold.
     """
     with _history() as history:
-        _print(history.search(" ".join(query), limit, cwd=os.getcwd() if here else None), as_json)
+        print_history(history.search(" ".join(query), limit, cwd=os.getcwd() if here else None), as_json)
 
 
 @history_group.command("add")

@@ -30,6 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sessdex.core.text import without_lone_surrogates
+
 Row = tuple[int, str, int, "str | None"]
 _COLUMNS = "id, prompt, created_at, cwd"
 NEWEST_FIRST = "ORDER BY created_at DESC, id DESC"
@@ -46,6 +48,18 @@ _TEST_SECONDS_PER_ROW = 3e-6  # phase 2: fetching a joined row into Python and t
 _MERGE_SECONDS_PER_POSTING = 70e-9  # FTS5 merging one posting of a prefix term
 _BOUND_CHECK_SECONDS_PER_ROW = 0.07e-6  # the stop-bound check, per index entry it walks
 
+# The agent's schema objects in history.db, and the columns sessdex needs in its `history` table.
+SCHEMA_OBJECTS = ("history", "idx_history_created_at", "history_fts", "history_ai")
+REQUIRED_COLUMNS = frozenset({"id", "prompt", "created_at", "cwd"})
+HISTORY_DB_NAME = "history.db"
+BUSY_TIMEOUT_SECONDS = 5.0
+# Search seeks rows all over the file: memory-mapped reads make each seek much cheaper.
+READER_MMAP_BYTES = 1 << 30
+_MAX_SQL_LIMIT = 2**62
+# JavaScript's String.prototype.trim() whitespace: the agent trims prompts with it.
+_JS_WHITESPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+                  "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+
 _ASCII_TERM = re.compile(r"[a-z0-9]+")
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 # Line breaks and tabs become spaces in snippets (one for one, so highlight offsets stay valid).
@@ -58,6 +72,16 @@ _SUBSTRING_CONTEXT_CHARS = 40
 _MAX_SUBSTRING_SQL_WORDS = 16  # further words are checked in Python (SQLite caps expression depth)
 _MAX_LIKE_WORD_CHARS = 1000  # SQLite refuses LIKE patterns over 50,000 bytes
 _SUBSTRING_WINDOW_ROWS = 2000  # the substring fallback first looks at this many newest prompts
+
+
+def trim_prompt(prompt: str) -> str:
+    """The prompt as the agent stores it: JavaScript-trimmed at both ends, inner whitespace kept."""
+    return prompt.strip(_JS_WHITESPACE)
+
+
+def clamp_limit(limit: int) -> int:
+    """A row count SQLite accepts as LIMIT: negative ones become 0."""
+    return max(0, min(int(limit), _MAX_SQL_LIMIT))
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,3 +528,40 @@ def _substring_snippet(prompt: str, words: list[str]) -> tuple[str, tuple[tuple[
         else:
             merged.append((start, stop))
     return (prefix + prompt[begin:end] + suffix).translate(_ONE_LINE), tuple(merged)
+
+
+def search_history_file(path: str, query: str, limit: int, cwd: str | None) -> list[HistoryEntry] | None:
+    """`HistoryStorage.search` on an existing history.db, without its writer thread or any schema work.
+
+    The click-free fast path of `sessdex history search` uses it. None (nothing done) when the file is
+    missing, lacks the agent's schema or fails to read: the full HistoryStorage then creates, checks
+    or reports it.
+    """
+    import os
+
+    if not os.path.isfile(path):
+        return None
+    try:
+        connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+    except sqlite3.Error:
+        return None
+    scratch = None
+    try:
+        present = connection.execute(
+            "SELECT count(*) FROM sqlite_master WHERE name IN (?, ?, ?, ?)", SCHEMA_OBJECTS).fetchone()[0]
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(history)")}
+        if present != len(SCHEMA_OBJECTS) or not REQUIRED_COLUMNS <= columns:
+            return None
+        limit = clamp_limit(limit)
+        text = without_lone_surrogates(trim_prompt(query))
+        if limit == 0 or not text:
+            return []
+        connection.execute(f"PRAGMA mmap_size = {READER_MMAP_BYTES}").fetchall()
+        scratch = SearchScratch()
+        return search_prompts(connection, scratch, text, limit, cwd and without_lone_surrogates(cwd))
+    except sqlite3.Error:
+        return None
+    finally:
+        if scratch is not None:
+            scratch.close()
+        connection.close()

@@ -26,10 +26,17 @@ from pathlib import Path
 from typing import Any, Self
 
 from sessdex.catalog.history.search import (
+    BUSY_TIMEOUT_SECONDS,
+    HISTORY_DB_NAME,
     NEWEST_FIRST,
+    READER_MMAP_BYTES,
+    REQUIRED_COLUMNS,
+    SCHEMA_OBJECTS,
     HistoryEntry,
     SearchScratch,
+    clamp_limit,
     search_prompts,
+    trim_prompt,
 )
 from sessdex.core.errors import HistoryError
 from sessdex.core.paths import default_agent_dir
@@ -39,13 +46,9 @@ __all__ = ["HistoryEntry", "HistoryStorage", "HistoryWriteError", "ImportedPromp
 
 logger = logging.getLogger(__name__)
 
-HISTORY_DB_NAME = "history.db"
-BUSY_TIMEOUT_SECONDS = 5.0
 DEFAULT_BATCH_DELAY_SECONDS = 0.1  # the agent's prompts also land about 100 ms after add()
 DEFAULT_LIMIT = 20
 IMPORT_TOLERANCE_SECONDS = 60
-_MAX_SQL_LIMIT = 2**62
-_READER_MMAP_BYTES = 1 << 30
 
 # The agent's DDL, verbatim: SQLite keeps this text (minus IF NOT EXISTS) in sqlite_master.
 _SCHEMA_STATEMENTS = (
@@ -65,21 +68,10 @@ _SCHEMA_STATEMENTS = (
         "\tEND"
     ),
 )
-_SCHEMA_OBJECTS = ("history", "idx_history_created_at", "history_fts", "history_ai")
-_REQUIRED_COLUMNS = frozenset({"id", "prompt", "created_at", "cwd"})
-
-# JavaScript's String.prototype.trim() whitespace: the agent trims prompts with it.
-_JS_WHITESPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-                  "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
 
 
 class HistoryWriteError(HistoryError):
     """A background write to history.db failed; the prompts it carried stay queued for a retry."""
-
-
-def trim_prompt(prompt: str) -> str:
-    """The prompt as the agent stores it: JavaScript-trimmed at both ends, inner whitespace kept."""
-    return prompt.strip(_JS_WHITESPACE)
 
 
 def history_db_path(agent_dir: str | PathLike[str] | None = None) -> Path:
@@ -127,8 +119,8 @@ def _ensure_schema(connection: sqlite3.Connection, path: Path) -> None:
         pass  # read-only, or another process holds it in rollback mode: it stays usable as it is
     _check_history_columns(connection, path)
     present = {row[0] for row in connection.execute(
-        "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?)", _SCHEMA_OBJECTS)}
-    if present == set(_SCHEMA_OBJECTS):
+        "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?)", SCHEMA_OBJECTS)}
+    if present == set(SCHEMA_OBJECTS):
         return
     connection.execute("BEGIN IMMEDIATE")
     try:
@@ -143,13 +135,9 @@ def _ensure_schema(connection: sqlite3.Connection, path: Path) -> None:
 
 def _check_history_columns(connection: sqlite3.Connection, path: Path) -> None:
     columns = {row[1] for row in connection.execute("PRAGMA table_info(history)")}
-    if columns and not _REQUIRED_COLUMNS <= columns:
+    if columns and not REQUIRED_COLUMNS <= columns:
         raise HistoryError(f"{path} is not a prompt history: its `history` table has the columns "
                            f"{', '.join(sorted(columns))}")
-
-
-def _clamp_limit(limit: int) -> int:
-    return max(0, min(int(limit), _MAX_SQL_LIMIT))
 
 
 class _PromptWriter:
@@ -324,7 +312,7 @@ class HistoryStorage:
             self._reader = _connect(path, busy_timeout)
             opened.append(self._reader)
             # Search seeks rows all over the file: memory-mapped reads make each seek much cheaper.
-            self._reader.execute(f"PRAGMA mmap_size = {_READER_MMAP_BYTES}").fetchall()
+            self._reader.execute(f"PRAGMA mmap_size = {READER_MMAP_BYTES}").fetchall()
             newest = self._reader.execute(f"SELECT prompt FROM history {NEWEST_FIRST} LIMIT 1").fetchone()
         except BaseException as exc:
             for connection in opened:
@@ -396,7 +384,7 @@ class HistoryStorage:
 
     def recent(self, limit: int = DEFAULT_LIMIT) -> list[HistoryEntry]:
         """The newest `limit` committed prompts, newest first (none for limit <= 0)."""
-        limit = _clamp_limit(limit)
+        limit = clamp_limit(limit)
         if limit == 0:
             return []
         with self._reading():
@@ -412,7 +400,7 @@ class HistoryStorage:
         `substring_fallback` is on (the agent has no such fallback), prompts containing every word
         of `query` anywhere, ASCII case-insensitively, are returned instead. No input raises.
         """
-        limit = _clamp_limit(limit)
+        limit = clamp_limit(limit)
         text = without_lone_surrogates(trim_prompt(query))
         if limit == 0 or not text:
             return []

@@ -12,6 +12,11 @@ The FTS5 rows of a part are copied from the rows just inserted, one statement pe
 flushes its pending terms at the end of such a statement (see catalog.indexer._Writer), which costs
 little once per PART_CHARS of text.
 
+With `defer_message_fts` the message rows are written without their `message_fts` entries, and every
+commit records the ids still missing there as the catalog's backlog (`sessdex.catalog.store.fts.BACKLOG_KEY`):
+listings and resume then become visible at little more than the cost of reading the files, and
+`sessdex.catalog.index.content_index` fills the full-text index afterwards.
+
 The writer hands out row ids itself, which is only right while nobody else writes to the catalog:
 every transaction checks `PRAGMA data_version` right after `BEGIN IMMEDIATE`, and when another
 connection committed since this writer last did, it rolls back and raises `CatalogChanged`; the
@@ -31,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 import orjson
+
+from sessdex.catalog.store import fts
 
 # A part (one round of statements) is sent once this many characters of text are waiting.
 PART_CHARS = 1024 * 1024
@@ -68,6 +75,13 @@ class CatalogChanged(Exception):
 def data_version(connection: sqlite3.Connection) -> int:
     """SQLite's counter of commits made by *other* connections, as seen by `connection`."""
     return connection.execute("PRAGMA data_version").fetchone()[0]
+
+
+def next_message_id(connection: sqlite3.Connection) -> int:
+    """The id for the next message row: past every row, and past the backlog (whose rows may have been deleted)."""
+    last = connection.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+    backlog = fts.read_backlog(connection)
+    return max(last, backlog[2] if backlog else 0) + 1
 
 
 def _json_row(values: tuple[Any, ...]) -> bytes | None:
@@ -123,14 +137,17 @@ class BulkWriter:
     `committed_batches` are called from the indexing thread only.
     """
 
-    def __init__(self, connection: sqlite3.Connection, version: int) -> None:
+    def __init__(self, connection: sqlite3.Connection, version: int, *, defer_message_fts: bool = False) -> None:
         """`version` is `data_version(connection)` read before the caller found the catalog empty."""
         self._connection = connection
         self._version = version
         self._file_columns: tuple[str, ...] = ()
         self._insert_files_json = self._insert_file = ""
         self._next_file_id = connection.execute("SELECT coalesce(max(id), 0) FROM session_files").fetchone()[0] + 1
-        self._next_message_id = connection.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0] + 1
+        self._next_message_id = next_message_id(connection)
+        self._defer_message_fts = defer_message_fts
+        self._first_deferred_id = self._next_message_id
+        self._last_written_message_id = self._next_message_id - 1  # written by the writer thread
         self._part = _Part()
         self._queue: queue.Queue[_Part | str | None] = queue.Queue(maxsize=QUEUED_PARTS)
         self._failure: BaseException | None = None
@@ -246,9 +263,14 @@ class BulkWriter:
         for row in part.odd_messages:
             connection.execute(INSERT_MESSAGE, row)
         if part.message_ids:
-            connection.execute(MESSAGE_FTS_FROM_ROWS, part.message_ids)
+            self._last_written_message_id = part.message_ids[1]
+            if not self._defer_message_fts:
+                connection.execute(MESSAGE_FTS_FROM_ROWS, part.message_ids)
 
     def _commit(self) -> None:
         if self._connection.in_transaction:
+            if self._defer_message_fts:
+                first = self._first_deferred_id
+                fts.write_backlog(self._connection, first, first - 1, self._last_written_message_id)
             self._connection.commit()  # data_version stays: it counts other connections' commits only
         self.committed_batches += 1

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.indexer import Indexer, read_fold, storable_text
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, root_range, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
@@ -71,6 +72,8 @@ def _row_disagrees(db: CatalogDatabase, row: Any) -> bool:
 
 def diagnose(db: CatalogDatabase, paths: AgentPaths, *, reread: bool) -> DoctorReport:
     """Compare the catalog with the files below the sessions root (and, with `reread`, with their content)."""
+    # FTS5 checks message_fts against every message row: an unfinished first index would read as damage.
+    fill_content_index(db)
     report = DoctorReport(db.location.display, integrity_errors=db.integrity_errors())
     scope = Scope.of(root=paths.sessions_root)
     on_disk = scan_files(scope)

@@ -188,14 +188,27 @@ class _Writer:
     def __init__(self, db: CatalogDatabase) -> None:
         self.db = db
         self._next_message_id: int | None = None
+        # The message ids written without message_fts entries yet (see fts.BACKLOG_KEY): (done, end].
+        self._backlog: tuple[int, int] | None = None
 
     def begin(self) -> None:
-        """Forget ids handed out in an earlier transaction (call right after opening one)."""
+        """Forget what an earlier transaction read (call right after opening one)."""
         self._next_message_id = None
+        value = self.db.scalar("meta_get", {"key": fts.BACKLOG_KEY})
+        if value is None:
+            self._backlog = None
+        else:
+            _first, done, end = (int(part) for part in value.split())
+            self._backlog = (done, end)
+
+    def _indexed(self, message_id: int) -> bool:
+        """Whether message_fts holds an entry for this message row (not so for the backlog's rows)."""
+        return self._backlog is None or not self._backlog[0] < message_id <= self._backlog[1]
 
     def insert_texts(self, file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
         if self._next_message_id is None:
-            self._next_message_id = self.db.scalar("max_message_id") + 1
+            # Past the backlog too: its last rows may be gone, and their ids must not be handed out again.
+            self._next_message_id = max(self.db.scalar("max_message_id"), self._backlog[1] if self._backlog else 0) + 1
         first_id = self._next_message_id
         self._next_message_id += len(texts)
         rows = [{"id": first_id + index, "file_id": file_id, "seq": first_seq + index, "pending": pending,
@@ -208,7 +221,7 @@ class _Writer:
         old = self.db.fetchall(name, {"file_id": file_id})
         if not old:
             return
-        self.db.fts_executemany(fts.MESSAGE_DELETE, [(row["id"], row["text"]) for row in old])
+        self.db.fts_executemany(fts.MESSAGE_DELETE, [(row["id"], row["text"]) for row in old if self._indexed(row["id"])])
         self.db.execute("delete_pending_messages" if pending_only else "delete_messages_of_file", {"file_id": file_id})
 
     def insert_file(self, columns: dict[str, Any]) -> int:
@@ -232,10 +245,14 @@ class _Writer:
 class Indexer:
     """Brings catalog rows up to date with session files; every method writes inside its own transaction."""
 
-    def __init__(self, db: CatalogDatabase, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: CatalogDatabase, *, clock: Callable[[], float] = time.time,
+                 defer_content: bool = False) -> None:
+        """`defer_content`: a bulk run into an empty catalog leaves message_fts to
+        `sessdex.catalog.index.content_index.fill_content_index`, so that listings are visible sooner."""
         self.db = db
         self._clock = clock
         self._writer = _Writer(db)
+        self._defer_content = defer_content
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -296,7 +313,7 @@ class Indexer:
         batch_counts: dict[Outcome, int] = {}
         run = _BulkRun()
         position = batch_start = 0
-        bulk = BulkWriter(connection, version)
+        bulk = BulkWriter(connection, version, defer_message_fts=self._defer_content)
         try:
             with bulk:
                 started = time.monotonic()

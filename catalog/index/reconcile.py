@@ -135,7 +135,8 @@ def _index(db: CatalogDatabase, paths: list[str], progress: Callable[[str, objec
     if paths:
         from sessdex.catalog.index.indexer import Indexer
 
-        Indexer(db).index_paths(paths, progress=progress)
+        # A first index makes listings visible before the message-text index (see catalog.index.content_index).
+        Indexer(db, defer_content=True).index_paths(paths, progress=progress)
 
 
 def reconcile(db: CatalogDatabase, scope: Scope, *,

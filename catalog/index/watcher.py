@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, TextIO
 
+from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.reconcile import Scope, read_heartbeat, reconcile
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog
@@ -36,6 +37,7 @@ from sessdex.core.paths import SESSION_SUFFIX
 DEBOUNCE_SECONDS = 0.05
 MAX_DELAY_SECONDS = 0.2
 HEARTBEAT_INTERVAL_SECONDS = 0.5
+CONTENT_FILL_SECONDS = 0.2  # the longest stretch of backlog filling between two looks at the event queue
 POLL_INTERVAL_SECONDS = 1.0
 INOTIFY_LIMIT_ERRNOS = (errno.ENOSPC, errno.EMFILE)
 
@@ -308,6 +310,7 @@ class Watcher:
 
     def _loop(self, db: CatalogDatabase, stop: threading.Event) -> None:
         next_beat = time.monotonic() + self._heartbeat_interval
+        content_complete = False
         while not stop.is_set():
             now = time.monotonic()
             wait = self._batcher.wait_time(now)
@@ -320,6 +323,11 @@ class Watcher:
                 self._beat()
                 next_beat = now + self._heartbeat_interval
             timeout = min(wait if wait is not None else self._heartbeat_interval, next_beat - now, 0.1)
+            if not content_complete:
+                # Between batches, a little of the message-text index a first index left (content_index);
+                # then only a look at the event queue, without waiting.
+                content_complete = fill_content_index(db, deadline=now + CONTENT_FILL_SECONDS)
+                timeout = 0.0
             try:
                 self._batcher.add(self._events.get(timeout=max(0.0, timeout)), time.monotonic())
             except queue.Empty:

@@ -305,6 +305,12 @@ class Catalog:
                 hits.append(SearchHit(self._session_info(info_row), field, marked, score))
         return hits
 
+    def content_index_progress(self) -> tuple[int, int] | None:
+        """(message rows indexed, rows to index) while the message-text index is still being filled, else None."""
+        from sessdex.catalog.index.content_index import content_backlog
+
+        return content_backlog(self._database())
+
     # -- the picker --------------------------------------------------------------------------------------
 
     def check_freshness_once(self) -> None:

@@ -196,8 +196,10 @@ class SqliteCatalog:
 
     def rebuild_full_text(self) -> bool:
         connection = self.writer_connection()
-        for table in fts.FTS_TABLES:
-            connection.execute(fts.rebuild(table))
+        with self.write():
+            for table in fts.FTS_TABLES:
+                connection.execute(fts.rebuild(table))
+            fts.write_backlog(connection, 0, 0, 0)  # rebuilt from every message row: no backlog is left
         return True
 
     def close(self) -> None:

@@ -8,11 +8,18 @@ why); a bulk run writes its FTS5 rows in statements of its own.
 
 from __future__ import annotations
 
+import sqlite3
+
 MESSAGE_INSERT = "INSERT INTO message_fts(rowid, text) VALUES (?, ?)"
 MESSAGE_DELETE = "INSERT INTO message_fts(message_fts, rowid, text) VALUES ('delete', ?, ?)"
 SESSION_INSERT = "INSERT INTO session_fts(rowid, title, first_message) VALUES (?, ?, ?)"
 SESSION_DELETE = "INSERT INTO session_fts(session_fts, rowid, title, first_message) VALUES ('delete', ?, ?, ?)"
 FTS_TABLES = ("message_fts", "session_fts")
+# The catalog_meta key of the message-text backlog: "FIRST DONE END" (message ids) while the rows FIRST..END
+# were written without their message_fts entries (a first index makes listings visible before the
+# content index); the entries of FIRST..DONE exist. No key: message_fts covers every message row.
+BACKLOG_KEY = "message_fts_backlog"
+FILL_BACKLOG = "INSERT INTO message_fts(rowid, text) SELECT id, text FROM messages WHERE id > ? AND id <= ?"
 
 SEARCH_MESSAGES = """
 SELECT messages.file_id AS file_id,
@@ -45,3 +52,28 @@ def integrity_check(table: str) -> str:
 def rebuild(table: str) -> str:
     """The statement that rebuilds `table` from its content table."""
     return f"INSERT INTO {table}({table}) VALUES ('rebuild')"
+
+
+def read_backlog(connection: sqlite3.Connection) -> tuple[int, int, int] | None:
+    """(first, done, end) of the message-text backlog (see BACKLOG_KEY), or None when there is none."""
+    row = connection.execute("SELECT value FROM catalog_meta WHERE key = ?", (BACKLOG_KEY,)).fetchone()
+    if row is None:
+        return None
+    first, done, end = (int(part) for part in row[0].split())
+    return first, done, end
+
+
+def write_backlog(connection: sqlite3.Connection, first: int, done: int, end: int) -> None:
+    """Record the backlog (in the caller's transaction); none is left once `done` reaches `end`."""
+    connection.execute("DELETE FROM catalog_meta WHERE key = ?", (BACKLOG_KEY,))
+    if done < end:
+        connection.execute("INSERT INTO catalog_meta(key, value) VALUES (?, ?)", (BACKLOG_KEY, f"{first} {done} {end}"))
+
+
+def backlog_progress(connection: sqlite3.Connection) -> tuple[int, int] | None:
+    """(message rows indexed, message rows in the backlog) while message_fts is incomplete, else None."""
+    backlog = read_backlog(connection)
+    if backlog is None:
+        return None
+    first, done, end = backlog
+    return done - first + 1, end - first + 1

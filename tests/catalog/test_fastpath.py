@@ -21,6 +21,7 @@ from gen_corpus import generate_corpus
 from sessdex.catalog.cli.entry import NO_FASTPATH_ENV
 from sessdex.catalog.cli.fastpath import CommandLine, parse_command_line
 from sessdex.catalog.cli.output import echo
+from sessdex.catalog.history.storage import HistoryStorage
 from sessdex.core.paths import AgentPaths
 from tests.catalog.catalog_support import BASE_MS, open_catalog_for
 
@@ -71,6 +72,7 @@ class Corpus:
     local_id: str  # a session of the "project" place
     other_id: str  # a session of another project
     ambiguous_prefix: str  # matches several sessions across projects
+    title_word: str  # the first word of a title in the "project" place
 
 
 def _unique_prefix(session_id: str, ids: list[str]) -> str:
@@ -90,6 +92,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
                                now=NOW_MS / 1000)
     with open_catalog_for(paths) as catalog:  # creates the catalog and indexes every file
         catalog.list_all_sessions()
+    with HistoryStorage.open(agent_dir=paths.agent_dir, batch_delay=0) as history:
+        for number, prompt in enumerate(("deploy the api", "fix the deploy script", "why is the parser slow")):
+            history.add(prompt, str(root / "not-a-project") if number else "/elsewhere")
     valid = [s for s in manifest.sessions if not s.damaged and s.message_count > 0]
     by_project: dict[str, list] = {}
     for session in valid:
@@ -101,8 +106,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
         place.mkdir(parents=True, exist_ok=True)
     # Snowflake ids share their leading digits: the first one is a prefix of every id of the corpus.
     assert len({s.session_id[0] for s in valid}) == 1
+    titled = next(s for s in by_project[project] if s.title)
     return Corpus(root, paths, places, _unique_prefix(by_project[project][0].session_id, ids),
-                  _unique_prefix(by_project[other][0].session_id, ids), valid[0].session_id[0])
+                  _unique_prefix(by_project[other][0].session_id, ids), valid[0].session_id[0],
+                  titled.title.split()[0])
 
 
 def _run(corpus: Corpus, case: Case, *, fast_path: bool, index: int) -> Run:
@@ -143,7 +150,17 @@ def _cases(corpus: Corpus) -> list[Case]:
         Case("project", ("--catalog", catalog_file, "list"), fast=True),
         Case("other", ("recent",), fast=True, env=(("PI_CODING_AGENT_DIR", agent), ("SESSDEX_CATALOG", "off")),
              with_agent_dir=False),
+        Case("project", ("search", corpus.title_word), fast=True),
+        Case("outside", ("search", "--all", "--json", corpus.title_word), fast=True),
+        Case("outside", ("search", "-n", "1", "--all", corpus.title_word, "zzzznothing"), fast=True),
+        Case("outside", ("history", "search", "deploy"), fast=True),
+        Case("outside", ("history", "search", "--json", "-n", "1", "deploy"), fast=True),
+        Case("outside", ("history", "search", "--here", "the"), fast=True),
         # Shapes the fast path leaves to click.
+        Case("project", ("search", "--session-dir", str(corpus.places["other"]), corpus.title_word), fast=False),
+        Case("project", ("search", "--catalog", "off", corpus.title_word), fast=False),
+        Case("outside", ("history", "recent"), fast=False),
+        Case("outside", ("history", "search"), fast=False),
         Case("project", ("recent", "-n", "0"), fast=False),
         Case("project", ("recent", "-n", "x"), fast=False),
         Case("project", ("list", "--session-dir", str(corpus.places["other"])), fast=False),
@@ -180,6 +197,11 @@ def test_the_fast_path_prints_and_exits_exactly_as_click_does(runs) -> None:
     assert ambiguous.startswith("sessdex: Session ") and ambiguous.count("\n") > 2
     assert any("Pass --yes" in err for _, _, err in outcomes.values())
     assert outcomes[("recent", "-n", "0")][0] == 2 and "Error:" in outcomes[("recent", "-n", "0")][2]
+    searched = [out for args, (code, out, _) in outcomes.items() if args[0] == "search" and code == 0 and out]
+    assert len(searched) >= 2 and all("[" in out for out in searched)  # hits, with the match marked
+    assert outcomes[("history", "search", "deploy")][1].count("\n") == 2
+    here = outcomes[("history", "search", "--here", "the")][1]
+    assert here.count("\n") == 2 and "deploy the api" not in here  # the one sent elsewhere is left out
 
 
 def test_each_shape_is_answered_by_the_path_meant_for_it(runs) -> None:
@@ -250,6 +272,9 @@ def test_echo_on_an_ascii_stream_writes_what_click_echo_wrote(monkeypatch: pytes
     (["resume", "-y", "ab12", "--json"], CommandLine("resume", None, None, frozenset({"yes", "json"}), "ab12")),
     (["resume", "../x.jsonl", "--no-fork"], CommandLine("resume", None, None, frozenset({"no_fork"}), "../x.jsonl")),
     (["continue"], CommandLine("continue", None, None, frozenset())),
+    (["search", "a", "--all", "b", "-n", "3"], CommandLine("search", None, None, frozenset({"all"}), "a b", 3)),
+    (["history", "search", "--here", "x", "--json"],
+     CommandLine("history search", None, None, frozenset({"here", "json"}), "x")),
 ])
 def test_supported_shapes_are_parsed(argv: list[str], expected: CommandLine) -> None:
     assert parse_command_line(argv) == expected
@@ -262,6 +287,8 @@ def test_supported_shapes_are_parsed(argv: list[str], expected: CommandLine) -> 
     ["list", "--"], ["recent", "-n", "0"], ["recent", "-n", "+5"], ["recent", "-n", "٥"], ["recent", "-n"],
     ["recent", "-n", "2", "-n", "3"], ["recent", "-n=2"], ["resume"], ["resume", ""], ["resume", "a", "b"],
     ["resume", "-"], ["resume", "--yes=1", "ab"], ["continue", "--session-dir", "d"], ["pick"],
+    ["search"], ["search", "--session-dir", "d", "x"], ["search", "-n", "0", "x"], ["search", "--all", "--all", "x"],
+    ["history"], ["history", "recent"], ["history", "search"], ["history", "search", "--here=1", "x"],
 ])
 def test_other_shapes_are_left_to_click(argv: list[str]) -> None:
     assert parse_command_line(argv) is None

@@ -1,0 +1,135 @@
+"""The bodies of `sessdex search` and `sessdex history search`, without click.
+
+The click commands (`catalog_commands.search_command`, `history_commands.search_command`) parse the
+options and call these; so does the fast path (`sessdex.catalog.cli.fastpath`), which answers the common
+shapes of both without importing click. Output goes through `sessdex.catalog.cli.output.echo`, which
+drops escape sequences when stdout is not a terminal, exactly as click.echo did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sessdex.catalog.cli.output import echo, output_width
+from sessdex.catalog.tui.width import char_width
+
+if TYPE_CHECKING:
+    from sessdex.catalog.history.search import HistoryEntry
+    from sessdex.catalog.queries.sessions import Catalog, SearchHit
+
+DEFAULT_SEARCH_COUNT = 20
+DEFAULT_HISTORY_COUNT = 20
+BOLD, NORMAL = "\x1b[1m", "\x1b[22m"
+# What click.style(text, bold=True) wrote around a history match (it resets every attribute after it).
+HISTORY_BOLD, HISTORY_RESET = "\x1b[1m", "\x1b[0m"
+_LINE_BREAKS = str.maketrans({"\r": " ", "\n": " ", "\t": " ", "\v": " ", "\f": " ",
+                              "\x85": " ", "\u2028": " ", "\u2029": " "})
+_ELLIPSIS = "…"
+
+
+# -- sessdex search -----------------------------------------------------------------------------------
+
+def _iso(moment: datetime) -> str:
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def hit_json(hit: SearchHit) -> dict[str, Any]:
+    """A search hit for `--json`: the session's fields plus where it matched and the snippet."""
+    info = hit.session
+    return {"id": info.id, "path": str(info.path), "cwd": info.cwd, "title": info.title,
+            "firstMessage": info.first_message, "messageCount": info.message_count,
+            "modified": _iso(info.modified), "field": hit.field, "snippet": hit.snippet}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str | os.PathLike[str] | None,
+               limit: int, as_json: bool) -> int:
+    """`sessdex search`: the best `limit` sessions matching `text` (this project, or every one when cwd is None)."""
+    from sessdex.core.discovery import sanitize_display_name, time_ago
+
+    styled = not as_json and sys.stdout.isatty()
+    highlight = (BOLD, NORMAL) if styled else ("[", "]")
+    hits = catalog.search(text, cwd, session_dir, limit=limit, highlight=highlight)
+    progress = catalog.content_index_progress()
+    if progress is not None:
+        done, total = progress
+        echo(f"sessdex: the message-text index is {100 * done // max(total, 1)}% built ({done} of {total} "
+             "messages); matches in message text may be missing until `sessdex index` or `sessdex watch` "
+             "completes it", err=True)
+    if as_json:
+        echo(json.dumps([hit_json(hit) for hit in hits], ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        echo("No matching sessions", err=True)
+        return 0
+    now_ms = time.time() * 1000
+    for hit in hits:
+        info = hit.session
+        label = sanitize_display_name(info.title or info.first_message)
+        ago = time_ago(info.modified.timestamp() * 1000, now_ms)
+        echo(f"{info.id}  {ago}  {label}  ({info.cwd})")
+        echo(f"    {hit.field}: {_one_line(hit.snippet)}")
+    return 0
+
+
+# -- sessdex history search ---------------------------------------------------------------------------
+
+def _short_cwd(cwd: str | None) -> str:
+    if not cwd:
+        return "-"
+    home = os.path.expanduser("~").rstrip("/")
+    if home and (cwd == home or cwd.startswith(home + "/")):
+        return "~" + cwd[len(home):]
+    return cwd
+
+
+def _cut(text: str, spans: Sequence[tuple[int, int]], columns: int | None) -> tuple[str, list[tuple[int, int]]]:
+    """`text` cut to `columns` display columns (with an ellipsis), and the spans that still fit."""
+    if columns is None:
+        return text, list(spans)
+    used = 0
+    for index, char in enumerate(text):
+        used += char_width(char)
+        if used > columns - 1 and index < len(text) - 1:
+            return text[:index] + _ELLIPSIS, [(a, min(b, index)) for a, b in spans if a < index]
+    return text, list(spans)
+
+
+def render_history_entry(entry: HistoryEntry, width: int | None) -> str:
+    """One line: local time, cwd, then the prompt (or a search hit's snippet, its matches in bold)."""
+    prefix = f"{datetime.fromtimestamp(entry.created_at):%Y-%m-%d %H:%M}  {_short_cwd(entry.cwd)}  "
+    text: str
+    spans: Sequence[tuple[int, int]]
+    text, spans = (entry.snippet, entry.highlights) if entry.snippet is not None else \
+        (entry.prompt.translate(_LINE_BREAKS), ())
+    room = None if width is None else max(width - sum(map(char_width, prefix)), 10)
+    text, spans = _cut(text, spans, room)
+    pieces, position = [prefix], 0
+    for start, end in spans:
+        pieces.append(text[position:start])
+        pieces.append(HISTORY_BOLD + text[start:end] + HISTORY_RESET)
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def print_history(entries: list[HistoryEntry], as_json: bool) -> None:
+    """Prompts as JSON, or one line each, cut to the terminal's width."""
+    if as_json:
+        import orjson
+
+        echo(orjson.dumps([entry.to_json() for entry in entries], option=orjson.OPT_INDENT_2).decode())
+        return
+    width = output_width()
+    for entry in entries:
+        echo(render_history_entry(entry, width))
