@@ -28,11 +28,13 @@ def content_backlog(db: CatalogDatabase) -> tuple[int, int] | None:
 
 
 def fill_content_index(db: CatalogDatabase, *, deadline: float | None = None,
-                       progress: Callable[[int, int], None] | None = None, chunk_rows: int = CHUNK_ROWS) -> bool:
+                       progress: Callable[[int, int], None] | None = None, chunk_rows: int | None = None) -> bool:
     """Index the backlog's message rows, chunk by chunk, until none is left (True) or `deadline` passes (False).
 
-    `deadline` is a time.monotonic() value; `progress(indexed, total)` is called after every chunk.
+    `deadline` is a time.monotonic() value; `progress(indexed, total)` is called after every chunk of
+    `chunk_rows` rows (default CHUNK_ROWS).
     """
+    chunk_rows = chunk_rows or CHUNK_ROWS
     if not isinstance(db, SqliteCatalog):
         return True
     connection = db.writer_connection()

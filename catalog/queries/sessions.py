@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 
 ID_PREFIX_CEILING = "\U0010ffff"
 SEARCH_SESSION_LIMIT = 20
+# How long a search may spend completing the message-text index of a first index before it answers.
+SEARCH_FILL_SECONDS = 1.0
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Snippets are marked with private-use characters, then given the caller's markers: a title that itself
 # holds "[" cannot be mistaken for a match.
@@ -288,6 +292,7 @@ class Catalog:
             folders = self.project_dirs(cwd, session_dir)
             self.refresh(Scope.of(folders))
             scope_sql, scope_params = fts.SCOPE_DIRECTORIES, _scope_params(folders[:3])
+        self._fill_content_index()
         params = {"query": query, "open": _MATCH_OPEN, "close": _MATCH_CLOSE, "tokens": snippet_tokens,
                   "rows": limit * 20, **scope_params}
         best: dict[int, tuple[str, str, float]] = {}
@@ -304,6 +309,22 @@ class Catalog:
                 marked = (snippet or "").replace(_MATCH_OPEN, highlight[0]).replace(_MATCH_CLOSE, highlight[1])
                 hits.append(SearchHit(self._session_info(info_row), field, marked, score))
         return hits
+
+    def _fill_content_index(self) -> None:
+        """Spend up to SEARCH_FILL_SECONDS completing a message-text index a first index left unfinished.
+
+        At least one chunk is indexed, so a small backlog is always completed. A catalog that cannot be
+        written to (read-only file, a busy writer) is searched as it is: `content_index_progress` says how far.
+        """
+        from sessdex.catalog.index.content_index import content_backlog, fill_content_index
+
+        db = self._database()
+        if content_backlog(db) is None:
+            return
+        try:
+            fill_content_index(db, deadline=time.monotonic() + SEARCH_FILL_SECONDS)
+        except sqlite3.Error:
+            pass
 
     def content_index_progress(self) -> tuple[int, int] | None:
         """(message rows indexed, rows to index) while the message-text index is still being filled, else None."""
