@@ -18,7 +18,6 @@ from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 
-from sessdex.core.jsonl import parse_jsonl
 from sessdex.core.paths import SESSION_SUFFIX, AgentPaths, session_file_entries
 from sessdex.core.summary import SessionInfo, SessionSummary, session_info
 
@@ -71,6 +70,9 @@ def _read_bytes(path: Path, limit: int | None = None) -> bytes | None:
 def summarize_bytes(data: bytes) -> tuple[SessionSummary, str]:
     """Fold a session file's bytes; return the summary and the joined searchable text of its messages."""
     summary = SessionSummary()
+    # Imported here: the catalog's hot read paths use this module without parsing JSONL (orjson costs start-up).
+    from sessdex.core.jsonl import parse_jsonl
+
     return summary, " ".join(summary.feed_all(parse_jsonl(data).values))
 
 

@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sessdex.catalog.tui.width import ELLIPSIS, display_width, fit
-from sessdex.core.discovery import id_prefix_length, sanitize_display_name, time_ago
 
 if TYPE_CHECKING:
     from sessdex.core.discovery import RecentSessionInfo
@@ -146,12 +145,16 @@ def _short_cwd(cwd: str) -> str:
 
 def session_label(info: SessionInfo) -> str:
     """One line naming a session: its title, else its first message, cleaned and cut to 200 characters."""
+    from sessdex.core.discovery import sanitize_display_name
+
     label = sanitize_display_name((info.title or info.first_message)[:LABEL_MAX_CHARS * 2])
     return label if len(label) <= LABEL_MAX_CHARS else label[:LABEL_MAX_CHARS - 1] + ELLIPSIS
 
 
 def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: float | None = None) -> str:
     """The human listing: id prefix, modified ago, message count, title or first message, cwd."""
+    from sessdex.core.discovery import id_prefix_length, time_ago
+
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     prefix = id_prefix_length([info.id for info in sessions])
     rows = [[info.id[:prefix], time_ago(info.modified.timestamp() * 1000, now_ms), str(info.message_count),
@@ -163,6 +166,8 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
 
 def recent_table(recent: Sequence[RecentSessionInfo], width: int | None) -> str:
     """The human `recent` listing: id prefix, modified ago, name."""
+    from sessdex.core.discovery import id_prefix_length
+
     prefix = id_prefix_length([item.session_id or "" for item in recent])
     rows = [[(item.session_id or "")[:prefix], item.time_ago, item.name] for item in recent]
     return render_table([Column("ID"), Column("MODIFIED"), Column("NAME", flexible=True)], rows, width)

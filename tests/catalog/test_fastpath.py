@@ -33,6 +33,57 @@ RUNNER = ("import atexit, os, sys\n"
           "atexit.register(lambda: open(os.environ['MODULES_OUT'], 'w').write('\\n'.join(sorted(sys.modules))))\n"
           "from sessdex.catalog.cli.entry import main\n"
           "main()\n")
+# -- the import budget of the hot commands (issue 12) -----------------------------------------------------
+# Every module a hot command may import beyond what the interpreter loaded at start-up. A module missing here
+# fails the test: each one costs every shell prompt and editor that runs these commands, so make the import
+# lazy (where only some invocations need it) or add it here knowingly.
+# The standard modules below are what an interpreter without an editable install has not loaded yet.
+_STDLIB_BASICS = {
+    "__future__", "_collections", "_functools", "_operator", "_sre", "collections", "contextlib", "copyreg", "enum",
+    "errno", "fnmatch", "functools", "importlib", "importlib._bootstrap", "importlib._bootstrap_external",
+    "importlib.machinery", "itertools", "keyword", "ntpath", "operator", "re", "re._casefix", "re._compiler",
+    "re._constants", "re._parser", "reprlib", "types", "warnings",
+}
+# Still on every hot path, through core.paths / core.summary (dataclasses pulls in inspect, ast, dis, tokenize;
+# pathlib pulls in urllib.parse and ipaddress): the next candidates for removal.
+_STDLIB_COMMON = _STDLIB_BASICS | {
+    "_ast", "_datetime", "_json", "_opcode", "_sqlite3", "_typing", "_weakrefset", "ast", "collections.abc", "copy",
+    "dataclasses", "datetime", "dis", "fcntl", "inspect", "ipaddress", "json", "json.decoder", "json.encoder",
+    "json.scanner", "linecache", "math", "opcode", "pathlib", "sqlite3", "sqlite3.dbapi2", "token", "tokenize",
+    "typing", "typing.io", "typing.re", "unicodedata", "urllib", "urllib.parse", "weakref",
+}
+_SESSDEX_COMMON = {
+    "sessdex", "sessdex.catalog", "sessdex.catalog.cli", "sessdex.catalog.cli.entry", "sessdex.catalog.cli.errors",
+    "sessdex.catalog.cli.fastpath", "sessdex.catalog.cli.output", "sessdex.catalog.store",
+    "sessdex.catalog.store.location", "sessdex.catalog.tui", "sessdex.catalog.tui.width", "sessdex.core",
+    "sessdex.core.errors", "sessdex.core.paths",
+}
+_CATALOG_QUERIES = {
+    "sessdex.catalog.index", "sessdex.catalog.index.reconcile", "sessdex.catalog.queries",
+    "sessdex.catalog.queries.sessions", "sessdex.catalog.store.compiled_sql", "sessdex.catalog.store.db",
+    "sessdex.catalog.store.fts", "sessdex.core.discovery", "sessdex.core.records", "sessdex.core.summary",
+}
+_LISTING = _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | {"sessdex.catalog.cli.session_commands"}
+IMPORT_BUDGET: dict[str, set[str]] = {
+    "list": _LISTING,
+    "recent": _LISTING,
+    "resume": _LISTING | {"sessdex.core.resume"},
+    # The terminal's breadcrumb: core.runtime / core.storage (hashing, random ids, a lock thread; asyncio).
+    "continue": _LISTING | {
+        "sessdex.core.breadcrumbs", "sessdex.core.runtime", "sessdex.core.storage", "_bisect", "_blake2", "_hashlib",
+        "_random", "_sha512", "_struct", "base64", "binascii", "bisect", "hashlib", "hmac", "random", "secrets",
+        "struct", "threading", "asyncio",
+    },
+    "search": _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | {
+        "sessdex.catalog.cli.search_commands", "sessdex.catalog.index.content_index"},
+    "history": _STDLIB_COMMON | _SESSDEX_COMMON | {
+        "sessdex.catalog.cli.search_commands", "sessdex.catalog.history", "sessdex.catalog.history.search",
+        "_heapq", "heapq",
+        # --json only: prints through orjson (which imports uuid and platform)
+        "orjson", "orjson.orjson", "uuid", "_uuid", "platform"},
+}
+# `--catalog off` reads the session files themselves: the JSONL parser and orjson are its work.
+FILE_SCAN_BUDGET = {"sessdex.core.jsonl", "orjson", "orjson.orjson", "uuid", "_uuid", "platform"}
 UNSET = ("PI_CODING_AGENT_DIR", "SESSDEX_CATALOG", NO_FASTPATH_ENV, "COLUMNS", "_SESSDEX_COMPLETE",
          "KITTY_WINDOW_ID", "TMUX_PANE", "TERM_SESSION_ID", "WT_SESSION")
 
@@ -218,6 +269,31 @@ def test_the_fast_path_imports_no_heavy_module(runs) -> None:
         # module imports asyncio at its top (core's business; the other commands load none of it).
         allowed = {"asyncio"} if "continue" in case.args else set()
         assert fast.top_level_modules & (HEAVY_MODULES - allowed) == set(), case.args
+
+
+@pytest.fixture(scope="module")
+def startup_modules(corpus: Corpus) -> set[str]:
+    """The modules this interpreter has loaded before any sessdex code runs (site, an editable finder, ...)."""
+    env = {name: value for name, value in os.environ.items() if name not in UNSET}
+    code = "import atexit, os, sys; print('\\n'.join(sys.modules))"  # what RUNNER imports itself
+    return set(subprocess.run([sys.executable, "-c", code], cwd=corpus.places["outside"], env=env, check=True,
+                              capture_output=True, text=True).stdout.split())
+
+
+def test_each_hot_command_imports_only_its_budget(runs, startup_modules: set[str]) -> None:
+    over: dict[tuple[str, ...], set[str]] = {}
+    budgets_used = set()
+    for case, fast, _ in runs:
+        if not case.fast:
+            continue
+        command = next(arg for arg in case.args if arg in IMPORT_BUDGET)
+        budgets_used.add(command)
+        budget = IMPORT_BUDGET[command] | (FILE_SCAN_BUDGET if ("SESSDEX_CATALOG", "off") in case.env else set())
+        extra = fast.modules - startup_modules - budget
+        if extra:
+            over[case.args] = extra
+    assert over == {}
+    assert budgets_used == set(IMPORT_BUDGET)  # every hot command was run
 
 
 def test_a_closed_stdout_ends_both_paths_the_same_way(corpus: Corpus) -> None:
