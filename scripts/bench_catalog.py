@@ -1,24 +1,29 @@
-"""Benchmark the catalog against the file scan on a generated corpus, in one run, and print every figure.
+"""Measure every figure of issue 12's table on a generated corpus, each against a baseline measured in the same run.
 
-    .venv/bin/python scripts/bench_catalog.py [--workdir /tmp/sessdex-bench] [--sessions 10000] \
-        [--projects 60] [--total-size 1GB] [--huge-mb 300] [--runs 15] [--scan-runs 3] [--index-runs 1] \
-        [--cli-only | --index-only]
+    .venv/bin/python scripts/bench_catalog.py [--workdir /tmp/sessdex-bench] [--sessions 10000] [--projects 300] \
+        [--total-size 1.07GB] [--huge-mb 300] [--runs 15] [--index-runs 1] [--picker-runs 5] \
+        [--cli-only | --index-only] [--no-picker] [--with-file-scan]
 
-Figures (each with its goal and, where it has one, its ratio to the file-scan baseline):
-- the full index (`sessdex index` on an empty catalog) against reading + orjson-parsing the same bytes,
-  wall and CPU time (a loaded machine inflates wall time; CPU time shows the work itself);
-- the indexer's peak resident memory;
-- a freshness check (stat every file, compare with the catalog) over the unchanged corpus, in-process;
-- `sessdex resume PREFIX` across all projects, `sessdex recent` and `sessdex list`, each a whole CLI process,
-  answered by the file scan (`--catalog off`), by the catalog checking freshness itself, and by the
-  catalog while `sessdex watch` keeps it current; the catalog figures through the click-free fast path
-  (`sessdex.catalog.cli.fastpath`) and, in alternate runs, through click only (`SESSDEX_NO_FASTPATH=1`);
-- how long an appended line takes to show in the catalog under `sessdex watch`.
+sessdex is measured as users install it: a wheel built from this work tree, installed (not editable) into a
+scratch venv under the work dir (scripts/regular_install.py); the editable development install pays an
+import hook at every start-up. Baselines: `python -c pass` of that venv for start-up figures, reading +
+orjson-parsing the same session files for indexing figures. Figures, each with its ratio and goal:
+- `sessdex resume PREFIX` (another project's id), `list`, `recent`, `continue`: whole processes through the
+  click-free fast path, while `sessdex watch` keeps the catalog current and while they check freshness
+  themselves; goal <= 2.0x `python -c pass`;
+- `sessdex search WORD --all` (20 hits, a word in most sessions): wall time (goal <= 4x `python -c pass`) and
+  peak RSS (goal <= 60 MB);
+- the picker (scripts/bench_picker.py run by the installed interpreter): first paint including imports
+  (goal <= 150 ms), keystroke redraw p95 (goal <= 16 ms), content matches after the last key (goal <= 150 ms);
+- the full index (`sessdex index` on an empty catalog, as `--rebuild` does) against read + parse, wall and
+  CPU (goal <= 2.0x), and its peak RSS (goal <= 200 MB);
+- first use: `sessdex resume PREFIX` on an empty catalog (it indexes listings first) against read + parse
+  (goal <= 1.5x), and how long the message-text index then takes to complete;
+- a freshness check over the unchanged corpus (in-process) and how long an appended line takes to show
+  under `sessdex watch`.
 The corpus (scripts/gen_corpus.py) is generated once into the work dir and reused by later runs.
-`--cli-only` measures only the CLI figures (the floor, resume/recent/list) on the catalog already in the
-work dir (indexed first when missing), skipping the full index, freshness and append-latency figures.
-`--index-only` measures only the full index (`--index-runs` times, each right after its baseline) into
-`<workdir>/catalog-index-only.db`, leaving the catalog the CLI figures use untouched.
+`--cli-only` skips the index figures; `--index-only` measures only them. `--with-file-scan` adds the
+file-scan (`--catalog off`) timings of resume/recent/list for comparison.
 """
 
 from __future__ import annotations
@@ -41,13 +46,16 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 from gen_corpus import generate_corpus, parse_size  # noqa: E402
+from regular_install import install_regular  # noqa: E402
 
-from sessdex.catalog.cli.entry import NO_FASTPATH_ENV  # noqa: E402
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, read_heartbeat, scan_files  # noqa: E402
-from sessdex.catalog.store.db import open_catalog
-from sessdex.catalog.store.location import resolve_location
+from sessdex.catalog.store.db import open_catalog  # noqa: E402
+from sessdex.catalog.store.fts import BACKLOG_KEY  # noqa: E402
+from sessdex.catalog.store.location import resolve_location  # noqa: E402
 from sessdex.core.paths import AgentPaths  # noqa: E402
 
+# The installed interpreter and console script (set by main once scripts/regular_install.py built them).
+PYTHON = sys.executable
 SESSDEX = [str(Path(sys.executable).with_name("sessdex"))]
 BASELINE_SCRIPT = r"""
 import os, sys, orjson
@@ -120,21 +128,6 @@ def median_ms(argv: list[str], cwd: Path, runs: int, check) -> tuple[float, Run]
     return statistics.median(times) * 1000, last
 
 
-def fast_and_click_medians_ms(argv: list[str], cwd: Path, runs: int, check) -> tuple[float, float]:
-    """Median wall times of a command through the fast path and through click only (SESSDEX_NO_FASTPATH=1).
-
-    The two alternate run by run, so that other work on the machine weighs on both alike.
-    """
-    click_env = {**os.environ, NO_FASTPATH_ENV: "1"}
-    fast_times, click_times = [], []
-    for _ in range(runs):
-        for env, times in ((None, fast_times), (click_env, click_times)):
-            result = run(argv, cwd, env)
-            check(result)
-            times.append(result.seconds)
-    return statistics.median(fast_times) * 1000, statistics.median(click_times) * 1000
-
-
 def verdict(ok: bool) -> str:
     """MET / NOT MET."""
     return "MET" if ok else "NOT MET"
@@ -149,32 +142,33 @@ def shortest_unique_prefix(session_id: str, ids: list[str], minimum: int = 8) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Generate or reuse the corpus, measure everything, print the figures."""
+    """Generate or reuse the corpus, install sessdex, measure everything, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sessdex-bench"))
     parser.add_argument("--sessions", type=int, default=10_000)
-    parser.add_argument("--projects", type=int, default=60)
-    parser.add_argument("--total-size", type=parse_size, default=parse_size("1GB"))
+    parser.add_argument("--projects", type=int, default=300)
+    parser.add_argument("--total-size", type=parse_size, default=parse_size("1.07GB"))
     parser.add_argument("--huge-mb", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=3)
-    parser.add_argument("--runs", type=int, default=15, help="runs per catalog-backed command (median reported)")
-    parser.add_argument("--scan-runs", type=int, default=3, help="runs per file-scan baseline command")
+    parser.add_argument("--runs", type=int, default=15, help="runs per CLI command (median reported)")
+    parser.add_argument("--scan-runs", type=int, default=3, help="runs per file-scan command (--with-file-scan)")
     parser.add_argument("--index-runs", type=int, default=1, help="runs of the full index (median reported)")
+    parser.add_argument("--picker-runs", type=int, default=5, help="runs of the picker's first paint")
+    parser.add_argument("--no-picker", action="store_true", help="skip the picker figures")
+    parser.add_argument("--with-file-scan", action="store_true", help="also time the file scan (--catalog off)")
     only = parser.add_mutually_exclusive_group()
-    only.add_argument("--cli-only", action="store_true",
-                      help="only the CLI figures, on the existing catalog (no full index, freshness, append latency)")
-    only.add_argument("--index-only", action="store_true",
-                      help="only the full index figures, into <workdir>/catalog-index-only.db")
+    only.add_argument("--cli-only", action="store_true", help="only the CLI and picker figures, on the existing catalog")
+    only.add_argument("--index-only", action="store_true", help="only the index figures")
     args = parser.parse_args(argv)
     print("command:", " ".join([Path(sys.executable).name, *sys.argv]))
     print(f"machine: {os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f}")
 
-    # An installed sessdex imports cached bytecode; this checkout may run with PYTHONDONTWRITEBYTECODE=1, so
-    # compile it once, or every process would pay for compiling sessdex's own modules.
-    subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(REPO / name) for name in ("catalog", "core",
-                                                                                              "migrations"))],
-                   check=True)
     workdir = args.workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    global PYTHON, SESSDEX
+    PYTHON = str(install_regular(workdir / "regular-install"))
+    SESSDEX = [str(Path(PYTHON).with_name("sessdex"))]
+    print(f"sessdex: a wheel of {REPO} installed (not editable) in {Path(PYTHON).parent.parent}", flush=True)
     agent = workdir / "agent"
     home = workdir / "home"
     if not (agent / "sessions").exists():
@@ -193,41 +187,46 @@ def main(argv: list[str] | None = None) -> int:
     catalog_db = workdir / "catalog.db"
     base = [*SESSDEX, "--agent-dir", str(agent)]
     catalog_cli = [*base, "--catalog", str(catalog_db)]
-    scan_cli = [*base, "--catalog", "off"]
     results: list[str] = []
 
-    if args.index_only:
-        index_db = workdir / "catalog-index-only.db"
-        if not measure_full_index(workdir, agent, index_db, [*base, "--catalog", str(index_db)], args.index_runs,
-                                  results):
+    valid = [s for s in sessions if s["kind"] not in ("empty", "no_header", "invalid_header") and s["message_count"]]
+    target = sorted(valid, key=lambda s: s["size"])[len(valid) // 2]
+    prefix = shortest_unique_prefix(target["session_id"], [s["session_id"] for s in sessions])
+    outsider = workdir / "not-a-project"
+    outsider.mkdir(exist_ok=True)
+    resume_args = ["resume", "--no-fork", prefix]
+
+    def resumed(result: Run) -> bool:
+        return result.code == 1 and b"is in another project" in result.err
+
+    if not args.cli_only:
+        if not measure_full_index(workdir, agent, catalog_db, catalog_cli, args.index_runs, results):
             return 1
-        return print_results(results)
-    if args.cli_only:
-        if not catalog_db.exists() and run([*catalog_cli, "index"], workdir).code != 0:
+        if not measure_first_use(workdir, agent, catalog_db, catalog_cli, resume_args, outsider, resumed, results):
             return 1
-    elif not measure_index_and_freshness(workdir, paths, catalog_db, catalog_cli, len(sessions), args.runs,
-                                         args.index_runs, results):
+        measure_freshness(paths, catalog_db, len(sessions), args.runs, results)
+        if args.index_only:
+            return print_results(results)
+    elif not catalog_db.exists() and run([*catalog_cli, "index"], workdir).code != 0:
         return 1
 
     # -- the CLI commands -----------------------------------------------------------------------------------
-    valid = [s for s in sessions if s["kind"] not in ("empty", "no_header", "invalid_header") and s["message_count"]]
     by_project: dict[str, list[dict]] = {}
     for s in valid:
         by_project.setdefault(s["cwd"], []).append(s)
-    # `list` and `recent` run in the busiest project under home that does not hold the huge session.
+    # `list`, `recent` and `continue` run in the busiest project under home that does not hold the huge session.
     candidates = [cwd for cwd, items in by_project.items()
                   if cwd.startswith(str(home) + "/") and not any(s["kind"] == "huge" for s in items)]
-    list_cwd = max(candidates, key=lambda cwd: len(by_project[cwd]))
-    Path(list_cwd).mkdir(parents=True, exist_ok=True)
-    outsider = workdir / "not-a-project"
-    outsider.mkdir(exist_ok=True)
-    target = sorted(valid, key=lambda s: s["size"])[len(valid) // 2]
-    prefix = shortest_unique_prefix(target["session_id"], [s["session_id"] for s in sessions])
+    list_cwd = Path(max(candidates, key=lambda cwd: len(by_project[cwd])))
+    list_cwd.mkdir(parents=True, exist_ok=True)
+    word = common_word(catalog_db)
     commands = {
-        f"sessdex resume {prefix} (all projects)": (["resume", "--no-fork", prefix], outsider,
-                                                    lambda r: r.code == 1 and b"is in another project" in r.err),
-        "sessdex recent": (["recent"], Path(list_cwd), lambda r: r.code == 0 and r.out.count(b"\n") > 1),
-        "sessdex list": (["list"], Path(list_cwd), lambda r: r.code == 0 and r.out.count(b"\n") > 1),
+        f"sessdex resume {prefix} (another project's id)": (resume_args, outsider, resumed),
+        "sessdex list": (["list"], list_cwd, lambda r: r.code == 0 and r.out.count(b"\n") > 1),
+        "sessdex recent": (["recent"], list_cwd, lambda r: r.code == 0 and r.out.count(b"\n") > 1),
+        "sessdex continue": (["continue"], list_cwd, lambda r: r.code == 0 and r.out.endswith(b".jsonl\n")),
+        f"sessdex search {word} --all": (["search", word, "--all"], outsider,
+                                         lambda r: r.code == 0 and r.out.count(b"\n") == 40),
     }
 
     def checked(expectation):
@@ -236,35 +235,33 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"unexpected result: code {result.code}\n{result.err.decode()[:500]}")
         return check
 
-    # What any command costs before sessdex does anything: the interpreter, and the CLI with click.
-    python_ms, _ = median_ms([sys.executable, "-c", "pass"], workdir, args.runs, lambda r: None)
-    help_ms, _ = median_ms([*SESSDEX, "--help"], workdir, args.runs, lambda r: None)
-    results.append(f"floor: `python -c pass` median {python_ms:.1f} ms; `sessdex --help` (interpreter + click + "
-                   f"the CLI group) median {help_ms:.1f} ms")
-    print(results[-1], flush=True)
+    if args.with_file_scan:
+        scan_cli = [*base, "--catalog", "off"]
+        for label, (command, cwd, expectation) in list(commands.items())[:3]:
+            scan_ms, _ = median_ms([*scan_cli, *command], cwd, args.scan_runs, checked(expectation))
+            results.append(f"file scan (--catalog off), {label}: median {scan_ms:.0f} ms")
+            print(results[-1], flush=True)
 
-    scan_ms: dict[str, float] = {}
-    for label, (command, cwd, expectation) in commands.items():
-        scan_ms[label], _ = median_ms([*scan_cli, *command], cwd, args.scan_runs, checked(expectation))
-        print(f"  file scan: {label}: median {scan_ms[label]:.0f} ms", flush=True)
-
-    own_ms: dict[str, tuple[float, float]] = {}
-    for label, (command, cwd, expectation) in commands.items():
-        own_ms[label] = fast_and_click_medians_ms([*catalog_cli, *command], cwd, args.runs, checked(expectation))
+    floor_argv = [PYTHON, "-c", "pass"]
+    own = alternating_medians_ms(floor_argv, {label: ([*catalog_cli, *command], cwd, checked(expectation))
+                                              for label, (command, cwd, expectation) in commands.items()}, args.runs)
+    search_label = next(label for label in commands if label.startswith("sessdex search"))
+    search_command, search_cwd, _expectation = commands[search_label]
+    search_rss_mb = max(run_measuring_rss([*catalog_cli, *search_command], search_cwd).max_rss_kb
+                        for _ in range(3)) / 1024
 
     watcher = subprocess.Popen([*catalog_cli, "watch"], cwd=workdir, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE)
     location = resolve_location(agent, str(catalog_db))
     try:
-        deadline = time.monotonic() + 120
-        while read_heartbeat(location) is None:
+        deadline = time.monotonic() + 600
+        while read_heartbeat(location) is None or content_backlog_left(catalog_db):
             if watcher.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"sessdex watch did not start: {watcher.stderr.read().decode()}")
             time.sleep(0.05)
-        watched_ms: dict[str, tuple[float, float]] = {}
-        for label, (command, cwd, expectation) in commands.items():
-            watched_ms[label] = fast_and_click_medians_ms([*catalog_cli, *command], cwd, args.runs,
-                                                          checked(expectation))
+        watched = alternating_medians_ms(floor_argv, {label: ([*catalog_cli, *command], cwd, checked(expectation))
+                                                      for label, (command, cwd, expectation) in commands.items()},
+                                         args.runs)
         latencies = [] if args.cli_only else append_latencies(catalog_db,
                                                               [s for s in valid if s["kind"] == "normal"][:10])
     finally:
@@ -275,21 +272,111 @@ def main(argv: list[str] | None = None) -> int:
             watcher.kill()
             watcher.wait()
 
-    for label in commands:
-        for mode, (timing, click_timing), bound, factor in (
-                ("while `sessdex watch` keeps the catalog current", watched_ms[label], 60, 100),
-                ("checking freshness itself", own_ms[label], 150, 40)):
-            speedup = scan_ms[label] / timing
-            results.append(f"{label}, {mode}: median {timing:.1f} ms (click only, {NO_FASTPATH_ENV}=1: "
-                           f"{click_timing:.1f} ms); file scan {scan_ms[label]:.0f} ms; {speedup:.1f}x faster "
-                           f"(goals <= {bound} ms: {verdict(timing <= bound)}; "
-                           f">= {factor}x: {verdict(speedup >= factor)})")
+    for mode, figures in (("while `sessdex watch` keeps the catalog current", dict(watched)),
+                          ("checking freshness itself", dict(own))):
+        floor_ms = figures.pop("floor")
+        results.append(f"{mode}: `python -c pass` (the installed interpreter) median {floor_ms:.1f} ms")
+        for label, timing in figures.items():
+            goal = 4.0 if label == search_label else 2.0
+            ratio = timing / floor_ms
+            results.append(f"  {label}: median {timing:.1f} ms = {ratio:.2f}x `python -c pass` "
+                           f"(goal <= {goal:.1f}x): {verdict(ratio <= goal)}")
+    results.append(f"{search_label}: peak RSS {search_rss_mb:.0f} MB (goal <= 60 MB): {verdict(search_rss_mb <= 60)}")
     if latencies:
         latency_ms = statistics.median(latencies) * 1000
         results.append(f"appended line visible under `sessdex watch`: median {latency_ms:.0f} ms, max "
                        f"{max(latencies) * 1000:.0f} ms over {len(latencies)} appends (goal <= 250 ms): "
                        f"{verdict(latency_ms <= 250)}")
+    if not args.no_picker:
+        measure_picker(agent, catalog_db, args.picker_runs, own["floor"], results)
     return print_results(results)
+
+
+def alternating_medians_ms(floor: list[str], commands: dict[str, tuple[list[str], Path, object]],
+                           runs: int) -> dict[str, float]:
+    """Median wall times of the floor command ("floor") and of every command, run in turns.
+
+    Taking turns run by run spreads the load of other work on the machine over all of them alike.
+    """
+    times: dict[str, list[float]] = {"floor": [], **{label: [] for label in commands}}
+    for _ in range(runs):
+        times["floor"].append(run(floor, Path("/")).seconds)
+        for label, (argv, cwd, check) in commands.items():
+            result = run(argv, cwd)
+            check(result)  # type: ignore[operator]
+            times[label].append(result.seconds)
+    return {label: statistics.median(values) * 1000 for label, values in times.items()}
+
+
+def common_word(catalog_db: Path) -> str:
+    """A word of the message text of most sessions (so that `search` has far more than 20 hits to rank)."""
+    connection = sqlite3.connect(f"file:{catalog_db}?mode=ro", uri=True)
+    try:
+        connection.execute("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, 'message_fts', 'row')")
+        rows = connection.execute("SELECT term FROM temp.terms WHERE length(term) >= 5 AND term GLOB '[a-z]*' "
+                                  "ORDER BY doc DESC LIMIT 1").fetchall()
+    finally:
+        connection.close()
+    return rows[0][0] if rows else "the"
+
+
+def content_backlog_left(catalog_db: Path) -> bool:
+    """True while the catalog's message-text index is incomplete (see sessdex.catalog.store.fts.BACKLOG_KEY)."""
+    connection = sqlite3.connect(f"file:{catalog_db}?mode=ro", uri=True)
+    try:
+        return connection.execute("SELECT 1 FROM catalog_meta WHERE key = ?", (BACKLOG_KEY,)).fetchone() is not None
+    finally:
+        connection.close()
+
+
+def measure_first_use(workdir: Path, agent: Path, catalog_db: Path, catalog_cli: list[str], resume_args: list[str],
+                      cwd: Path, expectation, results: list[str]) -> bool:
+    """`resume PREFIX` on an empty catalog (it indexes the listings first) against read + parse; then `index`
+    completing the message-text index. The catalog left behind is complete, for the CLI figures."""
+    baseline = run_measuring_rss([PYTHON, "-c", BASELINE_SCRIPT, str(agent / "sessions")], workdir)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{catalog_db}{suffix}").unlink(missing_ok=True)
+    first = run_measuring_rss([*catalog_cli, *resume_args], cwd)
+    first.out = b""
+    if not expectation(first):
+        print(first.err.decode(), file=sys.stderr)
+        return False
+    backlog = content_backlog_left(catalog_db)
+    completed = run_measuring_rss([*catalog_cli, "index"], workdir)
+    if completed.code != 0:
+        print(completed.err.decode(), file=sys.stderr)
+        return False
+    ratio = first.seconds / baseline.seconds
+    results.append(f"first use: `sessdex {' '.join(resume_args)}` on an empty catalog {first.seconds:.2f} s wall, "
+                   f"{first.cpu_seconds:.2f} s CPU, peak RSS {first.max_rss_kb / 1024:.0f} MB; read + parse baseline "
+                   f"{baseline.seconds:.2f} s; ratio {ratio:.2f}x (goal <= 1.5x): {verdict(ratio <= 1.5)}; "
+                   f"message-text index {'left for later' if backlog else 'complete'}, completed by `sessdex index` "
+                   f"in {completed.seconds:.2f} s more ({(first.seconds + completed.seconds) / baseline.seconds:.2f}x "
+                   f"in all)")
+    print(results[-1], flush=True)
+    return True
+
+
+def measure_picker(agent: Path, catalog_db: Path, runs: int, floor_ms: float, results: list[str]) -> None:
+    """Run scripts/bench_picker.py with the installed interpreter and report its figures against their goals."""
+    out = catalog_db.with_name("picker.json")
+    env = {**os.environ, "SESSDEX_CATALOG": str(catalog_db)}
+    process = subprocess.run([PYTHON, str(REPO / "scripts" / "bench_picker.py"), "--agent-dir", str(agent),
+                              "--runs", str(runs), "--json", str(out)], env=env, capture_output=True, text=True)
+    if process.returncode != 0:
+        results.append(f"picker: bench_picker.py failed: {process.stderr[-500:]}")
+        return
+    figures = orjson.loads(out.read_bytes())
+    for key, label, goal in (("first_paint_ms", "picker first paint incl. imports (median)", 150.0),
+                             ("keystroke_p95_ms", "picker keystroke redraw p95", 16.0),
+                             ("content_median_ms", "picker content matches after the last key (median)", 150.0)):
+        value = figures.get(key)
+        if value is None:
+            results.append(f"{label}: not measured")
+            continue
+        ratio = f"; {value / floor_ms:.1f}x `python -c pass`" if floor_ms else ""
+        results.append(f"{label}: {value:.1f} ms{ratio} (goal <= {goal:.0f} ms): {verdict(value <= goal)}")
+    results.append(f"  picker details: {figures.get('details', '')}")
 
 
 def print_results(results: list[str]) -> int:
@@ -309,7 +396,7 @@ def measure_full_index(workdir: Path, agent: Path, catalog_db: Path, catalog_cli
     """
     pairs: list[tuple[Run, Run]] = []
     for number in range(runs):
-        baseline = run_measuring_rss([sys.executable, "-c", BASELINE_SCRIPT, str(agent / "sessions")], workdir)
+        baseline = run_measuring_rss([PYTHON, "-c", BASELINE_SCRIPT, str(agent / "sessions")], workdir)
         for suffix in ("", "-wal", "-shm"):
             Path(f"{catalog_db}{suffix}").unlink(missing_ok=True)
         indexed = run_measuring_rss([*catalog_cli, "index"], workdir)
@@ -328,22 +415,17 @@ def measure_full_index(workdir: Path, agent: Path, catalog_db: Path, catalog_cli
     over = f" (median of {runs})" if runs > 1 else ""
     results.append(f"full index{over}: {wall:.2f} s wall, {cpu:.2f} s CPU; read + orjson-parse baseline "
                    f"{base_wall:.2f} s wall, {base_cpu:.2f} s CPU; ratio {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU "
-                   f"(goal <= 1.5x): {verdict(ratio <= 1.5)}")
+                   f"(goal <= 2.0x): {verdict(ratio <= 2.0)}")
     rss_mb = max(indexed.max_rss_kb for _baseline, indexed in pairs) / 1024
     results.append(f"indexer peak RSS: {rss_mb:.0f} MB (goal <= 200 MB): {verdict(rss_mb <= 200)}")
     print(results[-2], results[-1], sep="\n", flush=True)
     return True
 
 
-def measure_index_and_freshness(workdir: Path, paths: AgentPaths, catalog_db: Path, catalog_cli: list[str],
-                                session_count: int, runs: int, index_runs: int, results: list[str]) -> bool:
-    """The full index (time, ratio to read + parse, peak RSS) and the in-process freshness check; False on failure."""
-    agent = paths.agent_dir
-    if not measure_full_index(workdir, agent, catalog_db, catalog_cli, index_runs, results):
-        return False
-
-    # -- freshness check, in-process ----------------------------------------------------------------------
-    db = open_catalog(resolve_location(agent, str(catalog_db)))
+def measure_freshness(paths: AgentPaths, catalog_db: Path, session_count: int, runs: int,
+                      results: list[str]) -> None:
+    """The in-process freshness check (stat every file, compare with the catalog) over the unchanged corpus."""
+    db = open_catalog(resolve_location(paths.agent_dir, str(catalog_db)))
     scope = Scope.of(root=paths.sessions_root)
     timings = []
     for _ in range(runs):
@@ -356,7 +438,6 @@ def measure_index_and_freshness(workdir: Path, paths: AgentPaths, catalog_db: Pa
     results.append(f"freshness check over {session_count} unchanged files: median {fresh_ms:.1f} ms "
                    f"(goal <= 80 ms): {verdict(fresh_ms <= 80)}")
     print(results[-1], flush=True)
-    return True
 
 
 def append_latencies(catalog_db: Path, targets: list[dict]) -> list[float]:
