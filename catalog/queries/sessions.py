@@ -110,8 +110,8 @@ _PICKER_ROWS_SQL = (
     "ORDER BY mtime_ns DESC, path")
 _UNDER_ROOT_SQL = "path > ? AND path < ?"
 _IN_FOLDERS_SQL = "directory IN ({marks})"
-_INFO_BY_ID_SQL = ("SELECT id, path, mtime_ns, session_id, cwd, title, message_count, first_message, created, "
-                   "parent_session FROM session_files WHERE id = ?")
+_INFOS_BY_ID_SQL = ("SELECT id, path, mtime_ns, session_id, cwd, title, message_count, first_message, created, "
+                    "parent_session FROM session_files WHERE id IN ({placeholders})")
 
 
 class Catalog:
@@ -293,21 +293,35 @@ class Catalog:
             self.refresh(Scope.of(folders))
             scope_sql, scope_params = fts.SCOPE_DIRECTORIES, _scope_params(folders[:3])
         self._fill_content_index()
-        params = {"query": query, "open": _MATCH_OPEN, "close": _MATCH_CLOSE, "tokens": snippet_tokens,
-                  "rows": limit * 20, **scope_params}
-        best: dict[int, tuple[str, str, float]] = {}
+        # Rank first (bounded by `limit` sessions whatever the number of matches), then snippets and rows
+        # for the sessions shown only.
+        params = {"query": query, "rows": limit, **scope_params}
+        ranked: dict[int, tuple[str, int, float]] = {}  # file id -> (field, FTS rowid, score), best first
         for row in reader.execute(fts.SEARCH_SESSIONS.format(scope=scope_sql), params):
-            in_title = _MATCH_OPEN in (row["title_snippet"] or "")
-            field = "title" if in_title else "first_message"
-            best.setdefault(row["file_id"], (field, row["title_snippet"] if in_title else row["first_snippet"], row["score"]))
-        for row in reader.execute(fts.SEARCH_MESSAGES.format(scope=scope_sql), params):
-            best.setdefault(row["file_id"], ("message", row["snippet"], row["score"]))
+            ranked[row["file_id"]] = ("session", row["file_id"], row["score"])
+        if len(ranked) < limit:
+            params["rows"] = limit + len(ranked)  # room for sessions already found by title
+            for row in reader.execute(fts.SEARCH_MESSAGES.format(scope=scope_sql), params):
+                if len(ranked) < limit:
+                    ranked.setdefault(row["file_id"], ("message", row["message_id"], row["score"]))
+        marks = {"query": query, "open": _MATCH_OPEN, "close": _MATCH_CLOSE, "tokens": snippet_tokens}
+        infos = {row["id"]: row for row in reader.execute(
+            _INFOS_BY_ID_SQL.format(placeholders=", ".join("?" * len(ranked))), list(ranked))}
         hits = []
-        for file_id, (field, snippet, score) in list(best.items())[:limit]:
-            info_row = reader.execute(_INFO_BY_ID_SQL, (file_id,)).fetchone()
-            if info_row is not None:
-                marked = (snippet or "").replace(_MATCH_OPEN, highlight[0]).replace(_MATCH_CLOSE, highlight[1])
-                hits.append(SearchHit(self._session_info(info_row), field, marked, score))
+        for file_id, (kind, rowid, score) in ranked.items():
+            info_row = infos.get(file_id)
+            if info_row is None:
+                continue
+            if kind == "session":
+                found = reader.execute(fts.SNIPPET_SESSION, {**marks, "id": rowid}).fetchone()
+                in_title = found is not None and _MATCH_OPEN in (found["title_snippet"] or "")
+                field = "title" if in_title else "first_message"
+                snippet = (found["title_snippet"] if in_title else found["first_snippet"]) if found else ""
+            else:
+                found = reader.execute(fts.SNIPPET_MESSAGE, {**marks, "id": rowid}).fetchone()
+                field, snippet = "message", found["snippet"] if found else ""
+            marked = (snippet or "").replace(_MATCH_OPEN, highlight[0]).replace(_MATCH_CLOSE, highlight[1])
+            hits.append(SearchHit(self._session_info(info_row), field, marked, score))
         return hits
 
     def _fill_content_index(self) -> None:

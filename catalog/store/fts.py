@@ -21,24 +21,31 @@ FTS_TABLES = ("message_fts", "session_fts")
 BACKLOG_KEY = "message_fts_backlog"
 FILL_BACKLOG = "INSERT INTO message_fts(rowid, text) SELECT id, text FROM messages WHERE id > ? AND id <= ?"
 
-SEARCH_MESSAGES = """
-SELECT messages.file_id AS file_id,
-       snippet(message_fts, 0, :open, :close, '…', :tokens) AS snippet,
-       bm25(message_fts) AS score
-FROM message_fts JOIN messages ON messages.id = message_fts.rowid
-JOIN session_files ON session_files.id = messages.file_id
-WHERE message_fts MATCH :query AND session_files.header_valid = 1 AND session_files.message_count > 0 {scope}
-ORDER BY score LIMIT :rows
-"""
+# Search ranks without snippets, so that a word in every session costs a rank per match, not a snippet per
+# match: snippets are made afterwards for the rows shown only (SNIPPET_*). Sessions matched by title or first
+# message come first; then sessions by their best-ranked message (min() keeps that message's rowid; the
+# `rank` column is bm25(), which an aggregate cannot call itself).
 SEARCH_SESSIONS = """
-SELECT session_files.id AS file_id,
-       snippet(session_fts, 0, :open, :close, '…', :tokens) AS title_snippet,
-       snippet(session_fts, 1, :open, :close, '…', :tokens) AS first_snippet,
-       session_files.title AS title,
-       bm25(session_fts, 10.0, 1.0) AS score
+SELECT session_files.id AS file_id, bm25(session_fts, 10.0, 1.0) AS score
 FROM session_fts JOIN session_files ON session_files.id = session_fts.rowid
 WHERE session_fts MATCH :query AND session_files.header_valid = 1 AND session_files.message_count > 0 {scope}
 ORDER BY score LIMIT :rows
+"""
+SEARCH_MESSAGES = """
+SELECT messages.file_id AS file_id, message_fts.rowid AS message_id, min(message_fts.rank) AS score
+FROM message_fts JOIN messages ON messages.id = message_fts.rowid
+JOIN session_files ON session_files.id = messages.file_id
+WHERE message_fts MATCH :query AND session_files.header_valid = 1 AND session_files.message_count > 0 {scope}
+GROUP BY messages.file_id ORDER BY score LIMIT :rows
+"""
+SNIPPET_SESSION = """
+SELECT snippet(session_fts, 0, :open, :close, '…', :tokens) AS title_snippet,
+       snippet(session_fts, 1, :open, :close, '…', :tokens) AS first_snippet
+FROM session_fts WHERE session_fts MATCH :query AND rowid = :id
+"""
+SNIPPET_MESSAGE = """
+SELECT snippet(message_fts, 0, :open, :close, '…', :tokens) AS snippet
+FROM message_fts WHERE message_fts MATCH :query AND rowid = :id
 """
 SCOPE_DIRECTORIES = "AND session_files.directory IN (:dir0, :dir1, :dir2)"
 SCOPE_ROOT = "AND session_files.path > :root_lo AND session_files.path < :root_hi"

@@ -144,6 +144,22 @@ def test_search_finds_titles_first_messages_and_any_message_with_highlights(path
         assert catalog.search("nothing-matches-this", None) == []
 
 
+def test_search_returns_limit_sessions_however_many_messages_of_one_session_match(paths: AgentPaths):
+    cwd = project(paths, "proj")
+    # One session whose 300 messages all say "zeppelin" loudly, and three that say it once.
+    loud = [assistant("zeppelin zeppelin zeppelin", f"a{number:07d}") for number in range(300)]
+    session(paths, cwd, "1000000000000001", user("hello"), *loud)
+    for number in range(2, 5):
+        session(paths, cwd, f"100000000000000{number}", user("hello"), assistant("a zeppelin and a long sentence "
+                                                                                 "about other things", "a0000001"))
+    with open_catalog_for(paths) as catalog:
+        hits = catalog.search("zeppelin", cwd, limit=3)
+        assert len(hits) == 3 and hits[0].session.id == "1000000000000001"  # the best-ranked session first
+        assert len({hit.session.id for hit in hits}) == 3
+        assert all(hit.field == "message" and "[zeppelin]" in hit.snippet for hit in hits)
+        assert len(catalog.search("zeppelin", cwd, limit=10)) == 4
+
+
 def test_search_sees_deleted_and_appended_sessions_at_once(paths: AgentPaths):
     cwd = project(paths, "proj")
     path = session(paths, cwd, "1000000000000001", user("hello"))
