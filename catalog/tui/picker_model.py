@@ -39,6 +39,7 @@ class PickerModel:
         self.top = 0
         self._scopes: dict[Scope, _ScopeData] = {}
         self._search: Search | None = None
+        self._earlier: dict[str, Search] = {}  # needle -> its search, for the prefixes of the current needle
         self._content: dict[str, str] = {}
         self._content_key: tuple[str, Scope] | None = None
         # results = the head (ranks 0-3, then content hits), rebuilt when the query, scope or content changes,
@@ -102,7 +103,13 @@ class PickerModel:
         self.query = query
         data = self._scopes.get(self.scope)
         if data is not None:
-            self._search = data.index.search(query, self._search)
+            needle = normalize_query(query)
+            # The searches of the query's prefixes are kept: erasing back to one of them costs nothing.
+            self._earlier = {key: search for key, search in self._earlier.items()
+                             if needle.startswith(key) and search.index is data.index}
+            earlier = self._earlier.get(needle)
+            self._search = earlier if earlier is not None else data.index.search(query, self._search)
+            self._earlier[needle] = self._search
             self._search.fill(self._wanted_rows(), max_rows=SYNC_FILL_ROWS)
         self._after_change()
 

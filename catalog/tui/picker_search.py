@@ -16,14 +16,15 @@ expression over the long weak strings, is the expensive test: it runs on demand 
 keystroke can paint as soon as the visible page is known, and the rest completes between keystrokes.
 It is also the noisiest (a short query's letters are found, scattered, in most long texts), which is
 why the picker lists content-search hits between ranks 3 and 4.
-Typing narrows: a query that extends the previous one only re-tests that query's matches.
+Typing narrows: a query that extends the previous one only re-tests that query's matches, and once those
+are a small share of the rows, its whole-list regex scans become per-row tests of just those rows.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import accumulate
 
 from sessdex.catalog.queries.picker_source import PickerRow
@@ -33,6 +34,8 @@ FIELD_SEPARATOR = "\x1f"
 RANK_COUNT = 5
 WEAK_FUZZY_RANK = 4
 FILL_STEP_ROWS = 32
+# Below this share of the rows, candidates are tested one by one instead of by one scan over every row.
+NARROW_SHARE = 0.25
 
 WORD_START_MARK = "\x01"
 
@@ -91,6 +94,7 @@ class SearchIndex:
         self._strong: list[str] | None = None
         self._weak: list[str] | None = None
         self._strong_lines = _Lines([])
+        self._marked_strong: list[str] = []
         self._marked_strong_lines = _Lines([])
 
     def _relative_path(self, path: str) -> str:
@@ -107,17 +111,31 @@ class SearchIndex:
         self._weak = [fold(_flat(row.first_message) + separator + _flat(row.cwd)
                            + separator + _flat(self._relative_path(row.path))) for row in self.rows]
         self._strong_lines = _Lines(self._strong)
-        self._marked_strong_lines = _Lines(mark_word_starts(self._strong_lines.joined).split("\n"))
+        self._marked_strong = mark_word_starts(self._strong_lines.joined).split("\n")
+        self._marked_strong_lines = _Lines(self._marked_strong)
 
-    def strong_fuzzy_rows(self, needle: str) -> set[int]:
-        """The rows whose id or title holds the characters of `needle` in order (one regex pass over all rows)."""
+    def _few(self, candidates: Sequence[int] | None) -> bool:
+        return candidates is not None and len(candidates) < NARROW_SHARE * len(self.rows)
+
+    def strong_fuzzy_rows(self, needle: str, candidates: Sequence[int] | None = None) -> set[int]:
+        """The rows (of `candidates`, default all) whose id or title holds the characters of `needle` in order.
+
+        One regex pass over all rows, or a test per candidate when they are few.
+        """
         self.build()
+        if self._few(candidates):
+            search, strong = fuzzy_pattern(needle).search, self.strong
+            return {row for row in candidates if search(strong[row])}  # type: ignore[union-attr]
         return self._strong_lines.matching(fuzzy_pattern(needle, whole_line=True))
 
-    def strong_word_start_rows(self, needle: str) -> set[int]:
-        """The rows whose id or title holds `needle` starting at a word start (one regex pass over all rows)."""
+    def strong_word_start_rows(self, needle: str, candidates: Sequence[int] | None = None) -> set[int]:
+        """The rows (of `candidates`, default all) whose id or title holds `needle` starting at a word start."""
         self.build()
-        return self._marked_strong_lines.matching(re.compile(re.escape(mark_word_starts(needle)) + "[^\n]*+"))
+        marked_needle = mark_word_starts(needle)
+        if self._few(candidates):
+            marked = self._marked_strong
+            return {row for row in candidates if marked_needle in marked[row]}  # type: ignore[union-attr]
+        return self._marked_strong_lines.matching(re.compile(re.escape(marked_needle) + "[^\n]*+"))
 
     @property
     def strong(self) -> list[str]:
@@ -142,7 +160,7 @@ class SearchIndex:
 class Search:
     """The ranked matches of one query: ranks 0-3 complete on creation, rank 4 filled in by `advance`."""
 
-    def __init__(self, index: SearchIndex, needle: str, candidates: Iterable[int]) -> None:
+    def __init__(self, index: SearchIndex, needle: str, candidates: Sequence[int]) -> None:
         self.index = index
         self.needle = needle
         self._ranks: list[list[int]] = [[] for _ in range(RANK_COUNT)]
@@ -155,10 +173,11 @@ class Search:
         self._fuzzy = fuzzy_pattern(needle).search
         self._first_pass(candidates)
 
-    def _first_pass(self, candidates: Iterable[int]) -> None:
+    def _first_pass(self, candidates: Sequence[int]) -> None:
         needle, strong, weak = self.needle, self.index.strong, self.index.weak
-        strong_fuzzy_rows = self.index.strong_fuzzy_rows(needle)
-        strong_word_rows = self.index.strong_word_start_rows(needle)
+        narrowed = None if isinstance(candidates, range) else candidates
+        strong_fuzzy_rows = self.index.strong_fuzzy_rows(needle, narrowed)
+        strong_word_rows = self.index.strong_word_start_rows(needle, narrowed)
         at_word, inner, weak_substring, strong_fuzzy = (rank.append for rank in self._ranks[:4])
         pending = self._pending.append
         for row in candidates:

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from sessdex.catalog.queries.picker_source import PickerRow
+from sessdex.catalog.tui import picker_search
 from sessdex.catalog.tui.picker_model import PickerModel
 from sessdex.catalog.tui.picker_search import SearchIndex
 from sessdex.core.discovery import id_prefix_length
@@ -110,6 +111,39 @@ def test_narrowing_while_typing_gives_the_same_ranking_as_a_fresh_search(word: s
     while not previous.advance(40):
         pass
     assert previous.ranked() == complete(index, word).ranked()
+
+
+@pytest.mark.parametrize("word", ["parser", "deploy api", "fxp", "日本", "ré", "ab", "x_y v2"])
+def test_testing_few_candidates_row_by_row_ranks_as_the_scan_over_all_rows(word: str, monkeypatch) -> None:
+    rankings = []
+    for share in (0.0, 1.01):  # never / always test the narrowed candidates row by row
+        monkeypatch.setattr(picker_search, "NARROW_SHARE", share)
+        index = SearchIndex(corpus(9), ROOT)
+        previous = None
+        for length in range(1, len(word) + 1):
+            previous = index.search(word[:length], previous)
+        while not previous.advance(40):
+            pass
+        rankings.append(previous.ranked())
+    assert rankings[0] == rankings[1] == complete(SearchIndex(corpus(9), ROOT), word).ranked()
+
+
+def test_erasing_back_reuses_the_earlier_search_and_ranks_as_a_fresh_one() -> None:
+    model = PickerModel("project", corpus(4, 200), sessions_root=ROOT)
+    model.type_text("dep")
+    after_dep = model._search
+    model.type_text("loy a")
+    for _ in range(5):
+        model.backspace()
+    assert model.query == "dep" and model._search is after_dep
+    fresh = PickerModel("project", corpus(4, 200), sessions_root=ROOT)
+    fresh.type_text("dep")
+    while not (model.advance_search(50) and fresh.advance_search(50)):
+        pass
+    assert model.results == fresh.results
+    model.type_text("x")  # a new branch: "dep" stays, "deploy a" is forgotten
+    model.backspace()
+    assert model._search is after_dep
 
 
 def test_id_prefix_length() -> None:
