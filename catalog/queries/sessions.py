@@ -272,11 +272,14 @@ class Catalog:
 
     def search(self, text: str, cwd: str | os.PathLike[str] | None = None,
                session_dir: str | os.PathLike[str] | None = None, *, limit: int = SEARCH_SESSION_LIMIT,
-               highlight: tuple[str, str] = ("[", "]"), snippet_tokens: int = 12) -> list[SearchHit]:
+               highlight: tuple[str, str] = ("[", "]"), snippet_tokens: int = 12,
+               check_freshness: bool = True) -> list[SearchHit]:
         """Sessions whose title, first message or any message text matches `text`, best first.
 
         Scoped to the project of `cwd` (or `session_dir`), or to every project when `cwd` is None. The
         text is quoted word by word, so no input is an FTS syntax error. SQLite catalogs only.
+        `check_freshness=False` skips the freshness pass (the picker searches as you type, over rows it
+        loaded, freshly, when it opened).
         """
         query = fts_query(text)
         db = self._database()
@@ -286,12 +289,14 @@ class Catalog:
         if query is None or limit <= 0:
             return []
         if cwd is None:
-            self.refresh(Scope.of(root=self.sessions_root))
+            scope = Scope.of(root=self.sessions_root)
             scope_sql, scope_params = fts.SCOPE_ROOT, root_range(self.sessions_root)
         else:
             folders = self.project_dirs(cwd, session_dir)
-            self.refresh(Scope.of(folders))
+            scope = Scope.of(folders)
             scope_sql, scope_params = fts.SCOPE_DIRECTORIES, _scope_params(folders[:3])
+        if check_freshness:
+            self.refresh(scope)
         self._fill_content_index()
         # Rank first (bounded by `limit` sessions whatever the number of matches), then snippets and rows
         # for the sessions shown only.
@@ -409,7 +414,8 @@ class Catalog:
         )
 
         hits = self.search(query, None if all_projects else cwd, session_dir, limit=CONTENT_MATCH_LIMIT,
-                           highlight=(MATCH_OPEN, MATCH_CLOSE), snippet_tokens=SNIPPET_TOKENS)
+                           highlight=(MATCH_OPEN, MATCH_CLOSE), snippet_tokens=SNIPPET_TOKENS,
+                           check_freshness=False)  # the picker searches as you type, over rows loaded fresh
         return {str(hit.session.path): one_line(hit.snippet) for hit in hits}
 
 

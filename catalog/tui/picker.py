@@ -44,7 +44,9 @@ from sessdex.core.discovery import sanitize_display_name, time_ago
 
 ELLIPSIS = "…"
 ESCAPE_TIMEOUT_S = 0.05  # how long a lone Esc waits for the rest of an escape sequence
-CONTENT_DEBOUNCE_S = 0.15
+# Typing pauses this long before the message text is searched: short enough for matches to arrive within
+# 150 ms of the last key, long enough not to search for every character of a word typed at speed.
+CONTENT_DEBOUNCE_S = 0.06
 RANKING_CHUNK_ROWS = 1_000
 FIXED_LINES = 5  # header, query, column titles, detail, help
 AGO_WIDTH = 10  # "12/31/2025"
