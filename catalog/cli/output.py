@@ -63,7 +63,8 @@ def echo_json(value: Any) -> None:
     echo(json.dumps(value, ensure_ascii=False, indent=2))
 
 
-def _iso(moment: datetime) -> str:
+def iso_utc(moment: datetime) -> str:
+    """`moment` as the agent writes dates in JSON: ISO-8601 UTC with milliseconds and a Z."""
     moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
@@ -72,7 +73,7 @@ def session_json(info: SessionInfo) -> dict[str, Any]:
     """A session for `--json` output, with the agent's field names and ISO-8601 UTC dates."""
     return {"id": info.id, "path": str(info.path), "cwd": info.cwd, "title": info.title,
             "messageCount": info.message_count, "firstMessage": info.first_message,
-            "created": _iso(info.created), "modified": _iso(info.modified)}
+            "created": iso_utc(info.created), "modified": iso_utc(info.modified)}
 
 
 def recent_json(item: RecentSessionInfo) -> dict[str, Any]:

@@ -13,10 +13,10 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sessdex.catalog.cli.output import echo, output_width
+from sessdex.catalog.cli.output import echo, iso_utc, output_width
 from sessdex.catalog.tui.width import char_width
 
 if TYPE_CHECKING:
@@ -35,17 +35,12 @@ _ELLIPSIS = "…"
 
 # -- sessdex search -----------------------------------------------------------------------------------
 
-def _iso(moment: datetime) -> str:
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
 def hit_json(hit: SearchHit) -> dict[str, Any]:
     """A search hit for `--json`: the session's fields plus where it matched and the snippet."""
     info = hit.session
     return {"id": info.id, "path": str(info.path), "cwd": info.cwd, "title": info.title,
             "firstMessage": info.first_message, "messageCount": info.message_count,
-            "modified": _iso(info.modified), "field": hit.field, "snippet": hit.snippet}
+            "modified": iso_utc(info.modified), "field": hit.field, "snippet": hit.snippet}
 
 
 def _one_line(text: str) -> str:
