@@ -51,6 +51,12 @@ class Running:
             self.error = exc
             self.watcher.ready.set()
 
+    def watcher_db(self):
+        """A reader of the watcher's catalog."""
+        if self.reader is None:
+            self.reader = open_catalog(self.watcher.location)
+        return self.reader
+
     def row(self, path: Path):
         if self.reader is None:
             self.reader = open_catalog(self.watcher.location)
@@ -79,6 +85,24 @@ def watching(tmp_path: Path) -> Iterator[Callable[..., Running]]:
         running.thread.join(10)
         if running.reader is not None:
             running.reader.close()
+
+
+def test_the_watcher_indexes_its_first_scan_listings_first_then_fills_the_text_index(tmp_path: Path, watching,
+                                                                                     monkeypatch):
+    import sessdex.catalog.index.content_index as content_index
+
+    monkeypatch.setattr(content_index, "CHUNK_ROWS", 3)  # several rounds of filling between looks at events
+    sessions = tmp_path / "agent" / "sessions"
+    for number in range(6):
+        write_file(sessions / "--p--" / f"s{number}.jsonl",
+                   jsonl([header(f"s{number}", "/p"), user(f"zeppelin number {number}"), assistant("noted")]))
+    running = watching()
+    wait_for(lambda: content_index.content_backlog(running.watcher_db()) is None)
+    hits = running.watcher_db().sqlite_reader().execute(
+        "SELECT count(*) FROM message_fts WHERE message_fts MATCH 'zeppelin'").fetchone()[0]
+    assert hits == 6
+    late = write_file(sessions / "--p--" / "late.jsonl", jsonl([header("late", "/p"), user("a late zeppelin")]))
+    wait_for(lambda: running.row(late) is not None)  # events are still handled
 
 
 def test_the_watcher_follows_appends_new_folders_renames_and_deletions(tmp_path: Path, watching):
