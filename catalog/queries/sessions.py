@@ -288,6 +288,9 @@ class Catalog:
             raise CatalogError("full-text search needs a SQLite catalog")
         if query is None or limit <= 0:
             return []
+        # A common word walks much of the index: read through SQLite's small page cache rather than the
+        # memory map, whose touched pages would all count in this process's resident memory.
+        reader.execute("PRAGMA mmap_size = 0")
         if cwd is None:
             scope = Scope.of(root=self.sessions_root)
             scope_sql, scope_params = fts.SCOPE_ROOT, root_range(self.sessions_root)
