@@ -55,13 +55,14 @@ _STDLIB_COMMON = _STDLIB_BASICS | {
 _SESSDEX_COMMON = {
     "sessdex", "sessdex.catalog", "sessdex.catalog.cli", "sessdex.catalog.cli.entry", "sessdex.catalog.cli.errors",
     "sessdex.catalog.cli.fastpath", "sessdex.catalog.cli.output", "sessdex.catalog.store",
-    "sessdex.catalog.store.location", "sessdex.catalog.tui", "sessdex.catalog.tui.width", "sessdex.core",
-    "sessdex.core.errors", "sessdex.core.paths",
+    "sessdex.catalog.store.location", "sessdex.catalog.store.settings", "sessdex.catalog.tui",
+    "sessdex.catalog.tui.width", "sessdex.core", "sessdex.core.errors", "sessdex.core.paths",
 }
 _CATALOG_QUERIES = {
     "sessdex.catalog.index", "sessdex.catalog.index.reconcile", "sessdex.catalog.queries",
-    "sessdex.catalog.queries.sessions", "sessdex.catalog.store.compiled_sql", "sessdex.catalog.store.db",
-    "sessdex.catalog.store.fts", "sessdex.core.discovery", "sessdex.core.records", "sessdex.core.summary",
+    "sessdex.catalog.queries.open_source", "sessdex.catalog.queries.sessions", "sessdex.catalog.store.compiled_sql",
+    "sessdex.catalog.store.db", "sessdex.catalog.store.fts", "sessdex.core.discovery", "sessdex.core.records",
+    "sessdex.core.summary",
 }
 _LISTING = _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | {"sessdex.catalog.cli.session_commands"}
 IMPORT_BUDGET: dict[str, set[str]] = {
@@ -78,12 +79,13 @@ IMPORT_BUDGET: dict[str, set[str]] = {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.index.content_index"},
     "history": _STDLIB_COMMON | _SESSDEX_COMMON | {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.history", "sessdex.catalog.history.search",
-        "_heapq", "heapq",
+        "sessdex.core.text", "_heapq", "heapq",
         # --json only: prints through orjson (which imports uuid and platform)
         "orjson", "orjson.orjson", "uuid", "_uuid", "platform"},
 }
 # `--catalog off` reads the session files themselves: the JSONL parser and orjson are its work.
-FILE_SCAN_BUDGET = {"sessdex.core.jsonl", "orjson", "orjson.orjson", "uuid", "_uuid", "platform"}
+FILE_SCAN_BUDGET = {"sessdex.catalog.queries.file_scan", "sessdex.catalog.queries.source", "sessdex.core.jsonl",
+                    "orjson", "orjson.orjson", "uuid", "_uuid", "platform"}
 UNSET = ("PI_CODING_AGENT_DIR", "SESSDEX_CATALOG", NO_FASTPATH_ENV, "COLUMNS", "_SESSDEX_COMPLETE",
          "KITTY_WINDOW_ID", "TMUX_PANE", "TERM_SESSION_ID", "WT_SESSION")
 
