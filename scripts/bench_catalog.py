@@ -365,7 +365,8 @@ def measure_picker(agent: Path, catalog_db: Path, runs: int, floor_ms: float, re
     out = catalog_db.with_name("picker.json")
     env = {**os.environ, "SESSDEX_CATALOG": str(catalog_db)}
     process = subprocess.run([PYTHON, str(REPO / "scripts" / "bench_picker.py"), "--agent-dir", str(agent),
-                              "--runs", str(runs), "--json", str(out)], env=env, capture_output=True, text=True)
+                              "--runs", str(runs), "--pty", "--json", str(out)], env=env, capture_output=True,
+                             text=True)
     if process.returncode != 0:
         results.append(f"picker: bench_picker.py failed: {process.stderr[-500:]}")
         return
@@ -379,6 +380,9 @@ def measure_picker(agent: Path, catalog_db: Path, runs: int, floor_ms: float, re
             continue
         ratio = f"; {value / floor_ms:.1f}x `python -c pass`" if floor_ms else ""
         results.append(f"{label}: {value:.1f} ms{ratio} (goal <= {goal:.0f} ms): {verdict(value <= goal)}")
+    end_to_end = figures.get("end_to_end_median_ms")
+    if end_to_end is not None:
+        results.append(f"  `sessdex pick --all` in a pseudo-terminal, spawn to first frame: median {end_to_end:.0f} ms")
     results.append(f"  picker details: {figures.get('details', '')}")
 
 
