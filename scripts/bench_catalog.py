@@ -107,15 +107,27 @@ def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
     return Run(time.perf_counter() - started, process.returncode, out, err)
 
 
+# Starts a command from a small interpreter and reports its peak RSS and CPU time (wait4) on the last line of
+# stdout. A child forked from this (large) benchmark process would count this process's resident memory at
+# the fork as its own peak: Linux keeps ru_maxrss across fork and exec.
+RSS_LAUNCHER = r"""
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_pid, status, usage = os.wait4(child.pid, 0)
+print(usage.ru_maxrss, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_measuring_rss(argv: list[str], cwd: Path) -> Run:
-    """Like run(), with the CPU time and peak resident memory of exactly that child (wait4), output discarded."""
+    """Like run(), with the CPU time and peak resident memory of exactly that child, its stdout discarded.
+
+    The wall time includes starting the small launcher interpreter (about one `python -c pass`).
+    """
     started = time.perf_counter()
-    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    err = process.stderr.read()
-    _pid, status, usage = os.wait4(process.pid, 0)
+    process = subprocess.run([PYTHON, "-c", RSS_LAUNCHER, *argv], cwd=cwd, capture_output=True, check=False)
     seconds = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return Run(seconds, process.returncode, b"", err, usage.ru_maxrss, usage.ru_utime + usage.ru_stime)
+    max_rss_kb, cpu_seconds, code = process.stdout.split()[-3:]
+    return Run(seconds, int(code), b"", process.stderr, int(max_rss_kb), float(cpu_seconds))
 
 
 def median_ms(argv: list[str], cwd: Path, runs: int, check) -> tuple[float, Run]:

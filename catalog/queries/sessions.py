@@ -114,6 +114,15 @@ _INFOS_BY_ID_SQL = ("SELECT id, path, mtime_ns, session_id, cwd, title, message_
                     "parent_session FROM session_files WHERE id IN ({placeholders})")
 
 
+def _snippets(reader: sqlite3.Connection, sql: str, marks: tuple[Any, ...], query: str,
+              rowids: list[int]) -> list[Any]:
+    """The snippet rows of `rowids` (see fts.SNIPPETS_OF_SESSIONS): one MATCH over their rowid range."""
+    if not rowids:
+        return []
+    return reader.execute(sql.format(marks=", ".join("?" * len(rowids))),
+                          (*marks, query, min(rowids), max(rowids), *rowids)).fetchall()
+
+
 class Catalog:
     """An open catalog for one agent dir: freshness, listings, resume lookups, recent sessions and search."""
 
@@ -312,22 +321,27 @@ class Catalog:
             for row in reader.execute(fts.SEARCH_MESSAGES.format(scope=scope_sql), params):
                 if len(ranked) < limit:
                     ranked.setdefault(row["file_id"], ("message", row["message_id"], row["score"]))
-        marks = {"query": query, "open": _MATCH_OPEN, "close": _MATCH_CLOSE, "tokens": snippet_tokens}
         infos = {row["id"]: row for row in reader.execute(
             _INFOS_BY_ID_SQL.format(placeholders=", ".join("?" * len(ranked))), list(ranked))}
+        marks = (_MATCH_OPEN, _MATCH_CLOSE, snippet_tokens)
+        session_rows = [rowid for kind, rowid, _score in ranked.values() if kind == "session"]
+        message_rows = [rowid for kind, rowid, _score in ranked.values() if kind == "message"]
+        session_snippets = {row["id"]: row for row in _snippets(reader, fts.SNIPPETS_OF_SESSIONS, (*marks, *marks),
+                                                                 query, session_rows)}
+        message_snippets = {row["id"]: row["snippet"] for row in _snippets(reader, fts.SNIPPETS_OF_MESSAGES, marks,
+                                                                           query, message_rows)}
         hits = []
         for file_id, (kind, rowid, score) in ranked.items():
             info_row = infos.get(file_id)
             if info_row is None:
                 continue
             if kind == "session":
-                found = reader.execute(fts.SNIPPET_SESSION, {**marks, "id": rowid}).fetchone()
+                found = session_snippets.get(rowid)
                 in_title = found is not None and _MATCH_OPEN in (found["title_snippet"] or "")
                 field = "title" if in_title else "first_message"
                 snippet = (found["title_snippet"] if in_title else found["first_snippet"]) if found else ""
             else:
-                found = reader.execute(fts.SNIPPET_MESSAGE, {**marks, "id": rowid}).fetchone()
-                field, snippet = "message", found["snippet"] if found else ""
+                field, snippet = "message", message_snippets.get(rowid, "")
             marked = (snippet or "").replace(_MATCH_OPEN, highlight[0]).replace(_MATCH_CLOSE, highlight[1])
             hits.append(SearchHit(self._session_info(info_row), field, marked, score))
         return hits

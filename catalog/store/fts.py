@@ -38,14 +38,18 @@ JOIN session_files ON session_files.id = messages.file_id
 WHERE message_fts MATCH :query AND session_files.header_valid = 1 AND session_files.message_count > 0 {scope}
 GROUP BY messages.file_id ORDER BY score LIMIT :rows
 """
-SNIPPET_SESSION = """
-SELECT snippet(session_fts, 0, :open, :close, '…', :tokens) AS title_snippet,
-       snippet(session_fts, 1, :open, :close, '…', :tokens) AS first_snippet
-FROM session_fts WHERE session_fts MATCH :query AND rowid = :id
+# Snippets of the rows shown, in one query per index: the MATCH (for a prefix word, a merge of the postings
+# of every word it starts) is evaluated once, over the rowid range of those rows; `+rowid IN (...)` filters
+# the rows (the unary plus keeps it from becoming one index lookup, and one MATCH, per value), so snippet()
+# runs for the shown rows only. Parameters: open, close, tokens, query, lowest and highest rowid, the rowids.
+SNIPPETS_OF_SESSIONS = """
+SELECT rowid AS id, snippet(session_fts, 0, ?, ?, '…', ?) AS title_snippet,
+       snippet(session_fts, 1, ?, ?, '…', ?) AS first_snippet
+FROM session_fts WHERE session_fts MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({marks})
 """
-SNIPPET_MESSAGE = """
-SELECT snippet(message_fts, 0, :open, :close, '…', :tokens) AS snippet
-FROM message_fts WHERE message_fts MATCH :query AND rowid = :id
+SNIPPETS_OF_MESSAGES = """
+SELECT rowid AS id, snippet(message_fts, 0, ?, ?, '…', ?) AS snippet
+FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({marks})
 """
 SCOPE_DIRECTORIES = "AND session_files.directory IN (:dir0, :dir1, :dir2)"
 SCOPE_ROOT = "AND session_files.path > :root_lo AND session_files.path < :root_hi"
