@@ -157,7 +157,13 @@ async def typing(kind: str, paths: AgentPaths, cwd: str, queries: list[str], pau
         model = picker.model
         waiting: list[tuple[Callable[[], bool], asyncio.Future[tuple[float, float]]]] = []
 
+        merged_at: dict[Any, float] = {}  # content key -> when a frame first showed its content matches
+        last_sent = [0.0]
+
         def after_render(_app: Any) -> None:
+            content_key = model.content_key
+            if content_key is not None and not model.content_pending and content_key not in merged_at:
+                merged_at[content_key] = time.perf_counter()
             for condition, future in list(waiting):
                 if not future.done() and condition():
                     future.set_result((time.perf_counter(), time.thread_time()))
@@ -176,6 +182,7 @@ async def typing(kind: str, paths: AgentPaths, cwd: str, queries: list[str], pau
         async def key(data: str, expected_query: str, kind: str) -> None:
             done = rendered(lambda: model.query == expected_query)
             sent, sent_cpu = time.perf_counter(), time.thread_time()
+            last_sent[0] = sent
             pipe.send_text(data)
             done_at, done_cpu = await done
             latencies[kind].append((done_at - sent) * 1000)
@@ -183,12 +190,14 @@ async def typing(kind: str, paths: AgentPaths, cwd: str, queries: list[str], pau
             await asyncio.sleep(pause)
 
         for query in queries:
+            merged_at.clear()  # a needle typed for an earlier query must not count for this one
             for length in range(1, len(query) + 1):
                 await key(query[length - 1], query[:length], "type")
-            last_key = time.perf_counter() - pause
-            if model.content_pending:
-                merged_at, _cpu = await rendered(lambda: not model.content_pending)
-                latencies["content"].append((merged_at - last_key) * 1000)
+            content_key = model.content_key
+            if content_key is not None:  # the matches may have arrived during the pause already
+                if content_key not in merged_at:
+                    await rendered(lambda: content_key in merged_at)
+                latencies["content"].append((merged_at[content_key] - last_sent[0]) * 1000)
             for length in range(len(query) - 1, -1, -1):
                 await key("\x7f", query[:length], "erase")
         picker.app.exit(result=PickerResult("cancelled"))
