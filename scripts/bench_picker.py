@@ -196,7 +196,7 @@ async def typing(kind: str, paths: AgentPaths, cwd: str, queries: list[str], pau
             content_key = model.content_key
             if content_key is not None:  # the matches may have arrived during the pause already
                 if content_key not in merged_at:
-                    await rendered(lambda: content_key in merged_at)
+                    await rendered(lambda key=content_key: key in merged_at)
                 latencies["content"].append((merged_at[content_key] - last_sent[0]) * 1000)
             for length in range(len(query) - 1, -1, -1):
                 await key("\x7f", query[:length], "erase")
