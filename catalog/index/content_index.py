@@ -37,6 +37,8 @@ def fill_content_index(db: CatalogDatabase, *, deadline: float | None = None,
     chunk_rows = chunk_rows or CHUNK_ROWS
     if not isinstance(db, SqliteCatalog):
         return True
+    if fts.read_backlog(db.sqlite_reader()) is None:
+        return True  # the common case, answered without a write transaction
     connection = db.writer_connection()
     while True:
         with db.write():

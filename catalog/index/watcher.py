@@ -318,6 +318,7 @@ class Watcher:
                 changes = coalesce(self._batcher.take())
                 if changes:
                     self.apply(db, changes)
+                    content_complete = False  # a batch into an emptied catalog is a first index again
                 continue
             if now >= next_beat:
                 self._beat()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -103,6 +104,18 @@ def test_the_watcher_indexes_its_first_scan_listings_first_then_fills_the_text_i
     assert hits == 6
     late = write_file(sessions / "--p--" / "late.jsonl", jsonl([header("late", "/p"), user("a late zeppelin")]))
     wait_for(lambda: running.row(late) is not None)  # events are still handled
+
+    # Emptied, the catalog takes the next new folder as a first index again: listings first, then text.
+    shutil.rmtree(sessions / "--p--")
+    wait_for(lambda: running.watcher_db().scalar("count_files") == 0)
+    for number in range(4):
+        write_file(sessions / "--q--" / f"q{number}.jsonl", jsonl([header(f"q{number}", "/q"), user("an airship")]))
+
+    def airships() -> int:
+        return running.watcher_db().sqlite_reader().execute(
+            "SELECT count(*) FROM message_fts WHERE message_fts MATCH 'airship'").fetchone()[0]
+
+    wait_for(lambda: airships() == 4 and content_index.content_backlog(running.watcher_db()) is None)
 
 
 def test_the_watcher_follows_appends_new_folders_renames_and_deletions(tmp_path: Path, watching):
