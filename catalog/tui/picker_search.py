@@ -94,6 +94,7 @@ class SearchIndex:
         self._strong: list[str] | None = None
         self._weak: list[str] | None = None
         self._strong_lines = _Lines([])
+        self._weak_lines = _Lines([])
         self._marked_strong: list[str] = []
         self._marked_strong_lines = _Lines([])
 
@@ -111,6 +112,7 @@ class SearchIndex:
         self._weak = [fold(_flat(row.first_message) + separator + _flat(row.cwd)
                            + separator + _flat(self._relative_path(row.path))) for row in self.rows]
         self._strong_lines = _Lines(self._strong)
+        self._weak_lines = _Lines(self._weak)
         self._marked_strong = mark_word_starts(self._strong_lines.joined).split("\n")
         self._marked_strong_lines = _Lines(self._marked_strong)
 
@@ -136,6 +138,12 @@ class SearchIndex:
             marked = self._marked_strong
             return {row for row in candidates if marked_needle in marked[row]}  # type: ignore[union-attr]
         return self._marked_strong_lines.matching(re.compile(re.escape(marked_needle) + "[^\n]*+"))
+
+    def substring_rows(self, needle: str, *, strong: bool) -> set[int]:
+        """Every row whose strong (else weak) string holds `needle` (one scan over all rows)."""
+        self.build()
+        lines = self._strong_lines if strong else self._weak_lines
+        return lines.matching(re.compile(re.escape(needle) + "[^\n]*+"))
 
     @property
     def strong(self) -> list[str]:
@@ -178,6 +186,9 @@ class Search:
         narrowed = None if isinstance(candidates, range) else candidates
         strong_fuzzy_rows = self.index.strong_fuzzy_rows(needle, narrowed)
         strong_word_rows = self.index.strong_word_start_rows(needle, narrowed)
+        if narrowed is None and candidates == range(len(self.index.rows)):
+            self._first_pass_over_all(strong_fuzzy_rows, strong_word_rows)
+            return
         at_word, inner, weak_substring, strong_fuzzy = (rank.append for rank in self._ranks[:4])
         pending = self._pending.append
         for row in candidates:
@@ -194,6 +205,18 @@ class Search:
                 weak_substring(row)
             else:
                 pending(row)
+
+    def _first_pass_over_all(self, strong_fuzzy_rows: set[int], strong_word_rows: set[int]) -> None:
+        """`_first_pass` over every row, as set operations on whole-list scans instead of a test per row."""
+        in_strong = self.index.substring_rows(self.needle, strong=True)
+        in_weak = self.index.substring_rows(self.needle, strong=False)
+        fuzzy_elsewhere = strong_fuzzy_rows - strong_word_rows
+        not_inner = fuzzy_elsewhere - in_strong
+        ranks = (strong_fuzzy_rows & strong_word_rows, fuzzy_elsewhere & in_strong,
+                 (not_inner & in_weak) | (in_weak - strong_fuzzy_rows), not_inner - in_weak)
+        for rank, rows in zip(self._ranks, ranks):
+            rank.extend(sorted(rows))
+        self._pending = sorted(set(range(len(self.index.rows))) - strong_fuzzy_rows - in_weak)
 
     @property
     def complete(self) -> bool:

@@ -8,8 +8,9 @@ import pytest
 
 from sessdex.catalog.queries.picker_source import PickerRow
 from sessdex.catalog.tui import picker_search
+from sessdex.catalog.tui.fuzzy import normalize_query
 from sessdex.catalog.tui.picker_model import PickerModel
-from sessdex.catalog.tui.picker_search import SearchIndex
+from sessdex.catalog.tui.picker_search import Search, SearchIndex
 from sessdex.core.discovery import id_prefix_length
 
 ROOT = "/agent/sessions"
@@ -126,6 +127,19 @@ def test_testing_few_candidates_row_by_row_ranks_as_the_scan_over_all_rows(word:
             pass
         rankings.append(previous.ranked())
     assert rankings[0] == rankings[1] == complete(SearchIndex(corpus(9), ROOT), word).ranked()
+
+
+@pytest.mark.parametrize("word", ["p", "parser", "deploy api", "fxp", "日本", "ré", "a", "x_y", "v2 fix"])
+def test_the_first_pass_over_all_rows_ranks_as_the_test_of_each_row(word: str) -> None:
+    index = SearchIndex(corpus(12, 400), ROOT)
+    needle = normalize_query(word)
+    over_all = Search(index, needle, range(len(index.rows)))  # set operations on whole-list scans
+    row_by_row = Search(index, needle, list(range(len(index.rows))))  # a test per row
+    for search in (over_all, row_by_row):
+        while not search.advance(50):
+            pass
+    assert over_all.ranked() == row_by_row.ranked() and over_all.strong_ranked() == row_by_row.strong_ranked()
+    assert over_all.ranked()  # the words do match rows
 
 
 def test_erasing_back_reuses_the_earlier_search_and_ranks_as_a_fresh_one() -> None:
