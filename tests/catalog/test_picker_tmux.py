@@ -159,8 +159,8 @@ def test_resume_escape_and_ctrl_c(run_in_tmux) -> None:
 
 
 def test_empty_project_picker_and_resume(run_in_tmux, tree: Tree) -> None:
+    tree.project("empty")  # first: the shell's `cd` must find it
     pane = run_in_tmux('cd "$HOME/empty" && "$SESSDEX" pick')
-    tree.project("empty")
     screen = pane.wait_for(lambda s: "No sessions in this project" in s, "the empty-list message")
     assert "0 of 0" in screen
     pane.keys("Enter")
