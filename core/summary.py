@@ -309,6 +309,8 @@ class SessionInfo:
     created: datetime
     modified: datetime
     parent_session: str | None = None
+    cost: float = 0  # the file's summed usage.cost.total (every assistant message in it, copies included)
+    total_tokens: float = 0  # the file's summed input + output + cacheRead + cacheWrite tokens
 
     def to_agent_json(self) -> dict[str, Any]:
         """The agent's SessionInfo shape (camelCase keys, `title` only when set, dates as datetimes)."""
@@ -363,4 +365,7 @@ def session_info(path: Path, summary: SessionSummary, all_messages_text: str, mo
         created=parse_iso_timestamp(summary.created) or modified,
         modified=modified,
         parent_session=summary.parent_session,
+        cost=summary.cost_total,
+        total_tokens=summary.input_tokens + summary.output_tokens + summary.cache_read_tokens
+        + summary.cache_write_tokens,
     )

@@ -20,9 +20,14 @@ orjson-parsing the same session files for indexing figures. Figures, each with i
 - first use: `sessdex resume PREFIX` on an empty catalog (it indexes listings first) against read + parse
   (goal <= 1.5x), and how long the message-text index then takes to complete;
 - a freshness check over the unchanged corpus (in-process) and how long an appended line takes to show
-  under `sessdex watch`.
+  under `sessdex watch`;
+- every `sessdex usage` report over the whole corpus (`--all --json`) through the fast path, while `sessdex
+  watch` keeps the catalog current and while it checks freshness itself (goal <= 2.0x `python -c pass`),
+  beside the fast path's own floor (`sessdex list --json` where there is no session), with the file scan's
+  answer (`--catalog off`) timed once and checked to give the catalog's rows.
 The corpus (scripts/gen_corpus.py) is generated once into the work dir and reused by later runs.
-`--cli-only` skips the index figures; `--index-only` measures only them. `--with-file-scan` adds the
+`--cli-only` skips the index figures; `--index-only` measures only them; `--usage-only` measures only the
+`sessdex usage` figures (on the catalog in the work dir, indexed first when missing). `--with-file-scan` adds the
 file-scan (`--catalog off`) timings of resume/recent/list for comparison.
 """
 
@@ -171,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--cli-only", action="store_true", help="only the CLI and picker figures, on the existing catalog")
     only.add_argument("--index-only", action="store_true", help="only the index figures")
+    only.add_argument("--usage-only", action="store_true",
+                      help="only the `sessdex usage` figures, on the existing catalog (indexed first when missing)")
     args = parser.parse_args(argv)
     print("command:", " ".join([Path(sys.executable).name, *sys.argv]))
     print(f"machine: {os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f}")
@@ -211,6 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     def resumed(result: Run) -> bool:
         return result.code == 1 and b"is in another project" in result.err
 
+    if args.usage_only:
+        if not catalog_db.exists() and run([*catalog_cli, "index"], workdir).code != 0:
+            return 1
+        measure_usage_reports(workdir, agent, catalog_db, catalog_cli, args.runs, results)
+        return print_results(results)
     if not args.cli_only:
         if not measure_full_index(workdir, agent, catalog_db, catalog_cli, args.index_runs, results):
             return 1
@@ -301,7 +313,71 @@ def main(argv: list[str] | None = None) -> int:
                        f"{verdict(latency_ms <= 250)}")
     if not args.no_picker:
         measure_picker(agent, catalog_db, args.picker_runs, own["floor"], results)
+    measure_usage_reports(workdir, agent, catalog_db, catalog_cli, args.runs, results)
     return print_results(results)
+
+
+USAGE_REPORTS = ("daily", "weekly", "monthly", "session", "project", "model")
+
+
+def measure_usage_reports(workdir: Path, agent: Path, catalog_db: Path, catalog_cli: list[str], runs: int,
+                          results: list[str]) -> None:
+    """Every `sessdex usage KIND --all --json` through the fast path against `python -c pass` (issue 14).
+
+    Measured while the catalog checks freshness itself and while `sessdex watch` keeps it current, beside the
+    fast path's floor (`sessdex list --json` where there is no session: the same start-up, no rows). The file
+    scan (`--catalog off`) answers the daily report once, for comparison, and must give the catalog's rows.
+    """
+    empty = workdir / "not-a-project"
+    empty.mkdir(exist_ok=True)
+
+    def report(result: Run) -> None:
+        if result.code != 0 or not result.out.startswith(b"{"):
+            raise SystemExit(f"sessdex usage failed: {result.err.decode()[:500]}")
+
+    def listed(result: Run) -> None:
+        if result.code != 0:
+            raise SystemExit(f"sessdex list failed: {result.err.decode()[:500]}")
+
+    def rows_without_cost(result: Run) -> list[dict]:
+        report(result)
+        return [{key: value for key, value in row.items() if key != "cost"} for row in orjson.loads(result.out)["rows"]]
+
+    daily = ["usage", "daily", "--all", "--json"]
+    scanned = run([*catalog_cli[:-2], "--catalog", "off", *daily], empty)
+    same = rows_without_cost(scanned) == rows_without_cost(run([*catalog_cli, *daily], empty))
+    results.append(f"sessdex usage daily --all --json from the files (--catalog off): {scanned.seconds * 1000:.0f} ms; "
+                   f"same rows as the catalog: {same}")
+    print(results[-1], flush=True)
+    commands: dict[str, tuple[list[str], Path, object]] = {
+        "fast-path floor, `sessdex list --json` where there is no session": ([*catalog_cli, "list", "--json"], empty,
+                                                                              listed)}
+    for kind in USAGE_REPORTS:
+        commands[f"sessdex usage {kind} --all --json"] = ([*catalog_cli, "usage", kind, "--all", "--json"], empty, report)
+    own = alternating_medians_ms([PYTHON, "-c", "pass"], commands, runs)
+    watcher = subprocess.Popen([*catalog_cli, "watch"], cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 600
+        while read_heartbeat(resolve_location(agent, str(catalog_db))) is None:
+            if watcher.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"sessdex watch did not start: {watcher.stderr.read().decode()}")
+            time.sleep(0.05)
+        watched = alternating_medians_ms([PYTHON, "-c", "pass"], commands, runs)
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        try:
+            watcher.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+            watcher.wait()
+    for mode, figures in (("while `sessdex watch` keeps the catalog current", dict(watched)),
+                          ("checking freshness itself", dict(own))):
+        floor_ms = figures.pop("floor")
+        results.append(f"usage reports {mode}: `python -c pass` (the installed interpreter) median {floor_ms:.1f} ms")
+        for label, timing in figures.items():
+            ratio = timing / floor_ms
+            goal = "" if label.startswith("fast-path floor") else f" (goal <= 2.0x): {verdict(ratio <= 2.0)}"
+            results.append(f"  {label}: median {timing:.1f} ms = {ratio:.2f}x `python -c pass`{goal}")
 
 
 def alternating_medians_ms(floor: list[str], commands: dict[str, tuple[list[str], Path, object]],

@@ -57,6 +57,7 @@ _SIZE_UNITS = {
     "kib": 1024, "mib": 1024**2, "gib": 1024**3,
 }
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+BLOB_REFERENCE = re.compile(rb"blob:sha256:([0-9a-f]{64})")
 _LEAF = object()  # default parent: the current leaf
 
 
@@ -417,6 +418,8 @@ class _SessionWriter:
         self.blob_refs: list[str] = []
         self.inline_images = 0
         self.context_tokens = 0
+        self._copied_parents: dict[str, str | None] = {}
+        self._copied_roles: dict[str, str] = {}
 
     def tick(self, lo_ms: int, hi_ms: int) -> None:
         """Advance the clock, never past now."""
@@ -469,6 +472,41 @@ class _SessionWriter:
             content = message["content"]
             self.first_prompt = content if isinstance(content, str) else content[0]["text"]
         return self.append("message", {"message": message}, role=message["role"])
+
+    def adopt(self, record: dict[str, Any], line: bytes) -> None:
+        """Account for an entry copied verbatim from another session (see _copy_parent_entries)."""
+        entry_id = record["id"]
+        self._id_set.add(entry_id)
+        self.ids.append(entry_id)
+        if record.get("parentId") != self._last_id:
+            self.branch_count += 1
+        self._last_id = entry_id
+        self._copied_parents[entry_id] = record.get("parentId")
+        self._copied_roles[entry_id] = (record.get("message") or {}).get("role") or record["type"]
+        self.entry_count += 1
+        message = record.get("message")
+        if record["type"] == "message":
+            self.message_count += 1
+            if message["role"] == "user" and self.first_prompt is None:
+                content = message["content"]
+                self.first_prompt = content if isinstance(content, str) else content[0]["text"]
+            if isinstance(message.get("content"), list):
+                self.inline_images += sum(1 for block in message["content"] if block.get("type") == "image"
+                                          and not block["data"].startswith("blob:"))
+        elif record["type"] == "compaction" and record.get("shortSummary"):
+            self.short_summary = record["shortSummary"]
+        for digest in BLOB_REFERENCE.findall(line):
+            if digest.decode() not in self.blob_refs:
+                self.blob_refs.append(digest.decode())
+
+    def rebuild_path(self) -> None:
+        """Make the leaf the last copied entry, with its root->leaf path, as loading the copy would."""
+        path: list[tuple[str, str]] = []
+        entry_id = self._last_id
+        while entry_id is not None and entry_id in self._copied_parents:
+            path.append((entry_id, self._copied_roles[entry_id]))
+            entry_id = self._copied_parents[entry_id]
+        self.path = path[::-1]
 
     def branch_to(self, index: int) -> str:
         """Move the leaf to `path[index]` (S5 branch): the next entry parents on it."""
@@ -816,6 +854,7 @@ class _Plan:
     title: str | None = None
     title_line: str | None = None
     parent_session: str | None = None
+    parent_path: Path | None = None  # a fork copies its parent's entries (all of them, or a prefix)
     showcase: bool = False
 
 
@@ -872,6 +911,7 @@ def _heavy_tailed_sizes(rng: random.Random, count: int, budget: int, floor: int)
 
 
 def _plan_sessions(rng: random.Random, projects: list[Project], *, sessions: int, special: int, huge: bool,
+                   fork_rate: float,
                    budget: int, now_ms: int, sessions_root: Path) -> list[_Plan]:
     """Decide every file: kind, project folder, creation time, size target, id, titles, lineage."""
     kinds = [SPECIAL_KINDS[i % len(SPECIAL_KINDS)] for i in range(special)]
@@ -917,10 +957,11 @@ def _plan_sessions(rng: random.Random, projects: list[Project], *, sessions: int
             plan.title = _title_text(rng)
         if index == 1 or 0.12 <= r < 0.15:
             plan.title_line = _title_text(rng)
-        if index > 2 and rng.random() < 0.03:
+        if index > 2 and rng.random() < fork_rate:
             parent = rng.choice(normal[:index])
             parent_path = sessions_root / parent.project_dir / session_file_name(parent.created_ms, parent.session_id)
             plan.parent_session = parent.session_id if rng.random() < 0.5 else str(parent_path)
+            plan.parent_path = parent_path
     return plans
 
 
@@ -1004,6 +1045,19 @@ def _write_special(w: _SessionWriter, plan: _Plan, conv: _Conversation, cwd: str
     return 3, True
 
 
+def _copy_parent_entries(w: _SessionWriter, parent_path: Path, *, whole: bool) -> None:
+    """Copy the entry lines of an earlier session (all of them, or a prefix) as a fork does: same ids, same timestamps."""
+    lines = [line for line in parent_path.read_bytes().splitlines() if line]
+    records = [orjson.loads(line) for line in lines]
+    start = next(index for index, record in enumerate(records) if record.get("type") == "session") + 1
+    lines, records = lines[start:], records[start:]
+    keep = len(records) if whole or not records else w.rng.randint(1, len(records))
+    for line, record in zip(lines[:keep], records[:keep]):
+        w.write_raw(line + b"\n")
+        w.adopt(record, line)
+    w.rebuild_path()
+
+
 def _garbage_lines() -> dict[int, bytes]:
     """Lines a lenient parser must skip, keyed by the entry they follow (garbage_middle files).
 
@@ -1045,14 +1099,17 @@ def _default_home(agent_dir: Path) -> Path:
 
 def generate_corpus(agent_dir: Path, *, sessions: int, projects: int, total_bytes: int, seed: int = 0,
                     damaged: int | None = None, huge_bytes: int = 0, home: Path | None = None,
-                    now: float | None = None) -> CorpusManifest:
+                    now: float | None = None, fork_rate: float = 0.03) -> CorpusManifest:
     """Write a deterministic corpus of `sessions` files (~`total_bytes` of JSONL) under `agent_dir` and list it.
 
     The file count is exactly `sessions`: `damaged` special files (default: all nine SPECIAL_KINDS, or
     sessions // 1000 if more, when sessions >= 20; none below) and the huge session (`huge_bytes` > 0, part of
     `total_bytes`) are among them. Blob bytes are not part of `total_bytes`. `home` (default: the parent of
     `.xcsh/agent`, else /home/dev) names the home-relative project folders; `now` (default: the wall clock)
-    anchors every timestamp and mtime. Raises FileExistsError rather than overwrite an existing file.
+    anchors every timestamp and mtime. A `fork_rate` share of the ordinary sessions are forks: their header names
+    an earlier session as `parentSession` (by id: a fork, which copies all its entries; by path: a branched
+    session, which copies a prefix of them), and they go on with entries of their own. Raises FileExistsError
+    rather than overwrite an existing file.
     """
     started = time.perf_counter()
     if sessions < 0 or projects < 1 or total_bytes < 0 or huge_bytes < 0:
@@ -1071,7 +1128,8 @@ def generate_corpus(agent_dir: Path, *, sessions: int, projects: int, total_byte
     project_list = _make_projects(rng, projects, str(home))
     budget = max(0, total_bytes - (huge_bytes if huge else 0) - damaged * 8_000)
     sessions_root = agent_dir / "sessions"
-    plans = _plan_sessions(rng, project_list, sessions=sessions, special=damaged, huge=huge, budget=budget,
+    plans = _plan_sessions(rng, project_list, sessions=sessions, special=damaged, huge=huge, fork_rate=fork_rate,
+                           budget=budget,
                            now_ms=now_ms, sessions_root=sessions_root)
     manifest = CorpusManifest(agent_dir=agent_dir, home=home, seed=seed, now=now, projects=project_list)
     sessions_root.mkdir(parents=True, exist_ok=True)
@@ -1111,6 +1169,8 @@ def _write_session(plan: _Plan, cwd: str, sessions_root: Path, rng: random.Rando
             if plan.title_line is not None:
                 writer.write_raw(_title_line(plan.title_line, plan.created_ms + 1_000))
             writer.write_obj(_header(plan, cwd))
+            if plan.parent_path is not None:
+                _copy_parent_entries(writer, plan.parent_path, whole=plan.parent_session != str(plan.parent_path))
             if plan.kind == KIND_HUGE:
                 _write_huge(writer, conv, huge_bytes)
             else:
@@ -1146,11 +1206,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path, default=None, help="home dir for the agent's project-dir naming")
     parser.add_argument("--now", type=float, default=None, help="epoch seconds to anchor timestamps at")
     parser.add_argument("--manifest", type=Path, default=None, help="also write the manifest as JSON here")
+    parser.add_argument("--fork-rate", type=float, default=0.03, help="share of sessions that fork an earlier one")
     args = parser.parse_args(argv)
     try:
         manifest = generate_corpus(args.agent_dir, sessions=args.sessions, projects=args.projects,
                                    total_bytes=args.total_size, seed=args.seed, damaged=args.damaged,
-                                   huge_bytes=int(args.huge_mb * 1_000_000), home=args.home, now=args.now)
+                                   huge_bytes=int(args.huge_mb * 1_000_000), home=args.home, now=args.now,
+                                   fork_rate=args.fork_rate)
     except (ValueError, FileExistsError) as exc:
         print(f"gen_corpus: {exc}", file=sys.stderr)
         return 2

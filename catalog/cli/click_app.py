@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "search": ("catalog_commands:search_command", "Search titles, first messages and all message text."),
     "doctor": ("catalog_commands:doctor_command", "Check the catalog against the files and repair it."),
     "view": ("view_commands:view_command", "View a session's transcript; switch sessions in place."),
+    "usage": ("usage_commands:usage_command", "Tokens and cost per day, week, month, session, project or model."),
 }
 
 

@@ -10,6 +10,7 @@ from a current catalog. `run_fast` answers exactly these argument shapes:
     [--agent-dir DIR] [--catalog X] continue [--json]
     [--agent-dir DIR] [--catalog X] search WORD... [--all] [--json] [-n N | --limit N]
     [--agent-dir DIR] [--catalog X] history search WORD... [--here] [--json] [-n N | --limit N]
+    [--agent-dir DIR] [--catalog X] usage [REPORT] [--since DAY] [--until DAY] [--all] [--breakdown] [--json]
 
 (options in any order after the command, `--opt=value` forms included, $PI_CODING_AGENT_DIR and
 $SESSDEX_CATALOG read as click reads them), when the catalog is a SQLite file at the current schema
@@ -40,7 +41,11 @@ COMMAND_FLAGS: dict[str, dict[str, str]] = {
     "continue": {"--json": "json"},
     "search": {"--all": "all", "--json": "json"},
     "history search": {"--here": "here", "--json": "json"},
+    "usage": {"--all": "all", "--json": "json", "--breakdown": "breakdown"},
 }
+# Per command: options that take a value (`--opt VALUE` or `--opt=VALUE`).
+COMMAND_VALUE_OPTIONS: dict[str, tuple[str, ...]] = {"usage": ("--since", "--until")}
+POSITIONAL_COMMANDS = ("resume", "usage")
 LIMIT_OPTION = "--limit"  # -n / --limit of recent, search and history search
 LIMITED_COMMANDS = ("recent", "search", "history search")
 # Commands taking words (one or more) rather than at most one value.
@@ -54,8 +59,9 @@ class CommandLine(NamedTuple):
     agent_dir: str | None
     catalog: str | None
     flags: frozenset[str]
-    value: str | None = None  # resume's VALUE; the words of search and history search, joined by spaces
+    value: str | None = None  # resume's VALUE, usage's REPORT, the words of search and history search (joined)
     limit: int | None = None  # -n of recent, search and history search
+    options: tuple[tuple[str, str], ...] = ()  # (option, value) of COMMAND_VALUE_OPTIONS
 
 
 def _positive_count(text: str) -> int | None:
@@ -105,9 +111,20 @@ def parse_command_line(args: Sequence[str]) -> CommandLine | None:
     flags: set[str] = set()
     values: list[str] = []
     limit: int | None = None
+    valued: dict[str, str] = {}
+    value_options = COMMAND_VALUE_OPTIONS.get(command, ())
     tokens = iter(args[position + 1:])
     for token in tokens:
-        if token in flag_tokens:
+        name, has_value, text = token.partition("=")
+        if name in value_options:
+            if name in valued:
+                return None
+            if not has_value:
+                text = next(tokens, "")
+            if not text or text.startswith("-"):
+                return None
+            valued[name] = text
+        elif token in flag_tokens:
             if flag_tokens[token] in flags:
                 return None
             flags.add(flag_tokens[token])
@@ -130,12 +147,14 @@ def parse_command_line(args: Sequence[str]) -> CommandLine | None:
             return None  # click: a missing argument
         return CommandLine(command, options.get("--agent-dir"), options.get("--catalog"), frozenset(flags),
                            " ".join(values), limit)
-    if command != "resume" and values:
+    if command not in POSITIONAL_COMMANDS and values:
         return None  # click: an unexpected extra argument
     if command == "resume" and (len(values) != 1 or not values[0]):
         return None  # no value or an empty one opens the picker; several are an error
+    if command == "usage" and len(values) > 1:
+        return None
     return CommandLine(command, options.get("--agent-dir"), options.get("--catalog"), frozenset(flags),
-                       values[0] if values else None, limit)
+                       values[0] if values else None, limit, tuple(valued.items()))
 
 
 def run_fast(args: Sequence[str]) -> int | None:
@@ -148,6 +167,12 @@ def run_fast(args: Sequence[str]) -> int | None:
     line = parse_command_line(args)
     if line is None:
         return None
+    if line.command == "usage":
+        from sessdex.catalog.cli.usage_output import date_range, report_kind, run_usage
+
+        valued = dict(line.options)
+        kind = report_kind(line.value)  # a bad value is reported as the click command reports it
+        days = date_range(valued.get("--since"), valued.get("--until"))
     from sessdex.catalog.store.settings import Settings
 
     settings = Settings.resolve(line.agent_dir, line.catalog)
@@ -164,12 +189,17 @@ def run_fast(args: Sequence[str]) -> int | None:
         return None
     if line.command == "search":
         return _run_search(line, source)
+
+    def open_source() -> "SessionSource":
+        return source
+
+    if line.command == "usage":
+        with source:
+            return run_usage(open_source, kind=kind, days=days, all_projects="all" in line.flags,
+                             breakdown="breakdown" in line.flags, as_json="json" in line.flags)
     from sessdex.catalog.cli import session_commands as commands
 
     with source:
-        def open_source() -> "SessionSource":
-            return source
-
         as_json = "json" in line.flags
         if line.command == "list":
             return commands.run_list(open_source, all_projects="all" in line.flags, as_json=as_json,

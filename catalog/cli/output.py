@@ -73,7 +73,13 @@ def session_json(info: SessionInfo) -> dict[str, Any]:
     """A session for `--json` output, with the agent's field names and ISO-8601 UTC dates."""
     return {"id": info.id, "path": str(info.path), "cwd": info.cwd, "title": info.title,
             "messageCount": info.message_count, "firstMessage": info.first_message,
-            "created": iso_utc(info.created), "modified": iso_utc(info.modified)}
+            "created": iso_utc(info.created), "modified": iso_utc(info.modified),
+            "cost": info.cost, "totalTokens": whole(info.total_tokens)}
+
+
+def whole(value: float) -> float | int:
+    """A token count as an integer when it is one (they always are, unless a file holds odd figures)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def recent_json(item: RecentSessionInfo) -> dict[str, Any]:
@@ -153,15 +159,17 @@ def session_label(info: SessionInfo) -> str:
 
 
 def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: float | None = None) -> str:
-    """The human listing: id prefix, modified ago, message count, title or first message, cwd."""
+    """The human listing: id prefix, modified ago, message count, cost, tokens, title or first message, cwd."""
     from sessdex.core.discovery import id_prefix_length, time_ago
+    from sessdex.core.usage import format_cost, format_tokens
 
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     prefix = id_prefix_length([info.id for info in sessions])
     rows = [[info.id[:prefix], time_ago(info.modified.timestamp() * 1000, now_ms), str(info.message_count),
-             session_label(info), _short_cwd(info.cwd)] for info in sessions]
-    columns = [Column("ID"), Column("MODIFIED"), Column("MSGS", align_right=True),
-               Column("TITLE", flexible=True), Column("CWD", flexible=True)]
+             format_cost(info.cost), format_tokens(info.total_tokens), session_label(info), _short_cwd(info.cwd)]
+            for info in sessions]
+    columns = [Column("ID"), Column("MODIFIED"), Column("MSGS", align_right=True), Column("COST", align_right=True),
+               Column("TOKENS", align_right=True), Column("TITLE", flexible=True), Column("CWD", flexible=True)]
     return render_table(columns, rows, width)
 
 

@@ -90,11 +90,12 @@ def sessions_listing(rows: list[PickerRow], now_ms: float) -> str:
         render_table,
     )
     from sessdex.core.discovery import id_prefix_length, sanitize_display_name, time_ago
+    from sessdex.core.usage import format_cost
 
     prefix = id_prefix_length([row.session_id for row in rows])
-    cells = [[row.session_id[:prefix], time_ago(row.modified_ms, now_ms), str(row.message_count),
+    cells = [[row.session_id[:prefix], time_ago(row.modified_ms, now_ms), str(row.message_count), format_cost(row.cost),
               sanitize_display_name(row.title or row.first_message), row.cwd] for row in rows]
-    columns = [Column("ID"), Column("MODIFIED"), Column("MSGS", align_right=True),
+    columns = [Column("ID"), Column("MODIFIED"), Column("MSGS", align_right=True), Column("COST", align_right=True),
                Column("TITLE", flexible=True), Column("CWD", flexible=True)]
     return render_table(columns, cells, output_width())
 

@@ -38,6 +38,7 @@ from typing import Any, Self
 import orjson
 
 from sessdex.catalog.store import fts
+from sessdex.core.usage import USAGE_FACT_COLUMNS
 
 # A part (one round of statements) is sent once this many characters of text are waiting.
 PART_CHARS = 1024 * 1024
@@ -66,6 +67,8 @@ def _insert_values(table: str, columns: tuple[str, ...]) -> str:
 
 INSERT_MESSAGES_JSON = _insert_json("messages", MESSAGE_COLUMNS)
 INSERT_MESSAGE = _insert_values("messages", MESSAGE_COLUMNS)
+INSERT_USAGE_FACTS_JSON = _insert_json("usage_facts", USAGE_FACT_COLUMNS)
+INSERT_USAGE_FACT = _insert_values("usage_facts", USAGE_FACT_COLUMNS)
 
 
 class CatalogChanged(Exception):
@@ -120,6 +123,8 @@ class _Part:
     odd_files: list[tuple[Any, ...]] = field(default_factory=list)
     messages: list[list[Any]] = field(default_factory=list)
     odd_messages: list[tuple[Any, ...]] = field(default_factory=list)
+    usage_rows: list[bytes] = field(default_factory=list)
+    odd_usage: list[tuple[Any, ...]] = field(default_factory=list)
     # The ids of a part's rows are consecutive: files are added, and their texts numbered, in id order.
     file_ids: tuple[int, int] | None = None
     message_ids: tuple[int, int] | None = None
@@ -188,6 +193,16 @@ class BulkWriter:
         part.message_ids = (part.message_ids[0] if part.message_ids else first_id, self._next_message_id - 1)
         if part.chars >= PART_CHARS:
             self._send_part()
+
+    def add_usage(self, rows: list[tuple[Any, ...]]) -> None:
+        """Queue `usage_facts` rows (values in USAGE_FACT_COLUMNS order) of a file added in this batch."""
+        part = self._part
+        for values in rows:
+            row = _json_row(values)
+            if row is None:
+                part.odd_usage.append(values)
+            else:
+                part.usage_rows.append(row)
 
     def add_file(self, file_id: int, columns: Mapping[str, Any]) -> None:
         """Queue the `session_files` row of a file whose texts were all added; every row has the same columns."""
@@ -258,6 +273,10 @@ class BulkWriter:
             connection.execute(self._insert_file, row)
         if part.file_ids:
             connection.execute(SESSION_FTS_FROM_ROWS, part.file_ids)
+        if part.usage_rows:
+            connection.execute(INSERT_USAGE_FACTS_JSON, (b"[" + b",".join(part.usage_rows) + b"]",))
+        for row in part.odd_usage:
+            connection.execute(INSERT_USAGE_FACT, row)
         if part.messages:
             connection.execute(INSERT_MESSAGES_JSON, (orjson.dumps(part.messages),))
         for row in part.odd_messages:

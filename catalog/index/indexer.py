@@ -33,13 +33,21 @@ import sqlite3
 import stat as stat_module
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, overload
 
 import orjson
 
 from sessdex.catalog.index.bulk_writer import BulkWriter, CatalogChanged, data_version
+from sessdex.catalog.index.usage_writer import (
+    delete_usage_facts,
+    fact_values,
+    forget_file_usage,
+    insert_usage_facts,
+    refresh_all_usage,
+    refresh_usage_around,
+)
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
@@ -47,6 +55,7 @@ from sessdex.core.jsonl import ParsedJsonl, parse_jsonl
 from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
 from sessdex.core.text import without_lone_surrogates
+from sessdex.core.usage import UsageFact, usage_facts
 
 CHUNK_BYTES = 4 * 1024 * 1024
 HEAD_BYTES = RECENT_PREFIX_BYTES
@@ -131,6 +140,8 @@ class _ReadResult:
     pending_bad: int
     visible: SessionSummary
     visible_state: dict[str, Any]
+    facts: list[UsageFact] = field(default_factory=list)  # usage of the committed lines
+    pending_facts: list[UsageFact] = field(default_factory=list)  # usage of the pending tail
 
 
 # insert(file_id, first_seq, texts, pending): store texts as message rows numbered from first_seq.
@@ -238,8 +249,22 @@ class _Writer:
 
     def delete_file(self, row: Any) -> None:
         self.delete_texts(row["id"])
+        forget_file_usage(self.db, row["id"])
+        delete_usage_facts(self.db, row["id"])
         self.db.fts_executemany(fts.SESSION_DELETE, [(row["id"], row["title"], row["first_message"])])
         self.db.execute("delete_file", {"file_id": row["id"]})
+        refresh_usage_around(self.db, None, row["session_id"], row["path"])  # its forks count their copies now
+
+    def replace_usage(self, file_id: int, result: _ReadResult, old: Any, key: str, *, append: bool) -> None:
+        """Store a file's facts after a read (all of them, or with `append` the new ones) and refresh its
+        usage and its forks' (`old`: the row before the read, None for a new file)."""
+        delete_usage_facts(self.db, file_id, pending_only=append)
+        insert_usage_facts(self.db, file_id, result.facts, False)
+        insert_usage_facts(self.db, file_id, result.pending_facts, True)
+        session_id = result.visible.session_id
+        refresh_usage_around(self.db, file_id, session_id, key)
+        if old is not None and old["session_id"] not in (None, session_id):
+            refresh_usage_around(self.db, None, old["session_id"], key)
 
 
 class Indexer:
@@ -336,6 +361,9 @@ class Indexer:
             pass  # rolled back: the keys of the batches not committed are indexed again
         reported = position
         committed = batches[:bulk.committed_batches]
+        if committed:
+            with self._transaction():
+                refresh_all_usage(self.db)
         for _end, done in committed:
             for outcome, count in done.items():
                 counts[outcome] = counts.get(outcome, 0) + count
@@ -371,6 +399,8 @@ class Indexer:
             except OSError as exc:
                 raise _ReadFailure(key) from exc
         bulk.add_file(file_id, self._columns(key, current, result, prefix, head_length, head_digest))
+        bulk.add_usage([fact_values(file_id, fact, pending) for facts, pending in
+                        ((result.facts, False), (result.pending_facts, True)) for fact in facts])
         run.add(key, identity)
         return Outcome.INDEXED
 
@@ -422,7 +452,11 @@ class Indexer:
             if old is None or (old.device, old.inode) != (current.device, current.inode):
                 self.db.execute("move_file", {"file_id": candidate["id"], "path": key,
                                               "directory": os.path.dirname(key)})
-                return self._row(key)
+                moved = self._row(key)
+                # Forks may name their parent by path: the old path's lose it, the new path's gain it.
+                refresh_usage_around(self.db, None, None, candidate["path"])
+                refresh_usage_around(self.db, moved["id"], moved["session_id"], key)
+                return moved
         return None
 
     def _is_append(self, handle, row: Any, current: FileStat) -> bool:
@@ -457,6 +491,8 @@ class Indexer:
             self._writer.update_file(sink.file_id, (None, None), columns)
         else:
             sink.attach(self._writer.insert_file(columns))
+        assert sink.file_id is not None
+        self._writer.replace_usage(sink.file_id, result, row, key, append=False)
 
     def _append(self, handle, key: str, row: Any, current: FileStat) -> None:
         file_id = row["id"]
@@ -471,6 +507,7 @@ class Indexer:
             prefix, head_length, head_digest = row["prefix_state"], row["head_length"], row["head_digest"]
         columns = self._columns(key, current, result, prefix, head_length, head_digest)
         self._writer.update_file(file_id, (row["title"], row["first_message"]), columns)
+        self._writer.replace_usage(file_id, result, row, key, append=True)
 
     def _record_unreadable(self, key: str, row: Any, current: FileStat) -> None:
         columns = self._unreadable_columns(key, current)
@@ -479,6 +516,9 @@ class Indexer:
         else:
             self._writer.delete_texts(row["id"])
             self._writer.update_file(row["id"], (row["title"], row["first_message"]), columns)
+            delete_usage_facts(self.db, row["id"])
+            refresh_usage_around(self.db, row["id"], None, key)
+            refresh_usage_around(self.db, None, row["session_id"], key)
 
     # -- columns -----------------------------------------------------------------------------------------------
 
@@ -629,6 +669,7 @@ def read_fold(handle, offset: int, end: int, fold: SessionSummary, committed_bad
     handle.seek(offset)
     committed = offset
     buffer = b""
+    facts: list[UsageFact] = []
     while committed + len(buffer) < end:
         data = handle.read(min(CHUNK_BYTES, end - committed - len(buffer)))
         if not data:
@@ -644,16 +685,20 @@ def read_fold(handle, offset: int, end: int, fold: SessionSummary, committed_bad
         if head is not None and committed == 0:
             head.see(complete, parsed.values, clean)
         sink(fold.feed_all(parsed.values), False)
+        if fold.header_valid:
+            facts += usage_facts(parsed.values)
         committed_bad += parsed.bad_records
         committed += len(complete)
         buffer = buffer[last_newline + 1:]
     committed_state = fold.to_state()
     if not buffer:
-        return _ReadResult(committed, committed_bad, committed_state, 0, fold, committed_state)
+        return _ReadResult(committed, committed_bad, committed_state, 0, fold, committed_state, facts)
     visible = SessionSummary.from_state(committed_state)
     parsed = parse_lines(buffer)
     sink(visible.feed_all(parsed.values), True)
-    return _ReadResult(committed, committed_bad, committed_state, parsed.bad_records, visible, visible.to_state())
+    pending_facts = usage_facts(parsed.values) if visible.header_valid else []
+    return _ReadResult(committed, committed_bad, committed_state, parsed.bad_records, visible, visible.to_state(),
+                       facts, pending_facts)
 
 
 def head_columns(handle, size: int, known: HeadValues | None = None) -> tuple[int, str, str | None]:

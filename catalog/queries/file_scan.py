@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessdex.catalog.queries.source import (
     CONTENT_MATCH_LIMIT,
@@ -22,6 +22,9 @@ from sessdex.catalog.queries.source import (
 from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
 from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import SessionInfo
+
+if TYPE_CHECKING:
+    from sessdex.core.usage import DateRange, ReportKind, UsageReport
 
 _ScopeKey = tuple[bool, str, str | None]
 
@@ -115,3 +118,11 @@ class FileScan:
 
     def check_freshness_once(self) -> None:
         """Nothing to do: the picker's scopes are read once anyway."""
+
+    def usage_report(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
+                     days: DateRange) -> UsageReport:
+        """`sessdex usage KIND` read from the files (the reference the catalog's answer is tested against)."""
+        from sessdex.catalog.queries.usage import scan_usage_report
+
+        folders = None if all_projects else [str(folder) for folder in self.paths.project_session_dirs(cwd)]
+        return scan_usage_report(kind, os.path.abspath(self.paths.sessions_root), folders, days)

@@ -32,6 +32,7 @@ from sessdex.core.summary import NO_MESSAGES, SessionInfo, SessionSummary, datet
 
 if TYPE_CHECKING:
     from sessdex.catalog.queries.source import PickerRow
+    from sessdex.core.usage import DateRange, ReportKind, UsageReport
 
 ID_PREFIX_CEILING = "\U0010ffff"
 SEARCH_SESSION_LIMIT = 20
@@ -105,13 +106,15 @@ def fts_query(text: str) -> str | None:
 # The picker's rows straight from the catalog's session_files table (SQLite): the listing rule of
 # list_sessions / list_all_sessions (valid header, a message or more), the file scan's order.
 _PICKER_ROWS_SQL = (
-    "SELECT path, session_id, cwd, title, substr(first_message, 1, ?), message_count, mtime_ns "
+    "SELECT path, session_id, cwd, title, substr(first_message, 1, ?), message_count, mtime_ns, cost_total, "
+    "input_tokens + output_tokens + cache_read_tokens + cache_write_tokens "
     "FROM session_files WHERE header_valid = 1 AND message_count >= 1 AND {where} "
     "ORDER BY mtime_ns DESC, path")
 _UNDER_ROOT_SQL = "path > ? AND path < ?"
 _IN_FOLDERS_SQL = "directory IN ({marks})"
 _INFOS_BY_ID_SQL = ("SELECT id, path, mtime_ns, session_id, cwd, title, message_count, first_message, created, "
-                    "parent_session FROM session_files WHERE id IN ({placeholders})")
+                    "parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_total "
+                    "FROM session_files WHERE id IN ({placeholders})")
 
 
 def _snippets(reader: sqlite3.Connection, sql: str, marks: tuple[Any, ...], query: str,
@@ -190,6 +193,9 @@ class Catalog:
             created=parse_iso_timestamp(row["created"]) or modified,
             modified=modified,
             parent_session=row["parent_session"],
+            cost=row["cost_total"],
+            total_tokens=row["input_tokens"] + row["output_tokens"] + row["cache_read_tokens"]
+            + row["cache_write_tokens"],
         )
         file_id = row["id"]
         info.__dict__["_load_messages_text"] = lambda: self.messages_text(file_id)
@@ -412,8 +418,8 @@ class Catalog:
             where, params = _IN_FOLDERS_SQL.format(marks=", ".join("?" * len(folders))), tuple(folders)
         found = reader.execute(_PICKER_ROWS_SQL.format(where=where), (PICKER_FIRST_MESSAGE_CHARS, *params))
         return [PickerRow(path, session_id, cwd or "", title, first_message or NO_MESSAGES, message_count,
-                          mtime_ns / 1_000_000)
-                for path, session_id, cwd, title, first_message, message_count, mtime_ns in found]
+                          mtime_ns / 1_000_000, cost, tokens)
+                for path, session_id, cwd, title, first_message, message_count, mtime_ns, cost, tokens in found]
 
     def bring_up_to_date(self, cwd: str, session_dir: str | os.PathLike[str] | None, *, all_projects: bool) -> bool:
         """Run the freshness pass for the scope; True when it changed the catalog."""
@@ -434,6 +440,20 @@ class Catalog:
                            highlight=(MATCH_OPEN, MATCH_CLOSE), snippet_tokens=SNIPPET_TOKENS,
                            check_freshness=False)  # the picker searches as you type, over rows loaded fresh
         return {str(hit.session.path): one_line(hit.snippet) for hit in hits}
+
+    # -- usage ------------------------------------------------------------------------------------------
+
+    def usage_report(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
+                     days: DateRange) -> UsageReport:
+        """`sessdex usage KIND` from the catalog's rollup: this project's sessions, or every project's."""
+        from sessdex.catalog.queries.usage import catalog_usage_report
+
+        if all_projects:
+            self.refresh(Scope.of(root=self.sessions_root))
+            return catalog_usage_report(self._database(), kind, "under_root", root_range(self.sessions_root), days)
+        folders = self.project_dirs(cwd, None)
+        self.refresh(Scope.of(folders))
+        return catalog_usage_report(self._database(), kind, "in_directories", _scope_params(folders), days)
 
 
 def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str | None = None) -> Catalog:

@@ -16,11 +16,14 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
 from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import SessionInfo
+
+if TYPE_CHECKING:
+    from sessdex.core.usage import DateRange, ReportKind, UsageReport
 
 Scope = Literal["project", "all"]  # the picker's two scopes
 SCOPES: tuple[Scope, Scope] = ("project", "all")
@@ -51,13 +54,15 @@ class PickerRow(NamedTuple):
     first_message: str
     message_count: int
     modified_ms: float
+    cost: float = 0  # the session file's summed usage cost
+    total_tokens: float = 0  # and tokens (input + output + cache read + cache write)
 
     @classmethod
     def from_info(cls, info: SessionInfo) -> PickerRow:
         """The row of a `SessionInfo` (file-scan or catalog)."""
         return cls(path=str(info.path), session_id=info.id, cwd=info.cwd, title=info.title,
                    first_message=info.first_message[:PICKER_FIRST_MESSAGE_CHARS], message_count=info.message_count,
-                   modified_ms=info.modified.timestamp() * 1000)
+                   modified_ms=info.modified.timestamp() * 1000, cost=info.cost, total_tokens=info.total_tokens)
 
 
 class SessionSource(Protocol):
@@ -109,6 +114,10 @@ class SessionSource(Protocol):
 
     def check_freshness_once(self) -> None:
         """From now on check each scope against the files at most once: a picker reads one snapshot."""
+
+    def usage_report(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
+                     days: DateRange) -> UsageReport:
+        """`sessdex usage KIND`: tokens and cost of the project's sessions (or every project's) per row of KIND."""
 
 
 def content_terms(query: str) -> list[str]:

@@ -4,7 +4,7 @@ The SQLite fast path runs these strings with the stdlib sqlite3 module so that r
 catalog never imports SQLAlchemy or Alembic; tests/catalog/test_schema.py checks they still match.
 """
 
-SCHEMA_REVISION = '0001'
+SCHEMA_REVISION = '0002_usage_facts'
 
 SQL: dict[str, str] = {
     'file_by_path': (
@@ -88,22 +88,22 @@ SQL: dict[str, str] = {
         'WHERE session_files.path > :root_lo AND session_files.path < :root_hi'
     ),
     'infos_in_directories': (
-        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session \n'
+        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
         'WHERE session_files.directory IN (:dir0, :dir1, :dir2) AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages'
     ),
     'infos_under_root': (
-        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session \n'
+        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
         'WHERE session_files.path > :root_lo AND session_files.path < :root_hi AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages'
     ),
     'infos_by_id_in_directories': (
-        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session \n'
+        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
         'WHERE session_files.directory IN (:dir0, :dir1, :dir2) AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
     ),
     'infos_by_id_under_root': (
-        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session \n'
+        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
         'WHERE session_files.path > :root_lo AND session_files.path < :root_hi AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
     ),
@@ -140,5 +140,345 @@ SQL: dict[str, str] = {
     ),
     'meta_insert': (
         'INSERT INTO catalog_meta ("key", value) VALUES (:key, :value)'
+    ),
+    'insert_usage_fact': (
+        'INSERT INTO usage_facts (file_id, pending, copied, entry_id, entry_timestamp, ts_ms, day_utc, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) VALUES (:file_id, :pending, :copied, :entry_id, :entry_timestamp, :ts_ms, :day_utc, :day_local, :week_local, :provider, :model, :input_tokens, :output_tokens, :cache_read_tokens, :cache_write_tokens, :cost)'
+    ),
+    'delete_usage_facts_of_file': (
+        'DELETE FROM usage_facts WHERE usage_facts.file_id = :file_id'
+    ),
+    'delete_pending_usage_facts': (
+        'DELETE FROM usage_facts WHERE usage_facts.file_id = :file_id AND usage_facts.pending = 1'
+    ),
+    'usage_parent_ids': (
+        'SELECT session_files.id \n'
+        'FROM session_files \n'
+        'WHERE (session_files.session_id = :parent OR session_files.path = :parent) AND session_files.id != :file_id'
+    ),
+    'usage_child_ids': (
+        'SELECT session_files.id \n'
+        'FROM session_files \n'
+        'WHERE session_files.parent_session = :session_id OR session_files.parent_session = :path'
+    ),
+    'usage_parent_of_file': (
+        'SELECT session_files.parent_session \n'
+        'FROM session_files \n'
+        'WHERE session_files.id = :file_id'
+    ),
+    'usage_files_with_parent': (
+        'SELECT session_files.id, session_files.parent_session \n'
+        'FROM session_files \n'
+        'WHERE session_files.parent_session IS NOT NULL'
+    ),
+    'reset_usage_copies': (
+        'UPDATE usage_facts SET copied=0 WHERE usage_facts.file_id = :owner_id'
+    ),
+    'mark_usage_copies': (
+        'UPDATE usage_facts SET copied=1 WHERE usage_facts.file_id = :owner_id AND (EXISTS (SELECT parent_fact.id \n'
+        'FROM usage_facts AS parent_fact \n'
+        'WHERE parent_fact.file_id = :parent_id AND parent_fact.entry_id = usage_facts.entry_id AND parent_fact.entry_timestamp = usage_facts.entry_timestamp))'
+    ),
+    'delete_usage_rollup_of_file': (
+        'DELETE FROM usage_rollup WHERE usage_rollup.file_id = :file_id'
+    ),
+    'insert_usage_rollup_of_file': (
+        "INSERT INTO usage_rollup (file_id, directory, cwd, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages) SELECT usage_facts.file_id, session_files.directory, coalesce(session_files.cwd, '') AS coalesce_1, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, sum(usage_facts.input_tokens) AS sum_1, sum(usage_facts.output_tokens) AS sum_2, sum(usage_facts.cache_read_tokens) AS sum_3, sum(usage_facts.cache_write_tokens) AS sum_4, sum(usage_facts.cost) AS sum_5, count(*) AS count_1 \n"
+        'FROM usage_facts JOIN session_files ON session_files.id = usage_facts.file_id \n'
+        'WHERE usage_facts.copied = 0 AND usage_facts.file_id = :file_id GROUP BY usage_facts.file_id, session_files.directory, session_files.cwd, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model'
+    ),
+    'delete_all_usage_rollups': (
+        'DELETE FROM usage_rollup'
+    ),
+    'insert_all_usage_rollups': (
+        "INSERT INTO usage_rollup (file_id, directory, cwd, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages) SELECT usage_facts.file_id, session_files.directory, coalesce(session_files.cwd, '') AS coalesce_1, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, sum(usage_facts.input_tokens) AS sum_1, sum(usage_facts.output_tokens) AS sum_2, sum(usage_facts.cache_read_tokens) AS sum_3, sum(usage_facts.cache_write_tokens) AS sum_4, sum(usage_facts.cost) AS sum_5, count(*) AS count_1 \n"
+        'FROM usage_facts JOIN session_files ON session_files.id = usage_facts.file_id \n'
+        'WHERE usage_facts.copied = 0 GROUP BY usage_facts.file_id, session_files.directory, session_files.cwd, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model'
+    ),
+    'count_usage_facts': (
+        'SELECT count(*) AS count_1 \n'
+        'FROM usage_facts'
+    ),
+    'usage_rollup_of_file': (
+        'SELECT usage_rollup.directory, usage_rollup.cwd, usage_rollup.day_local, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, usage_rollup.input_tokens, usage_rollup.output_tokens, usage_rollup.cache_read_tokens, usage_rollup.cache_write_tokens, usage_rollup.cost, usage_rollup.messages \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.file_id = :file_id'
+    ),
+    'usage_totals_add': (
+        'UPDATE usage_totals SET input_tokens=(usage_totals.input_tokens + :t_input_tokens), output_tokens=(usage_totals.output_tokens + :t_output_tokens), cache_read_tokens=(usage_totals.cache_read_tokens + :t_cache_read_tokens), cache_write_tokens=(usage_totals.cache_write_tokens + :t_cache_write_tokens), cost=(usage_totals.cost + :t_cost), messages=(usage_totals.messages + :t_messages), sessions=(usage_totals.sessions + :t_sessions) WHERE usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model'
+    ),
+    'usage_totals_insert_missing': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT :t_kind AS anon_1, :t_scope AS anon_2, :t_key AS anon_3, :t_model AS anon_4, :t_file_id AS anon_5, :t_input_tokens AS anon_6, :t_output_tokens AS anon_7, :t_cache_read_tokens AS anon_8, :t_cache_write_tokens AS anon_9, :t_cost AS anon_10, :t_messages AS anon_11, :t_sessions AS anon_12 \n'
+        'WHERE NOT (EXISTS (SELECT usage_totals.id \n'
+        'FROM usage_totals \n'
+        'WHERE usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model))'
+    ),
+    'usage_outside_root': (
+        'SELECT usage_rollup.id \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory != :root_dir AND (usage_rollup.directory <= :root_lo OR usage_rollup.directory >= :root_hi)\n'
+        ' LIMIT :limit OFFSET :offset'
+    ),
+    'usage_totals_prune': (
+        'DELETE FROM usage_totals WHERE usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model AND usage_totals.sessions <= 0'
+    ),
+    'delete_all_usage_totals': (
+        'DELETE FROM usage_totals'
+    ),
+    'usage_totals_in_scopes': (
+        'SELECT usage_totals.kind, usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.kind IN (:kind, 'total') AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
+    ),
+    'usage_totals_sessions_in_scopes': (
+        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
+        'FROM usage_totals JOIN session_files ON session_files.id = usage_totals.file_id \n'
+        "WHERE usage_totals.model = '' AND usage_totals.kind = 'session' AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
+    ),
+    'usage_totals_sessions_under_root': (
+        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
+        'FROM usage_totals JOIN session_files ON session_files.id = usage_totals.file_id \n'
+        "WHERE usage_totals.model = '' AND usage_totals.kind = 'session' AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi)"
+    ),
+    'usage_totals_session_models_in_scopes': (
+        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.model != '' AND usage_totals.kind = 'session' AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
+    ),
+    'usage_totals_session_models_under_root': (
+        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.model != '' AND usage_totals.kind = 'session' AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi)"
+    ),
+    'rebuild_usage_totals_daily': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'daily\', \'\', usage_rollup.day_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.day_local'
+    ),
+    'rebuild_usage_totals_daily_per_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'daily\', \'\', usage_rollup.day_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
+    ),
+    'rebuild_usage_totals_daily_per_folder': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'daily\', usage_rollup.directory, usage_rollup.day_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.day_local'
+    ),
+    'rebuild_usage_totals_daily_per_folder_per_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'daily\', usage_rollup.directory, usage_rollup.day_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
+    ),
+    'rebuild_usage_totals_weekly': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'weekly\', \'\', usage_rollup.week_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.week_local'
+    ),
+    'rebuild_usage_totals_weekly_per_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'weekly\', \'\', usage_rollup.week_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
+    ),
+    'rebuild_usage_totals_weekly_per_folder': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'weekly\', usage_rollup.directory, usage_rollup.week_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.week_local'
+    ),
+    'rebuild_usage_totals_weekly_per_folder_per_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'weekly\', usage_rollup.directory, usage_rollup.week_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
+    ),
+    'rebuild_usage_totals_monthly': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'monthly\', \'\', substr(usage_rollup.day_local, 1, 7) AS substr_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY substr(usage_rollup.day_local, 1, 7)'
+    ),
+    'rebuild_usage_totals_monthly_per_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'monthly\', \'\', substr(usage_rollup.day_local, 1, 7) AS substr_1, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
+    ),
+    'rebuild_usage_totals_monthly_per_folder': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'monthly\', usage_rollup.directory, substr(usage_rollup.day_local, 1, 7) AS substr_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory, substr(usage_rollup.day_local, 1, 7)'
+    ),
+    'rebuild_usage_totals_monthly_per_folder_per_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'monthly\', usage_rollup.directory, substr(usage_rollup.day_local, 1, 7) AS substr_1, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory, substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
+    ),
+    'rebuild_usage_totals_project': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'project\', \'\', usage_rollup.cwd, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.cwd'
+    ),
+    'rebuild_usage_totals_project_per_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'project\', \'\', usage_rollup.cwd, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
+    ),
+    'rebuild_usage_totals_project_per_folder': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'project\', usage_rollup.directory, usage_rollup.cwd, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.cwd'
+    ),
+    'rebuild_usage_totals_project_per_folder_per_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'project\', usage_rollup.directory, usage_rollup.cwd, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
+    ),
+    'rebuild_usage_totals_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'model\', \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        "FROM usage_rollup GROUP BY usage_rollup.provider || '/' || usage_rollup.model"
+    ),
+    'rebuild_usage_totals_model_per_folder': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'model\', usage_rollup.directory, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        "FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.provider || '/' || usage_rollup.model"
+    ),
+    'rebuild_usage_totals_session_per_folder': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'session\', usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT) AS file_id, \'\', usage_rollup.file_id AS file_id_1, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT), usage_rollup.file_id'
+    ),
+    'rebuild_usage_totals_session_per_folder_per_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'session\', usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT) AS file_id, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, usage_rollup.file_id AS file_id_1, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT), usage_rollup.provider, usage_rollup.model, usage_rollup.file_id'
+    ),
+    'rebuild_usage_totals_total': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'total\', \'\', \'\', \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'HAVING count(*) > 0'
+    ),
+    'rebuild_usage_totals_total_per_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'total\', \'\', \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.provider, usage_rollup.model'
+    ),
+    'rebuild_usage_totals_total_per_folder': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'total\', usage_rollup.directory, \'\', \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory'
+    ),
+    'rebuild_usage_totals_total_per_folder_per_model': (
+        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'total\', usage_rollup.directory, \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.provider, usage_rollup.model'
+    ),
+    'session_usage_by_model': (
+        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.file_id = :file_id GROUP BY usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_daily_in_directories': (
+        'SELECT usage_rollup.day_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local'
+    ),
+    'usage_daily_by_model_in_directories': (
+        'SELECT usage_rollup.day_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_daily_under_root': (
+        'SELECT usage_rollup.day_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local'
+    ),
+    'usage_daily_by_model_under_root': (
+        'SELECT usage_rollup.day_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_weekly_in_directories': (
+        'SELECT usage_rollup.week_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local'
+    ),
+    'usage_weekly_by_model_in_directories': (
+        'SELECT usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_weekly_under_root': (
+        'SELECT usage_rollup.week_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local'
+    ),
+    'usage_weekly_by_model_under_root': (
+        'SELECT usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_monthly_in_directories': (
+        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7)'
+    ),
+    'usage_monthly_by_model_in_directories': (
+        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_monthly_under_root': (
+        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7)'
+    ),
+    'usage_monthly_by_model_under_root': (
+        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_session_in_directories': (
+        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200)'
+    ),
+    'usage_session_by_model_in_directories': (
+        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200), usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_session_under_root': (
+        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200)'
+    ),
+    'usage_session_by_model_under_root': (
+        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200), usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_project_in_directories': (
+        'SELECT usage_rollup.cwd, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd'
+    ),
+    'usage_project_by_model_in_directories': (
+        'SELECT usage_rollup.cwd, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_project_under_root': (
+        'SELECT usage_rollup.cwd, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd'
+    ),
+    'usage_project_by_model_under_root': (
+        'SELECT usage_rollup.cwd, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_model_in_directories': (
+        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_model_under_root': (
+        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_total_in_directories': (
+        'SELECT sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until'
+    ),
+    'usage_total_by_model_in_directories': (
+        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_total_under_root': (
+        'SELECT sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until'
+    ),
+    'usage_total_by_model_under_root': (
+        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'FROM usage_rollup \n'
+        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
     ),
 }

@@ -80,6 +80,7 @@ session_files = Table(
     Index(None, "path", "device", "inode", "size", "mtime_ns"),
     Index(None, "session_id"),
     Index(None, "device", "inode"),
+    Index(None, "parent_session"),  # a file's forks, whose copied usage depends on it
 )
 
 # The searchable text of every record, in file order. Rows with `pending` set come from an
@@ -93,6 +94,82 @@ messages = Table(
     Column("pending", Boolean, nullable=False),
     Column("text", Text, nullable=False),
     Index(None, "file_id", "seq"),
+)
+
+# One row per assistant message with usage (core.usage.UsageFact), in files with a valid header. `copied`
+# marks an entry a fork or branched session copied from its parent (counted in the parent only);
+# `pending` rows come from an unterminated last line, like pending `messages`.
+usage_facts = Table(
+    "usage_facts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("file_id", Integer, ForeignKey("session_files.id", ondelete="CASCADE"), nullable=False),
+    Column("pending", Boolean, nullable=False),
+    Column("copied", Boolean, nullable=False),
+    Column("entry_id", Text),
+    Column("entry_timestamp", Text),
+    Column("ts_ms", BigInteger, nullable=False),
+    Column("day_utc", Text, nullable=False),
+    Column("day_local", Text, nullable=False),
+    Column("week_local", Text, nullable=False),
+    Column("provider", Text, nullable=False),
+    Column("model", Text, nullable=False),
+    Column("input_tokens", Float, nullable=False),
+    Column("output_tokens", Float, nullable=False),
+    Column("cache_read_tokens", Float, nullable=False),
+    Column("cache_write_tokens", Float, nullable=False),
+    Column("cost", Float, nullable=False),
+    Index(None, "file_id", "entry_id"),
+)
+
+# The counted (not copied) facts of each file summed per local day and model: what the usage reports
+# read, so that a report over 10,000 sessions reads a few small rows per session instead of every message.
+# `directory` and `cwd` repeat the file's (rebuilt with its rollup whenever the file's row changes), so
+# that the reports filter and group without reading the wide `session_files` rows.
+usage_rollup = Table(
+    "usage_rollup",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("file_id", Integer, ForeignKey("session_files.id", ondelete="CASCADE"), nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("cwd", Text, nullable=False),
+    Column("day_local", Text, nullable=False),
+    Column("week_local", Text, nullable=False),
+    Column("provider", Text, nullable=False),
+    Column("model", Text, nullable=False),
+    Column("input_tokens", Float, nullable=False),
+    Column("output_tokens", Float, nullable=False),
+    Column("cache_read_tokens", Float, nullable=False),
+    Column("cache_write_tokens", Float, nullable=False),
+    Column("cost", Float, nullable=False),
+    Column("messages", Integer, nullable=False),
+    Index(None, "file_id"),
+    Index(None, "directory", "day_local"),
+)
+
+# Every report's rows summed ahead (without --since/--until): per `kind` (daily, weekly, monthly, project,
+# model, session, total) and `key` (the day, week, month, cwd, "provider/model", file id, or ""), over all
+# models (`model` "") and per model, for one folder (`scope` = a directory) and for the whole catalog
+# (`scope` ""; session rows are kept per folder only). `sessions` counts the files with facts under the
+# key: a file is in one folder, so folders add up. The indexer keeps it in step with `usage_rollup` by
+# subtracting a file's old rollup and adding its new one, so a report reads its result rows only.
+usage_totals = Table(
+    "usage_totals",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("kind", Text, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("model", Text, nullable=False),
+    Column("file_id", Integer),  # the session rows' file, for the session report's names
+    Column("input_tokens", Float, nullable=False),
+    Column("output_tokens", Float, nullable=False),
+    Column("cache_read_tokens", Float, nullable=False),
+    Column("cache_write_tokens", Float, nullable=False),
+    Column("cost", Float, nullable=False),
+    Column("messages", Integer, nullable=False),
+    Column("sessions", Integer, nullable=False),
+    Index(None, "kind", "scope", "key", "model", unique=True),
 )
 
 # Small facts about the catalog itself (for example the sessions root of the last full scan).

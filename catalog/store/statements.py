@@ -12,12 +12,30 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, func, insert, literal_column, select, true, update
+from sqlalchemy import (
+    Integer,
+    Select,
+    Text,
+    bindparam,
+    cast,
+    delete,
+    distinct,
+    exists,
+    false,
+    func,
+    insert,
+    literal_column,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.dialects import sqlite
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql import ClauseElement, ColumnElement
 
-from sessdex.catalog.store.schema import catalog_meta, messages, session_files
+from sessdex.catalog.store.schema import catalog_meta, messages, session_files, usage_facts, usage_rollup, usage_totals
+from sessdex.core.usage import FIRST_MESSAGE_CHARS, USAGE_FACT_COLUMNS
 
 SCOPE_DIRECTORY_PARAMS = ("dir0", "dir1", "dir2")
 
@@ -25,7 +43,8 @@ SCOPE_DIRECTORY_PARAMS = ("dir0", "dir1", "dir2")
 FILE_COLUMNS = tuple(column.name for column in session_files.columns if column.name != "id")
 # What a listing needs to build SessionInfo / RecentSessionInfo without reading files.
 INFO_COLUMNS = ("id", "path", "mtime_ns", "session_id", "cwd", "title", "message_count", "first_message",
-                "created", "parent_session")
+                "created", "parent_session", "input_tokens", "output_tokens", "cache_read_tokens",
+                "cache_write_tokens", "cost_total")
 STAT_COLUMNS = ("path", "device", "inode", "size", "mtime_ns")
 
 _f = session_files.c
@@ -57,6 +76,189 @@ def _recent_select() -> Select:
             .where(_f.prefix_state.is_not(None))
             .order_by(_f.mtime_ns.desc(), _f.path)
             .limit(bindparam("limit")).offset(bindparam("offset")))
+
+
+USAGE_FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost")
+USAGE_SCOPES = ("in_directories", "under_root")
+def _first_message_start() -> ColumnElement[str]:
+    """The start of a session's first message, as the session report shows it (not the whole text)."""
+    return func.substr(_f.first_message, literal_column("1"), literal_column(str(FIRST_MESSAGE_CHARS)))
+
+
+# Report kind -> the columns its rows are grouped by (session_files `f`, usage_rollup `r`).
+_r = usage_rollup.c
+USAGE_REPORT_KEYS = {
+    "daily": (_r.day_local,),
+    "weekly": (_r.week_local,),
+    "monthly": (func.substr(_r.day_local, literal_column("1"), literal_column("7")).label("month"),),
+    "session": (_f.id, _f.session_id, _f.path, _f.cwd, _f.title, _first_message_start()),
+    "project": (_r.cwd,),
+    "model": (_r.provider, _r.model),
+    "total": (),
+}
+
+
+def _usage_report(kind: str, scope: str, by_model: bool) -> Select:
+    """A report's rows (or, `by_model`, its rows split per model): key columns, then the summed figures,
+    message count and distinct sessions, over the rollup rows of valid sessions in scope and in the days."""
+    keys = USAGE_REPORT_KEYS[kind]
+    if by_model and kind != "model":
+        keys = (*keys, _r.provider, _r.model)
+    figures = [func.sum(_r[name]).label(name) for name in USAGE_FIGURES]
+    where: ColumnElement[bool]
+    if scope == "in_directories":
+        where = _r.directory.in_([bindparam(name) for name in SCOPE_DIRECTORY_PARAMS])
+    else:  # the root itself, or any folder below it
+        where = (_r.directory == bindparam("root_dir")) | (
+            (_r.directory > bindparam("root_lo")) & (_r.directory < bindparam("root_hi")))
+    where = where & (_r.day_local >= bindparam("since")) & (_r.day_local <= bindparam("until"))
+    statement = select(*keys, *figures, func.sum(_r.messages).label("messages"),
+                       func.count(distinct(_r.file_id)).label("sessions"))
+    # Only the session report needs the file's own columns; the others read the narrow rollup rows alone.
+    source = usage_rollup.join(session_files, _f.id == _r.file_id) if kind == "session" else usage_rollup
+    statement = statement.select_from(source).where(where)
+    return statement.group_by(*keys) if keys else statement
+
+
+TOTAL_FIGURES = (*USAGE_FIGURES, "messages", "sessions")
+TOTAL_KEYS = ("kind", "scope", "key", "model")
+_t = usage_totals.c
+_EMPTY: ColumnElement[str] = literal_column("''")
+
+
+def _model_name(columns=_r):
+    return columns.provider + literal_column("'/'") + columns.model
+
+
+# Report kind -> the usage_totals key of a rollup row.
+_TOTAL_KEY_OF_ROLLUP = {
+    "daily": _r.day_local,
+    "weekly": _r.week_local,
+    "monthly": func.substr(_r.day_local, literal_column("1"), literal_column("7")),
+    "project": _r.cwd,
+    "model": _model_name(),
+    "session": cast(_r.file_id, Text),
+    "total": None,
+}
+
+
+def _rebuild_totals(kind: str, per_folder: bool, per_model: bool) -> ClauseElement:
+    """INSERT the usage_totals rows of one kind (whole catalog or per folder, over all models or per model)
+    summed from the whole rollup (after a bulk run)."""
+    key = _TOTAL_KEY_OF_ROLLUP[kind]
+    scope = _r.directory if per_folder else _EMPTY
+    model = _model_name() if per_model else _EMPTY
+    columns = [literal_column(f"'{kind}'"), scope, key if key is not None else _EMPTY, model,
+               _r.file_id if kind == "session" else literal_column("NULL"),
+               *(func.sum(_r[name]) for name in USAGE_FIGURES), func.sum(_r.messages), func.count(distinct(_r.file_id))]
+    group = [column for column, used in ((_r.directory, per_folder), (key, key is not None), (_r.provider, per_model),
+                                         (_r.model, per_model)) if used]
+    if kind == "session":
+        group.append(_r.file_id)
+    # Without a GROUP BY an aggregate over no rows still gives a row (of NULLs): HAVING keeps it out.
+    rows = select(*columns).group_by(*group) if group else select(*columns).having(func.count() > literal_column("0"))
+    return insert(usage_totals).from_select([*TOTAL_KEYS, "file_id", *TOTAL_FIGURES], rows)
+
+
+def _totals_statements() -> dict[str, ClauseElement]:
+    """usage_totals: the indexer's add / insert / prune of one key, the rebuild, and the reports' reads."""
+    match = ((_t.kind == bindparam("t_kind", type_=Text)) & (_t.scope == bindparam("t_scope", type_=Text))
+             & (_t.key == bindparam("t_key", type_=Text)) & (_t.model == bindparam("t_model", type_=Text)))
+    values: list[Any] = [bindparam(f"t_{name}", type_=Text) for name in TOTAL_KEYS]
+    values += [bindparam("t_file_id", type_=Integer()), *(bindparam(f"t_{name}") for name in TOTAL_FIGURES)]
+    figures = [_t[name] for name in TOTAL_FIGURES]
+    scopes = _t.scope.in_([bindparam(name) for name in SCOPE_DIRECTORY_PARAMS])
+    under_root = (_t.scope == bindparam("root_dir")) | ((_t.scope > bindparam("root_lo")) & (_t.scope < bindparam("root_hi")))
+    # The session report: one row per session with its names (joined), then its per-model rows (not joined).
+    sessions = (select(_t.key, _t.model, *figures, _f.session_id, _f.path, _f.cwd, _f.title, _first_message_start())
+                .select_from(usage_totals.join(session_files, _f.id == _t.file_id))
+                .where(_t.model == _EMPTY))
+    session_models = select(_t.key, _t.model, *figures).where(_t.model != _EMPTY)
+    statements: dict[str, ClauseElement] = {
+        "usage_rollup_of_file": select(_r.directory, _r.cwd, _r.day_local, _r.week_local, _r.provider, _r.model,
+                                       *(_r[name] for name in USAGE_FIGURES), _r.messages)
+        .where(_r.file_id == bindparam("file_id")),
+        "usage_totals_add": update(usage_totals).where(match)
+        .values({name: _t[name] + bindparam(f"t_{name}") for name in TOTAL_FIGURES}),
+        "usage_totals_insert_missing": insert(usage_totals).from_select(
+            [*TOTAL_KEYS, "file_id", *TOTAL_FIGURES], select(*values).where(~exists(select(_t.id).where(match)))),
+        # A usage row of a file outside the sessions root (a --session-dir listing indexed it): then the
+        # catalog-wide totals are not "every project" and the reports of every project sum the rollup.
+        "usage_outside_root": select(_r.id).where(
+            (_r.directory != bindparam("root_dir"))
+            & ((_r.directory <= bindparam("root_lo")) | (_r.directory >= bindparam("root_hi"))))
+        .limit(bindparam("limit")).offset(bindparam("offset")),
+        "usage_totals_prune": delete(usage_totals).where(match & (_t.sessions <= literal_column("0"))),
+        "delete_all_usage_totals": delete(usage_totals),
+        "usage_totals_in_scopes": select(_t.kind, _t.key, _t.model, *figures).where(
+            _t.kind.in_([bindparam("kind"), literal_column("'total'")]) & scopes),
+        "usage_totals_sessions_in_scopes": sessions.where((_t.kind == literal_column("'session'")) & scopes),
+        "usage_totals_sessions_under_root": sessions.where((_t.kind == literal_column("'session'")) & under_root),
+        "usage_totals_session_models_in_scopes": session_models.where((_t.kind == literal_column("'session'"))
+                                                                      & scopes),
+        "usage_totals_session_models_under_root": session_models.where((_t.kind == literal_column("'session'"))
+                                                                       & under_root),
+    }
+    for kind in _TOTAL_KEY_OF_ROLLUP:
+        for per_folder in (False, True):
+            if kind == "session" and not per_folder:
+                continue
+            for per_model in (False, True):
+                if kind == "model" and per_model:
+                    continue
+                name = f"rebuild_usage_totals_{kind}{'_per_folder' if per_folder else ''}{'_per_model' if per_model else ''}"
+                statements[name] = _rebuild_totals(kind, per_folder, per_model)
+    return statements
+
+
+def _usage_statements() -> dict[str, ClauseElement]:
+    """The indexer's writes of usage facts and rollups, and every report's two queries per scope."""
+    u = usage_facts.c
+    parent = usage_facts.alias("parent_fact")
+    rollup_source = (select(u.file_id, _f.directory, func.coalesce(_f.cwd, literal_column("''")), u.day_local,
+                            u.week_local, u.provider, u.model, *(func.sum(u[name]) for name in USAGE_FIGURES),
+                            func.count())
+                     .select_from(usage_facts.join(session_files, _f.id == u.file_id))
+                     .where(u.copied == false()))
+    rollup_columns = ["file_id", "directory", "cwd", "day_local", "week_local", "provider", "model", *USAGE_FIGURES,
+                      "messages"]
+    rollup_group = (u.file_id, _f.directory, _f.cwd, u.day_local, u.week_local, u.provider, u.model)
+    statements: dict[str, ClauseElement] = {
+        "insert_usage_fact": insert(usage_facts).values({name: bindparam(name) for name in USAGE_FACT_COLUMNS}),
+        "delete_usage_facts_of_file": delete(usage_facts).where(u.file_id == bindparam("file_id")),
+        "delete_pending_usage_facts": delete(usage_facts).where(
+            (u.file_id == bindparam("file_id")) & (u.pending == true())),
+        "usage_parent_ids": select(_f.id).where(
+            ((_f.session_id == bindparam("parent")) | (_f.path == bindparam("parent"))) & (_f.id != bindparam("file_id"))),
+        "usage_child_ids": select(_f.id).where(
+            (_f.parent_session == bindparam("session_id")) | (_f.parent_session == bindparam("path"))),
+        "usage_parent_of_file": select(_f.parent_session).where(_f.id == bindparam("file_id")),
+        "usage_files_with_parent": select(_f.id, _f.parent_session).where(_f.parent_session.is_not(None)),
+        # (`owner_id`: an UPDATE may not name a parameter after a column of its table.)
+        "reset_usage_copies": update(usage_facts).where(u.file_id == bindparam("owner_id")).values(copied=false()),
+        "mark_usage_copies": update(usage_facts).where(
+            (u.file_id == bindparam("owner_id")) & exists(select(parent.c.id).where(
+                (parent.c.file_id == bindparam("parent_id")) & (parent.c.entry_id == u.entry_id)
+                & (parent.c.entry_timestamp == u.entry_timestamp)))).values(copied=true()),
+        "delete_usage_rollup_of_file": delete(usage_rollup).where(_r.file_id == bindparam("file_id")),
+        "insert_usage_rollup_of_file": insert(usage_rollup).from_select(
+            rollup_columns, rollup_source.where(u.file_id == bindparam("file_id")).group_by(*rollup_group)),
+        "delete_all_usage_rollups": delete(usage_rollup),
+        "insert_all_usage_rollups": insert(usage_rollup).from_select(rollup_columns, rollup_source.group_by(*rollup_group)),
+        "count_usage_facts": select(func.count()).select_from(usage_facts),
+        **_totals_statements(),
+        "session_usage_by_model": select(_r.provider, _r.model, *(func.sum(_r[name]).label(name) for name in USAGE_FIGURES),
+                                         func.sum(_r.messages).label("messages"))
+        .where(_r.file_id == bindparam("file_id")).group_by(_r.provider, _r.model),
+    }
+    for kind in USAGE_REPORT_KEYS:
+        for scope in USAGE_SCOPES:
+            statements[f"usage_{kind}_{scope}"] = _usage_report(kind, scope, by_model=False)
+            if kind not in ("model", "total"):
+                statements[f"usage_{kind}_by_model_{scope}"] = _usage_report(kind, scope, by_model=True)
+            elif kind == "total":
+                statements[f"usage_total_by_model_{scope}"] = _usage_report(kind, scope, by_model=True)
+    return statements
 
 
 def build_statements() -> dict[str, ClauseElement]:
@@ -109,6 +311,8 @@ def build_statements() -> dict[str, ClauseElement]:
         "meta_get": select(catalog_meta.c.value).where(catalog_meta.c.key == bindparam("key")),
         "meta_delete": delete(catalog_meta).where(catalog_meta.c.key == bindparam("key")),
         "meta_insert": insert(catalog_meta).values(key=bindparam("key"), value=bindparam("value")),
+        # -- usage (core.usage) ---------------------------------------------------------------------------
+        **_usage_statements(),
     }
 
 

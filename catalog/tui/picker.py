@@ -8,7 +8,8 @@ The screen: a header (scope, counts), the query line, column titles, the rows, a
 selected row (its path, or the matching message text) and a key help line. Keys:
 Up/Down (Ctrl+P/Ctrl+N), PageUp/PageDown, Home/End move; Enter selects (nothing on an empty list);
 Esc cancels; Ctrl+C is the hard exit (the caller exits with status 0); Tab switches between this
-project and all projects; typing, Backspace, Ctrl+W and Ctrl+U edit the query.
+project and all projects; Ctrl+O orders the rows by cost (and back to newest first); typing,
+Backspace, Ctrl+W and Ctrl+U edit the query.
 
 Work that does not fit in a keystroke runs in the background on the picker's event loop: the rest of
 the weak-fuzzy ranking (in chunks between keystrokes), the content search (debounced, in a worker
@@ -41,6 +42,7 @@ from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
 from sessdex.catalog.tui.picker_model import PickerModel
 from sessdex.catalog.tui.width import char_width, display_width
 from sessdex.core.discovery import sanitize_display_name, time_ago
+from sessdex.core.usage import format_cost
 
 ELLIPSIS = "…"
 ESCAPE_TIMEOUT_S = 0.05  # how long a lone Esc waits for the rest of an escape sequence
@@ -51,6 +53,8 @@ RANKING_CHUNK_ROWS = 1_000
 FIXED_LINES = 5  # header, query, column titles, detail, help
 AGO_WIDTH = 10  # "12/31/2025"
 COUNT_WIDTH = 9  # "9999 msgs"
+COST_WIDTH = 9  # "$1,234.56"
+COST_COLUMN_MIN_WIDTH = 100
 MIN_TITLE_WIDTH = 12
 GAP = "  "
 
@@ -145,12 +149,16 @@ class _Columns:
     title: int
     session_id: int
     cwd: int
+    cost: bool
 
     @classmethod
-    def for_width(cls, width: int, id_length: int) -> _Columns:
+    def for_width(cls, width: int, id_length: int, *, by_cost: bool = False) -> _Columns:
+        """Column widths for `width`; the cost column shows on a wide screen, or whenever rows are ordered by cost."""
         cwd = min(32, width // 4) if width >= 80 else 0
-        fixed = 2 + len(GAP) * (3 + (1 if cwd else 0)) + id_length + AGO_WIDTH + COUNT_WIDTH + cwd
-        return cls(max(width - fixed, MIN_TITLE_WIDTH), id_length, cwd)
+        cost = by_cost or width >= COST_COLUMN_MIN_WIDTH
+        fixed = (2 + len(GAP) * (3 + (1 if cost else 0) + (1 if cwd else 0)) + id_length + AGO_WIDTH + COUNT_WIDTH
+                 + (COST_WIDTH if cost else 0) + cwd)
+        return cls(max(width - fixed, MIN_TITLE_WIDTH), id_length, cwd, cost)
 
 
 # -- the screen ----------------------------------------------------------------------------------------
@@ -195,9 +203,11 @@ class PickerScreen:
 
     def column_titles(self, width: int) -> StyleAndTextTuples:
         """The column headings over the rows."""
-        columns = _Columns.for_width(width, self.model.id_length)
+        columns = _Columns.for_width(width, self.model.id_length, by_cost=self.model.by_cost)
         cells = ["  " + "TITLE / FIRST MESSAGE".ljust(columns.title), "ID".ljust(columns.session_id),
-                 "MODIFIED".rjust(AGO_WIDTH), "MSGS".rjust(COUNT_WIDTH)] + (["CWD"] if columns.cwd else [])
+                 "MODIFIED".rjust(AGO_WIDTH), "MSGS".rjust(COUNT_WIDTH)]
+        cells += [("COST ▼" if self.model.by_cost else "COST").rjust(COST_WIDTH)] if columns.cost else []
+        cells += ["CWD"] if columns.cwd else []
         return [("class:columns", GAP.join(cells)[:width])]
 
     def row(self, position: int, width: int) -> StyleAndTextTuples:
@@ -205,7 +215,7 @@ class PickerScreen:
         model = self.model
         row_index = model.results[position]
         row = model.rows[row_index]
-        columns = _Columns.for_width(width, model.id_length)
+        columns = _Columns.for_width(width, model.id_length, by_cost=model.by_cost)
         query = model.query
         selected = position == model.selected
         base = "class:row.selected" if selected else ""
@@ -215,6 +225,8 @@ class PickerScreen:
             [(time_ago(row.modified_ms, self.now_ms).rjust(AGO_WIDTH), False)],
             [(message_count_label(row.message_count).rjust(COUNT_WIDTH), False)],
         ]
+        if columns.cost:
+            cells.append([(format_cost(row.cost).rjust(COST_WIDTH), False)])
         if columns.cwd:
             cells.append(highlighted(short_path(row.cwd, columns.cwd), query, columns.cwd))
         fragments: StyleAndTextTuples = [(base, "❯ " if selected else "  ")]
@@ -271,8 +283,8 @@ class PickerScreen:
         """The keys, or the latest notice (a background task that failed)."""
         if self.notice:
             return [("class:notice", self.notice[:width])]
-        text = ("↑↓ move  PgUp/PgDn page  Home/End first/last  Enter open  Tab scope  Esc cancel  "
-                "Ctrl+C quit")
+        text = ("↑↓ move  PgUp/PgDn page  Home/End first/last  Enter open  Tab scope  Ctrl+O cost order  "
+                "Esc cancel  Ctrl+C quit")
         return [("class:dim", text[:width])]
 
 
@@ -347,6 +359,7 @@ class SessionPicker:
         on("escape")(lambda: self.app.exit(result=PickerResult("cancelled")))
         on("c-c")(lambda: self.app.exit(result=PickerResult("exit")))
         on("tab")(self._toggle_scope)
+        on("c-o")(lambda: self._edit(model.toggle_cost_order))
         on("backspace")(lambda: self._edit(model.backspace))
         on("c-w")(lambda: self._edit(model.delete_word))
         on("c-u")(lambda: self._edit(model.clear_query))

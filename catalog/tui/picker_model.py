@@ -38,6 +38,8 @@ class PickerModel:
         self.selected = 0
         self.top = 0
         self._scopes: dict[Scope, _ScopeData] = {}
+        self._newest_first: dict[Scope, list[PickerRow]] = {}  # each scope's rows as the source gave them
+        self.by_cost = False  # rows ordered by cost, most expensive first, instead of newest first
         self._search: Search | None = None
         self._earlier: dict[str, Search] = {}  # needle -> its search, for the prefixes of the current needle
         self._content: dict[str, str] = {}
@@ -57,6 +59,9 @@ class PickerModel:
         """Install `scope`'s rows (newest first); when it is the current scope, search them again and keep
         the selected session selected if it is still there."""
         moved_to = self.selected_row() if scope == self.scope and self.selected else None
+        self._newest_first[scope] = rows
+        if self.by_cost:
+            rows = sorted(rows, key=lambda row: -row.cost)  # stable: equal costs stay newest first
         data = _ScopeData(rows, SearchIndex(rows, self.sessions_root),
                           {row.path: position for position, row in enumerate(rows)},
                           id_prefix_length([row.session_id for row in rows]))
@@ -129,6 +134,12 @@ class PickerModel:
     def clear_query(self) -> None:
         """Empty the query."""
         self.set_query("")
+
+    def toggle_cost_order(self) -> None:
+        """Order rows by cost (most expensive first), or back to newest first (`by_cost` tells which)."""
+        self.by_cost = not self.by_cost
+        for scope, rows in list(self._newest_first.items()):
+            self.set_rows(scope, rows)
 
     def toggle_scope(self) -> Scope:
         """Switch between this project and all projects; return the new scope (its rows may still be loading)."""

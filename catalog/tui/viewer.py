@@ -43,6 +43,7 @@ from sessdex.core.agent_session import AgentSession, Model, ModelSpec
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.errors import SessdexError
 from sessdex.core.paths import AgentPaths
+from sessdex.core.usage import format_cost, format_tokens, usage_facts
 
 if TYPE_CHECKING:
     from sessdex.catalog.queries.picker_source import PickerSource
@@ -230,10 +231,25 @@ def status_text(session: AgentSession, agent: TranscriptAgent) -> str:
             f"{len(agent.messages)} messages")
 
 
+def usage_text(session: AgentSession) -> str:
+    """The session's spending: total cost and tokens of every assistant message in its file, then per model."""
+    per_model: dict[str, list[float]] = {}
+    for fact in usage_facts(session.session_manager.get_entries()):
+        figures = per_model.setdefault(f"{fact.provider}/{fact.model}", [0.0, 0.0])
+        figures[0] += fact.cost
+        figures[1] += fact.input_tokens + fact.output_tokens + fact.cache_read_tokens + fact.cache_write_tokens
+    if not per_model:
+        return " no usage recorded"
+    cost, tokens = sum(f[0] for f in per_model.values()), sum(f[1] for f in per_model.values())
+    split = " · ".join(f"{sanitize_display_name(name)} {format_cost(f[0])} ({format_tokens(f[1])})"
+                       for name, f in sorted(per_model.items(), key=lambda item: (-item[1][0], item[0])))
+    return f" {format_cost(cost)} · {format_tokens(tokens)} tokens  —  {split}"
+
+
 def plain_view(session: AgentSession, agent: TranscriptAgent) -> str:
-    """The viewer's content for a non-terminal output: title, transcript and status, without styles."""
-    return "\n".join([title_text(session, agent).strip(), "", plain_text(transcript_lines(agent.messages)), "",
-                      status_text(session, agent).strip()])
+    """The viewer's content for a non-terminal output: title, usage, transcript and status, without styles."""
+    return "\n".join([title_text(session, agent).strip(), usage_text(session).strip(), "",
+                      plain_text(transcript_lines(agent.messages)), "", status_text(session, agent).strip()])
 
 
 def title_text(session: AgentSession, agent: TranscriptAgent) -> str:
@@ -371,6 +387,7 @@ class TranscriptViewer:
         body = HSplit([
             Window(FormattedTextControl(lambda: [("class:title", title_text(self.session, self.agent))]),
                    height=1, style="class:title"),
+            Window(FormattedTextControl(lambda: [("class:status", usage_text(self.session))]), height=1),
             self._transcript_window,
             Window(FormattedTextControl(self._notice_fragments), height=1),
             Window(FormattedTextControl(self._status_fragments), height=1, style="class:status"),

@@ -66,7 +66,7 @@ def test_list_shows_this_projects_sessions_as_a_table(tree: Tree, sessdex) -> No
     result = sessdex(tree.home / "proj", "list")
     assert result.code == 0
     lines = result.out.splitlines()
-    assert lines[0].split() == ["ID", "MODIFIED", "MSGS", "TITLE", "CWD"]
+    assert lines[0].split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "TITLE", "CWD"]
     assert lines[1].startswith("ab340000  1/1/2025") and "Named session" in lines[1] and lines[1].endswith("~/proj")
     assert lines[2].startswith("ab120000") and "fix the parser" in lines[2]
     assert len(lines) == 3  # the empty session and the other project are not listed
@@ -86,7 +86,8 @@ def test_list_json_uses_the_agents_field_names(tree: Tree, sessdex) -> None:
     assert [row["id"] for row in rows] == ["ab34000000000002", "ab12000000000001"]
     assert rows[0] == {"id": "ab34000000000002", "path": str(paths["new"]), "cwd": str(tree.home / "proj"),
                        "title": "Named session", "messageCount": 2, "firstMessage": "second task",
-                       "created": "2025-01-01T00:00:00.000Z", "modified": "2025-01-01T00:01:00.000Z"}
+                       "created": "2025-01-01T00:00:00.000Z", "modified": "2025-01-01T00:01:00.000Z",
+                       "cost": 0, "totalTokens": 0}
     assert rows[1]["title"] is None
 
 

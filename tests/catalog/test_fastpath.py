@@ -65,8 +65,9 @@ _CATALOG_QUERIES = {
     "sessdex.core.summary",
 }
 _LISTING = _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | {"sessdex.catalog.cli.session_commands"}
+_USAGE_FIGURES = {"sessdex.core.usage", "sessdex.core.text"}  # each session's cost and tokens in the table
 IMPORT_BUDGET: dict[str, set[str]] = {
-    "list": _LISTING,
+    "list": _LISTING | _USAGE_FIGURES,
     "recent": _LISTING,
     "resume": _LISTING | {"sessdex.core.resume"},
     # The terminal's breadcrumb: core.runtime / core.storage (hashing, random ids, a lock thread; asyncio).
@@ -83,6 +84,10 @@ IMPORT_BUDGET: dict[str, set[str]] = {
         # --json only: prints through orjson (which imports uuid and platform)
         "orjson", "orjson.orjson", "uuid", "_uuid", "platform"},
 }
+IMPORT_BUDGET["usage"] = _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | _USAGE_FIGURES | {
+    "sessdex.catalog.cli.usage_output", "sessdex.catalog.queries.usage",
+    # --json only: prints through orjson (which imports uuid and platform)
+    "orjson", "orjson.orjson", "uuid", "_uuid", "platform"}
 # `--catalog off` reads the session files themselves: the JSONL parser and orjson are its work.
 FILE_SCAN_BUDGET = {"sessdex.catalog.queries.file_scan", "sessdex.catalog.queries.source", "sessdex.core.jsonl",
                     "orjson", "orjson.orjson", "uuid", "_uuid", "platform"}
@@ -209,11 +214,18 @@ def _cases(corpus: Corpus) -> list[Case]:
         Case("outside", ("history", "search", "deploy"), fast=True),
         Case("outside", ("history", "search", "--json", "-n", "1", "deploy"), fast=True),
         Case("outside", ("history", "search", "--here", "the"), fast=True),
+        Case("project", ("usage",), fast=True),
+        Case("outside", ("usage", "model", "--all", "--json"), fast=True),
+        Case("project", ("usage", "weekly", "--since=2020-01-01", "--until", "20991231", "--breakdown"), fast=True,
+             env=(("COLUMNS", "120"),)),
+        Case("project", ("usage", "--since", "yesterday"), fast=True),  # usage error, exit 2
+        Case("project", ("usage", "hourly"), fast=True),  # usage error, exit 2
         # Shapes the fast path leaves to click.
         Case("project", ("search", "--session-dir", str(corpus.places["other"]), corpus.title_word), fast=False),
         Case("project", ("search", "--catalog", "off", corpus.title_word), fast=False),
         Case("outside", ("history", "recent"), fast=False),
         Case("outside", ("history", "search"), fast=False),
+        Case("project", ("usage", "daily", "monthly"), fast=False),
         Case("project", ("recent", "-n", "0"), fast=False),
         Case("project", ("recent", "-n", "x"), fast=False),
         Case("project", ("list", "--session-dir", str(corpus.places["other"])), fast=False),
@@ -353,6 +365,9 @@ def test_echo_on_an_ascii_stream_writes_what_click_echo_wrote(monkeypatch: pytes
     (["search", "a", "--all", "b", "-n", "3"], CommandLine("search", None, None, frozenset({"all"}), "a b", 3)),
     (["history", "search", "--here", "x", "--json"],
      CommandLine("history search", None, None, frozenset({"here", "json"}), "x")),
+    (["usage", "--all", "session", "--since", "2026-01-01", "--until=20260201", "--breakdown"],
+     CommandLine("usage", None, None, frozenset({"all", "breakdown"}), "session", None,
+                 (("--since", "2026-01-01"), ("--until", "20260201")))),
 ])
 def test_supported_shapes_are_parsed(argv: list[str], expected: CommandLine) -> None:
     assert parse_command_line(argv) == expected
@@ -367,6 +382,8 @@ def test_supported_shapes_are_parsed(argv: list[str], expected: CommandLine) -> 
     ["resume", "-"], ["resume", "--yes=1", "ab"], ["continue", "--session-dir", "d"], ["pick"],
     ["search"], ["search", "--session-dir", "d", "x"], ["search", "-n", "0", "x"], ["search", "--all", "--all", "x"],
     ["history"], ["history", "recent"], ["history", "search"], ["history", "search", "--here=1", "x"],
+    ["usage", "daily", "weekly"], ["usage", "--since"], ["usage", "--since", "--json"], ["usage", "--until="],
+    ["usage", "--since", "a", "--since", "b"], ["usage", "--limit", "3"],
 ])
 def test_other_shapes_are_left_to_click(argv: list[str]) -> None:
     assert parse_command_line(argv) is None

@@ -494,3 +494,29 @@ def test_pick_on_an_empty_project_still_cancels(tree: Tree, monkeypatch, capsys)
 def test_pick_needs_a_terminal(tree: Tree, monkeypatch, capsys) -> None:
     code, out, err = run_cli(tree, monkeypatch, capsys, tree.project("proj"), "pick")
     assert (code, out) == (2, "") and "needs a terminal" in err
+
+
+@pytest.mark.parametrize("source_kind", ["files", "catalog"])
+def test_ctrl_o_orders_the_rows_by_cost_and_back(tree: Tree, source_kind: str) -> None:
+    proj = tree.project("proj")
+    for number, (session_id, answers) in enumerate([("aa11000000000001", 3), ("bb22000000000002", 1),
+                                                     ("cc33000000000003", 2)]):
+        priced = [{"type": "message", "id": f"a000000{n}", "parentId": None, "timestamp": "2025-01-01T00:00:00.000Z",
+                   "message": {"role": "assistant", "content": "ok", "provider": "p", "model": "m",
+                               "usage": {"input": 10, "output": 5, "cost": {"total": 0.25}}}} for n in range(answers)]
+        tree.session(proj, session_id, [user(f"task {number}"), *priced], mtime_ms=BASE_MS + number * 60_000)
+    source = file_source(tree) if source_kind == "files" else PickerSource(Catalog(tree.paths), proj)
+
+    async def script(d: Driver) -> None:
+        assert d.shown_ids() == ["cc33000000000003", "bb22000000000002", "aa11000000000001"]
+        assert "COST" not in d.screen()  # 80 columns: no room for the cost column until asked for
+        await d.press("\x0f")  # Ctrl+O
+        assert d.shown_ids() == ["aa11000000000001", "cc33000000000003", "bb22000000000002"]
+        assert "COST ▼" in d.screen() and "$0.75" in d.line(0) and "$0.25" in d.line(2)
+        await d.press("t", "a")  # a query ranks matches; equal ranks keep the cost order
+        assert d.shown_ids() == ["aa11000000000001", "cc33000000000003", "bb22000000000002"]
+        await d.press(CTRL_U, "\x0f")
+        assert d.shown_ids() == ["cc33000000000003", "bb22000000000002", "aa11000000000001"]
+        await d.press(ESC)
+
+    assert drive(source, script).outcome == "cancelled"

@@ -352,3 +352,18 @@ def test_view_reports_unknown_ids_and_empty_projects(sessdex) -> None:
     assert code == 1 and "No sessions found" in err
     code, _, err = sessdex("deadbeef", "--print")
     assert code == 1 and 'Session "deadbeef" not found.' in err
+
+
+def test_view_shows_the_sessions_cost_and_tokens_per_model_under_its_title(sessdex, sandbox: Sandbox) -> None:
+    manager = SessionManager.create(str(sandbox.project), None, runtime=sandbox.runtime)
+    manager.append_message({"role": "user", "content": "price this", "timestamp": BASE_MS})
+    for provider, model, cost, tokens in (("openai", "gpt-y", 0.5, 1000), ("anthropic", "claude-x", 2.25, 300_000),
+                                          ("openai", "gpt-y", 0.25, 500)):
+        manager.append_message({"role": "assistant", "content": [{"type": "text", "text": "ok"}], "provider": provider,
+                                "model": model, "timestamp": BASE_MS,
+                                "usage": {"input": tokens, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+                                          "cost": {"total": cost}}})
+    manager.close()
+    code, out, _ = sessdex(str(manager.get_session_file()), "--print")
+    assert code == 0
+    assert out.splitlines()[1] == "$3.00 · 301.5k tokens  —  anthropic/claude-x $2.25 (300.0k) · openai/gpt-y $0.75 (1.5k)"

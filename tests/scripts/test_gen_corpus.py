@@ -319,3 +319,28 @@ def test_default_home_is_the_parent_of_dot_xcsh(tmp_path: Path) -> None:
     manifest = gen_corpus.generate_corpus(agent, sessions=4, projects=3, total_bytes=20_000, now=NOW)
     assert manifest.home == tmp_path / "home"
     assert os.path.isdir(agent / "sessions")
+
+
+def test_forks_copy_their_parents_entries_verbatim_and_go_on(tmp_path: Path) -> None:
+    corpus = _generate(tmp_path / "agent", seed=3, sessions=30, total_bytes=600_000, fork_rate=0.5)
+    by_id = {s.session_id: s for s in corpus.sessions}
+    by_path = {str(s.path): s for s in corpus.sessions}
+    forks = [s for s in corpus.sessions if s.parent_session]
+    assert any(s.parent_session in by_id for s in forks) and any(s.parent_session in by_path for s in forks)
+    for fork in forks:
+        parent = by_id.get(fork.parent_session) or by_path[fork.parent_session]
+        parent_lines = [line for line in parent.path.read_bytes().splitlines() if b'"type":"session"' not in line
+                        and b'"type":"title"' not in line]
+        fork_lines = fork.path.read_bytes().splitlines()
+        start = 2 if fork.has_title_line else 1
+        copied = fork_lines[start:start + len(parent_lines)]
+        prefix = [a for a, b in zip(copied, parent_lines) if a == b]
+        if fork.parent_session in by_id:  # a fork copies every entry
+            assert prefix == parent_lines
+        else:  # a branched session copies a prefix of them
+            assert 1 <= len(prefix) <= len(parent_lines)
+        assert len(fork_lines) > start + len(prefix)  # and goes on with entries of its own
+    # The manifest still describes every file, forks included (counts, ids, leaf, branches, blobs).
+    test_every_line_of_undamaged_files_is_a_valid_entry(corpus)
+    test_references_inside_entries_point_at_earlier_entries(corpus)
+    test_blob_refs_resolve_to_blobs_with_matching_sha256(corpus)

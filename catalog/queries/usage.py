@@ -1,0 +1,177 @@
+"""`sessdex usage` reports answered from the catalog, or from the files (`--catalog off`).
+
+The catalog reads a report without a date range from `usage_totals`, where the indexer keeps every
+report's rows summed ahead: only the result rows are read, whatever the number of sessions. With
+--since/--until it runs two grouped queries over `usage_rollup` (one row per file, local day and
+model): the rows with their distinct sessions, and the same rows split per model. The file
+answer (`scan_usage_report`) reads every session file below the sessions root, because a fork's
+parent may live in another project, and then keeps the scope's files: it is the reference the parity
+tests compare the catalog with. Both build `sessdex.core.usage.UsageReport` values.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from typing import Any
+
+from sessdex.core.paths import session_file_entries
+from sessdex.core.usage import (
+    DateRange,
+    FileUsage,
+    ReportKind,
+    UsageReport,
+    UsageRow,
+    UsageTotals,
+    build_report,
+    mark_copies,
+    order_rows,
+    read_file_usage,
+    session_fields,
+)
+
+_FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost", "messages", "sessions")
+_KEY_WIDTH = {"daily": 1, "weekly": 1, "monthly": 1, "session": 6, "project": 1, "model": 2, "total": 0}
+DAY_CEILING = "9999-12-31"
+
+
+def _totals(values: Sequence[Any]) -> UsageTotals:
+    """UsageTotals from the figures at the end of a report row (SQL sums are NULL-free: rows exist)."""
+    input_tokens, output_tokens, cache_read, cache_write, cost, messages, sessions = values
+    return UsageTotals(input_tokens, output_tokens, cache_read, cache_write, cost, int(messages), int(sessions))
+
+
+def _row_key(kind: str, keys: Sequence[Any]) -> tuple[Any, str]:
+    """(grouping identity, displayed key) of a report row's key columns."""
+    if kind == "session":
+        return keys[0], keys[1]
+    if kind == "model":
+        return tuple(keys), f"{keys[0]}/{keys[1]}"
+    if kind == "total":
+        return "", ""
+    return keys[0], keys[0] if keys[0] is not None else ""
+
+
+def catalog_usage_report(db: Any, kind: ReportKind, scope_name: str, scope_params: dict[str, str],
+                         days: DateRange) -> UsageReport:
+    """A report from the catalog; `scope_name` is "in_directories" or "under_root" with its parameters.
+
+    Without --since/--until the rows were summed ahead (usage_totals), so only they are read; with a date
+    range, or for every project when the catalog also holds files outside the sessions root, the rollup
+    rows are summed here.
+    """
+    params = {**scope_params, "since": days.since or "", "until": days.until or DAY_CEILING}
+    if "root_lo" in params:
+        params["root_dir"] = params["root_lo"].rstrip("/")
+    whole_days = days.since is None and days.until is None
+    if whole_days and (scope_name == "in_directories" or not _usage_outside_root(db, params)):
+        return _report_from_totals(db, kind, scope_name, scope_params)
+    report_rows = _rows(db, kind, f"usage_{kind}_{scope_name}", f"usage_{kind}_by_model_{scope_name}"
+                        if kind != "model" else None, params)
+    totals = _rows(db, "total", f"usage_total_{scope_name}", f"usage_total_by_model_{scope_name}", params)
+    total = totals[0] if totals else UsageRow("", UsageTotals())
+    return UsageReport(kind, order_rows(kind, report_rows), total)
+
+
+def _usage_outside_root(db: Any, params: dict[str, Any]) -> bool:
+    """True when the catalog holds usage of a file outside the sessions root (indexed for a --session-dir)."""
+    return bool(db.fetch_tuples("usage_outside_root", {**params, "limit": 1, "offset": 0}))
+
+
+def _report_from_totals(db: Any, kind: ReportKind, scope_name: str, scope_params: dict[str, str]) -> UsageReport:
+    """A report read from usage_totals: the catalog-wide rows for every project, else the project folders' rows
+    added up (a file is in one folder, so figures and session counts add)."""
+    if scope_name == "under_root":
+        scopes = {"dir0": "", "dir1": "", "dir2": ""}
+    else:
+        scopes = {name: scope_params[name] for name in ("dir0", "dir1", "dir2")}
+    rows: dict[str, UsageRow] = {}
+    total = UsageRow("", UsageTotals())
+    # The session rows come from their own query (with the sessions' names): here only the total.
+    wanted = "total" if kind == "session" else kind
+    for row_kind, key, model, *figures in db.fetch_tuples("usage_totals_in_scopes", {"kind": wanted, **scopes}):
+        if row_kind != "total" and row_kind != kind:
+            continue
+        row = total if row_kind == "total" else rows.setdefault(key, UsageRow(key, UsageTotals()))
+        if kind == "model" and row_kind != "total":
+            _add_figures(row.totals, figures)
+            _add_figures(row.models.setdefault(key, UsageTotals()), figures)
+        else:
+            _add_figures(row.models.setdefault(model, UsageTotals()) if model else row.totals, figures)
+    if kind == "session":
+        where = "under_root" if scope_name == "under_root" else "in_scopes"
+        params = ({**scope_params, "root_dir": scope_params["root_lo"].rstrip("/")} if scope_name == "under_root"
+                  else scopes)
+        for key, _model, *rest in db.fetch_tuples(f"usage_totals_sessions_{where}", params):
+            session_id, path, cwd, title, first_message = rest[7:]
+            row = rows[key] = UsageRow(session_id, UsageTotals(), session=session_fields(path, cwd, title, first_message))
+            _add_figures(row.totals, rest[:7])
+        for key, model, *figures in db.fetch_tuples(f"usage_totals_session_models_{where}", params):
+            owner = rows.get(key)
+            if owner is not None:
+                _add_figures(owner.models.setdefault(model, UsageTotals()), figures)
+    return UsageReport(kind, order_rows(kind, list(rows.values())), total)
+
+
+def _add_figures(totals: UsageTotals, figures: Sequence[Any]) -> None:
+    input_tokens, output_tokens, cache_read, cache_write, cost, messages, sessions = figures
+    totals.input += input_tokens
+    totals.output += output_tokens
+    totals.cache_read += cache_read
+    totals.cache_write += cache_write
+    totals.cost += cost
+    totals.messages += messages
+    totals.sessions += sessions
+
+
+def _rows(db: Any, kind: str, rows_statement: str, by_model_statement: str | None,
+          params: dict[str, Any]) -> list[UsageRow]:
+    width = _KEY_WIDTH[kind]
+    rows: dict[Any, UsageRow] = {}
+    for values in db.fetch_tuples(rows_statement, params):
+        if kind == "total" and values[-1] == 0:
+            continue  # no rollup row in scope: an empty total
+        identity, key = _row_key(kind, values[:width])
+        row = rows[identity] = UsageRow(key, _totals(values[width:]))
+        if kind == "session":
+            row.session = session_fields(*values[2:6])
+    if by_model_statement is None:  # the model report: each row is its own only model
+        for row in rows.values():
+            row.models[row.key] = row.totals.copy()
+        return list(rows.values())
+    for values in db.fetch_tuples(by_model_statement, params):
+        identity, _key = _row_key(kind, values[:width])
+        provider, model = values[width:width + 2]
+        owner = rows.get(identity)
+        if owner is not None:
+            owner.models[f"{provider}/{model}"] = _totals(values[width + 2:])
+    return list(rows.values())
+
+
+def _session_files_under(root: str) -> list[str]:
+    """Every regular `*.jsonl` file below `root` (nested folders too), as the file-scan `list_all` walks it."""
+    found = []
+    for entry in session_file_entries(root, recursive=True):
+        try:
+            if stat.S_ISREG(entry.stat().st_mode):  # never open a FIFO or a device: reading one could block
+                found.append(entry.path)
+        except OSError:
+            continue
+    return found
+
+
+def scan_usage_report(kind: ReportKind, sessions_root: str, folders: Sequence[str] | None,
+                      days: DateRange) -> UsageReport:
+    """A report read from the files: every session below the root (for the fork rule), then those in
+    `folders` (None: all of them)."""
+    files: list[FileUsage] = []
+    for path in _session_files_under(sessions_root):
+        usage = read_file_usage(path)
+        if usage is not None:
+            files.append(usage)
+    mark_copies(files)
+    if folders is not None:
+        wanted = {os.path.abspath(folder) for folder in folders}
+        files = [usage for usage in files if usage.directory in wanted]
+    return build_report(kind, files, days)

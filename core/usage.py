@@ -1,0 +1,398 @@
+"""Token usage and cost of assistant messages: one fact per message, fork copies, and the usage reports.
+
+Every assistant message the agent writes carries `provider`, `model` and `usage` (`input`, `output`,
+`cacheRead`, `cacheWrite`, `cost.total`). `usage_facts` turns parsed records into `UsageFact`s; the
+catalog indexer stores them, and `scan_usage` (the file-scan reference of `sessdex usage --catalog off`)
+reads them from the files. Both then share the rules below, so the two paths agree by construction:
+
+- a record is a fact when it is a `message` entry whose message is an assistant's with a `usage`
+  object, in a file with a valid header; figures that are not finite numbers count as zero (as in
+  `SessionSummary`); the provider and model default to "unknown";
+- a fact's time is its entry's ISO `timestamp`, else the message's epoch-ms `timestamp`; a message
+  with neither is left out of the reports (the agent always writes one);
+- days are the UTC day and the local day of that time (the local zone of the process computing them);
+  weeks start on Monday (local); months are the local day's `YYYY-MM`;
+- an entry a fork or branched session copied from its parent (the same entry id and timestamp as an
+  entry of a session its header's `parentSession` names, by session id or by file path) is counted
+  once, in the parent.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Literal, NamedTuple
+
+from sessdex.core.text import without_lone_surrogates
+
+ReportKind = Literal["daily", "weekly", "monthly", "session", "project", "model"]
+REPORT_KINDS: tuple[ReportKind, ...] = ("daily", "weekly", "monthly", "session", "project", "model")
+PERIOD_KINDS = ("daily", "weekly", "monthly")
+FIRST_MESSAGE_CHARS = 200  # the session report shows the start of a session's first message
+UNKNOWN = "unknown"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def _number(value: Any) -> float:
+    """A usage figure as a number; anything else (missing, bool, text, NaN, infinite) counts as zero."""
+    if type(value) is int:
+        return value
+    if type(value) is float and math.isfinite(value):
+        return value
+    return 0
+
+
+def _name(value: Any) -> str:
+    return without_lone_surrogates(value) if isinstance(value, str) and value else UNKNOWN
+
+
+def _text(value: Any) -> str | None:
+    return without_lone_surrogates(value) if isinstance(value, str) else None
+
+
+class UsageFact(NamedTuple):
+    """One assistant message's usage, with the keys that find it again in a fork's copy."""
+
+    entry_id: str | None
+    entry_timestamp: str | None  # the entry's timestamp as written (the copy key), None when absent
+    ts_ms: int
+    day_utc: str
+    day_local: str
+    week_local: str  # the Monday of day_local's week
+    provider: str
+    model: str
+    input_tokens: float
+    output_tokens: float
+    cache_read_tokens: float
+    cache_write_tokens: float
+    cost: float
+
+
+# The columns of a `usage_facts` row, in the order `catalog.index.usage_writer` binds them.
+USAGE_FACT_COLUMNS = ("file_id", "pending", "copied", *UsageFact._fields)
+
+
+def _epoch_ms(entry: dict[str, Any], message: dict[str, Any]) -> int | None:
+    """The entry's time in epoch ms: its ISO timestamp, else the message's epoch-ms timestamp."""
+    stamp = entry.get("timestamp")
+    if isinstance(stamp, str):
+        try:
+            parsed = datetime.fromisoformat(stamp)
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            return (parsed - _EPOCH) // _MILLISECOND  # exact, unlike float seconds
+    epoch_ms = message.get("timestamp")
+    if (type(epoch_ms) is int or type(epoch_ms) is float) and math.isfinite(epoch_ms) and abs(epoch_ms) < 1e15:
+        return math.floor(epoch_ms)
+    return None
+
+
+def day_keys(ts_ms: int) -> tuple[str, str, str]:
+    """(UTC day, local day, Monday of the local week) of an epoch-ms time, as YYYY-MM-DD."""
+    seconds = ts_ms / 1000
+    local = datetime.fromtimestamp(seconds).date()
+    monday = local - timedelta(days=local.weekday())
+    return (datetime.fromtimestamp(seconds, tz=UTC).date().isoformat(), local.isoformat(), monday.isoformat())
+
+
+def usage_fact(entry: Any) -> UsageFact | None:
+    """The fact of one parsed record, or None when it is not an assistant message with usage and a time."""
+    if type(entry) is not dict or entry.get("type") != "message":
+        return None
+    message = entry.get("message")
+    if type(message) is not dict or message.get("role") != "assistant":
+        return None
+    usage = message.get("usage")
+    if type(usage) is not dict:
+        return None
+    ts_ms = _epoch_ms(entry, message)
+    if ts_ms is None:
+        return None
+    try:
+        days = day_keys(ts_ms)
+    except (OverflowError, OSError, ValueError):
+        return None  # a time the platform cannot place in a calendar
+    cost = usage.get("cost")
+    return UsageFact(
+        _text(entry.get("id")), _text(entry.get("timestamp")), ts_ms, *days,
+        _name(message.get("provider")), _name(message.get("model")),
+        _number(usage.get("input")), _number(usage.get("output")), _number(usage.get("cacheRead")),
+        _number(usage.get("cacheWrite")), _number(cost.get("total")) if type(cost) is dict else 0)
+
+
+def usage_facts(values: Iterable[Any]) -> list[UsageFact]:
+    """The facts among parsed records (file order); the caller checks that the file's header is valid."""
+    facts = []
+    for value in values:
+        # The cheap test first: most records are not assistant messages with usage.
+        if type(value) is dict and value.get("type") == "message":
+            fact = usage_fact(value)
+            if fact is not None:
+                facts.append(fact)
+    return facts
+
+
+def copy_key(fact: UsageFact) -> tuple[str, str] | None:
+    """What identifies a fact across a fork: (entry id, timestamp as written); None without both."""
+    if fact.entry_id is None or fact.entry_timestamp is None:
+        return None
+    return fact.entry_id, fact.entry_timestamp
+
+
+# -- reports ----------------------------------------------------------------------------------------------
+# Plain classes rather than dataclasses: a report is on the fast path, and each dataclass costs its
+# definition half a millisecond at start-up.
+
+class UsageTotals:
+    """Summed figures of a report row (or of one model inside it)."""
+
+    __slots__ = ("input", "output", "cache_read", "cache_write", "cost", "messages", "sessions")
+
+    def __init__(self, input: float = 0, output: float = 0, cache_read: float = 0, cache_write: float = 0,
+                 cost: float = 0, messages: int = 0, sessions: int = 0) -> None:
+        self.input, self.output, self.cache_read, self.cache_write = input, output, cache_read, cache_write
+        self.cost, self.messages, self.sessions = cost, messages, sessions
+
+    def copy(self) -> UsageTotals:
+        """Another UsageTotals with the same figures."""
+        return UsageTotals(self.input, self.output, self.cache_read, self.cache_write, self.cost, self.messages,
+                           self.sessions)
+
+    @property
+    def total_tokens(self) -> float:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures with the JSON names of `sessdex usage --json`."""
+        return {"input": _plain(self.input), "output": _plain(self.output), "cacheRead": _plain(self.cache_read),
+                "cacheWrite": _plain(self.cache_write), "totalTokens": _plain(self.total_tokens), "cost": self.cost,
+                "messages": self.messages, "sessions": self.sessions}
+
+
+def _plain(value: float) -> float | int:
+    """Token counts are whole numbers in practice: print them as integers when they are."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+class UsageRow:
+    """One row of a report: its key (a period, a session, a project or a model), totals and per-model split.
+
+    `models` maps "provider/model" to that model's figures; `session` holds the session report's path, cwd
+    and title.
+    """
+
+    __slots__ = ("key", "totals", "models", "session")
+
+    def __init__(self, key: str, totals: UsageTotals, models: dict[str, UsageTotals] | None = None,
+                 session: dict[str, Any] | None = None) -> None:
+        self.key, self.totals, self.session = key, totals, session
+        self.models: dict[str, UsageTotals] = models if models is not None else {}
+
+    def to_json(self, kind: ReportKind, breakdown: bool) -> dict[str, Any]:
+        """The row as `sessdex usage --json` prints it."""
+        result: dict[str, Any] = {key_name(kind): self.key}
+        if self.session is not None:
+            result.update(self.session)
+        result.update(self.totals.to_json())
+        result["models"] = sorted(self.models)
+        if breakdown:
+            result["breakdown"] = [{"model": name, **figures.to_json()}
+                                   for name, figures in sorted(self.models.items(), key=_by_cost)]
+        return result
+
+
+def _by_cost(item: tuple[str, UsageTotals]) -> tuple[float, str]:
+    return -item[1].cost, item[0]
+
+
+def key_name(kind: ReportKind) -> str:
+    """The JSON field holding a row's key: `period` for daily/weekly/monthly, else the kind's name."""
+    return "period" if kind in PERIOD_KINDS else kind
+
+
+class UsageReport:
+    """A whole report: its rows in display order and the totals over all of them."""
+
+    __slots__ = ("kind", "rows", "totals")
+
+    def __init__(self, kind: ReportKind, rows: list[UsageRow], totals: UsageRow) -> None:
+        self.kind, self.rows, self.totals = kind, rows, totals
+
+    def to_json(self, breakdown: bool) -> dict[str, Any]:
+        """`{"report", "rows": [...], "totals": {...}}` as `sessdex usage --json` prints it."""
+        totals = self.totals.to_json(self.kind, breakdown)
+        totals.pop(key_name(self.kind))
+        return {"report": self.kind, "rows": [row.to_json(self.kind, breakdown) for row in self.rows],
+                "totals": totals}
+
+
+def order_rows(kind: ReportKind, rows: list[UsageRow]) -> list[UsageRow]:
+    """Periods oldest first; sessions, projects and models most expensive first (then by key)."""
+    if kind in PERIOD_KINDS:
+        return sorted(rows, key=lambda row: row.key)
+    return sorted(rows, key=lambda row: (-row.totals.cost, row.key))
+
+
+class DateRange:
+    """`--since` / `--until` as inclusive local days (YYYY-MM-DD); None is open-ended."""
+
+    __slots__ = ("since", "until")
+
+    def __init__(self, since: str | None = None, until: str | None = None) -> None:
+        self.since, self.until = since, until
+
+    def contains(self, day: str) -> bool:
+        return (self.since is None or day >= self.since) and (self.until is None or day <= self.until)
+
+
+def parse_day(text: str) -> str:
+    """A `--since`/`--until` value (YYYY-MM-DD or YYYYMMDD) as YYYY-MM-DD; ValueError when it is not a date."""
+    cleaned = text.strip()
+    if len(cleaned) == 8 and cleaned.isdigit():
+        cleaned = f"{cleaned[:4]}-{cleaned[4:6]}-{cleaned[6:]}"
+    return date.fromisoformat(cleaned).isoformat()
+
+
+def format_cost(cost: float) -> str:
+    """A cost in dollars for tables: `$0.00` to two decimals, `<$0.01` for a tiny non-zero amount."""
+    if 0 < cost < 0.005:
+        return "<$0.01"
+    return f"${cost:,.2f}"
+
+
+def format_tokens(tokens: float) -> str:
+    """A token count for tables: 950, 12.3k, 4.5M, 1.2B."""
+    for limit, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(tokens) >= limit:
+            return f"{tokens / limit:.1f}{suffix}"
+    return f"{tokens:.0f}"
+
+
+# -- the file-scan reference ------------------------------------------------------------------------------
+
+class FileUsage:
+    """One session file's facts, and what the reports and the fork rule need to know about the file."""
+
+    __slots__ = ("path", "directory", "session_id", "cwd", "title", "first_message", "parent_session", "facts",
+                 "copied")
+
+    def __init__(self, path: str, directory: str, session_id: str, cwd: str, title: str | None,
+                 first_message: str | None, parent_session: str | None, facts: list[UsageFact]) -> None:
+        self.path, self.directory, self.session_id, self.cwd, self.title = path, directory, session_id, cwd, title
+        self.first_message = first_message
+        self.parent_session, self.facts = parent_session, facts
+        self.copied: list[bool] = []  # per fact: copied from a parent session (see mark_copies)
+
+
+def read_file_usage(path: str) -> FileUsage | None:
+    """The facts of one session file read whole (lenient parse), or None without a valid header."""
+    from sessdex.core.jsonl import parse_jsonl
+    from sessdex.core.summary import SessionSummary
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    values = parse_jsonl(data).values
+    summary = SessionSummary()
+    summary.feed_all(values)
+    if not summary.header_valid or summary.session_id is None or summary.message_count == 0:
+        return None
+    key = os.path.abspath(path)
+    return FileUsage(key, os.path.dirname(key), summary.session_id, summary.cwd, summary.title,
+                     summary.first_message, summary.parent_session, usage_facts(values))
+
+
+def mark_copies(files: Sequence[FileUsage]) -> None:
+    """Set each file's `copied` flags: a fact is copied when a parent file (by session id or path) holds its key."""
+    by_reference: dict[str, list[FileUsage]] = {}
+    for usage in files:
+        by_reference.setdefault(usage.session_id, []).append(usage)
+        by_reference.setdefault(usage.path, []).append(usage)
+    for usage in files:
+        parents = [parent for parent in by_reference.get(usage.parent_session or "", ()) if parent is not usage]
+        keys = {copy_key(fact) for parent in parents for fact in parent.facts} - {None}
+        usage.copied = [copy_key(fact) in keys for fact in usage.facts]
+
+
+def counted_facts(usage: FileUsage) -> Iterator[UsageFact]:
+    """The facts of a file that it counts itself (not copies of its parent's)."""
+    for fact, copied in zip(usage.facts, usage.copied or [False] * len(usage.facts)):
+        if not copied:
+            yield fact
+
+
+def session_fields(path: str, cwd: str | None, title: str | None, first_message: str | None) -> dict[str, Any]:
+    """What the session report says of a session besides its id: path, cwd, title, start of the first message."""
+    return {"path": path, "cwd": cwd or "", "title": title,
+            "firstMessage": first_message[:FIRST_MESSAGE_CHARS] if first_message is not None else None}
+
+
+def row_key(kind: ReportKind, usage: FileUsage, fact: UsageFact) -> str:
+    """The report row a fact belongs to."""
+    if kind == "daily":
+        return fact.day_local
+    if kind == "weekly":
+        return fact.week_local
+    if kind == "monthly":
+        return fact.day_local[:7]
+    if kind == "session":
+        return usage.path
+    if kind == "project":
+        return usage.cwd
+    return f"{fact.provider}/{fact.model}"
+
+
+def build_report(kind: ReportKind, files: Iterable[FileUsage], days: DateRange | None = None) -> UsageReport:
+    """Sum the counted facts of `files` into a report's rows (the file-scan reference computation)."""
+    rows: dict[str, UsageRow] = {}
+    row_sessions: dict[str, set[str]] = {}
+    model_sessions: dict[tuple[str, str], set[str]] = {}
+    total = UsageRow("", UsageTotals())
+    total_sessions: set[str] = set()
+    total_model_sessions: dict[str, set[str]] = {}
+    for usage in files:
+        for fact in counted_facts(usage):
+            if days is not None and not days.contains(fact.day_local):
+                continue
+            key = row_key(kind, usage, fact)
+            model = f"{fact.provider}/{fact.model}"
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = UsageRow(key, UsageTotals())
+                if kind == "session":
+                    row.key = usage.session_id
+                    row.session = session_fields(usage.path, usage.cwd, usage.title, usage.first_message)
+            for target, figures_owner in ((row, key), (total, None)):
+                _add(target.totals, fact)
+                _add(target.models.setdefault(model, UsageTotals()), fact)
+                if figures_owner is None:
+                    total_sessions.add(usage.path)
+                    total_model_sessions.setdefault(model, set()).add(usage.path)
+                else:
+                    row_sessions.setdefault(key, set()).add(usage.path)
+                    model_sessions.setdefault((key, model), set()).add(usage.path)
+    for key, row in rows.items():
+        row.totals.sessions = len(row_sessions[key])
+        for model, figures in row.models.items():
+            figures.sessions = len(model_sessions[(key, model)])
+    total.totals.sessions = len(total_sessions)
+    for model, figures in total.models.items():
+        figures.sessions = len(total_model_sessions[model])
+    return UsageReport(kind, order_rows(kind, list(rows.values())), total)
+
+
+def _add(totals: UsageTotals, fact: UsageFact) -> None:
+    totals.input += fact.input_tokens
+    totals.output += fact.output_tokens
+    totals.cache_read += fact.cache_read_tokens
+    totals.cache_write += fact.cache_write_tokens
+    totals.cost += fact.cost
+    totals.messages += 1

@@ -1,0 +1,518 @@
+"""`sessdex usage`: every report's --json equals the sums this test computes from the JSONL files itself.
+
+The expected figures never go through sessdex: `expected_report` reads each file line by line with the
+stdlib json module, finds the header, the assistant messages with usage, the local day of each (with
+zoneinfo), drops an entry a fork copied from its parent (same id and timestamp as an entry of the
+session its header's `parentSession` names), and sums. The catalog (fresh, kept by a real `sessdex watch`
+process while files grow, and upgraded from revision 0001) and the file scan (`--catalog off`) must both
+give exactly those answers (costs to floating-point rounding).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from gen_corpus import generate_corpus
+
+from sessdex.catalog.index.reconcile import read_heartbeat
+from sessdex.catalog.store.location import resolve_location
+from tests.cli_support import run_cli
+
+REPO = Path(__file__).resolve().parents[2]
+ZONE = "Pacific/Auckland"  # far from UTC: local days differ from UTC days for half of each day
+NOW = 1_771_236_000.0  # 2026-02-16T10:00:00Z
+KINDS = ("daily", "weekly", "monthly", "session", "project", "model")
+FIGURES = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "messages", "sessions")
+
+
+# -- the independent reference ----------------------------------------------------------------------------
+
+def _records(path: Path) -> list[Any]:
+    records = []
+    for line in path.read_bytes().split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line, parse_constant=lambda name: 1 / 0))
+        except (ValueError, ZeroDivisionError):
+            continue
+    return records
+
+
+def _number(value: Any) -> float:
+    return value if type(value) in (int, float) and math.isfinite(value) else 0
+
+
+def _session_file(path: Path) -> dict[str, Any] | None:
+    records = _records(path)
+    if records and isinstance(records[0], dict) and records[0].get("type") == "title":
+        records = records[1:]
+    if not records or not isinstance(records[0], dict) or records[0].get("type") != "session" \
+            or not isinstance(records[0].get("id"), str):
+        return None
+    header, entries = records[0], records[1:]
+    if not any(isinstance(e, dict) and e.get("type") == "message" for e in entries):
+        return None
+    facts = []
+    zone = ZoneInfo(ZONE)
+    for entry in entries:
+        message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "message" else None
+        if not isinstance(message, dict) or message.get("role") != "assistant" or not isinstance(message.get("usage"), dict):
+            continue
+        usage = message["usage"]
+        when = datetime.fromisoformat(entry["timestamp"]).astimezone(zone).date()
+        cost = usage.get("cost")
+        facts.append({
+            "key": (entry.get("id"), entry.get("timestamp")), "day": when,
+            "model": f"{message.get('provider') or 'unknown'}/{message.get('model') or 'unknown'}",
+            "input": _number(usage.get("input")), "output": _number(usage.get("output")),
+            "cacheRead": _number(usage.get("cacheRead")), "cacheWrite": _number(usage.get("cacheWrite")),
+            "cost": _number(cost.get("total")) if isinstance(cost, dict) else 0})
+    cwd = header.get("cwd") if isinstance(header.get("cwd"), str) else ""
+    return {"path": str(path), "id": header["id"], "cwd": cwd, "parent": header.get("parentSession"),
+            "folder": str(path.parent), "facts": facts}
+
+
+def counted_files(sessions_root: Path) -> list[dict[str, Any]]:
+    """Every session file with its facts, copies of a parent's entries removed."""
+    files = [found for path in sorted(sessions_root.rglob("*.jsonl")) if (found := _session_file(path)) is not None]
+    every_key = {usage["path"]: {fact["key"] for fact in usage["facts"] if None not in fact["key"]} for usage in files}
+    for usage in files:
+        parents = [other for other in files if other is not usage and usage["parent"] in (other["id"], other["path"])]
+        keys = set().union(*(every_key[parent["path"]] for parent in parents))
+        usage["copied"] = sum(fact["key"] in keys for fact in usage["facts"])
+        usage["facts"] = [fact for fact in usage["facts"] if fact["key"] not in keys]
+    return files
+
+
+def _row_key(kind: str, usage: dict[str, Any], fact: dict[str, Any]) -> str:
+    day: date = fact["day"]
+    return {"daily": day.isoformat(), "weekly": (day - timedelta(days=day.weekday())).isoformat(),
+            "monthly": day.isoformat()[:7], "session": usage["path"], "project": usage["cwd"],
+            "model": fact["model"]}[kind]
+
+
+def _empty() -> dict[str, Any]:
+    return {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "cost": 0.0, "messages": 0, "sessions": set()}
+
+
+def _add(target: dict[str, Any], usage: dict[str, Any], fact: dict[str, Any]) -> None:
+    for name in ("input", "output", "cacheRead", "cacheWrite", "cost"):
+        target[name] += fact[name]
+    target["messages"] += 1
+    target["sessions"].add(usage["path"])
+
+
+def _finish(figures: dict[str, Any]) -> dict[str, Any]:
+    done = {**figures, "sessions": len(figures["sessions"])}
+    done["totalTokens"] = done["input"] + done["output"] + done["cacheRead"] + done["cacheWrite"]
+    return done
+
+
+def expected_report(files: list[dict[str, Any]], kind: str, folders: set[str] | None,
+                    since: str | None = None, until: str | None = None) -> dict[str, Any]:
+    """What `sessdex usage KIND --breakdown --json` must print, keyed by row (the session report by file path)."""
+    rows: dict[str, dict[str, Any]] = {}
+    total: dict[str, Any] = {"figures": _empty(), "models": {}}
+    for usage in files:
+        if folders is not None and usage["folder"] not in folders:
+            continue
+        for fact in usage["facts"]:
+            day = fact["day"].isoformat()
+            if (since and day < since) or (until and day > until):
+                continue
+            row = rows.setdefault(_row_key(kind, usage, fact), {"figures": _empty(), "models": {}, "usage": usage})
+            for target in (row, total):
+                _add(target["figures"], usage, fact)
+                _add(target["models"].setdefault(fact["model"], _empty()), usage, fact)
+    return {key: {**_finish(row["figures"]), "models": {name: _finish(f) for name, f in row["models"].items()}}
+            for key, row in [*rows.items(), ("TOTAL", total)]}
+
+
+def assert_report_matches(printed: dict[str, Any], expected: dict[str, Any], kind: str) -> None:
+    """The CLI's JSON report equals the expected sums, row by row and model by model, in the report's order."""
+    key_field = "period" if kind in ("daily", "weekly", "monthly") else kind
+    got = {(row["path"] if kind == "session" else row[key_field]): row for row in printed["rows"]}
+    got["TOTAL"] = printed["totals"]
+    assert set(got) == set(expected), kind
+    for key, want in expected.items():
+        row = got[key]
+        assert {name: row[name] for name in FIGURES} == {name: want[name] for name in FIGURES}, (kind, key)
+        assert math.isclose(row["cost"], want["cost"], rel_tol=1e-9, abs_tol=1e-9), (kind, key)
+        assert row["models"] == sorted(want["models"]), (kind, key)
+        split = {item["model"]: item for item in row["breakdown"]}
+        assert set(split) == set(want["models"])
+        for name, figures in want["models"].items():
+            assert {f: split[name][f] for f in FIGURES} == {f: figures[f] for f in FIGURES}, (kind, key, name)
+            assert math.isclose(split[name]["cost"], figures["cost"], rel_tol=1e-9, abs_tol=1e-9)
+    keys = [row[key_field] for row in printed["rows"]]
+    if kind in ("daily", "weekly", "monthly"):
+        assert keys == sorted(keys)
+    else:
+        costs = [row["cost"] for row in printed["rows"]]
+        assert costs == sorted(costs, reverse=True)
+
+
+# -- fixtures ----------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def local_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Run the test (and the processes it starts) in ZONE, so that local days are not UTC days."""
+    monkeypatch.setenv("TZ", ZONE)
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+class Agent:
+    """A generated agent dir with forks, its catalog file, and a project folder to run commands in."""
+
+    def __init__(self, root: Path) -> None:
+        self.home = root / "home"
+        self.agent = self.home / ".xcsh" / "agent"
+        self.manifest = generate_corpus(self.agent, sessions=45, projects=3, total_bytes=1_500_000, seed=7,
+                                        home=self.home, now=NOW, fork_rate=0.35)
+        self.catalog = root / "catalog.db"
+        valid = [s for s in self.manifest.sessions if not s.damaged and s.message_count]
+        by_cwd: dict[str, list[Any]] = {}
+        for session in valid:
+            by_cwd.setdefault(session.cwd, []).append(session)
+        self.project = Path(max(by_cwd, key=lambda cwd: len(by_cwd[cwd])))
+        self.project.mkdir(parents=True, exist_ok=True)
+        project = next(p for p in self.manifest.projects if p.cwd == str(self.project))
+        # The project's folders in both naming schemes (its sessions in the nested folder are not among them).
+        self.project_folders = {str(self.agent / "sessions" / name) for name in (project.documented_dir, project.agent_dir)}
+
+    @property
+    def sessions_root(self) -> Path:
+        return self.agent / "sessions"
+
+    def cli(self, *args: str, catalog: str | None = None) -> list[str]:
+        return ["--agent-dir", str(self.agent), "--catalog", catalog or str(self.catalog), *args]
+
+
+@pytest.fixture
+def agent(tmp_path: Path, local_zone: None, monkeypatch: pytest.MonkeyPatch) -> Agent:
+    made = Agent(tmp_path)
+    monkeypatch.chdir(made.project)
+    monkeypatch.setenv("HOME", str(made.home))
+    return made
+
+
+def _report(agent: Agent, capsys: pytest.CaptureFixture[str], kind: str, *extra: str,
+            catalog: str | None = None) -> dict[str, Any]:
+    result = run_cli(agent.cli("usage", kind, "--breakdown", "--json", *extra, catalog=catalog), capsys)
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+def _check_every_report(agent: Agent, capsys: pytest.CaptureFixture[str], catalog: str | None = None) -> None:
+    files = counted_files(agent.sessions_root)
+    for kind in KINDS:
+        assert_report_matches(_report(agent, capsys, kind, "--all", catalog=catalog),
+                              expected_report(files, kind, None), kind)
+        assert_report_matches(_report(agent, capsys, kind, catalog=catalog),
+                              expected_report(files, kind, agent.project_folders), kind)
+
+
+# -- tests -------------------------------------------------------------------------------------------------
+
+def test_the_corpus_has_forks_whose_copied_entries_the_reference_drops(agent: Agent) -> None:
+    files = counted_files(agent.sessions_root)
+    forks = [usage for usage in files if usage["parent"]]
+    assert any(usage["copied"] for usage in forks if usage["parent"].startswith("/"))  # branched: by path
+    assert any(usage["copied"] for usage in forks if not usage["parent"].startswith("/"))  # fork: by id
+    assert len({fact["model"] for usage in files for fact in usage["facts"]}) >= 4
+    assert len({fact["model"].split("/")[0] for usage in files for fact in usage["facts"]}) >= 3
+
+
+def test_every_report_from_the_catalog_and_from_the_files_equals_the_files_summed(agent: Agent, capsys) -> None:
+    _check_every_report(agent, capsys)
+    _check_every_report(agent, capsys, catalog="off")
+
+
+def test_since_and_until_keep_the_local_days_between(agent: Agent, capsys) -> None:
+    files = counted_files(agent.sessions_root)
+    days = sorted({fact["day"].isoformat() for usage in files for fact in usage["facts"]})
+    since, until = days[len(days) // 4], days[3 * len(days) // 4]
+    for catalog in (None, "off"):
+        for kind in ("daily", "session"):
+            printed = _report(agent, capsys, kind, "--all", "--since", since, "--until", until.replace("-", ""),
+                              catalog=catalog)
+            assert_report_matches(printed, expected_report(files, kind, None, since, until), kind)
+
+
+def test_bad_report_names_and_dates_are_usage_errors(agent: Agent, capsys) -> None:
+    for args in (("hourly",), ("--since", "yesterday"), ("--since", "2026-02-10", "--until", "2026-02-01")):
+        result = run_cli(agent.cli("usage", *args), capsys)
+        assert result.code == 2 and result.out == ""
+        assert result.err.count("\n") == 1 and "Traceback" not in result.err
+
+
+def test_the_table_has_a_total_row_and_bars_on_a_terminal_width(agent: Agent, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")
+    lines = run_cli(agent.cli("usage", "monthly", "--all"), capsys).out.splitlines()
+    assert lines[0].split()[:2] == ["MONTH", "MODELS"] and lines[-1].startswith("TOTAL")
+    assert any("█" in line for line in lines[1:-1]) and "█" not in lines[-1]
+    monkeypatch.delenv("COLUMNS")
+    piped = run_cli(agent.cli("usage", "monthly", "--all"), capsys).out
+    assert "█" not in piped and piped.splitlines()[-1].startswith("TOTAL")
+
+
+def test_list_json_carries_each_sessions_cost_and_tokens(agent: Agent, capsys) -> None:
+    by_path = {}
+    for path in agent.sessions_root.rglob("*.jsonl"):
+        found = _session_file(path)
+        if found is not None:  # the session's own totals: every assistant message in its file, copies included
+            records = [r for r in _records(path) if isinstance(r, dict) and r.get("type") == "message"
+                       and r["message"].get("role") == "assistant"]
+            by_path[str(path)] = (sum(r["message"]["usage"]["cost"]["total"] for r in records),
+                                  sum(r["message"]["usage"][k] for r in records
+                                      for k in ("input", "output", "cacheRead", "cacheWrite")))
+    for catalog in (None, "off"):
+        rows = json.loads(run_cli(agent.cli("list", "--all", "--json", catalog=catalog), capsys).out)
+        assert len(rows) == len(by_path)
+        for row in rows:
+            cost, tokens = by_path[row["path"]]
+            assert row["totalTokens"] == tokens and math.isclose(row["cost"], cost, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _same_report(one: Any, other: Any) -> bool:
+    """Equal reports, costs (summed in another order, so maybe not to the last bit) within rounding."""
+    if isinstance(one, dict) and isinstance(other, dict):
+        return one.keys() == other.keys() and all(
+            math.isclose(one[key], other[key], rel_tol=1e-9, abs_tol=1e-9) if key == "cost"
+            else _same_report(one[key], other[key]) for key in one)
+    if isinstance(one, list) and isinstance(other, list):
+        return len(one) == len(other) and all(_same_report(a, b) for a, b in zip(one, other))
+    return bool(one == other)
+
+
+def _downgrade_to_first_revision(catalog: Path) -> None:
+    from alembic import command
+
+    from sessdex.catalog.store.migrate import alembic_on
+
+    with alembic_on(resolve_location(catalog.parent, str(catalog))) as config:
+        command.downgrade(config, "0001")
+
+
+def test_a_catalog_at_revision_0001_upgrades_in_place_and_answers_as_a_fresh_one(agent: Agent, capsys) -> None:
+    import sqlite3
+
+    run_cli(agent.cli("index"), capsys)
+    _downgrade_to_first_revision(agent.catalog)  # the schema and rows an 0001 sessdex left: no usage tables
+    connection = sqlite3.connect(agent.catalog)
+    try:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == ("0001",)
+        assert not connection.execute("SELECT name FROM sqlite_master WHERE name LIKE 'usage%'").fetchall()
+        files_before = connection.execute("SELECT count(*) FROM session_files").fetchone()[0]
+    finally:
+        connection.close()
+    _check_every_report(agent, capsys)  # opening upgrades; the next freshness pass fills the usage tables
+    fresh = str(agent.catalog.with_name("fresh.db"))
+    for kind in KINDS:
+        assert _same_report(_report(agent, capsys, kind, "--all"), _report(agent, capsys, kind, "--all", catalog=fresh))
+    connection = sqlite3.connect(agent.catalog)
+    try:
+        assert connection.execute("SELECT count(*) FROM session_files").fetchone()[0] == files_before
+    finally:
+        connection.close()
+
+
+def _append(path: Path, records: list[dict[str, Any]], *, newline: bool = True) -> None:
+    data = b"\n".join(json.dumps(record).encode() for record in records) + (b"\n" if newline else b"")
+    with open(path, "ab") as handle:
+        handle.write(data)
+
+
+def _assistant(entry_id: str, stamp: str, provider: str, model: str, cost: float) -> dict[str, Any]:
+    return {"type": "message", "id": entry_id, "parentId": None, "timestamp": stamp,
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "appended"}], "provider": provider,
+                        "model": model, "usage": {"input": 1000, "output": 200, "cacheRead": 50, "cacheWrite": 7,
+                                                  "cost": {"total": cost}}}}
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the catalog did not catch up"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_reports_follow_appends_and_new_forks_while_sessdex_watch_runs(agent: Agent, capsys) -> None:
+    run_cli(agent.cli("index"), capsys)
+    env = {**os.environ, "TZ": ZONE}
+    watcher = subprocess.Popen([sys.executable, "-m", "sessdex.catalog", *agent.cli("watch")], cwd=REPO, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_until(lambda: read_heartbeat(resolve_location(agent.agent, str(agent.catalog))) is not None
+                    or watcher.poll() is not None)
+        assert watcher.poll() is None
+        files = counted_files(agent.sessions_root)
+        plain = next(usage for usage in files if not usage["parent"] and usage["folder"] in agent.project_folders)
+        fork = next(usage for usage in files if usage["parent"] and usage["parent"].startswith("/"))
+        parent_path = Path(fork["parent"])
+        parent = _records(parent_path)
+        # 1. a new assistant message in an ordinary session, the last line still without its newline;
+        _append(Path(plain["path"]), [_assistant("e0000001", "2026-02-16T09:30:00.000Z", "openai", "gpt-5", 0.5)],
+                newline=False)
+        # 2. the parent grows, and its branched fork copies that new entry too (counted once, in the parent);
+        grown = _assistant("e0000002", "2026-02-15T23:30:00.000Z", "anthropic", "claude-opus-4-1", 1.25)
+        _append(parent_path, [grown])
+        _append(Path(fork["path"]), [grown, _assistant("e0000003", "2026-02-16T01:00:00.000Z", "google",
+                                                       "gemini-2.5-pro", 0.75)])
+        # 3. a new fork of the parent (by id) copying every entry, then one of its own;
+        new_fork = Path(agent.sessions_root / Path(plain["path"]).parent.name / "2026-02-16T09-40-00-000Z_1fffffffffffffff.jsonl")
+        header = {"type": "session", "version": 3, "id": "1fffffffffffffff", "timestamp": "2026-02-16T09:40:00.000Z",
+                  "cwd": plain["cwd"], "parentSession": parent[0 if parent[0]["type"] == "session" else 1]["id"]}
+        entries = [record for record in _records(parent_path) if record.get("type") not in ("session", "title")]
+        _append(new_fork, [header, *entries, _assistant("e0000004", "2026-02-16T09:41:00.000Z", "openai",
+                                                        "gpt-5-mini", 0.125)])
+        # 4. the torn line of step 1 ends, and another message follows it.
+        with open(plain["path"], "ab") as handle:
+            handle.write(b"\n")
+        _append(Path(plain["path"]), [_assistant("e0000005", "2026-02-16T09:50:00.000Z", "openai", "gpt-5", 2.0)])
+
+        def caught_up() -> bool:
+            now = counted_files(agent.sessions_root)
+            try:
+                for kind in ("daily", "session", "model"):
+                    assert_report_matches(_report(agent, capsys, kind, "--all"), expected_report(now, kind, None), kind)
+                    assert_report_matches(_report(agent, capsys, kind), expected_report(now, kind, agent.project_folders),
+                                          kind)
+            except AssertionError:
+                return False
+            return True
+
+        _wait_until(caught_up)
+        now = counted_files(agent.sessions_root)
+        assert next(u for u in now if u["path"] == str(new_fork))["copied"] == len(
+            next(u for u in files if u["path"] == str(parent_path))["facts"]) + 1
+        _check_every_report(agent, capsys)
+        # The fast path (a real process) answers the same while the watcher keeps the catalog current.
+        fast = subprocess.run([sys.executable, "-c", "from sessdex.catalog.cli.entry import main; main()",
+                               *agent.cli("usage", "weekly", "--all", "--breakdown", "--json")], cwd=agent.project,
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert fast.returncode == 0, fast.stderr
+        assert_report_matches(json.loads(fast.stdout), expected_report(now, "weekly", None), "weekly")
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        try:
+            watcher.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+            watcher.communicate()
+
+
+def test_the_sqlalchemy_backend_runs_the_same_report_statements(agent: Agent, capsys) -> None:
+    from sessdex.catalog.queries.sessions import Catalog
+    from sessdex.core.paths import AgentPaths
+    from sessdex.core.usage import DateRange
+
+    run_cli(agent.cli("index"), capsys)
+    paths = AgentPaths(agent_dir=agent.agent, home=agent.home)
+    files = counted_files(agent.sessions_root)
+    location = resolve_location(agent.agent, str(agent.catalog))
+    with Catalog(paths, location, backend="sqlalchemy") as catalog:
+        for kind in KINDS:
+            for all_projects, folders in ((True, None), (False, agent.project_folders)):
+                report = catalog.usage_report(kind, agent.project, all_projects=all_projects, days=DateRange())
+                assert_report_matches(report.to_json(True), expected_report(files, kind, folders), kind)
+
+
+def test_control_characters_in_names_never_reach_the_table(tmp_path: Path, local_zone: None, capsys,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    agent_dir = tmp_path / "agent"
+    folder = agent_dir / "sessions" / "--p--"
+    folder.mkdir(parents=True)
+    evil = _assistant("e0000001", "2026-02-16T09:30:00.000Z", "evil\x1b[31m", "m\x07odel", 0.5)
+    _append(folder / "s.jsonl", [{"type": "session", "version": 3, "id": "abcdef0123456789",
+                                  "timestamp": "2026-02-16T09:00:00.000Z", "cwd": "/p\x1b]0;x\x07"}, evil])
+    monkeypatch.setenv("COLUMNS", "200")
+    for kind in KINDS:
+        for catalog in (str(tmp_path / "catalog.db"), "off"):
+            result = run_cli(["--agent-dir", str(agent_dir), "--catalog", catalog, "usage", kind, "--all",
+                              "--breakdown"], capsys)
+            assert result.code == 0 and "$0.50" in result.out
+            assert not any(char in result.out for char in "\x1b\x07"), (kind, result.out)
+
+
+def _session_costs(agent_dir: Path, capsys, catalog: str) -> dict[str, tuple[int, float]]:
+    printed = json.loads(run_cli(["--agent-dir", str(agent_dir), "--catalog", catalog, "usage", "session", "--all",
+                                  "--json"], capsys).out)
+    return {row["session"]: (row["messages"], round(row["cost"], 6)) for row in printed["rows"]}
+
+
+def test_a_fork_of_a_fork_counts_each_entry_once_whatever_the_order_files_arrive_in(
+        tmp_path: Path, local_zone: None, capsys) -> None:
+    agent_dir = tmp_path / "agent"
+    folder = agent_dir / "sessions" / "--p--"
+    folder.mkdir(parents=True)
+    catalog = str(tmp_path / "catalog.db")
+
+    def header(session_id: str, parent: str | None = None) -> dict[str, Any]:
+        return {"type": "session", "version": 3, "id": session_id, "timestamp": "2026-02-16T09:00:00.000Z",
+                "cwd": "/p", **({"parentSession": parent} if parent else {})}
+
+    own = {name: [_assistant(f"{name}000000{n}", f"2026-02-16T0{n}:00:00.000Z", "p", "m", cost)
+                  for n, cost in enumerate(costs)]
+           for name, costs in (("a", (1.0, 2.0)), ("b", (4.0,)), ("c", (8.0,)))}
+    grand, parent, child = folder / "g.jsonl", folder / "p.jsonl", folder / "c.jsonl"
+    _append(grand, [header("a000000000000001"), *own["a"]])
+    # The child is a branched session of the parent (named by path), which is a fork of the grandparent (by id).
+    _append(child, [header("c000000000000003", str(parent)), *own["a"], *own["b"], *own["c"]])
+    reference = _session_costs(agent_dir, capsys, "off")  # no parent file yet: the child counts what it holds
+    assert reference == {"a000000000000001": (2, 3.0), "c000000000000003": (4, 15.0)}
+    assert _session_costs(agent_dir, capsys, catalog) == reference
+
+    _append(parent, [header("b000000000000002", "a000000000000001"), *own["a"], *own["b"]])
+    expected = {"a000000000000001": (2, 3.0), "b000000000000002": (1, 4.0), "c000000000000003": (1, 8.0)}
+    assert _session_costs(agent_dir, capsys, "off") == expected
+    assert _session_costs(agent_dir, capsys, catalog) == expected  # the child was re-marked when its parent came
+
+    parent.unlink()  # the copies the child holds count in the child again, as a file scan counts them
+    assert _session_costs(agent_dir, capsys, catalog) == _session_costs(agent_dir, capsys, "off") == reference
+
+
+def test_sessions_indexed_from_outside_the_sessions_root_stay_out_of_every_projects_report(
+        tmp_path: Path, local_zone: None, capsys) -> None:
+    agent_dir, outside = tmp_path / "agent", tmp_path / "elsewhere"
+    (agent_dir / "sessions" / "--p--").mkdir(parents=True)
+    outside.mkdir()
+    for folder, session_id, cost in ((agent_dir / "sessions" / "--p--", "a000000000000001", 1.0),
+                                     (outside, "b000000000000002", 100.0)):
+        _append(folder / f"{session_id}.jsonl", [
+            {"type": "session", "version": 3, "id": session_id, "timestamp": "2026-02-16T09:00:00.000Z", "cwd": "/p"},
+            _assistant("e0000001", "2026-02-16T09:30:00.000Z", "p", "m", cost)])
+    catalog = str(tmp_path / "catalog.db")
+    listed = run_cli(["--agent-dir", str(agent_dir), "--catalog", catalog, "list", "--session-dir", str(outside)], capsys)
+    assert listed.code == 0 and "b0000000" in listed.out  # the outside session is in the catalog now
+    for kind in KINDS:
+        reports = [json.loads(run_cli(["--agent-dir", str(agent_dir), "--catalog", source, "usage", kind, "--all",
+                                       "--json"], capsys).out) for source in (catalog, "off")]
+        assert _same_report(*reports) and reports[0]["totals"]["cost"] == 1.0
+
+
+def test_the_session_report_names_each_session_alike_from_the_catalog_and_from_the_files(agent: Agent, capsys) -> None:
+    names = ("session", "path", "cwd", "title", "firstMessage")
+    for extra in ((), ("--since", "2000-01-01")):  # the sums kept ahead, and the rollup summed on demand
+        reports = [_report(agent, capsys, "session", "--all", *extra, catalog=catalog) for catalog in (None, "off")]
+        named = [{row["path"]: tuple(row[name] for name in names) for row in report["rows"]} for report in reports]
+        assert named[0] == named[1] and len(named[0]) > 20
+        assert all(first is None or len(first) <= 200 for _, _, _, _, first in named[0].values())
+        assert any(title is None and first for _, _, _, title, first in named[0].values())
