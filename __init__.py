@@ -6,8 +6,7 @@ The names below are the library's public API. They are loaded on first use (PEP 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing (and importlib) stay off the hot commands' imports (issue 12)
 
 __all__ = [
     "AgentPaths",
@@ -74,6 +73,8 @@ _SOURCES = {
 }
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from sessdex.catalog.history.storage import HistoryStorage
     from sessdex.catalog.queries.file_scan import FileScan
     from sessdex.catalog.queries.sessions import Catalog, open_catalog
@@ -118,6 +119,8 @@ def __getattr__(name: str) -> Any:
     module = _SOURCES.get(name)
     if module is None:
         raise AttributeError(f"module 'sessdex' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

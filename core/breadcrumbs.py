@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from sessdex.core.discovery import most_recent_session_in, project_session_dirs
 from sessdex.core.paths import AgentPaths
-from sessdex.core.runtime import current_tty_path
 
 # Environment variables naming the terminal, in priority order, with the prefix of their terminal id.
 TERMINAL_ENV_VARS: tuple[tuple[str, str], ...] = (
@@ -36,6 +36,16 @@ class _DetectTty:
 
 
 DETECT_TTY = _DetectTty()
+
+
+# Here rather than in core.runtime (which uses it too): importing the runtime's session machinery (threads,
+# asyncio, dataclasses) would cost every `sessdex continue` start (issue 12).
+def current_tty_path() -> str | None:
+    """The controlling terminal's device path, if stdin is a terminal."""
+    try:
+        return os.ttyname(sys.stdin.fileno()) if sys.stdin and sys.stdin.isatty() else None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _file_name_safe(text: str) -> str:

@@ -13,7 +13,6 @@ import os
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -191,14 +190,25 @@ def time_ago(mtime_ms: float, now_ms: float) -> str:
     return f"{local.month}/{local.day}/{local.year}"
 
 
-@dataclass
 class RecentSessionInfo:
     """A light recent-session record built from a file's first 4 KB; `name` and `time_ago` are lazy."""
 
-    path: Path
-    mtime: float
-    _summary: SessionSummary = field(repr=False)
-    _now_ms: float | None = field(default=None, repr=False)
+    def __init__(self, path: Path, mtime: float, _summary: SessionSummary, _now_ms: float | None = None) -> None:
+        self.path = path
+        self.mtime = mtime
+        self._summary = _summary
+        self._now_ms = _now_ms
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.path, self.mtime, self._summary, self._now_ms) == (  # type: ignore[attr-defined]
+            other.path, other.mtime, other._summary, other._now_ms)  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return f"RecentSessionInfo(path={self.path!r}, mtime={self.mtime!r})"
 
     @property
     def session_id(self) -> str | None:

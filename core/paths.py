@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
 
+# Plain classes and string tests here, no dataclasses, re or typing: every hot command imports this module
+# (issue 12's start-up budget, tests/catalog/test_fastpath.py).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from typing import Literal
+
+    ProjectDirNaming = Literal["documented", "agent"]
 
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 SESSION_SUFFIX = ".jsonl"
-_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
-ProjectDirNaming = Literal["documented", "agent"]
 
 
 def default_agent_dir() -> Path:
@@ -41,9 +42,14 @@ def _canonical(path: str | os.PathLike[str]) -> str:
     A Windows path recorded by an agent on another machine (`C:\\Users\\x`) is kept as it is.
     """
     text = os.fspath(path)
-    if _WINDOWS_DRIVE.match(text):
+    if _has_windows_drive(text):
         return text
     return os.path.realpath(os.path.abspath(text))
+
+
+def _has_windows_drive(text: str) -> bool:
+    """`C:\\…` or `C:/…`: an ASCII drive letter, a colon and a separator."""
+    return len(text) >= 3 and text[0].isascii() and text[0].isalpha() and text[1] == ":" and text[2] in "\\/"
 
 
 def _dashes(text: str) -> str:
@@ -73,14 +79,48 @@ def session_file_name(timestamp_iso: str, session_id: str) -> str:
     return f"{timestamp_iso.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
 
 
-@dataclass(frozen=True)
 class AgentPaths:
-    """The agent's directory layout, resolved once: every path sessdex reads or writes derives from here."""
+    """The agent's directory layout, resolved once: every path sessdex reads or writes derives from here.
 
+    Immutable, compared and hashed by its four fields (a frozen dataclass before; a plain class keeps
+    dataclasses and its imports off the hot commands).
+    """
+
+    __slots__ = ("agent_dir", "home", "tmp_dir", "naming")
     agent_dir: Path
-    home: Path = field(default_factory=lambda: Path(os.path.expanduser("~")))
-    tmp_dir: Path | None = None  # None: $TMPDIR or the system's, looked up when first needed
-    naming: ProjectDirNaming = "documented"
+    home: Path
+    tmp_dir: Path | None  # None: $TMPDIR or the system's, looked up when first needed
+    naming: ProjectDirNaming
+
+    def __init__(self, agent_dir: Path, home: Path | None = None, tmp_dir: Path | None = None,
+                 naming: ProjectDirNaming = "documented") -> None:
+        """The layout under `agent_dir`; `home` defaults to the user's home directory."""
+        set_field = object.__setattr__
+        set_field(self, "agent_dir", agent_dir)
+        set_field(self, "home", Path(os.path.expanduser("~")) if home is None else home)
+        set_field(self, "tmp_dir", tmp_dir)
+        set_field(self, "naming", naming)
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.agent_dir, self.home, self.tmp_dir, self.naming)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: AgentPaths is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: AgentPaths is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (f"AgentPaths(agent_dir={self.agent_dir!r}, home={self.home!r}, tmp_dir={self.tmp_dir!r}, "
+                f"naming={self.naming!r})")
 
     @classmethod
     def from_env(cls, agent_dir: str | os.PathLike[str] | None = None,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from typing import Any
 
 CURRENT_SESSION_VERSION = 3
 
@@ -23,13 +24,27 @@ def is_title_line(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") == "title"
 
 
-@dataclass
 class SessionRecords:
     """A session file split into its optional title line, its header and its entries (file order)."""
 
-    header: dict[str, Any]
-    entries: list[Any] = field(default_factory=list)
-    title_line: dict[str, Any] | None = None
+    __slots__ = ("header", "entries", "title_line")
+
+    def __init__(self, header: dict[str, Any], entries: list[Any] | None = None,
+                 title_line: dict[str, Any] | None = None) -> None:
+        self.header = header
+        self.entries: list[Any] = [] if entries is None else entries
+        self.title_line = title_line
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.header, self.entries, self.title_line) == (other.header, other.entries,  # type: ignore[attr-defined]
+                                                                other.title_line)  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return f"SessionRecords(header={self.header!r}, entries={self.entries!r}, title_line={self.title_line!r})"
 
     @property
     def title(self) -> str | None:

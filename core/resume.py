@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from sessdex.core.discovery import list_all_sessions, list_sessions, sanitize_display_name, truncate_name
 from sessdex.core.errors import (
@@ -26,7 +24,11 @@ from sessdex.core.errors import (
 from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import SessionInfo
 
-ResumeAction = Literal["open", "fork"]
+TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from typing import Literal
+
+    ResumeAction = Literal["open", "fork"]
 CANDIDATE_LABEL_CHARS = 60
 CANDIDATES_SHOWN = 20  # the error lists at most this many; `candidates` holds them all
 # (source session file, target cwd, session dir or None, paths) -> the new session file in the target project
@@ -35,13 +37,35 @@ ForkSession = Callable[[Path, str, "Path | None", AgentPaths], Path]
 FindSession = Callable[..., SessionInfo]
 
 
-@dataclass(frozen=True)
 class ResumeResult:
-    """What to resume: `path` is the file to open; for a fork it is the new copy and `session` the source."""
+    """What to resume: `path` is the file to open; for a fork it is the new copy and `session` the source.
 
+    Immutable and compared by its fields (a plain class, not a dataclass: `resume` is a hot command).
+    """
+
+    __slots__ = ("action", "path", "session")
     action: ResumeAction
     path: Path
-    session: SessionInfo | None = None
+    session: SessionInfo | None
+
+    def __init__(self, action: ResumeAction, path: Path, session: SessionInfo | None = None) -> None:
+        object.__setattr__(self, "action", action)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "session", session)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: ResumeResult is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.action, self.path, self.session) == (other.action, other.path, other.session)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.action, self.path, self.session))
+
+    def __repr__(self) -> str:
+        return f"ResumeResult(action={self.action!r}, path={self.path!r}, session={self.session!r})"
 
 
 def is_path_like(value: str) -> bool:

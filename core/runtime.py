@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -12,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
+from sessdex.core.breadcrumbs import current_tty_path
 from sessdex.core.paths import AgentPaths
 from sessdex.core.storage import FileSessionStorage, SessionStorage
 
@@ -75,14 +75,6 @@ def ms_from_iso(text: str) -> int | None:
     try:
         return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
     except (ValueError, AttributeError, TypeError):
-        return None
-
-
-def current_tty_path() -> str | None:
-    """The controlling terminal's device path, if stdin is a terminal."""
-    try:
-        return os.ttyname(sys.stdin.fileno()) if sys.stdin and sys.stdin.isatty() else None
-    except (OSError, ValueError, AttributeError):
         return None
 
 

@@ -17,13 +17,15 @@ Field rules, as the specification and the recorded agent give them:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from sessdex.core.records import is_session_header, is_title_line
+
+TYPE_CHECKING = False  # no typing (nor dataclasses) on the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 NO_MESSAGES = "(no messages)"
 STATE_VERSION = 1
@@ -295,10 +297,15 @@ class SessionSummary:
         return self._cost_total
 
 
-@dataclass(frozen=True)
 class SessionInfo:
-    """One session as `list()`/`list_all()` report it (S10); dates are timezone-aware UTC."""
+    """One session as `list()`/`list_all()` report it (S10); dates are timezone-aware UTC.
 
+    Immutable, compared, hashed and shown by its fields in this order (a frozen dataclass before; a
+    plain class keeps dataclasses and its imports off the hot commands).
+    """
+
+    __slots__ = ("path", "id", "cwd", "title", "message_count", "first_message", "all_messages_text", "created",
+                 "modified", "parent_session", "cost", "total_tokens")
     path: Path
     id: str
     cwd: str
@@ -308,9 +315,51 @@ class SessionInfo:
     all_messages_text: str
     created: datetime
     modified: datetime
-    parent_session: str | None = None
-    cost: float = 0  # the file's summed usage.cost.total (every assistant message in it, copies included)
-    total_tokens: float = 0  # the file's summed input + output + cacheRead + cacheWrite tokens
+    parent_session: str | None
+    cost: float  # the file's summed usage.cost.total (every assistant message in it, copies included)
+    total_tokens: float  # the file's summed input + output + cacheRead + cacheWrite tokens
+
+    def __init__(self, path: Path, id: str, cwd: str, title: str | None, message_count: int,
+                 first_message: str, all_messages_text: str, created: datetime, modified: datetime,
+                 parent_session: str | None = None, cost: float = 0, total_tokens: float = 0) -> None:
+        set_field = object.__setattr__
+        set_field(self, "path", path)
+        set_field(self, "id", id)
+        set_field(self, "cwd", cwd)
+        set_field(self, "title", title)
+        set_field(self, "message_count", message_count)
+        set_field(self, "first_message", first_message)
+        set_field(self, "all_messages_text", all_messages_text)
+        set_field(self, "created", created)
+        set_field(self, "modified", modified)
+        set_field(self, "parent_session", parent_session)
+        set_field(self, "cost", cost)
+        set_field(self, "total_tokens", total_tokens)
+
+    def fields(self) -> dict[str, Any]:
+        """Every field by name, in order (what `dataclasses.asdict` gave)."""
+        return {name: getattr(self, name) for name in SessionInfo.__slots__}
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in SessionInfo.__slots__)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: SessionInfo is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: SessionInfo is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in SessionInfo.__slots__)
+        return f"{self.__class__.__qualname__}({shown})"
 
     def to_agent_json(self) -> dict[str, Any]:
         """The agent's SessionInfo shape (camelCase keys, `title` only when set, dates as datetimes)."""

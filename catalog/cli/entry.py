@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
 
 from sessdex.catalog.cli.errors import run_reporting_errors
+
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import NoReturn
 
 NO_FASTPATH_ENV = "SESSDEX_NO_FASTPATH"
 

@@ -21,13 +21,15 @@ without a value, a repeated option, a value click would reject, a catalog to cre
 commands' bodies and output are the click commands' own (`sessdex.catalog.cli.session_commands`).
 """
 
-# No `from __future__ import annotations` here: typing.NamedTuple compiles string annotations one by one,
-# which costs every `sessdex` start (this module is always imported) more than evaluating them.
-import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from __future__ import annotations
 
+import os
+from collections import namedtuple
+
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sessdex.catalog.queries.source import SessionSource
 
 # click answers shell-completion requests itself when this is set (its `_<PROG>_COMPLETE` convention).
@@ -52,16 +54,19 @@ LIMITED_COMMANDS = ("recent", "search", "history search")
 WORD_COMMANDS = ("search", "history search")
 
 
-class CommandLine(NamedTuple):
+class CommandLine(namedtuple("CommandLine", "command agent_dir catalog flags value limit options",
+                             defaults=(None, None, ()))):
     """One parsed invocation in a shape the fast path answers."""
 
-    command: str
-    agent_dir: str | None
-    catalog: str | None
-    flags: frozenset[str]
-    value: str | None = None  # resume's VALUE, usage's REPORT, the words of search and history search (joined)
-    limit: int | None = None  # -n of recent, search and history search
-    options: tuple[tuple[str, str], ...] = ()  # (option, value) of COMMAND_VALUE_OPTIONS
+    __slots__ = ()
+    # fields:
+    #   command: str
+    #   agent_dir: str | None
+    #   catalog: str | None
+    #   flags: frozenset[str]
+    #   value: str | None = None  (resume's VALUE, usage's REPORT, the words of search and history search, joined)
+    #   limit: int | None = None  (-n of recent, search and history search)
+    #   options: tuple[tuple[str, str], ...] = ()  ((option, value) of COMMAND_VALUE_OPTIONS)
 
 
 def _positive_count(text: str) -> int | None:
@@ -190,7 +195,7 @@ def run_fast(args: Sequence[str]) -> int | None:
     if line.command == "search":
         return _run_search(line, source)
 
-    def open_source() -> "SessionSource":
+    def open_source() -> SessionSource:
         return source
 
     if line.command == "usage":
@@ -214,7 +219,7 @@ def run_fast(args: Sequence[str]) -> int | None:
         return commands.run_continue(open_source, paths, as_json=as_json, session_dir=None)
 
 
-def _run_search(line: CommandLine, source: "SessionSource") -> int | None:
+def _run_search(line: CommandLine, source: SessionSource) -> int | None:
     """`search` on a current SQLite catalog; None (for click, which reports it) for anything else."""
     from sessdex.catalog.cli.search_commands import DEFAULT_SEARCH_COUNT, run_search
     from sessdex.catalog.queries.sessions import Catalog

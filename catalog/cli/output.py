@@ -7,19 +7,19 @@ both print through these functions, so the two produce the same bytes by constru
 from __future__ import annotations
 
 import codecs
-import json
 import os
 import re
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
 
 from sessdex.catalog.tui.width import ELLIPSIS, display_width, fit
 
+TYPE_CHECKING = False  # typing, dataclasses and json stay off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
     from sessdex.core.discovery import RecentSessionInfo
     from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
@@ -60,6 +60,8 @@ def _ascii_only(stream: Any) -> bool:
 
 def echo_json(value: Any) -> None:
     """Print `value` as indented JSON, non-ASCII characters kept."""
+    import json  # only --json output needs it
+
     echo(json.dumps(value, ensure_ascii=False, indent=2))
 
 
@@ -106,13 +108,15 @@ def output_width() -> int | None:
     return None
 
 
-@dataclass(frozen=True)
 class Column:
     """A table column: its header, whether it shrinks to fit the width, and its alignment."""
 
-    header: str
-    flexible: bool = False  # flexible columns share what the fixed ones leave of the width
-    align_right: bool = False
+    __slots__ = ("header", "flexible", "align_right")
+
+    def __init__(self, header: str, flexible: bool = False, align_right: bool = False) -> None:
+        self.header = header
+        self.flexible = flexible  # flexible columns share what the fixed ones leave of the width
+        self.align_right = align_right
 
 
 def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None) -> str:

@@ -8,18 +8,19 @@ drops escape sequences when stdout is not a terminal, exactly as click.echo did.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
 from sessdex.catalog.cli.output import echo, iso_utc, output_width
 from sessdex.catalog.tui.width import char_width
 
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from typing import Any
+
     from sessdex.catalog.history.search import HistoryEntry
     from sessdex.catalog.queries.sessions import Catalog, SearchHit
 
@@ -62,6 +63,8 @@ def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str
              "messages); matches in message text may be missing until `sessdex index` or `sessdex watch` "
              "completes it", err=True)
     if as_json:
+        import json  # only --json needs it
+
         echo(json.dumps([hit_json(hit) for hit in hits], ensure_ascii=False, indent=2))
         return 0
     if not hits:

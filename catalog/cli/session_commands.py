@@ -15,7 +15,6 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sessdex.catalog.cli.output import (
     echo,
@@ -30,6 +29,7 @@ from sessdex.catalog.cli.output import (
 )
 from sessdex.core.errors import UsageError
 
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from sessdex.catalog.queries.source import SessionSource
     from sessdex.core.paths import AgentPaths

@@ -26,11 +26,14 @@ from __future__ import annotations
 import heapq
 import re
 import sqlite3
+from collections import namedtuple
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
 
 from sessdex.core.text import without_lone_surrogates
+
+TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from typing import Any
 
 Row = tuple[int, str, int, "str | None"]
 _COLUMNS = "id, prompt, created_at, cwd"
@@ -84,16 +87,48 @@ def clamp_limit(limit: int) -> int:
     return max(0, min(int(limit), _MAX_SQL_LIMIT))
 
 
-@dataclass(frozen=True, slots=True)
 class HistoryEntry:
-    """One stored prompt; a search hit also carries a one-line snippet and the highlighted spans in it."""
+    """One stored prompt; a search hit also carries a one-line snippet and the highlighted spans in it.
 
+    Immutable, compared, hashed and shown by its fields (a plain class, not a dataclass: `history search`
+    is a hot command).
+    """
+
+    __slots__ = ("id", "prompt", "created_at", "cwd", "snippet", "highlights")
     id: int
     prompt: str
     created_at: int
     cwd: str | None
-    snippet: str | None = None
-    highlights: tuple[tuple[int, int], ...] = ()
+    snippet: str | None
+    highlights: tuple[tuple[int, int], ...]
+
+    def __init__(self, id: int, prompt: str, created_at: int, cwd: str | None, snippet: str | None = None,
+                 highlights: tuple[tuple[int, int], ...] = ()) -> None:
+        set_field = object.__setattr__
+        set_field(self, "id", id)
+        set_field(self, "prompt", prompt)
+        set_field(self, "created_at", created_at)
+        set_field(self, "cwd", cwd)
+        set_field(self, "snippet", snippet)
+        set_field(self, "highlights", highlights)
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.id, self.prompt, self.created_at, self.cwd, self.snippet, self.highlights)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: HistoryEntry is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return (f"HistoryEntry(id={self.id!r}, prompt={self.prompt!r}, created_at={self.created_at!r}, "
+                f"cwd={self.cwd!r}, snippet={self.snippet!r}, highlights={self.highlights!r})")
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (what `--json` prints)."""
@@ -197,13 +232,14 @@ class _TermTests:
         return all(starts_a_word(term, lowered) for term in self.terms)
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
+class _Plan(namedtuple("_Plan", "index_terms checked_terms seconds")):
     """How phase 2 runs: which terms the index MATCH gets, which are tested per row, and its estimated cost."""
 
-    index_terms: list[str]
-    checked_terms: list[str]
-    seconds: float
+    __slots__ = ()
+    # fields:
+    #   index_terms: list[str]
+    #   checked_terms: list[str]
+    #   seconds: float
 
 
 class _IndexSearch:

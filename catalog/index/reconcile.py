@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 import stat as stat_module
 import time
+from collections import namedtuple
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
 
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.location import CatalogLocation
@@ -30,11 +30,13 @@ HEARTBEAT_MAX_AGE_SECONDS = 2.0
 StatKey = tuple[int, int, int, int]
 
 
-class Scope(NamedTuple):
+class Scope(namedtuple("Scope", "directories root", defaults=((), None))):
     """Which files a query depends on: some folders (their files only) and/or a root (everything below it)."""
 
-    directories: tuple[str, ...] = ()
-    root: str | None = None
+    __slots__ = ()
+    # fields:
+    #   directories: tuple[str, ...] = ()
+    #   root: str | None = None
 
     @classmethod
     def of(cls, directories: Iterable[str | os.PathLike[str]] = (), root: str | os.PathLike[str] | None = None) -> Scope:
@@ -45,13 +47,15 @@ class Scope(NamedTuple):
         return [*self.directories, *([self.root] if self.root is not None else [])]
 
 
-class ReconcileReport(NamedTuple):
+class ReconcileReport(namedtuple("ReconcileReport", "scanned changed vanished skipped_for_watcher", defaults=(0, [], [], False))):
     """What a freshness pass found (and handed to the indexer)."""
 
-    scanned: int = 0
-    changed: list[str] = []
-    vanished: list[str] = []
-    skipped_for_watcher: bool = False
+    __slots__ = ()
+    # fields:
+    #   scanned: int = 0
+    #   changed: list[str] = []
+    #   vanished: list[str] = []
+    #   skipped_for_watcher: bool = False
 
     @property
     def up_to_date(self) -> bool:
@@ -171,11 +175,13 @@ def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str
 
 # -- the watcher's heartbeat ---------------------------------------------------------------------------
 
-class Heartbeat(NamedTuple):
+class Heartbeat(namedtuple("Heartbeat", "pid root")):
     """What a running watcher publishes next to the catalog: its pid and the root it watches."""
 
-    pid: int
-    root: str
+    __slots__ = ()
+    # fields:
+    #   pid: int
+    #   root: str
 
 
 def read_heartbeat(location: CatalogLocation, *, max_age: float = HEARTBEAT_MAX_AGE_SECONDS,

@@ -9,25 +9,25 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, overload
 
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.db import current_sqlite_catalog
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import CatalogError
 
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from typing import Literal, overload
+
     from sessdex.catalog.queries.source import SessionSource
 
+    @overload
+    def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,
+                            only_if_ready: Literal[False] = False) -> SessionSource: ...
 
-@overload
-def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,
-                        only_if_ready: Literal[False] = False) -> SessionSource: ...
-
-
-@overload
-def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,
-                        only_if_ready: bool) -> SessionSource | None: ...
+    @overload
+    def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,
+                            only_if_ready: bool) -> SessionSource | None: ...
 
 
 def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,

@@ -10,14 +10,13 @@ is loaded from the catalog only when read, so a listing never pulls every messag
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
 import time
+from collections import namedtuple
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
 from sessdex.catalog.store import fts
@@ -30,7 +29,10 @@ from sessdex.core.errors import CatalogError
 from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import NO_MESSAGES, SessionInfo, SessionSummary, datetime_from_ms, parse_iso_timestamp
 
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from typing import Any
+
     from sessdex.catalog.queries.source import PickerRow
     from sessdex.core.usage import DateRange, ReportKind, UsageReport
 
@@ -66,6 +68,12 @@ class CatalogSessionInfo(SessionInfo):
     all_messages_text = _LazyMessagesText()
 
 
+def _json_loads(text: str) -> Any:
+    import json  # only `recent` reads stored JSON: the other hot commands skip the import
+
+    return json.loads(text)
+
+
 def _newest_first_key(row: Any) -> tuple[float, str]:
     # The file scan sorts on (-mtime in ms as a float, path); the same key gives the same order and ties.
     return (-(row["mtime_ns"] / 1_000_000), row["path"])
@@ -82,13 +90,15 @@ def _id_range(prefix: str) -> dict[str, str]:
     return {"id_lo": prefix, "id_hi": prefix + ID_PREFIX_CEILING}
 
 
-class SearchHit(NamedTuple):
+class SearchHit(namedtuple("SearchHit", "session field snippet score")):
     """One session matching a search, with where it matched and a highlighted snippet."""
 
-    session: SessionInfo
-    field: str  # "title", "first_message" or "message"
-    snippet: str
-    score: float
+    __slots__ = ()
+    # fields:
+    #   session: SessionInfo
+    #   field: str
+    #   snippet: str
+    #   score: float
 
 
 def fts_query(text: str) -> str | None:
@@ -275,7 +285,7 @@ class Catalog:
             rows += self._database().fetchall("recent_in_directories", params)
         rows.sort(key=_newest_first_key)
         return [RecentSessionInfo(Path(row["path"]), row["mtime_ns"] / 1_000_000,
-                                  SessionSummary.from_state(json.loads(row["prefix_state"])), now_ms)
+                                  SessionSummary.from_state(_json_loads(row["prefix_state"])), now_ms)
                 for row in rows[:limit]]
 
     def most_recent_session_in(self, directories: Iterable[str | os.PathLike[str]]) -> Path | None:

@@ -19,7 +19,6 @@ import errno
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
 
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION, SQL
@@ -30,6 +29,12 @@ from sessdex.catalog.store.location import (
     create_catalog_engine,
 )
 from sessdex.core.errors import CatalogError
+
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # the seam is a typing.Protocol for the type checker, a plain base class at run time
 
 # -- the seam ------------------------------------------------------------------------------------------
 

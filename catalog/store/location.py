@@ -7,11 +7,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections import namedtuple
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from sessdex.core.errors import CatalogError
+
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 CATALOG_ENV = "SESSDEX_CATALOG"
 CATALOG_OFF = "off"  # `--catalog off`: list/recent/resume/continue read the files directly
@@ -21,12 +25,14 @@ MMAP_BYTES = 256 * 1024 * 1024
 _SQLITE_URL_PREFIXES = ("sqlite://", "sqlite+pysqlite://")
 
 
-class CatalogLocation(NamedTuple):
+class CatalogLocation(namedtuple("CatalogLocation", "url sqlite_path lock_dir")):
     """A catalog database: its SQLAlchemy URL and, for a SQLite file, the file's path."""
 
-    url: str
-    sqlite_path: Path | None
-    lock_dir: Path
+    __slots__ = ()
+    # fields:
+    #   url: str
+    #   sqlite_path: Path | None
+    #   lock_dir: Path
 
     @property
     def display(self) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -52,7 +51,7 @@ def append_bytes(path: Path, data: bytes) -> None:
 
 def session_fields(info: Any) -> dict[str, Any]:
     """Every field of a SessionInfo (all_messages_text included) plus its concrete values, for comparison."""
-    return dataclasses.asdict(info)
+    return info.fields()
 
 
 def recent_fields(item: Any) -> dict[str, Any]:
