@@ -147,8 +147,9 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
     return "\n".join(lines)
 
 
-def _short_cwd(cwd: str) -> str:
-    home = os.path.expanduser("~").rstrip("/")
+def _short_cwd(cwd: str, home: str | None = None) -> str:
+    """`cwd` with the home folder (`home`, else looked up: pass it when shortening many) written as `~`."""
+    home = (os.path.expanduser("~") if home is None else home).rstrip("/")
     if home and (cwd == home or cwd.startswith(home + "/")):
         return "~" + cwd[len(home):]
     return cwd
@@ -169,8 +170,9 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
 
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     prefix = id_prefix_length([info.id for info in sessions])
+    home = os.path.expanduser("~")  # once: each lookup decodes the whole environment's mapping entry again
     rows = [[info.id[:prefix], time_ago(info.modified.timestamp() * 1000, now_ms), str(info.message_count),
-             format_cost(info.cost), format_tokens(info.total_tokens), session_label(info), _short_cwd(info.cwd)]
+             format_cost(info.cost), format_tokens(info.total_tokens), session_label(info), _short_cwd(info.cwd, home)]
             for info in sessions]
     columns = [Column("ID"), Column("MODIFIED"), Column("MSGS", align_right=True), Column("COST", align_right=True),
                Column("TOKENS", align_right=True), Column("TITLE", flexible=True), Column("CWD", flexible=True)]
