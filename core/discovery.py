@@ -10,15 +10,17 @@ full-id lookup of `--resume` uses that, S16).
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import cached_property
-from pathlib import Path
 
-from sessdex.core.paths import SESSION_SUFFIX, AgentPaths, session_file_entries
+from sessdex.core.paths import SESSION_SUFFIX, AgentPaths, as_path, session_file_entries
 from sessdex.core.summary import SessionInfo, SessionSummary, session_info
+
+TYPE_CHECKING = False  # pathlib stays off the hot commands' imports (issue 12): Paths are made by as_path
+if TYPE_CHECKING:
+    from pathlib import Path
 
 RECENT_PREFIX_BYTES = 4096
 DEFAULT_RECENT_LIMIT = 3
@@ -26,8 +28,9 @@ MIN_ID_PREFIX = 8  # listings show at least this many characters of a session id
 NAME_MAX_CHARS = 40
 ELLIPSIS = "…"
 
-_LINE_BREAK = re.compile(r"[\r\n\u2028\u2029]")
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_LINE_BREAKS = "\r\n\u2028\u2029"
+# C0, DEL and C1 control characters -> a space (str.translate: no `re` on the hot commands, issue 12).
+_CONTROL_TO_SPACE = {code: " " for code in [*range(0x20), *range(0x7f, 0xa0)]}
 
 
 # -- shared file-level helpers -------------------------------------------------------------------
@@ -46,7 +49,7 @@ def session_files(directory: str | os.PathLike[str], *, recursive: bool = False)
     found: list[tuple[Path, float]] = []
     for entry in session_file_entries(directory, recursive=recursive):
         try:
-            found.append((Path(entry.path), _mtime_ms(entry.stat())))
+            found.append((as_path(entry.path), _mtime_ms(entry.stat())))
         except OSError:
             continue
     return found
@@ -77,7 +80,7 @@ def summarize_bytes(data: bytes) -> tuple[SessionSummary, str]:
 
 def read_session_info(path: str | os.PathLike[str], modified_ms: float | None = None) -> SessionInfo | None:
     """The SessionInfo of one file read whole, or None when it is unreadable or has no valid header."""
-    path = Path(path)
+    path = as_path(path)
     if modified_ms is None:
         try:
             modified_ms = _mtime_ms(path.stat())
@@ -107,7 +110,7 @@ def project_session_dirs(cwd: str | os.PathLike[str], session_dir: str | os.Path
                          paths: AgentPaths) -> list[Path]:
     """The folders a project's sessions are read from: `session_dir` alone, else both naming schemes."""
     if session_dir is not None:
-        return [Path(session_dir)]
+        return [as_path(session_dir)]
     return paths.project_session_dirs(cwd)
 
 
@@ -163,8 +166,10 @@ def id_prefix_length(ids: Sequence[str]) -> int:
 
 def sanitize_display_name(text: str) -> str:
     """A one-line display form: trimmed, first line only, control characters turned into spaces."""
-    first_line = _LINE_BREAK.split(text.strip(), maxsplit=1)[0]
-    return _CONTROL_CHARS.sub(" ", first_line).strip()
+    first_line = text.strip()
+    for line_break in _LINE_BREAKS:
+        first_line = first_line.split(line_break, 1)[0]
+    return first_line.translate(_CONTROL_TO_SPACE).strip()
 
 
 def truncate_name(name: str, max_chars: int = NAME_MAX_CHARS) -> str:
@@ -193,8 +198,9 @@ def time_ago(mtime_ms: float, now_ms: float) -> str:
 class RecentSessionInfo:
     """A light recent-session record built from a file's first 4 KB; `name` and `time_ago` are lazy."""
 
-    def __init__(self, path: Path, mtime: float, _summary: SessionSummary, _now_ms: float | None = None) -> None:
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str], mtime: float, _summary: SessionSummary,
+                 _now_ms: float | None = None) -> None:
+        self._path = path  # a Path on first read of `path`: `sessdex recent` prints without pathlib
         self.mtime = mtime
         self._summary = _summary
         self._now_ms = _now_ms
@@ -211,6 +217,12 @@ class RecentSessionInfo:
         return f"RecentSessionInfo(path={self.path!r}, mtime={self.mtime!r})"
 
     @property
+    def path(self) -> Path:
+        if isinstance(self._path, str):
+            self._path = as_path(self._path)
+        return self._path  # type: ignore[return-value]
+
+    @property
     def session_id(self) -> str | None:
         """The header id read from the prefix."""
         return self._summary.session_id
@@ -219,12 +231,16 @@ class RecentSessionInfo:
     def full_name(self) -> str:
         """title -> first user prompt -> header id -> file name, the first that is non-empty once cleaned."""
         candidates = (self._summary.header_title, self._summary.first_message, self._summary.session_id,
-                      self.path.name.removesuffix(SESSION_SUFFIX))
+                      self._file_name.removesuffix(SESSION_SUFFIX))
         for candidate in candidates:
             cleaned = sanitize_display_name(candidate) if candidate else ""
             if cleaned:
                 return cleaned
-        return self.path.name
+        return self._file_name
+
+    @property
+    def _file_name(self) -> str:
+        return os.path.basename(os.fspath(self._path))
 
     @property
     def name(self) -> str:
@@ -240,7 +256,7 @@ class RecentSessionInfo:
     def to_agent_json(self) -> dict[str, object]:
         """The agent's RecentSessionInfo shape: path, mtime (epoch ms), fullName, name, timeAgo."""
         mtime: float | int = int(self.mtime) if self.mtime.is_integer() else self.mtime
-        return {"path": str(self.path), "mtime": mtime, "fullName": self.full_name,
+        return {"path": os.fspath(self._path), "mtime": mtime, "fullName": self.full_name,
                 "name": self.name, "timeAgo": self.time_ago}
 
 

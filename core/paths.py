@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-# Plain classes and string tests here, no dataclasses, re or typing: every hot command imports this module
-# (issue 12's start-up budget, tests/catalog/test_fastpath.py).
+# Plain classes and string operations here, no dataclasses, re, typing or pathlib: every hot command imports
+# this module (issue 12's start-up budget, tests/catalog/test_fastpath.py). The Path values of the API are
+# made on first use.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
     from typing import Literal
 
     ProjectDirNaming = Literal["documented", "agent"]
@@ -18,22 +19,38 @@ AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 SESSION_SUFFIX = ".jsonl"
 
 
-def default_agent_dir() -> Path:
-    """The agent dir: `$PI_CODING_AGENT_DIR` when set, else `~/.xcsh/agent`."""
+def as_path(value: str | os.PathLike[str]) -> Path:
+    """`value` as a Path, pathlib imported only now (it, re and urllib.parse would cost every hot command)."""
+    from pathlib import Path
+
+    return value if isinstance(value, Path) else Path(value)
+
+
+def default_agent_dir_text() -> str:
+    """The agent dir as a string: `$PI_CODING_AGENT_DIR` when set, else `~/.xcsh/agent`."""
     configured = os.environ.get(AGENT_DIR_ENV)
     if configured:
-        return Path(configured).expanduser()
-    return Path(os.path.expanduser("~")) / ".xcsh" / "agent"
+        return os.path.expanduser(configured)
+    return os.path.join(os.path.expanduser("~"), ".xcsh", "agent")
+
+
+def default_agent_dir() -> Path:
+    """The agent dir: `$PI_CODING_AGENT_DIR` when set, else `~/.xcsh/agent`."""
+    return as_path(default_agent_dir_text())
+
+
+def _default_tmp_dir_text() -> str:
+    for variable in ("TMPDIR", "TMP", "TEMP"):
+        configured = os.environ.get(variable)
+        if configured:
+            return configured
+    return "/tmp"
 
 
 def default_tmp_dir() -> Path:
     """The temporary directory the agent names `-tmp…` projects after: $TMPDIR, $TMP, $TEMP, else /tmp
     (what the agent's runtime reports), read at call time."""
-    for variable in ("TMPDIR", "TMP", "TEMP"):
-        configured = os.environ.get(variable)
-        if configured:
-            return Path(configured)
-    return Path("/tmp")
+    return as_path(_default_tmp_dir_text())
 
 
 def _canonical(path: str | os.PathLike[str]) -> str:
@@ -82,24 +99,46 @@ def session_file_name(timestamp_iso: str, session_id: str) -> str:
 class AgentPaths:
     """The agent's directory layout, resolved once: every path sessdex reads or writes derives from here.
 
-    Immutable, compared and hashed by its four fields (a frozen dataclass before; a plain class keeps
-    dataclasses and its imports off the hot commands).
+    `agent_dir`, `home` and `tmp_dir` are Paths (made on first read when given as strings); the `*_text`
+    twins are the same places as strings, for the hot commands, which never import pathlib. Immutable,
+    compared and hashed by its four fields.
     """
 
-    __slots__ = ("agent_dir", "home", "tmp_dir", "naming")
-    agent_dir: Path
-    home: Path
-    tmp_dir: Path | None  # None: $TMPDIR or the system's, looked up when first needed
+    __slots__ = ("_agent_dir", "_home", "_tmp_dir", "naming")
     naming: ProjectDirNaming
 
-    def __init__(self, agent_dir: Path, home: Path | None = None, tmp_dir: Path | None = None,
-                 naming: ProjectDirNaming = "documented") -> None:
-        """The layout under `agent_dir`; `home` defaults to the user's home directory."""
+    def __init__(self, agent_dir: str | os.PathLike[str], home: str | os.PathLike[str] | None = None,
+                 tmp_dir: str | os.PathLike[str] | None = None, naming: ProjectDirNaming = "documented") -> None:
+        """The layout under `agent_dir`; `home` defaults to the user's home directory; `tmp_dir` None:
+        $TMPDIR or the system's, looked up when first needed."""
         set_field = object.__setattr__
-        set_field(self, "agent_dir", agent_dir)
-        set_field(self, "home", Path(os.path.expanduser("~")) if home is None else home)
-        set_field(self, "tmp_dir", tmp_dir)
+        set_field(self, "_agent_dir", agent_dir)
+        set_field(self, "_home", os.path.expanduser("~") if home is None else home)
+        set_field(self, "_tmp_dir", tmp_dir)
         set_field(self, "naming", naming)
+
+    def _path_of(self, field: str) -> Path:
+        value = getattr(self, field)
+        if isinstance(value, str) or not hasattr(value, "joinpath"):
+            value = as_path(value)
+            object.__setattr__(self, field, value)
+        return value
+
+    @property
+    def agent_dir(self) -> Path:
+        return self._path_of("_agent_dir")
+
+    @property
+    def home(self) -> Path:
+        return self._path_of("_home")
+
+    @property
+    def tmp_dir(self) -> Path | None:
+        return None if self._tmp_dir is None else self._path_of("_tmp_dir")
+
+    @property
+    def agent_dir_text(self) -> str:
+        return os.fspath(self._agent_dir)
 
     def _fields(self) -> tuple[object, ...]:
         return (self.agent_dir, self.home, self.tmp_dir, self.naming)
@@ -127,14 +166,18 @@ class AgentPaths:
                  naming: ProjectDirNaming = "documented") -> AgentPaths:
         """Layout for the current environment (HOME, TMPDIR, PI_CODING_AGENT_DIR), read at call time."""
         return cls(
-            agent_dir=Path(agent_dir).expanduser() if agent_dir else default_agent_dir(),
-            home=Path(os.path.expanduser("~")),
+            agent_dir=os.path.expanduser(os.fspath(agent_dir)) if agent_dir else default_agent_dir_text(),
+            home=os.path.expanduser("~"),
             naming=naming,
         )
 
     @property
     def sessions_root(self) -> Path:
         return self.agent_dir / "sessions"
+
+    @property
+    def sessions_root_text(self) -> str:
+        return os.path.join(self.agent_dir_text, "sessions")
 
     @property
     def blobs_dir(self) -> Path:
@@ -148,21 +191,29 @@ class AgentPaths:
     def history_db(self) -> Path:
         return self.agent_dir / "history.db"
 
+    def _tmp_dir_text(self) -> str:
+        return _default_tmp_dir_text() if self._tmp_dir is None else os.fspath(self._tmp_dir)
+
     def project_dir_name(self, cwd: str | os.PathLike[str]) -> str:
         """The directory name this layout writes a project's sessions into."""
         if self.naming == "agent":
-            return agent_project_dir_name(cwd, self.home, self.tmp_dir or default_tmp_dir())
+            return agent_project_dir_name(cwd, self._home, self._tmp_dir_text())
         return documented_project_dir_name(cwd)
 
     def project_session_dir(self, cwd: str | os.PathLike[str]) -> Path:
         """Where new sessions of the project at `cwd` are written."""
         return self.sessions_root / self.project_dir_name(cwd)
 
+    def project_session_folders(self, cwd: str | os.PathLike[str]) -> list[str]:
+        """Every directory that may hold the project's sessions, as strings: both naming schemes, writing one first."""
+        names = [self.project_dir_name(cwd), documented_project_dir_name(cwd),
+                 agent_project_dir_name(cwd, self._home, self._tmp_dir_text())]
+        root = self.sessions_root_text
+        return [os.path.join(root, name) for name in dict.fromkeys(names)]
+
     def project_session_dirs(self, cwd: str | os.PathLike[str]) -> list[Path]:
         """Every directory that may hold the project's sessions: both naming schemes, writing one first."""
-        names = [self.project_dir_name(cwd), documented_project_dir_name(cwd),
-                 agent_project_dir_name(cwd, self.home, self.tmp_dir or default_tmp_dir())]
-        return [self.sessions_root / name for name in dict.fromkeys(names)]
+        return [as_path(folder) for folder in self.project_session_folders(cwd)]
 
 
 def session_file_entries(directory: str | os.PathLike[str], *, recursive: bool = False,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from sessdex.core.discovery import list_all_sessions, list_sessions, sanitize_display_name, truncate_name
 from sessdex.core.errors import (
@@ -21,20 +20,21 @@ from sessdex.core.errors import (
     SessionNotFoundError,
     UsageError,
 )
-from sessdex.core.paths import AgentPaths
+from sessdex.core.paths import AgentPaths, as_path
 from sessdex.core.summary import SessionInfo
 
 TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Literal
 
     ResumeAction = Literal["open", "fork"]
+    # (source session file, target cwd, session dir or None, paths) -> the new session file in the target project
+    ForkSession = Callable[[Path, str, Path | None, AgentPaths], Path]
+    # (value, cwd, session dir or None, *, paths) -> the one matching session; the catalog provides another one
+    FindSession = Callable[..., SessionInfo]
 CANDIDATE_LABEL_CHARS = 60
 CANDIDATES_SHOWN = 20  # the error lists at most this many; `candidates` holds them all
-# (source session file, target cwd, session dir or None, paths) -> the new session file in the target project
-ForkSession = Callable[[Path, str, "Path | None", AgentPaths], Path]
-# (value, cwd, session dir or None, *, paths) -> the one matching session; the catalog provides another one
-FindSession = Callable[..., SessionInfo]
 
 
 class ResumeResult:
@@ -43,15 +43,25 @@ class ResumeResult:
     Immutable and compared by its fields (a plain class, not a dataclass: `resume` is a hot command).
     """
 
-    __slots__ = ("action", "path", "session")
+    __slots__ = ("action", "_path", "session")
     action: ResumeAction
-    path: Path
     session: SessionInfo | None
 
-    def __init__(self, action: ResumeAction, path: Path, session: SessionInfo | None = None) -> None:
+    def __init__(self, action: ResumeAction, path: str | os.PathLike[str], session: SessionInfo | None = None) -> None:
         object.__setattr__(self, "action", action)
-        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "_path", path)
         object.__setattr__(self, "session", session)
+
+    @property
+    def path(self) -> Path:
+        """The file, as a Path (made on first read: `sessdex resume` prints `path_text` without pathlib)."""
+        if isinstance(self._path, str):
+            object.__setattr__(self, "_path", as_path(self._path))
+        return self._path  # type: ignore[return-value]
+
+    @property
+    def path_text(self) -> str:
+        return os.fspath(self._path)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"cannot assign to field {name!r}: ResumeResult is immutable")
@@ -134,7 +144,7 @@ def fork_with_session_manager(source: Path, cwd: str, session_dir: Path | None, 
         manager.close()
     if forked is None:
         raise PersistenceError(f"forking {source} produced no session file")
-    return Path(forked)
+    return as_path(forked)
 
 
 def resolve_resume(value: str, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
@@ -151,11 +161,11 @@ def resolve_resume(value: str, cwd: str | os.PathLike[str], session_dir: str | o
         raise UsageError("--resume needs a session id prefix or a session file path")
     cwd = os.path.abspath(os.fspath(cwd))
     if is_path_like(value):
-        return ResumeResult("open", Path(os.path.abspath(os.path.join(cwd, os.path.expanduser(value)))))
+        return ResumeResult("open", os.path.abspath(os.path.join(cwd, os.path.expanduser(value))))
     info = (find_session or find_session_by_id)(value, cwd, session_dir, paths=paths)
     if not info.cwd or _same_directory(info.cwd, cwd):
-        return ResumeResult("open", info.path, info)
+        return ResumeResult("open", info.path_text, info)
     if not confirm_fork(info):
         raise SessionInOtherProjectError(f'Session "{value}" is in another project ({info.cwd})')
-    target_dir = Path(session_dir) if session_dir is not None else None
+    target_dir = as_path(session_dir) if session_dir is not None else None
     return ResumeResult("fork", fork_session(info.path, cwd, target_dir, paths), info)

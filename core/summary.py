@@ -17,14 +17,16 @@ Field rules, as the specification and the recorded agent give them:
 from __future__ import annotations
 
 import math
+import os
 from datetime import UTC, datetime
-from pathlib import Path
 
+from sessdex.core.paths import as_path
 from sessdex.core.records import is_session_header, is_title_line
 
 TYPE_CHECKING = False  # no typing (nor dataclasses) on the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
     from typing import Any
 
 NO_MESSAGES = "(no messages)"
@@ -336,6 +338,11 @@ class SessionInfo:
         set_field(self, "cost", cost)
         set_field(self, "total_tokens", total_tokens)
 
+    @property
+    def path_text(self) -> str:
+        """`path` as a string."""
+        return os.fspath(self.path)
+
     def fields(self) -> dict[str, Any]:
         """Every field by name, in order (what `dataclasses.asdict` gave)."""
         return {name: getattr(self, name) for name in SessionInfo.__slots__}
@@ -404,7 +411,7 @@ def session_info(path: Path, summary: SessionSummary, all_messages_text: str, mo
         raise ValueError(f"{path} has no valid session header")
     modified = datetime_from_ms(modified_ms)
     return SessionInfo(
-        path=Path(path),
+        path=as_path(path),
         id=summary.session_id,
         cwd=summary.cwd,
         title=summary.title,

@@ -184,7 +184,7 @@ def run_fast(args: Sequence[str]) -> int | None:
     if settings.agent_dir is not None and os.path.isfile(settings.agent_dir):
         return None  # click.Path(file_okay=False) rejects it, with click's message
     if line.command == "history search":
-        return _run_history_search(line, str(settings.paths.agent_dir))
+        return _run_history_search(line, settings.paths.agent_dir_text)
     paths = settings.paths
 
     from sessdex.catalog.queries.open_source import open_session_source

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 
 LABEL_MAX_CHARS = 200  # titles and first messages are cut here before any width is measured
 # The escape sequences click.echo removes from text written to a non-terminal (click's own pattern).
-_ANSI_SEQUENCE = re.compile(r"\033\[[0-?]*[ -/]*[@-~]")
+_ANSI_SEQUENCE = r"\033\[[0-?]*[ -/]*[@-~]"
 
 
 def echo(text: str, *, err: bool = False) -> None:
@@ -40,7 +39,9 @@ def echo(text: str, *, err: bool = False) -> None:
         return
     line = text + "\n"
     if "\033" in line and not stream.isatty():
-        line = _ANSI_SEQUENCE.sub("", line)
+        import re  # only text holding an escape character needs it
+
+        line = re.sub(_ANSI_SEQUENCE, "", line)
     if _ascii_only(stream) and hasattr(stream, "buffer"):
         # click's recovery for a stream set to ASCII (PYTHONIOENCODING=ascii): UTF-8 bytes, errors replaced.
         stream.flush()
@@ -73,7 +74,7 @@ def iso_utc(moment: datetime) -> str:
 
 def session_json(info: SessionInfo) -> dict[str, Any]:
     """A session for `--json` output, with the agent's field names and ISO-8601 UTC dates."""
-    return {"id": info.id, "path": str(info.path), "cwd": info.cwd, "title": info.title,
+    return {"id": info.id, "path": info.path_text, "cwd": info.cwd, "title": info.title,
             "messageCount": info.message_count, "firstMessage": info.first_message,
             "created": iso_utc(info.created), "modified": iso_utc(info.modified),
             "cost": info.cost, "totalTokens": whole(info.total_tokens)}
@@ -91,7 +92,7 @@ def recent_json(item: RecentSessionInfo) -> dict[str, Any]:
 
 def resume_json(result: ResumeResult) -> dict[str, Any]:
     """A `resume --json` answer: what to do (open / fork), the file, and the session when one was looked up."""
-    return {"action": result.action, "path": str(result.path),
+    return {"action": result.action, "path": result.path_text,
             "session": session_json(result.session) if result.session is not None else None}
 
 

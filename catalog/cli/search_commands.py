@@ -39,7 +39,7 @@ _ELLIPSIS = "…"
 def hit_json(hit: SearchHit) -> dict[str, Any]:
     """A search hit for `--json`: the session's fields plus where it matched and the snippet."""
     info = hit.session
-    return {"id": info.id, "path": str(info.path), "cwd": info.cwd, "title": info.title,
+    return {"id": info.id, "path": info.path_text, "cwd": info.cwd, "title": info.title,
             "firstMessage": info.first_message, "messageCount": info.message_count,
             "modified": iso_utc(info.modified), "field": hit.field, "snippet": hit.snippet}
 

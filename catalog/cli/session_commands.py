@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from sessdex.catalog.cli.output import (
     echo,
@@ -31,6 +30,8 @@ from sessdex.core.errors import UsageError
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from sessdex.catalog.queries.source import SessionSource
     from sessdex.core.paths import AgentPaths
     from sessdex.core.summary import SessionInfo
@@ -58,10 +59,9 @@ def run_list(open_source: SourceOpener, *, all_projects: bool, as_json: bool, se
 def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, as_json: bool,
                session_dir: Path | None) -> int:
     """`sessdex recent`: the project's most recently changed sessions, newest first."""
-    from sessdex.core.discovery import project_session_dirs
-
+    folders = [os.fspath(session_dir)] if session_dir is not None else paths.project_session_folders(os.getcwd())
     with open_source() as source:
-        recent = source.recent_sessions_in(project_session_dirs(os.getcwd(), session_dir, paths), limit)
+        recent = source.recent_sessions_in(folders, limit)
     if as_json:
         echo_json([recent_json(item) for item in recent])
     elif not recent:
@@ -106,14 +106,14 @@ def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, 
     with open_source() as source:
         result = resolve_resume(value, os.getcwd(), session_dir, paths=paths, confirm_fork=_fork_confirmation(assume),
                                 find_session=lambda v, c, d, *, paths: source.find_session_by_id(v, c, d))
-    if result.action == "open" and not result.path.is_file():
-        echo(f"{result.path} does not exist yet: opening it starts a new session there.", err=True)
+    if result.action == "open" and not os.path.isfile(result.path_text):
+        echo(f"{result.path_text} does not exist yet: opening it starts a new session there.", err=True)
     if result.action == "fork" and result.session is not None:
-        echo(f"Forked {result.session.id} from {result.session.cwd} into {result.path}", err=True)
+        echo(f"Forked {result.session.id} from {result.session.cwd} into {result.path_text}", err=True)
     if as_json:
         echo_json(resume_json(result))
     else:
-        echo(str(result.path))
+        echo(result.path_text)
     return 0
 
 

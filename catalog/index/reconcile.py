@@ -187,7 +187,7 @@ class Heartbeat(namedtuple("Heartbeat", "pid root")):
 def read_heartbeat(location: CatalogLocation, *, max_age: float = HEARTBEAT_MAX_AGE_SECONDS,
                    now: float | None = None) -> Heartbeat | None:
     """The heartbeat of a live watcher of this catalog, or None when there is none or it went quiet."""
-    path = location.watcher_path
+    path = location.sidecar_file(".watcher")  # a string: the hot commands never import pathlib
     try:
         age = (time.time() if now is None else now) - os.stat(path).st_mtime
         if age > max_age:

@@ -44,7 +44,7 @@ def open_session_source(settings: Settings, *, warn: Callable[[str], None] | Non
     if only_if_ready:
         try:
             location = settings.location()
-            database = current_sqlite_catalog(location) if location.sqlite_path is not None else None
+            database = current_sqlite_catalog(location) if location.sqlite_file is not None else None
         except (CatalogError, sqlite3.DatabaseError, OSError):
             return None
         return Catalog(settings.paths, location, database=database) if database is not None else None

@@ -11,12 +11,10 @@ is loaded from the catalog only when read, so a listing never pulls every messag
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import time
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
 from sessdex.catalog.store import fts
@@ -26,11 +24,12 @@ from sessdex.catalog.store.location import CatalogLocation, resolve_location
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
 from sessdex.core.errors import CatalogError
-from sessdex.core.paths import AgentPaths
+from sessdex.core.paths import AgentPaths, as_path
 from sessdex.core.summary import NO_MESSAGES, SessionInfo, SessionSummary, datetime_from_ms, parse_iso_timestamp
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from sessdex.catalog.queries.source import PickerRow
@@ -40,7 +39,8 @@ ID_PREFIX_CEILING = "\U0010ffff"
 SEARCH_SESSION_LIMIT = 20
 # How long a search may spend completing the message-text index of a first index before it answers.
 SEARCH_FILL_SECONDS = 1.0
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Control characters -> spaces (str.translate: no `re` on the hot commands, issue 12).
+_CONTROL_TO_SPACE = {code: " " for code in [*range(0x20), 0x7f]}
 # Snippets are marked with private-use characters, then given the caller's markers: a title that itself
 # holds "[" cannot be mistaken for a match.
 _MATCH_OPEN, _MATCH_CLOSE = "\ue000", "\ue001"
@@ -70,8 +70,8 @@ class _LazyPath:
         if info is None:
             return self
         path = info.__dict__["_path"]
-        if not isinstance(path, Path):
-            path = info.__dict__["_path"] = Path(path)
+        if isinstance(path, str):
+            path = info.__dict__["_path"] = as_path(path)
         return path
 
     def __set__(self, info: Any, value: str | os.PathLike[str]) -> None:
@@ -83,6 +83,11 @@ class CatalogSessionInfo(SessionInfo):
 
     path = _LazyPath()
     all_messages_text = _LazyMessagesText()
+
+    @property
+    def path_text(self) -> str:
+        """`path` as a string, without making the Path."""
+        return os.fspath(self.__dict__["_path"])
 
 
 def _json_loads(text: str) -> Any:
@@ -124,7 +129,9 @@ def fts_query(text: str) -> str | None:
     None when the text holds nothing searchable (only punctuation or spaces).
     """
     # FTS5 reads the query as a C string: a NUL would end it inside a quote, so control characters separate words.
-    words = [word for word in _CONTROL.sub(" ", text).split() if re.search(r"\w", word)]
+    # A word holding a word character (what `\w` matches: alphanumerics and the underscore).
+    words = [word for word in text.translate(_CONTROL_TO_SPACE).split()
+             if any(char.isalnum() or char == "_" for char in word)]
     if not words:
         return None
     return " ".join('"' + word.replace('"', '""') + '"*' for word in words)
@@ -162,7 +169,7 @@ class Catalog:
         """`fresh` replaces the freshness pass run before every answer (default: ensure_fresh by stat);
         `database` is the catalog at `location` already opened (default: open it, creating or upgrading it)."""
         self.paths = paths
-        self.location = location or resolve_location(paths.agent_dir)
+        self.location = location or resolve_location(paths.agent_dir_text)
         self._backend = backend
         self._fresh = fresh
         self.db: CatalogDatabase | None = database if database is not None else open_database(self.location,
@@ -199,7 +206,7 @@ class Catalog:
 
     @property
     def sessions_root(self) -> str:
-        return os.path.abspath(self.paths.sessions_root)
+        return os.path.abspath(self.paths.sessions_root_text)
 
     # -- rows -> values ---------------------------------------------------------------------------------
 
@@ -235,7 +242,7 @@ class Catalog:
 
     def project_dirs(self, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None) -> list[str]:
         """The folders `list(cwd, session_dir)` reads (as core.discovery.project_session_dirs), absolute."""
-        folders = [session_dir] if session_dir is not None else self.paths.project_session_dirs(cwd)
+        folders = [session_dir] if session_dir is not None else self.paths.project_session_folders(cwd)
         return list(dict.fromkeys(os.path.abspath(os.fspath(folder)) for folder in folders))
 
     def list_sessions(self, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
@@ -301,7 +308,7 @@ class Catalog:
             params = {**_scope_params(folders[start:start + 3]), "limit": limit, "offset": 0}
             rows += self._database().fetchall("recent_in_directories", params)
         rows.sort(key=_newest_first_key)
-        return [RecentSessionInfo(Path(row["path"]), row["mtime_ns"] / 1_000_000,
+        return [RecentSessionInfo(row["path"], row["mtime_ns"] / 1_000_000,
                                   SessionSummary.from_state(_json_loads(row["prefix_state"])), now_ms)
                 for row in rows[:limit]]
 

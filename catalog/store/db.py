@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION, SQL
@@ -29,9 +29,11 @@ from sessdex.catalog.store.location import (
     create_catalog_engine,
 )
 from sessdex.core.errors import CatalogError
+from sessdex.core.paths import as_path
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any, Protocol
 else:
     Protocol = object  # the seam is a typing.Protocol for the type checker, a plain base class at run time
@@ -85,12 +87,12 @@ class CatalogDatabase(Protocol):
         """Close every connection."""
 
 
-def _uri_path(path: Path) -> str:
+def _uri_path(path: str | os.PathLike[str]) -> str:
     # The characters a SQLite URI filename must escape (urllib.parse would cost the hot path an import).
-    return str(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return os.fspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
 
 
-def connect_sqlite(path: Path, *, readonly: bool) -> sqlite3.Connection:
+def connect_sqlite(path: str | os.PathLike[str], *, readonly: bool) -> sqlite3.Connection:
     """A stdlib connection to the catalog file with busy_timeout (and, read-write, WAL + foreign keys)."""
     mode = "ro" if readonly else "rwc"
     connection = sqlite3.connect(f"file:{_uri_path(path)}?mode={mode}", uri=True,
@@ -119,9 +121,9 @@ class SqliteCatalog:
     dialect = "sqlite"
 
     def __init__(self, location: CatalogLocation) -> None:
-        assert location.sqlite_path is not None
+        assert location.sqlite_file is not None
         self.location = location
-        self._path = location.sqlite_path
+        self._path = location.sqlite_file
         self._reader = connect_sqlite(self._path, readonly=True)
         self._writer: sqlite3.Connection | None = None
 
@@ -310,7 +312,7 @@ def _revision(connection: sqlite3.Connection) -> str | None:
 
 def current_sqlite_catalog(location: CatalogLocation) -> SqliteCatalog | None:
     """The catalog opened on the fast path when its file exists at the current revision, else None."""
-    if location.sqlite_path is None or not location.sqlite_path.exists():
+    if location.sqlite_file is None or not os.path.exists(location.sqlite_file):
         return None
     catalog = SqliteCatalog(location)
     try:
@@ -364,7 +366,7 @@ def remove_catalog_files(location: CatalogLocation) -> list[Path]:
         raise CatalogError("only a SQLite catalog file can be removed and rebuilt; drop the tables yourself")
     removed = []
     for suffix in ("", "-wal", "-shm"):
-        target = Path(f"{location.sqlite_path}{suffix}")
+        target = as_path(f"{location.sqlite_file}{suffix}")
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
             removed.append(target)

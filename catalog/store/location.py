@@ -8,13 +8,14 @@ import contextlib
 import fcntl
 import os
 from collections import namedtuple
-from pathlib import Path
 
 from sessdex.core.errors import CatalogError
+from sessdex.core.paths import as_path
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
     from typing import Any
 
 CATALOG_ENV = "SESSDEX_CATALOG"
@@ -25,23 +26,44 @@ MMAP_BYTES = 256 * 1024 * 1024
 _SQLITE_URL_PREFIXES = ("sqlite://", "sqlite+pysqlite://")
 
 
-class CatalogLocation(namedtuple("CatalogLocation", "url sqlite_path lock_dir")):
-    """A catalog database: its SQLAlchemy URL and, for a SQLite file, the file's path."""
+class CatalogLocation(namedtuple("CatalogLocation", "url sqlite_file lock_folder")):
+    """A catalog database: its SQLAlchemy URL and, for a SQLite file, the file's path.
+
+    The places are held as strings and given as Paths on first read (`sqlite_path`, `lock_dir`, the
+    sidecars); the `*_file` / `*_folder` strings serve the hot commands, which never import pathlib.
+    """
 
     __slots__ = ()
     # fields:
     #   url: str
-    #   sqlite_path: Path | None
-    #   lock_dir: Path
+    #   sqlite_file: str | None (absolute)
+    #   lock_folder: str (absolute)
+
+    def __new__(cls, url: str, sqlite_path: str | os.PathLike[str] | None,
+                lock_dir: str | os.PathLike[str]) -> CatalogLocation:
+        return super().__new__(cls, url, None if sqlite_path is None else os.fspath(sqlite_path),
+                               os.fspath(lock_dir))
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        return None if self.sqlite_file is None else as_path(self.sqlite_file)
+
+    @property
+    def lock_dir(self) -> Path:
+        return as_path(self.lock_folder)
 
     @property
     def display(self) -> str:
-        return str(self.sqlite_path) if self.sqlite_path is not None else self.url
+        return self.sqlite_file if self.sqlite_file is not None else self.url
+
+    def sidecar_file(self, suffix: str) -> str:
+        """A file next to the catalog (lock, watcher heartbeat) named after it, as a string."""
+        base = os.path.basename(self.sqlite_file) if self.sqlite_file is not None else CATALOG_FILE_NAME
+        return os.path.join(self.lock_folder, f"{base}{suffix}")
 
     def sidecar(self, suffix: str) -> Path:
         """A file next to the catalog (lock, watcher heartbeat) named after it."""
-        base = self.sqlite_path.name if self.sqlite_path is not None else CATALOG_FILE_NAME
-        return self.lock_dir / f"{base}{suffix}"
+        return as_path(self.sidecar_file(suffix))
 
     @property
     def migrate_lock_path(self) -> Path:
@@ -57,14 +79,24 @@ class CatalogLocation(namedtuple("CatalogLocation", "url sqlite_path lock_dir"))
         return self.sidecar(".watcher")
 
 
-def _sqlite_path_from_url(url: str) -> Path | None:
+def _absolute(path: str) -> str:
+    """`Path(path).expanduser().absolute()` as a string: `~` expanded, made absolute, empty and `.` parts
+    dropped; `..` kept and no symlink resolved, as pathlib does."""
+    path = os.path.expanduser(path)
+    if not path.startswith("/"):
+        path = os.path.join(os.getcwd(), path)
+    lead = "//" if path.startswith("//") and not path.startswith("///") else "/"
+    return lead + "/".join(part for part in path.split("/") if part not in ("", "."))
+
+
+def _sqlite_path_from_url(url: str) -> str | None:
     """The file a `sqlite:///relative` or `sqlite:////absolute` URL names; None for other dialects."""
     if not url.startswith(_SQLITE_URL_PREFIXES):
         return None
     rest = url.split("://", 1)[1]
     if not rest.startswith("/") or rest in ("/", "/:memory:"):
         raise CatalogError(f"the catalog must be a database file, not {url!r}")
-    return Path(rest[1:].split("?", 1)[0]).expanduser().absolute()
+    return _absolute(rest[1:].split("?", 1)[0])
 
 
 def resolve_location(agent_dir: str | os.PathLike[str], configured: str | None = None) -> CatalogLocation:
@@ -76,15 +108,15 @@ def resolve_location(agent_dir: str | os.PathLike[str], configured: str | None =
     if value == CATALOG_OFF:
         raise CatalogError("the catalog is turned off (--catalog off / SESSDEX_CATALOG=off)")
     if value is None:
-        path = (Path(agent_dir).expanduser() / CATALOG_FILE_NAME).absolute()
-        return CatalogLocation(url=f"sqlite:///{path}", sqlite_path=path, lock_dir=path.parent)
+        path = _absolute(os.path.join(os.fspath(agent_dir), CATALOG_FILE_NAME))
+        return CatalogLocation(url=f"sqlite:///{path}", sqlite_path=path, lock_dir=os.path.dirname(path))
     if "://" in value:
         url_path = _sqlite_path_from_url(value)
-        lock_dir = url_path.parent if url_path is not None else Path(agent_dir).expanduser().absolute()
+        lock_dir = os.path.dirname(url_path) if url_path is not None else _absolute(os.fspath(agent_dir))
         return CatalogLocation(url=value if url_path is None else f"sqlite:///{url_path}", sqlite_path=url_path,
                                lock_dir=lock_dir)
-    path = Path(value).expanduser().absolute()
-    return CatalogLocation(url=f"sqlite:///{path}", sqlite_path=path, lock_dir=path.parent)
+    path = _absolute(value)
+    return CatalogLocation(url=f"sqlite:///{path}", sqlite_path=path, lock_dir=os.path.dirname(path))
 
 
 # -- locks -------------------------------------------------------------------------------------------

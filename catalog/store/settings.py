@@ -51,7 +51,7 @@ class Settings:
 
     def location(self) -> CatalogLocation:
         """Where the catalog is; CatalogError when it is turned off or not a usable database name."""
-        return resolve_location(self.paths.agent_dir, self.catalog)
+        return resolve_location(self.paths.agent_dir_text, self.catalog)
 
     def __repr__(self) -> str:
         return f"Settings(agent_dir={self.agent_dir!r}, catalog={self.catalog!r})"

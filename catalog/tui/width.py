@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
 ELLIPSIS = "…"
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 # Per non-ASCII character seen: its columns minus one (-1 combining, 1 wide): a listing measures the
 # same titles several times, and the unicodedata lookups were most of `sessdex list`'s own time.
 _EXTRA_COLUMNS: dict[str, int] = {}
@@ -23,7 +21,9 @@ def display_width(text: str) -> int:
     """Terminal columns `text` occupies (wide East Asian characters count twice)."""
     width = len(text)  # every ASCII character is one column: only the others are looked up
     if not text.isascii():
-        for char in _NON_ASCII.findall(text):
+        for char in text:
+            if char.isascii():
+                continue
             extra = _EXTRA_COLUMNS.get(char)
             if extra is None:
                 extra = _EXTRA_COLUMNS[char] = char_width(char) - 1
