@@ -208,8 +208,8 @@ class RecentSessionInfo:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.path, self.mtime, self._summary, self._now_ms) == (  # type: ignore[attr-defined]
-            other.path, other.mtime, other._summary, other._now_ms)  # type: ignore[attr-defined]
+        return (self.path, self.mtime, self._summary, self._now_ms) == (
+            other.path, other.mtime, other._summary, other._now_ms)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
 
@@ -218,9 +218,9 @@ class RecentSessionInfo:
 
     @property
     def path(self) -> Path:
-        if isinstance(self._path, str):
-            self._path = as_path(self._path)
-        return self._path  # type: ignore[return-value]
+        path = as_path(self._path)
+        self._path = path
+        return path
 
     @property
     def session_id(self) -> str | None:

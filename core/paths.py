@@ -105,6 +105,9 @@ class AgentPaths:
     """
 
     __slots__ = ("_agent_dir", "_home", "_tmp_dir", "naming")
+    _agent_dir: str | os.PathLike[str]
+    _home: str | os.PathLike[str]
+    _tmp_dir: str | os.PathLike[str] | None
     naming: ProjectDirNaming
 
     def __init__(self, agent_dir: str | os.PathLike[str], home: str | os.PathLike[str] | None = None,
@@ -119,10 +122,10 @@ class AgentPaths:
 
     def _path_of(self, field: str) -> Path:
         value = getattr(self, field)
-        if isinstance(value, str) or not hasattr(value, "joinpath"):
-            value = as_path(value)
-            object.__setattr__(self, field, value)
-        return value
+        path = as_path(value)
+        if path is not value:
+            object.__setattr__(self, field, path)
+        return path
 
     @property
     def agent_dir(self) -> Path:
@@ -152,7 +155,7 @@ class AgentPaths:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
+        return self._fields() == other._fields()
 
     def __hash__(self) -> int:
         return hash(self._fields())

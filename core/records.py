@@ -38,8 +38,8 @@ class SessionRecords:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.header, self.entries, self.title_line) == (other.header, other.entries,  # type: ignore[attr-defined]
-                                                                other.title_line)  # type: ignore[attr-defined]
+        return (self.header, self.entries, self.title_line) == (other.header, other.entries,
+                                                                other.title_line)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
 

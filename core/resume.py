@@ -45,6 +45,7 @@ class ResumeResult:
 
     __slots__ = ("action", "_path", "session")
     action: ResumeAction
+    _path: str | os.PathLike[str]
     session: SessionInfo | None
 
     def __init__(self, action: ResumeAction, path: str | os.PathLike[str], session: SessionInfo | None = None) -> None:
@@ -55,9 +56,10 @@ class ResumeResult:
     @property
     def path(self) -> Path:
         """The file, as a Path (made on first read: `sessdex resume` prints `path_text` without pathlib)."""
-        if isinstance(self._path, str):
-            object.__setattr__(self, "_path", as_path(self._path))
-        return self._path  # type: ignore[return-value]
+        path = as_path(self._path)
+        if path is not self._path:
+            object.__setattr__(self, "_path", path)
+        return path
 
     @property
     def path_text(self) -> str:
@@ -69,7 +71,7 @@ class ResumeResult:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.action, self.path, self.session) == (other.action, other.path, other.session)  # type: ignore[attr-defined]
+        return (self.action, self.path, self.session) == (other.action, other.path, other.session)
 
     def __hash__(self) -> int:
         return hash((self.action, self.path, self.session))

@@ -20,17 +20,22 @@ if TYPE_CHECKING:
     from typing import Literal, overload
 
     from sessdex.catalog.queries.source import SessionSource
-
-    @overload
-    def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,
-                            only_if_ready: Literal[False] = False) -> SessionSource: ...
-
-    @overload
-    def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,
-                            only_if_ready: bool) -> SessionSource | None: ...
+else:
+    def overload(function):  # typing.overload's run-time effect, without importing typing
+        return function
 
 
+@overload
 def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,
+                        only_if_ready: Literal[False] = False) -> SessionSource: ...
+
+
+@overload
+def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,  # noqa: F811 (overload)
+                        only_if_ready: bool) -> SessionSource | None: ...
+
+
+def open_session_source(settings: Settings, *, warn: Callable[[str], None] | None = None,  # noqa: F811 (overload)
                         only_if_ready: bool = False) -> SessionSource | None:
     """The catalog the settings name, or the file scan when the catalog is off or (after `warn`) unusable.
 

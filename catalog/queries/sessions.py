@@ -217,7 +217,7 @@ class Catalog:
     def _session_info(self, row: Any) -> SessionInfo:
         modified = datetime_from_ms(row["mtime_ns"] / 1_000_000)
         info = CatalogSessionInfo(
-            path=row["path"],  # type: ignore[arg-type]  # a Path on first access
+            path=row["path"],  # a Path on first access
             id=row["session_id"],
             cwd=row["cwd"] or "",
             title=row["title"],
