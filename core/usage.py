@@ -21,13 +21,20 @@ from __future__ import annotations
 
 import math
 import os
+from collections import namedtuple
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal, NamedTuple
 
 from sessdex.core.text import without_lone_surrogates
 
-ReportKind = Literal["daily", "weekly", "monthly", "session", "project", "model"]
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (`list` shows cost and tokens; issue 12)
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    ReportKind = Literal["daily", "weekly", "monthly", "session", "project", "model"]
+else:
+    ReportKind = str  # the names below import it at run time; the type checker sees the Literal
+
 REPORT_KINDS: tuple[ReportKind, ...] = ("daily", "weekly", "monthly", "session", "project", "model")
 PERIOD_KINDS = ("daily", "weekly", "monthly")
 FIRST_MESSAGE_CHARS = 200  # the session report shows the start of a session's first message
@@ -53,9 +60,12 @@ def _text(value: Any) -> str | None:
     return without_lone_surrogates(value) if isinstance(value, str) else None
 
 
-class UsageFact(NamedTuple):
+class UsageFact(namedtuple("UsageFact", "entry_id entry_timestamp ts_ms day_utc day_local week_local provider model "
+                                        "input_tokens output_tokens cache_read_tokens cache_write_tokens cost")):
     """One assistant message's usage, with the keys that find it again in a fork's copy."""
 
+    __slots__ = ()
+    # The fields' types, for the type checker (annotations only: no class attributes).
     entry_id: str | None
     entry_timestamp: str | None  # the entry's timestamp as written (the copy key), None when absent
     ts_ms: int

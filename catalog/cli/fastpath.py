@@ -59,14 +59,14 @@ class CommandLine(namedtuple("CommandLine", "command agent_dir catalog flags val
     """One parsed invocation in a shape the fast path answers."""
 
     __slots__ = ()
-    # fields:
-    #   command: str
-    #   agent_dir: str | None
-    #   catalog: str | None
-    #   flags: frozenset[str]
-    #   value: str | None = None  (resume's VALUE, usage's REPORT, the words of search and history search, joined)
-    #   limit: int | None = None  (-n of recent, search and history search)
-    #   options: tuple[tuple[str, str], ...] = ()  ((option, value) of COMMAND_VALUE_OPTIONS)
+    # The fields' types, for the type checker (annotations only: no class attributes).
+    command: str
+    agent_dir: str | None
+    catalog: str | None
+    flags: frozenset[str]
+    value: str | None  # resume's VALUE, usage's REPORT, the words of search and history search, joined
+    limit: int | None  # -n of recent, search and history search
+    options: tuple[tuple[str, str], ...]  # (option, value) of COMMAND_VALUE_OPTIONS
 
 
 def _positive_count(text: str) -> int | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from sessdex.catalog.cli.output import Column, echo, output_width, render_table
 from sessdex.core.discovery import id_prefix_length, sanitize_display_name
@@ -27,6 +26,7 @@ from sessdex.core.usage import (
     parse_day,
 )
 
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from sessdex.catalog.queries.source import SessionSource
 

@@ -236,10 +236,10 @@ class _Plan(namedtuple("_Plan", "index_terms checked_terms seconds")):
     """How phase 2 runs: which terms the index MATCH gets, which are tested per row, and its estimated cost."""
 
     __slots__ = ()
-    # fields:
-    #   index_terms: list[str]
-    #   checked_terms: list[str]
-    #   seconds: float
+    # The fields' types, for the type checker (annotations only: no class attributes).
+    index_terms: list[str]
+    checked_terms: list[str]
+    seconds: float
 
 
 class _IndexSearch:

@@ -34,9 +34,9 @@ class Scope(namedtuple("Scope", "directories root", defaults=((), None))):
     """Which files a query depends on: some folders (their files only) and/or a root (everything below it)."""
 
     __slots__ = ()
-    # fields:
-    #   directories: tuple[str, ...] = ()
-    #   root: str | None = None
+    # The fields' types, for the type checker (annotations only: no class attributes).
+    directories: tuple[str, ...]
+    root: str | None
 
     @classmethod
     def of(cls, directories: Iterable[str | os.PathLike[str]] = (), root: str | os.PathLike[str] | None = None) -> Scope:
@@ -51,11 +51,11 @@ class ReconcileReport(namedtuple("ReconcileReport", "scanned changed vanished sk
     """What a freshness pass found (and handed to the indexer)."""
 
     __slots__ = ()
-    # fields:
-    #   scanned: int = 0
-    #   changed: list[str] = []
-    #   vanished: list[str] = []
-    #   skipped_for_watcher: bool = False
+    # The fields' types, for the type checker (annotations only: no class attributes).
+    scanned: int
+    changed: list[str]
+    vanished: list[str]
+    skipped_for_watcher: bool
 
     @property
     def up_to_date(self) -> bool:
@@ -179,9 +179,9 @@ class Heartbeat(namedtuple("Heartbeat", "pid root")):
     """What a running watcher publishes next to the catalog: its pid and the root it watches."""
 
     __slots__ = ()
-    # fields:
-    #   pid: int
-    #   root: str
+    # The fields' types, for the type checker (annotations only: no class attributes).
+    pid: int
+    root: str
 
 
 def read_heartbeat(location: CatalogLocation, *, max_age: float = HEARTBEAT_MAX_AGE_SECONDS,

@@ -116,11 +116,11 @@ class SearchHit(namedtuple("SearchHit", "session field snippet score")):
     """One session matching a search, with where it matched and a highlighted snippet."""
 
     __slots__ = ()
-    # fields:
-    #   session: SessionInfo
-    #   field: str
-    #   snippet: str
-    #   score: float
+    # The fields' types, for the type checker (annotations only: no class attributes).
+    session: SessionInfo
+    field: str  # "title", "first_message" or "message"
+    snippet: str
+    score: float
 
 
 def fts_query(text: str) -> str | None:

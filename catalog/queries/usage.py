@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from typing import Any
 
 from sessdex.core.paths import session_file_entries
 from sessdex.core.usage import (
@@ -30,6 +29,10 @@ from sessdex.core.usage import (
     read_file_usage,
     session_fields,
 )
+
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from typing import Any
 
 _FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost", "messages", "sessions")
 _KEY_WIDTH = {"daily": 1, "weekly": 1, "monthly": 1, "session": 6, "project": 1, "model": 2, "total": 0}

@@ -34,10 +34,10 @@ class CatalogLocation(namedtuple("CatalogLocation", "url sqlite_file lock_folder
     """
 
     __slots__ = ()
-    # fields:
-    #   url: str
-    #   sqlite_file: str | None (absolute)
-    #   lock_folder: str (absolute)
+    # The fields' types, for the type checker (annotations only: no class attributes).
+    url: str
+    sqlite_file: str | None  # absolute
+    lock_folder: str  # absolute
 
     def __new__(cls, url: str, sqlite_path: str | os.PathLike[str] | None,
                 lock_dir: str | os.PathLike[str]) -> CatalogLocation:
