@@ -71,7 +71,7 @@ def test_a_catalog_from_before_machines_is_upgraded_in_place_to_this_machine(pat
     with alembic_on(location) as config:
         from alembic import command
 
-        command.downgrade(config, "0001")
+        command.downgrade(config, "0002_usage_facts")  # the revision before machines
     connection = sqlite3.connect(location.sqlite_path)
     assert "machine" not in {row[1] for row in connection.execute("PRAGMA table_info(session_files)")}
     message_ids = connection.execute("SELECT id FROM messages ORDER BY id").fetchall()
