@@ -45,6 +45,10 @@ class SessionInOtherProjectError(SessdexError):
     """The matched session belongs to another project and the user declined to fork it (S13)."""
 
 
+class SessionOnOtherMachineError(SessdexError):
+    """The matched session's file is on another machine sharing the catalog, not reachable here."""
+
+
 class AmbiguousSessionError(SessdexError):
     """An id prefix matches several sessions; `candidates` lists them (S16)."""
 
@@ -59,6 +63,12 @@ class ForkSourceNotFoundError(SessdexError):
 
 class CatalogError(SessdexError):
     """The catalog database cannot be opened, upgraded or queried."""
+
+
+class CatalogUnavailableError(CatalogError):
+    """The catalog's database server cannot be reached or refuses us (down, wrong password, no such database)."""
+
+    exit_code = 2
 
 
 class HistoryError(SessdexError):

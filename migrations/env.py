@@ -2,7 +2,7 @@
 
 The caller passes an open SQLAlchemy connection in `config.attributes["connection"]`; without one,
 an engine is built from the `sqlalchemy.url` main option. Autogenerate compares against
-`sessdex.catalog.store.schema.metadata` and ignores the hand-made FTS5 tables.
+`sessdex.catalog.store.schema.metadata` and ignores the hand-made full-text objects of either dialect.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from typing import Any
 from alembic import context
 from sqlalchemy import create_engine
 
-from sessdex.catalog.store.schema import is_fts_table, metadata
+from sessdex.catalog.store.schema import is_fts_table, is_pg_search_object, metadata
 
 
 def include_name(name: str | None, type_: Any, parent_names: Any) -> bool:
-    """Leave the FTS5 virtual tables and their shadow tables out of autogenerate's comparison."""
+    """Leave the FTS5 tables (SQLite) and the search columns and indexes (PostgreSQL) out of autogenerate's comparison."""
     if type_ == "table":
         return not is_fts_table(name)
+    if type_ in ("column", "index"):
+        return not is_pg_search_object(name)
     return True
 
 

@@ -29,6 +29,10 @@ The corpus (scripts/gen_corpus.py) is generated once into the work dir and reuse
 `--cli-only` skips the index figures; `--index-only` measures only them; `--usage-only` measures only the
 `sessdex usage` figures (on the catalog in the work dir, indexed first when missing). `--with-file-scan` adds the
 file-scan (`--catalog off`) timings of resume/recent/list for comparison.
+`--catalog postgresql://...` compares a catalog on that server with a SQLite catalog instead (nothing else is
+measured): the full index of the corpus into each (this machine's rows on the server are dropped first), then
+`resume PREFIX`, `list --all` and `search WORD`, each a whole CLI process, on each; every figure with its
+ratio to SQLite's in the same run.
 """
 
 from __future__ import annotations
@@ -178,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     only.add_argument("--index-only", action="store_true", help="only the index figures")
     only.add_argument("--usage-only", action="store_true",
                       help="only the `sessdex usage` figures, on the existing catalog (indexed first when missing)")
+    only.add_argument("--catalog", dest="server_catalog", metavar="URL",
+                      help="compare a catalog on this database server (postgresql://...) with SQLite, only that")
     args = parser.parse_args(argv)
     print("command:", " ".join([Path(sys.executable).name, *sys.argv]))
     print(f"machine: {os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f}")
@@ -202,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"corpus: {len(sessions)} files, {total_bytes / 1e6:.1f} MB, {len(manifest['projects'])} projects, "
           f"largest {max(s['size'] for s in sessions) / 1e6:.1f} MB, in {workdir}")
 
+    if args.server_catalog:
+        return print_results(compare_server_catalog(workdir, agent, sessions, args.server_catalog, args.runs))
     paths = AgentPaths(agent_dir=agent, home=home, tmp_dir=Path("/tmp"))
     catalog_db = workdir / "catalog.db"
     base = [*SESSDEX, "--agent-dir", str(agent)]
@@ -472,6 +480,58 @@ def measure_picker(agent: Path, catalog_db: Path, runs: int, floor_ms: float, re
     if end_to_end is not None:
         results.append(f"  `sessdex pick --all` in a pseudo-terminal, spawn to first frame: median {end_to_end:.0f} ms")
     results.append(f"  picker details: {figures.get('details', '')}")
+
+
+# -- a catalog on a database server against SQLite ------------------------------------------------------------
+
+def _timed_index(cli: list[str], workdir: Path) -> float:
+    """Seconds of one `sessdex index` (full, into an empty catalog or an emptied machine) as a whole process."""
+    result = run([*cli, "index", "--rebuild"], workdir)
+    if result.code != 0:
+        raise SystemExit(f"sessdex index failed: {result.err.decode()[:500]}")
+    return result.seconds
+
+
+SEARCH_WORD = "the"  # in every generated corpus's messages (gen_corpus writes English prose)
+
+
+def compare_server_catalog(workdir: Path, agent: Path, sessions: list[dict], url: str, runs: int) -> list[str]:
+    """Index throughput and resume / list / search latency of the catalog at `url` against a SQLite catalog,
+    measured alternately in this run; returns the result lines."""
+    results: list[str] = []
+    sqlite_db = workdir / "catalog-server-compare.db"
+    clis = {"sqlite": [*SESSDEX, "--agent-dir", str(agent), "--catalog", str(sqlite_db)],
+            "server": [*SESSDEX, "--agent-dir", str(agent), "--catalog", url]}
+    total_mb = sum(s["size"] for s in sessions) / 1e6
+    index_seconds = {name: _timed_index(cli, workdir) for name, cli in clis.items()}
+    for name, seconds in index_seconds.items():
+        results.append(f"full index, {name}: {seconds:.1f} s, {total_mb / seconds:.1f} MB/s, "
+                       f"{len(sessions) / seconds:.0f} files/s"
+                       + ("" if name == "sqlite" else f" ({seconds / index_seconds['sqlite']:.2f}x SQLite's time)"))
+        print(results[-1], flush=True)
+    valid = [s for s in sessions if s["kind"] not in ("empty", "no_header", "invalid_header") and s["message_count"]]
+    target = sorted(valid, key=lambda s: s["size"])[len(valid) // 2]
+    prefix = shortest_unique_prefix(target["session_id"], [s["session_id"] for s in sessions])
+    outsider = workdir / "not-a-project"
+    outsider.mkdir(exist_ok=True)
+    commands = {
+        f"resume {prefix} (all projects)": ["resume", "--no-fork", prefix],
+        "list --all": ["list", "--all"],
+        f"search --all {SEARCH_WORD}": ["search", "--all", SEARCH_WORD],
+    }
+    for label, command in commands.items():
+        times: dict[str, list[float]] = {name: [] for name in clis}
+        for _ in range(runs):
+            for name, cli in clis.items():  # alternating: other work on the machine weighs on both alike
+                result = run([*cli, *command], outsider)
+                if result.code not in (0, 1) or (command[0] != "resume" and not result.out):
+                    raise SystemExit(f"{label} on {name} failed: {result.err.decode()[:500]}")
+                times[name].append(result.seconds)
+        medians = {name: statistics.median(values) * 1000 for name, values in times.items()}
+        results.append(f"sessdex {label}: server median {medians['server']:.1f} ms, SQLite median "
+                       f"{medians['sqlite']:.1f} ms ({medians['server'] / medians['sqlite']:.2f}x)")
+        print(results[-1], flush=True)
+    return results
 
 
 def print_results(results: list[str]) -> int:

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,6 +25,7 @@ from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, scan_fil
 from sessdex.catalog.index.watcher import refuse_while_watched
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
+from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -60,26 +61,59 @@ def fill_content(db: CatalogDatabase, *, show_progress: bool) -> None:
         fill_content_index(db, progress=lambda done, _total: bar.update(done - bar.pos))
 
 
+def _content_options(function: Any) -> Any:
+    """--no-content / --content: whether this machine's rows carry message text (remembered in the catalog)."""
+    function = click.option("--content", "content", flag_value=True, default=None,
+                            help="Index message text again after --no-content.")(function)
+    return click.option("--no-content", "content", flag_value=False,
+                        help="Index metadata only (titles, first messages, counts, usage): no conversation "
+                             "text in the catalog (remembered for this machine; text stored before is deleted).")(
+        function)
+
+
+def open_machine_catalog(settings: Settings, content: bool | None) -> CatalogDatabase:
+    """The catalog for writing this machine's rows: its name stored in the agent dir, its record (and the
+    --content choice) in the catalog."""
+    from sessdex.catalog.index.machines import register_machine
+    from sessdex.catalog.store.machine import remember_machine
+
+    remember_machine(settings.paths.agent_dir, settings.machine_name)
+    db = open_catalog(settings.location(), machine=settings.machine_name)
+    try:
+        register_machine(db, os.path.abspath(settings.paths.sessions_root), content=content)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
 @click.command("index")
-@click.option("--rebuild", is_flag=True, help="Delete the catalog and index every session file again.")
+@click.option("--rebuild", is_flag=True, help="Delete the catalog (on a server: this machine's rows) and index "
+                                             "every session file again.")
+@_content_options
 @click.pass_context
-def index_command(ctx: click.Context, rebuild: bool) -> None:
+def index_command(ctx: click.Context, rebuild: bool, content: bool | None) -> None:
     """Bring the catalog up to date with the session files (only what changed, unless --rebuild)."""
     settings = command_settings(ctx)
     paths, location = settings.paths, settings.location()
     if rebuild:
         refuse_while_watched(location, "rebuild the catalog")
-        remove_catalog_files(location)
+        if location.sqlite_path is not None:
+            remove_catalog_files(location)
     started = time.perf_counter()
-    db = open_catalog(location)
+    db = open_machine_catalog(settings, content)
     try:
+        if rebuild and location.sqlite_path is None:
+            with db.write():
+                db.execute("delete_machine_files")
         files, size, vanished = index_changes(db, Scope.of(root=paths.sessions_root), show_progress=sys.stderr.isatty())
         fill_content(db, show_progress=sys.stderr.isatty())
-        total_files = db.scalar("count_files")
+        total_files = db.scalar("count_machine_files")
     finally:
         db.close()
     click.echo(f"Indexed {files} file(s) ({size / 1e6:.1f} MB), dropped {vanished} vanished, in "
-               f"{time.perf_counter() - started:.1f} s; the catalog {location.display} holds {total_files} file(s).",
+               f"{time.perf_counter() - started:.1f} s; the catalog {location.display} holds {total_files} file(s) "
+               f"of machine {db.machine}.",
                err=True)
 
 
@@ -87,18 +121,23 @@ def index_command(ctx: click.Context, rebuild: bool) -> None:
 
 @click.command("watch")
 @click.option("--poll", is_flag=True, help="Poll the files every second instead of using inotify.")
+@_content_options
 @click.pass_context
-def watch_command(ctx: click.Context, poll: bool) -> None:
+def watch_command(ctx: click.Context, poll: bool, content: bool | None) -> None:
     """Keep the catalog current as sessions change, until Ctrl+C or SIGTERM.
 
     While it runs, read commands trust the catalog and skip their own freshness check.
     """
     from sessdex.catalog.index.watcher import Watcher, _native_observer, _polling_observer, stop_on_signals
+    from sessdex.catalog.store.machine import remember_machine
 
     settings = command_settings(ctx)
     paths, location = settings.paths, settings.location()
+    machine = settings.machine_name
+    remember_machine(paths.agent_dir, machine)
     watcher = Watcher(paths.sessions_root, location,
-                      observer_factory=_polling_observer if poll else _native_observer)
+                      observer_factory=_polling_observer if poll else _native_observer, machine=machine,
+                      content=content)
     stop = threading.Event()
     with stop_on_signals(stop):
         stats = watcher.run(stop)
@@ -116,9 +155,11 @@ def watch_command(ctx: click.Context, poll: bool) -> None:
               help="At most this many sessions.")
 @click.option("--session-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Search this session folder instead of the project's folders.")
+@click.option("--substring", is_flag=True,
+              help="When no session matches, look for the words inside words (`mit` finds `commit`).")
 @click.pass_context
 def search_command(ctx: click.Context, words: tuple[str, ...], all_projects: bool, as_json: bool, limit: int,
-                   session_dir: Path | None) -> None:
+                   session_dir: Path | None, substring: bool) -> None:
     """Sessions whose title, first message or any message matches WORDS (every word, as a prefix).
 
     The words are taken literally: quotes, parentheses, AND/OR/NEAR and * have no special meaning.
@@ -127,7 +168,7 @@ def search_command(ctx: click.Context, words: tuple[str, ...], all_projects: boo
         raise UsageError("--all and --session-dir cannot be combined")
     with Catalog.from_settings(command_settings(ctx)) as catalog:
         run_search(catalog, " ".join(words), cwd=None if all_projects else os.getcwd(), session_dir=session_dir,
-                   limit=limit, as_json=as_json)
+                   limit=limit, as_json=as_json, substring=substring)
 
 
 # -- doctor ----------------------------------------------------------------------------------------------
@@ -180,7 +221,8 @@ def doctor_command(ctx: click.Context, check_only: bool, quick: bool, as_json: b
     from sessdex.catalog.index.doctor import run_doctor
 
     settings = command_settings(ctx)
-    report = run_doctor(settings.location(), settings.paths, check_only=check_only, reread=not quick)
+    report = run_doctor(settings.location(), settings.paths, check_only=check_only, reread=not quick,
+                        machine=settings.machine_name)
     if as_json:
         click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:

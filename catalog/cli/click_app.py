@@ -59,14 +59,20 @@ class LazyGroup(click.Group):
 @click.option("--catalog", envvar="SESSDEX_CATALOG",
               help="The catalog: a file path or a SQLAlchemy URL (default <agent dir>/catalog.db); "
                    "`off` makes list/recent/resume/continue read the session files directly.")
+@click.option("--machine", envvar="SESSDEX_MACHINE",
+              help="This agent dir's machine in a shared catalog (default: the name stored in the agent dir, "
+                   "else the host name).")
+@click.option("--machines", envvar="SESSDEX_MACHINES", type=click.Choice(["this", "all"]),
+              help="Whose sessions list/resume/search/pick show: this machine's (default) or every machine's.")
 @click.pass_context
-def cli(ctx: click.Context, agent_dir: str | None, catalog: str | None) -> None:
+def cli(ctx: click.Context, agent_dir: str | None, catalog: str | None, machine: str | None,
+        machines: str | None) -> None:
     """sessdex: index, search and resume xcsh session history."""
-    ctx.obj = Settings.resolve(agent_dir, catalog)
+    ctx.obj = Settings.resolve(agent_dir, catalog, machine=machine, machines=machines)
 
 
 def command_settings(ctx: click.Context) -> Settings:
-    """The settings the root command resolved (`--agent-dir`, `--catalog` and their variables)."""
+    """The settings the root command resolved (`--agent-dir`, `--catalog`, `--machine(s)` and their variables)."""
     settings = ctx.find_root().obj
     return settings if isinstance(settings, Settings) else Settings.resolve()
 

@@ -73,16 +73,29 @@ def iso_utc(moment: datetime) -> str:
 
 
 def session_json(info: SessionInfo) -> dict[str, Any]:
-    """A session for `--json` output, with the agent's field names and ISO-8601 UTC dates."""
-    return {"id": info.id, "path": info.path_text, "cwd": info.cwd, "title": info.title,
-            "messageCount": info.message_count, "firstMessage": info.first_message,
-            "created": iso_utc(info.created), "modified": iso_utc(info.modified),
-            "cost": info.cost, "totalTokens": whole(info.total_tokens)}
+    """A session for `--json` output, with the agent's field names and ISO-8601 UTC dates (and `machine` for a
+    session of another machine sharing the catalog)."""
+    result = {"id": info.id, "path": info.path_text, "cwd": info.cwd, "title": info.title,
+              "messageCount": info.message_count, "firstMessage": info.first_message,
+              "created": iso_utc(info.created), "modified": iso_utc(info.modified),
+              "cost": info.cost, "totalTokens": whole(info.total_tokens)}
+    if getattr(info, "remote", False):
+        result["machine"] = info.machine  # type: ignore[attr-defined]
+    return result
 
 
 def whole(value: float) -> float | int:
     """A token count as an integer when it is one (they always are, unless a file holds odd figures)."""
     return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def on_other_machine(info: SessionInfo) -> str:
+    """` on MACHINE` for a session of another machine sharing the catalog, else nothing."""
+    if not getattr(info, "remote", False):
+        return ""
+    from sessdex.core.discovery import sanitize_display_name
+
+    return f" on {sanitize_display_name(info.machine)}"  # type: ignore[attr-defined]
 
 
 def recent_json(item: RecentSessionInfo) -> dict[str, Any]:
@@ -177,6 +190,13 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
             for info in sessions]
     columns = [Column("ID"), Column("MODIFIED"), Column("MSGS", align_right=True), Column("COST", align_right=True),
                Column("TOKENS", align_right=True), Column("TITLE", flexible=True), Column("CWD", flexible=True)]
+    if any(getattr(info, "remote", False) for info in sessions):
+        # Sessions of other machines sharing the catalog: every row says whose it is.
+        from sessdex.core.discovery import sanitize_display_name
+
+        columns.append(Column("MACHINE"))
+        for row, info in zip(rows, sessions):
+            row.append(sanitize_display_name(getattr(info, "machine", None) or ""))
     return render_table(columns, rows, width)
 
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 
-from sessdex.catalog.cli.output import echo, iso_utc, output_width
+from sessdex.catalog.cli.output import echo, iso_utc, on_other_machine, output_width
 from sessdex.catalog.tui.width import char_width
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -41,7 +41,8 @@ def hit_json(hit: SearchHit) -> dict[str, Any]:
     info = hit.session
     return {"id": info.id, "path": info.path_text, "cwd": info.cwd, "title": info.title,
             "firstMessage": info.first_message, "messageCount": info.message_count,
-            "modified": iso_utc(info.modified), "field": hit.field, "snippet": hit.snippet}
+            "modified": iso_utc(info.modified), "machine": getattr(info, "machine", None), "field": hit.field,
+            "snippet": hit.snippet}
 
 
 def _one_line(text: str) -> str:
@@ -49,13 +50,14 @@ def _one_line(text: str) -> str:
 
 
 def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str | os.PathLike[str] | None,
-               limit: int, as_json: bool) -> int:
-    """`sessdex search`: the best `limit` sessions matching `text` (this project, or every one when cwd is None)."""
+               limit: int, as_json: bool, substring: bool = False) -> int:
+    """`sessdex search`: the best `limit` sessions matching `text` (this project, or every one when cwd is None);
+    `substring`: when no session matches, every word as a substring."""
     from sessdex.core.discovery import sanitize_display_name, time_ago
 
     styled = not as_json and sys.stdout.isatty()
     highlight = (BOLD, NORMAL) if styled else ("[", "]")
-    hits = catalog.search(text, cwd, session_dir, limit=limit, highlight=highlight)
+    hits = catalog.search(text, cwd, session_dir, limit=limit, highlight=highlight, substring_fallback=substring)
     progress = catalog.content_index_progress()
     if progress is not None:
         done, total = progress
@@ -75,7 +77,7 @@ def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str
         info = hit.session
         label = sanitize_display_name(info.title or info.first_message)
         ago = time_ago(info.modified.timestamp() * 1000, now_ms)
-        echo(f"{info.id}  {ago}  {label}  ({info.cwd})")
+        echo(f"{info.id}  {ago}  {label}  ({info.cwd}{on_other_machine(info)})")
         echo(f"    {hit.field}: {_one_line(hit.snippet)}")
     return 0
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sessdex.catalog.index.content_index import fill_content_index
-from sessdex.catalog.index.indexer import Indexer, read_fold, storable_text
+from sessdex.catalog.index.indexer import Indexer, read_fold, storable_text, stores_content
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, root_range, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog
@@ -63,7 +63,8 @@ def _row_disagrees(db: CatalogDatabase, row: Any) -> bool:
     visible = result.visible
     expected = (visible.header_valid, storable_text(visible.session_id), visible.message_count,
                 storable_text(visible.title), storable_text(visible.first_message),
-                result.committed_bad + result.pending_bad, result.committed_offset, counts[0])
+                result.committed_bad + result.pending_bad, result.committed_offset,
+                counts[0] if stores_content(db) else 0)  # --no-content: no message rows by design
     stored = (bool(row["header_valid"]), row["session_id"], row["message_count"], row["title"], row["first_message"],
               row["unparseable_lines"] + row["pending_unparseable"], row["indexed_offset"],
               len(db.fetchall("message_texts", {"file_id": row["id"]})))
@@ -127,7 +128,8 @@ def _move_aside(location: CatalogLocation) -> Path:
     return target
 
 
-def run_doctor(location: CatalogLocation, paths: AgentPaths, *, check_only: bool, reread: bool) -> DoctorReport:
+def run_doctor(location: CatalogLocation, paths: AgentPaths, *, check_only: bool, reread: bool,
+               machine: str | None = None) -> DoctorReport:
     """Check the catalog at `location` against the files of `paths` and, unless `check_only`, repair it.
 
     A catalog that cannot be opened is moved aside and rebuilt (never with `check_only`, which raises
@@ -135,14 +137,14 @@ def run_doctor(location: CatalogLocation, paths: AgentPaths, *, check_only: bool
     """
     unreadable = None
     try:
-        db = open_catalog(location)
+        db = open_catalog(location, machine=machine)
     except CatalogError as exc:
         if check_only or location.sqlite_path is None or not location.sqlite_path.exists():
             raise
         unreadable = str(exc)
         refuse_while_watched(location, "repair the catalog")
         moved = _move_aside(location)
-        db = open_catalog(location)
+        db = open_catalog(location, machine=machine)
         unreadable += f" (moved aside to {moved})"
     try:
         report = diagnose(db, paths, reread=reread)

@@ -196,8 +196,9 @@ class _Writer:
     indexing several times slower. Message ids are handed out here, within the write transaction.
     """
 
-    def __init__(self, db: CatalogDatabase) -> None:
+    def __init__(self, db: CatalogDatabase, *, content: bool = True) -> None:
         self.db = db
+        self.content = content  # False (`--no-content`): no message text is stored, only the file's row
         self._next_message_id: int | None = None
         # The message ids written without message_fts entries yet (see fts.BACKLOG_KEY): (done, end].
         self._backlog: tuple[int, int] | None = None
@@ -217,6 +218,8 @@ class _Writer:
         return self._backlog is None or not self._backlog[0] < message_id <= self._backlog[1]
 
     def insert_texts(self, file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
+        if not self.content:
+            return
         if self._next_message_id is None:
             # Past the backlog too: its last rows may be gone, and their ids must not be handed out again.
             self._next_message_id = max(self.db.scalar("max_message_id"), self._backlog[1] if self._backlog else 0) + 1
@@ -271,12 +274,14 @@ class Indexer:
     """Brings catalog rows up to date with session files; every method writes inside its own transaction."""
 
     def __init__(self, db: CatalogDatabase, *, clock: Callable[[], float] = time.time,
-                 defer_content: bool = False) -> None:
+                 defer_content: bool = False, content: bool | None = None) -> None:
         """`defer_content`: a bulk run into an empty catalog leaves message_fts to
-        `sessdex.catalog.index.content_index.fill_content_index`, so that listings are visible sooner."""
+        `sessdex.catalog.index.content_index.fill_content_index`, so that listings are visible sooner.
+        `content=False` indexes metadata only (no message text); None: as this machine is registered."""
         self.db = db
         self._clock = clock
-        self._writer = _Writer(db)
+        self.content = stores_content(db) if content is None else content
+        self._writer = _Writer(db, content=self.content)
         self._defer_content = defer_content
 
     @contextlib.contextmanager
@@ -394,7 +399,7 @@ class Indexer:
             try:
                 head = HeadValues(min(current.size, HEAD_BYTES))
                 result = read_fold(handle, 0, current.size, SessionSummary(), 0,
-                                   _TextSink(_bulk_insert(bulk), file_id, 0), head)
+                                   _TextSink(_bulk_insert(bulk) if self.content else _no_texts, file_id, 0), head)
                 head_length, head_digest, prefix = head_columns(handle, current.size, head)
             except OSError as exc:
                 raise _ReadFailure(key) from exc
@@ -532,6 +537,7 @@ class Indexer:
                  head_length: int, head_digest: str) -> dict[str, Any]:
         visible = result.visible
         return {
+            "machine": self.db.machine,
             "path": key,
             "directory": os.path.dirname(key),
             "device": current.device,
@@ -581,6 +587,24 @@ class _BulkRun:
     def add(self, key: str, identity: tuple[int, int]) -> None:
         self.paths.add(key)
         self.inodes.setdefault(identity, []).append(key)
+
+
+def stores_content(db: CatalogDatabase) -> bool:
+    """Whether this machine's rows carry message text (True until it indexes with `--no-content`)."""
+    rows = db.fetchall("machine_get", {"machine": db.machine})
+    return not rows or bool(rows[0]["content"])
+
+
+def _no_texts(file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
+    """The text sink of a metadata-only (`--no-content`) run: message text is not stored."""
+
+
+def delete_files_texts(db: CatalogDatabase, file_ids: Iterable[int]) -> None:
+    """Delete these files' message rows and their full-text entries (inside `db.write()`)."""
+    writer = _Writer(db)
+    writer.begin()  # reads the backlog: rows without full-text entries must not be deleted from message_fts
+    for file_id in file_ids:
+        writer.delete_texts(file_id)
 
 
 def _bulk_insert(bulk: BulkWriter) -> _TextInsert:

@@ -9,6 +9,11 @@ written during the scan is missed (the scan and the queued events overlap harmle
 While it runs, the watcher holds an exclusive lock next to the catalog (a second watcher exits with a
 message) and refreshes a heartbeat file there, which tells read commands they may skip their own
 freshness check. If inotify runs out of watches it says how to raise the limit and falls back to polling.
+
+A catalog on a server (PostgreSQL) can go away under the watcher. It then says so once, stops applying
+batches and tries again every RETRY_SECONDS; once the server answers, one freshness pass over the whole
+root catches up: it compares every file's stat with the catalog, so whatever changed meanwhile is
+indexed exactly once (a batch cut off mid-way was rolled back as a whole).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.reconcile import Scope, read_heartbeat, reconcile
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog
 from sessdex.catalog.store.location import CatalogLocation, exclusive_lock
-from sessdex.core.errors import CatalogError
+from sessdex.core.errors import CatalogError, CatalogUnavailableError
 from sessdex.core.paths import SESSION_SUFFIX
 
 DEBOUNCE_SECONDS = 0.05
@@ -40,6 +45,7 @@ HEARTBEAT_INTERVAL_SECONDS = 0.5
 CONTENT_FILL_SECONDS = 0.2  # the longest stretch of backlog filling between two looks at the event queue
 POLL_INTERVAL_SECONDS = 1.0
 INOTIFY_LIMIT_ERRNOS = (errno.ENOSPC, errno.EMFILE)
+RETRY_SECONDS = 2.0
 
 
 def refuse_while_watched(location: CatalogLocation, action: str) -> None:
@@ -215,7 +221,9 @@ class Watcher:
                  polling_factory: Callable[[], Any] = _polling_observer,
                  quiet: float = DEBOUNCE_SECONDS, max_delay: float = MAX_DELAY_SECONDS,
                  heartbeat_interval: float = HEARTBEAT_INTERVAL_SECONDS,
-                 log: TextIO | None = None) -> None:
+                 log: TextIO | None = None, machine: str | None = None, content: bool | None = None,
+                 retry_seconds: float = RETRY_SECONDS) -> None:
+        """`machine` names this agent dir's rows (default: the host name); `content=False` indexes metadata only."""
         self.root = os.path.abspath(os.fspath(sessions_root))
         self.location = location
         self._observer_factory = observer_factory
@@ -226,6 +234,11 @@ class Watcher:
         self._events: queue.Queue[FsEvent] = queue.Queue()
         self.stats = WatchStats()
         self.ready = threading.Event()  # set once the initial scan is done and the heartbeat published
+        self.machine = machine
+        self._content = content
+        self._retry_seconds = retry_seconds
+        self._behind_since: float | None = None  # set while the catalog cannot be reached
+        self._retry_at = 0.0
 
     def _say(self, message: str) -> None:
         self._log.write(message + "\n")
@@ -289,9 +302,12 @@ class Watcher:
     def run(self, stop: threading.Event) -> WatchStats:
         """Watch until `stop` is set: observer first, then the initial scan, then debounced batches."""
         with self._single_watcher():
-            db = open_catalog(self.location)
+            db = open_catalog(self.location, machine=self.machine)
             observer = None
             try:
+                from sessdex.catalog.index.machines import register_machine
+
+                register_machine(db, self.root, content=self._content)
                 observer = self._start_observer()
                 report = reconcile(db, Scope.of(root=self.root))
                 self._publish_heartbeat()
@@ -316,10 +332,12 @@ class Watcher:
             wait = self._batcher.wait_time(now)
             if wait == 0:
                 changes = coalesce(self._batcher.take())
-                if changes:
-                    self.apply(db, changes)
-                    content_complete = False  # a batch into an emptied catalog is a first index again
+                if changes and self._behind_since is None:
+                    if self._apply_or_fall_behind(db, changes):
+                        content_complete = False  # a batch into an emptied catalog is a first index again
                 continue
+            if self._behind_since is not None and now >= self._retry_at:
+                self._catch_up(db)
             if now >= next_beat:
                 self._beat()
                 next_beat = now + self._heartbeat_interval
@@ -333,6 +351,31 @@ class Watcher:
                 self._batcher.add(self._events.get(timeout=max(0.0, timeout)), time.monotonic())
             except queue.Empty:
                 pass
+
+    def _apply_or_fall_behind(self, db: CatalogDatabase, changes: Changes) -> bool:
+        """Apply a batch; True when it was, False when the catalog went away (it is caught up later)."""
+        try:
+            self.apply(db, changes)
+        except CatalogUnavailableError as exc:
+            self._behind_since = time.monotonic()
+            self._retry_at = self._behind_since + self._retry_seconds
+            self._say(f"sessdex watch: {exc}; trying again every {self._retry_seconds:g} s, "
+                      "changes are caught up when it is back")
+            return False
+        return True
+
+    def _catch_up(self, db: CatalogDatabase) -> None:
+        """Once the catalog answers again, index everything that changed while it did not."""
+        try:
+            report = reconcile(db, Scope.of(root=self.root))
+        except CatalogUnavailableError:
+            self._retry_at = time.monotonic() + self._retry_seconds
+            return
+        self._behind_since = None
+        self.stats.batches += 1
+        self.stats.files_indexed += len(report.changed) + len(report.vanished)
+        self._say(f"sessdex watch: the catalog is back; indexed {len(report.changed) + len(report.vanished)} "
+                  "file(s) changed meanwhile")
 
     def _beat(self) -> None:
         try:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.db import current_sqlite_catalog
 from sessdex.catalog.store.settings import Settings
-from sessdex.core.errors import CatalogError
+from sessdex.core.errors import CatalogError, CatalogUnavailableError
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -49,12 +49,17 @@ def open_session_source(settings: Settings, *, warn: Callable[[str], None] | Non
     if only_if_ready:
         try:
             location = settings.location()
-            database = current_sqlite_catalog(location) if location.sqlite_file is not None else None
+            database = (current_sqlite_catalog(location, settings.machine_name) if location.sqlite_file is not None
+                        else None)
         except (CatalogError, sqlite3.DatabaseError, OSError):
             return None
-        return Catalog(settings.paths, location, database=database) if database is not None else None
+        if database is None:
+            return None
+        return Catalog(settings.paths, location, database=database, all_machines=settings.all_machines)
     try:
         return Catalog.from_settings(settings)
+    except CatalogUnavailableError:
+        raise  # a server the user named cannot be reached: its other machines' sessions are not in the files here
     except CatalogError as exc:
         if warn is not None:
             warn(f"{exc}; reading the session files directly")

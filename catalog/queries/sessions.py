@@ -10,17 +10,19 @@ is loaded from the catalog only when read, so a listing never pulls every messag
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
 from collections import namedtuple
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.db import open_catalog as open_database
 from sessdex.catalog.store.location import CatalogLocation, resolve_location
+from sessdex.catalog.store.machine import resolve_machine, wants_all_machines
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
 from sessdex.core.errors import CatalogError
@@ -79,10 +81,16 @@ class _LazyPath:
 
 
 class CatalogSessionInfo(SessionInfo):
-    """A SessionInfo read from the catalog; its `path` is made and its `all_messages_text` fetched on first access."""
+    """A SessionInfo read from the catalog; its `path` is made and its `all_messages_text` fetched on first access.
+
+    `machine` names the machine whose file it is and `remote` tells that it is not this one (not fields of
+    SessionInfo: they stay out of comparisons and of the agent's JSON shape).
+    """
 
     path = _LazyPath()
     all_messages_text = _LazyMessagesText()
+    machine: str | None = None
+    remote: bool = False
 
     @property
     def path_text(self) -> str:
@@ -142,13 +150,13 @@ def fts_query(text: str) -> str | None:
 _PICKER_ROWS_SQL = (
     "SELECT path, session_id, cwd, title, substr(first_message, 1, ?), message_count, mtime_ns, cost_total, "
     "input_tokens + output_tokens + cache_read_tokens + cache_write_tokens "
-    "FROM session_files WHERE header_valid = 1 AND message_count >= 1 AND {where} "
+    "FROM session_files WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where} "
     "ORDER BY mtime_ns DESC, path")
 _UNDER_ROOT_SQL = "path > ? AND path < ?"
 _IN_FOLDERS_SQL = "directory IN ({marks})"
-_INFOS_BY_ID_SQL = ("SELECT id, path, mtime_ns, session_id, cwd, title, message_count, first_message, created, "
-                    "parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_total "
-                    "FROM session_files WHERE id IN ({placeholders})")
+_INFOS_BY_ID_SQL = ("SELECT id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, "
+                    "created, parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
+                    "cost_total FROM session_files WHERE id IN ({placeholders})")
 
 
 def _snippets(reader: sqlite3.Connection, sql: str, marks: tuple[Any, ...], query: str,
@@ -165,20 +173,27 @@ class Catalog:
 
     def __init__(self, paths: AgentPaths, location: CatalogLocation | None = None, *, backend: str = "auto",
                  fresh: Callable[[CatalogDatabase, Scope], ReconcileReport] | None = None,
-                 database: CatalogDatabase | None = None) -> None:
+                 database: CatalogDatabase | None = None, machine: str | None = None,
+                 all_machines: bool | None = None) -> None:
         """`fresh` replaces the freshness pass run before every answer (default: ensure_fresh by stat);
-        `database` is the catalog at `location` already opened (default: open it, creating or upgrading it)."""
+        `database` is the catalog at `location` already opened (default: open it, creating or upgrading it).
+        `machine` is this agent dir's machine (default: sessdex.catalog.store.machine.resolve_machine); answers
+        hold its sessions only, unless `all_machines` (default: `$SESSDEX_MACHINES` is `all`)."""
         self.paths = paths
         self.location = location or resolve_location(paths.agent_dir_text)
+        self.machine = database.machine if database is not None else resolve_machine(paths.agent_dir_text, machine)
+        self.all_machines = wants_all_machines() if all_machines is None else all_machines
         self._backend = backend
         self._fresh = fresh
-        self.db: CatalogDatabase | None = database if database is not None else open_database(self.location,
-                                                                                             backend=backend)
+        self.db: CatalogDatabase | None = database if database is not None else open_database(
+            self.location, backend=backend, machine=self.machine)
+        self._machines_known = False
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: Any) -> Catalog:
         """Open the catalog the settings name (`--catalog`, else `<agent dir>/catalog.db`), creating or upgrading it."""
-        return cls(settings.paths, settings.location(), **options)
+        return cls(settings.paths, settings.location(), **{"machine": settings.machine_name,
+                                                            "all_machines": settings.all_machines, **options})
 
     def __enter__(self) -> Catalog:
         return self
@@ -193,20 +208,73 @@ class Catalog:
 
     def _database(self) -> CatalogDatabase:
         if self.db is None:
-            self.db = open_database(self.location, backend=self._backend)
+            self.db = open_database(self.location, backend=self._backend, machine=self.machine)
         return self.db
 
     def refresh(self, scope: Scope, id_range: dict[str, str] | None = None) -> ReconcileReport:
-        """Make the catalog current for `scope`, or only for the ids in `id_range` (see catalog.reconcile)."""
+        """Make the catalog current for `scope`, or only for the ids in `id_range` (see catalog.reconcile).
+
+        A pass that wrote rows records this machine too (a read that writes nothing never writes that either).
+        """
         if self._fresh is not None:
-            return self._fresh(self._database(), scope)
-        if id_range is not None:
-            return ensure_fresh_for_ids(self._database(), scope, id_range)
-        return ensure_fresh(self._database(), scope)
+            report = self._fresh(self._database(), scope)
+        elif id_range is not None:
+            report = ensure_fresh_for_ids(self._database(), scope, id_range)
+        else:
+            report = ensure_fresh(self._database(), scope)
+        if report is not None and not report.up_to_date:
+            self._register_machine()
+        return report
 
     @property
     def sessions_root(self) -> str:
         return os.path.abspath(self.paths.sessions_root_text)
+
+    # -- machines ------------------------------------------------------------------------------------------
+
+    def _register_machine(self) -> None:
+        """Record this machine (its sessions root and host) in the catalog once, before its rows are written."""
+        if not self._machines_known:
+            from sessdex.catalog.index.machines import register_machine
+
+            register_machine(self._database(), self.sessions_root)
+            self._machines_known = True
+
+    def other_machines(self) -> list[Any]:
+        """The other machines whose rows the answers include: every one with `all_machines`, else none."""
+        if not self.all_machines:
+            return []
+        return [row for row in self._database().fetchall("machines_all") if row["name"] != self.machine]
+
+    def machine_folders(self, machine: Any, folders: Sequence[str]) -> list[str]:
+        """Where `folders` (of this machine) are on `machine`: the same place relative to its sessions root."""
+        prefix = self.sessions_root.rstrip("/") + "/"
+        translated = []
+        for folder in folders:
+            if folder.startswith(prefix):
+                translated.append(machine["sessions_root"].rstrip("/") + "/" + folder[len(prefix):])
+            elif folder == self.sessions_root:
+                translated.append(machine["sessions_root"])
+        return list(dict.fromkeys(translated))
+
+    def _rows_in_folders(self, name: str, folders: Sequence[str], params: dict[str, Any]) -> list[Any]:
+        """Rows of a listing statement over `folders` of this machine and, with all_machines, the same folders elsewhere."""
+        db = self._database()
+        rows = list(db.fetchall(name, {**_scope_params(folders), **params}))
+        for machine in self.other_machines():
+            theirs = self.machine_folders(machine, folders)
+            for start in range(0, len(theirs), 3):
+                rows += db.fetchall(name, {**_scope_params(theirs[start:start + 3]), **params,
+                                           "machine": machine["name"]})
+        return rows
+
+    def _rows_under_roots(self, name: str, params: dict[str, Any]) -> list[Any]:
+        """Rows of a statement over this machine's sessions root and, with all_machines, every other machine's."""
+        db = self._database()
+        rows = list(db.fetchall(name, {**root_range(self.sessions_root), **params}))
+        for machine in self.other_machines():
+            rows += db.fetchall(name, {**root_range(machine["sessions_root"]), **params, "machine": machine["name"]})
+        return rows
 
     # -- rows -> values ---------------------------------------------------------------------------------
 
@@ -233,6 +301,8 @@ class Catalog:
         )
         file_id = row["id"]
         info.__dict__["_load_messages_text"] = lambda: self.messages_text(file_id)
+        info.__dict__["machine"] = row["machine"]  # not fields: SessionInfo itself is immutable
+        info.__dict__["remote"] = row["machine"] != self.machine
         return info
 
     def _infos(self, rows: Iterable[Any]) -> list[SessionInfo]:
@@ -250,14 +320,13 @@ class Catalog:
         """`list(cwd, session_dir)` from the catalog: the project's sessions, newest first."""
         folders = self.project_dirs(cwd, session_dir)
         self.refresh(Scope.of(folders))
-        params = {**_scope_params(folders), "min_messages": 0 if include_empty else 1}
-        return self._infos(self._database().fetchall("infos_in_directories", params))
+        return self._infos(self._rows_in_folders("infos_in_directories", folders,
+                                                 {"min_messages": 0 if include_empty else 1}))
 
     def list_all_sessions(self, *, include_empty: bool = False) -> list[SessionInfo]:
         """`list_all()` from the catalog: every session below the sessions root, newest first."""
         self.refresh(Scope.of(root=self.sessions_root))
-        params = {**root_range(self.sessions_root), "min_messages": 0 if include_empty else 1}
-        return self._infos(self._database().fetchall("infos_under_root", params))
+        return self._infos(self._rows_under_roots("infos_under_root", {"min_messages": 0 if include_empty else 1}))
 
     # -- --resume <id prefix> ---------------------------------------------------------------------------------
 
@@ -266,13 +335,12 @@ class Catalog:
         """Sessions (any message count) whose id starts with `prefix`: in the project, or everywhere when cwd is None."""
         if cwd is None:
             self.refresh(Scope.of(root=self.sessions_root), _id_range(prefix))
-            params = {**root_range(self.sessions_root), **_id_range(prefix), "min_messages": 0}
-            rows = self._database().fetchall("infos_by_id_under_root", params)
+            rows = self._rows_under_roots("infos_by_id_under_root", {**_id_range(prefix), "min_messages": 0})
         else:
             folders = self.project_dirs(cwd, session_dir)
             self.refresh(Scope.of(folders), _id_range(prefix))
-            params = {**_scope_params(folders), **_id_range(prefix), "min_messages": 0}
-            rows = self._database().fetchall("infos_by_id_in_directories", params)
+            rows = self._rows_in_folders("infos_by_id_in_directories", folders,
+                                         {**_id_range(prefix), "min_messages": 0})
         return self._infos(row for row in rows if row["session_id"].startswith(prefix))
 
     def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
@@ -283,12 +351,25 @@ class Catalog:
 
         local = match_session_id(value, self.sessions_with_id_prefix(value, cwd, session_dir))
         if local:
-            return single_match(value, local)
+            return self._reachable(single_match(value, local))
         if session_dir is None:
             everywhere = match_session_id(value, self.sessions_with_id_prefix(value, None))
             if everywhere:
-                return single_match(value, everywhere)
+                return self._reachable(single_match(value, everywhere))
         raise SessionNotFoundError(f'Session "{value}" not found.')
+
+    def _reachable(self, info: SessionInfo) -> SessionInfo:
+        """`info` when its file can be opened here; a session only on another machine says where and how to resume it."""
+        machine = getattr(info, "machine", None)
+        if machine is None or machine == self.machine or os.path.isfile(info.path):
+            return info
+        import shlex
+
+        from sessdex.core.errors import SessionOnOtherMachineError
+
+        host = next((row["host"] for row in self.other_machines() if row["name"] == machine), machine)
+        raise SessionOnOtherMachineError(f'Session "{info.id}" is on machine {machine}; resume it there with: '
+                                         f"ssh {shlex.quote(host)} xcsh --resume {shlex.quote(str(info.path))}")
 
     # -- recent sessions / newest session -------------------------------------------------------------------
 
@@ -322,69 +403,137 @@ class Catalog:
     def search(self, text: str, cwd: str | os.PathLike[str] | None = None,
                session_dir: str | os.PathLike[str] | None = None, *, limit: int = SEARCH_SESSION_LIMIT,
                highlight: tuple[str, str] = ("[", "]"), snippet_tokens: int = 12,
-               check_freshness: bool = True) -> list[SearchHit]:
+               check_freshness: bool = True, substring_fallback: bool = False) -> list[SearchHit]:
         """Sessions whose title, first message or any message text matches `text`, best first.
 
-        Scoped to the project of `cwd` (or `session_dir`), or to every project when `cwd` is None. The
-        text is quoted word by word, so no input is an FTS syntax error. SQLite catalogs only.
-        `check_freshness=False` skips the freshness pass (the picker searches as you type, over rows it
-        loaded, freshly, when it opened).
+        Scoped to the project of `cwd` (or `session_dir`), or to every project when `cwd` is None (and to
+        every machine with all_machines). The text is quoted word by word, so no input is a syntax error.
+        SQLite (FTS5) and PostgreSQL (tsvector) catalogs. `check_freshness=False` skips the freshness pass
+        (the picker searches as you type, over rows it loaded, freshly, when it opened). With
+        `substring_fallback`, a search full text answers with nothing is retried with every word as a
+        substring (sessdex.catalog.queries.substring_search).
         """
-        query = fts_query(text)
         db = self._database()
-        reader = db.sqlite_reader()
-        if reader is None:
-            raise CatalogError("full-text search needs a SQLite catalog")
+        if db.sqlite_reader() is None and db.dialect != "postgresql":
+            raise CatalogError("full-text search needs a SQLite or PostgreSQL catalog")
+        query = fts_query(text)
         if query is None or limit <= 0:
             return []
+        scopes = self._search_scopes(cwd, session_dir, check_freshness)
+        reader = db.sqlite_reader()
+        if reader is not None:
+            found = self._search_sqlite(reader, query, scopes, limit, snippet_tokens)
+        else:
+            from sessdex.catalog.queries.postgres_search import search_postgres, word_runs
+
+            found = search_postgres(db, word_runs(text.translate(_CONTROL_TO_SPACE)), scopes, limit,
+                                    (_MATCH_OPEN, _MATCH_CLOSE), snippet_tokens)
+        if not found and substring_fallback:
+            found = self._search_substrings(text, scopes, limit)
+        found = found[:limit]
+        if reader is not None:
+            infos = {row["id"]: row for row in reader.execute(
+                _INFOS_BY_ID_SQL.format(placeholders=", ".join("?" * len(found))), [hit[0] for hit in found])}
+        else:
+            infos = {hit[0]: rows[0] for hit in found if (rows := db.fetchall("file_by_id", {"file_id": hit[0]}))}
+        hits = []
+        for file_id, field, snippet, score in found:
+            info_row = infos.get(file_id)
+            if info_row is not None:
+                marked = (snippet or "").replace(_MATCH_OPEN, highlight[0]).replace(_MATCH_CLOSE, highlight[1])
+                hits.append(SearchHit(self._session_info(info_row), field, marked, score))
+        return hits
+
+    def _search_substrings(self, text: str, scopes: list[tuple[str, dict[str, Any]]],
+                           limit: int) -> list[tuple[int, str, str, float]]:
+        from sessdex.catalog.queries import source
+        from sessdex.catalog.queries.substring_search import substring_matches
+
+        db = self._database()
+        terms = source.content_terms(text.translate(_CONTROL_TO_SPACE))
+        if not terms:
+            return []
+
+        def run(sql: str, params: dict[str, Any]) -> list[Any]:
+            reader = db.sqlite_reader()
+            if reader is not None:
+                return reader.execute(sql, params).fetchall()
+            from sqlalchemy import text as sql_text
+
+            return db.fetch_statement(sql_text(sql), params)  # type: ignore[attr-defined]
+
+        def snippet_of(found_in: str, words: Sequence[str]) -> str:
+            marked = source.substring_snippet(found_in, found_in.lower(), list(words))
+            return marked.replace(source.MATCH_OPEN, _MATCH_OPEN).replace(source.MATCH_CLOSE, _MATCH_CLOSE)
+
+        return substring_matches(run, db.dialect, terms, scopes, limit, snippet_of)
+
+    def _search_scopes(self, cwd: str | os.PathLike[str] | None, session_dir: str | os.PathLike[str] | None,
+                       check_freshness: bool = True) -> list[tuple[str, dict[str, Any]]]:
+        """(kind, parameters) of each part of a search's scope: this machine's, then each other machine's."""
+        if cwd is None:
+            if check_freshness:
+                self.refresh(Scope.of(root=self.sessions_root))
+            scopes = [("root", {**root_range(self.sessions_root), "machine": self.machine})]
+            for machine in self.other_machines():
+                scopes.append(("root", {**root_range(machine["sessions_root"]), "machine": machine["name"]}))
+            return scopes
+        folders = self.project_dirs(cwd, session_dir)
+        if check_freshness:
+            self.refresh(Scope.of(folders))
+        scopes = [("directories", {**_scope_params(folders[:3]), "machine": self.machine})]
+        for machine in self.other_machines():
+            theirs = self.machine_folders(machine, folders[:3])
+            if theirs:
+                scopes.append(("directories", {**_scope_params(theirs), "machine": machine["name"]}))
+        return scopes
+
+    def _search_sqlite(self, reader: sqlite3.Connection, query: str, scopes: list[tuple[str, dict[str, Any]]],
+                       limit: int, snippet_tokens: int) -> list[tuple[int, str, str, float]]:
+        """FTS5 matches over `scopes`, best per session, title/first-message matches first, each best first.
+
+        Ranks first (bounded by `limit` sessions whatever the number of matches), then cuts snippets for
+        the sessions shown only.
+        """
         # A common word walks much of the index: read through SQLite's small page cache rather than the
         # memory map, whose touched pages would all count in this process's resident memory.
         reader.execute("PRAGMA mmap_size = 0")
-        if cwd is None:
-            scope = Scope.of(root=self.sessions_root)
-            scope_sql, scope_params = fts.SCOPE_ROOT, root_range(self.sessions_root)
-        else:
-            folders = self.project_dirs(cwd, session_dir)
-            scope = Scope.of(folders)
-            scope_sql, scope_params = fts.SCOPE_DIRECTORIES, _scope_params(folders[:3])
-        if check_freshness:
-            self.refresh(scope)
         self._fill_content_index()
-        # Rank first (bounded by `limit` sessions whatever the number of matches), then snippets and rows
-        # for the sessions shown only.
-        params = {"query": query, "rows": limit, **scope_params}
-        ranked: dict[int, tuple[str, int, float]] = {}  # file id -> (field, FTS rowid, score), best first
-        for row in reader.execute(fts.SEARCH_SESSIONS.format(scope=scope_sql), params):
+        ranked: dict[int, tuple[str, int, float]] = {}  # file id -> (kind, FTS rowid, score), best first
+        session_rows: list[Any] = []
+        for kind, scope_params in scopes:
+            scope_sql = fts.SCOPE_ROOT if kind == "root" else fts.SCOPE_DIRECTORIES
+            session_rows += reader.execute(fts.SEARCH_SESSIONS.format(scope=scope_sql),
+                                           {"query": query, "rows": limit, **scope_params}).fetchall()
+        for row in sorted(session_rows, key=lambda row: row["score"])[:limit]:
             ranked[row["file_id"]] = ("session", row["file_id"], row["score"])
         if len(ranked) < limit:
-            params["rows"] = limit + len(ranked)  # room for sessions already found by title
-            for row in reader.execute(fts.SEARCH_MESSAGES.format(scope=scope_sql), params):
+            message_rows: list[Any] = []
+            for kind, scope_params in scopes:
+                scope_sql = fts.SCOPE_ROOT if kind == "root" else fts.SCOPE_DIRECTORIES
+                message_rows += reader.execute(fts.SEARCH_MESSAGES.format(scope=scope_sql),
+                                               {"query": query, "rows": limit + len(ranked), **scope_params}).fetchall()
+            for row in sorted(message_rows, key=lambda row: row["score"]):
                 if len(ranked) < limit:
                     ranked.setdefault(row["file_id"], ("message", row["message_id"], row["score"]))
-        infos = {row["id"]: row for row in reader.execute(
-            _INFOS_BY_ID_SQL.format(placeholders=", ".join("?" * len(ranked))), list(ranked))}
         marks = (_MATCH_OPEN, _MATCH_CLOSE, snippet_tokens)
-        session_rows = [rowid for kind, rowid, _score in ranked.values() if kind == "session"]
-        message_rows = [rowid for kind, rowid, _score in ranked.values() if kind == "message"]
+        session_ids = [rowid for kind, rowid, _score in ranked.values() if kind == "session"]
+        message_ids = [rowid for kind, rowid, _score in ranked.values() if kind == "message"]
         session_snippets = {row["id"]: row for row in _snippets(reader, fts.SNIPPETS_OF_SESSIONS, (*marks, *marks),
-                                                                 query, session_rows)}
+                                                                 query, session_ids)}
         message_snippets = {row["id"]: row["snippet"] for row in _snippets(reader, fts.SNIPPETS_OF_MESSAGES, marks,
-                                                                           query, message_rows)}
-        hits = []
+                                                                           query, message_ids)}
+        found = []
         for file_id, (kind, rowid, score) in ranked.items():
-            info_row = infos.get(file_id)
-            if info_row is None:
-                continue
             if kind == "session":
-                found = session_snippets.get(rowid)
-                in_title = found is not None and _MATCH_OPEN in (found["title_snippet"] or "")
+                snippets = session_snippets.get(rowid)
+                in_title = snippets is not None and _MATCH_OPEN in (snippets["title_snippet"] or "")
                 field = "title" if in_title else "first_message"
-                snippet = (found["title_snippet"] if in_title else found["first_snippet"]) if found else ""
+                snippet = (snippets["title_snippet"] if in_title else snippets["first_snippet"]) if snippets else ""
             else:
                 field, snippet = "message", message_snippets.get(rowid, "")
-            marked = (snippet or "").replace(_MATCH_OPEN, highlight[0]).replace(_MATCH_CLOSE, highlight[1])
-            hits.append(SearchHit(self._session_info(info_row), field, marked, score))
-        return hits
+            found.append((file_id, field, snippet or "", score))
+        return found
 
     def _fill_content_index(self) -> None:
         """Spend up to SEARCH_FILL_SECONDS completing a message-text index a first index left unfinished.
@@ -440,9 +589,10 @@ class Catalog:
         from sessdex.catalog.queries.source import PICKER_FIRST_MESSAGE_CHARS, PickerRow
 
         reader = self._database().sqlite_reader()
-        if reader is None:
-            infos = self.list_all_sessions() if all_projects else self.list_sessions(cwd, session_dir)
-            return [PickerRow.from_info(info) for info in infos]
+        with self._widened(all_projects):
+            if reader is None or self.other_machines():
+                infos = self.list_all_sessions() if all_projects else self.list_sessions(cwd, session_dir)
+                return [PickerRow.from_info(info) for info in infos]
         params: tuple[str, ...]
         if all_projects:
             prefix = self.sessions_root.rstrip("/") + "/"
@@ -450,10 +600,22 @@ class Catalog:
         else:
             folders = self.project_dirs(cwd, session_dir)
             where, params = _IN_FOLDERS_SQL.format(marks=", ".join("?" * len(folders))), tuple(folders)
-        found = reader.execute(_PICKER_ROWS_SQL.format(where=where), (PICKER_FIRST_MESSAGE_CHARS, *params))
+        found = reader.execute(_PICKER_ROWS_SQL.format(where=where),
+                               (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params))
         return [PickerRow(path, session_id, cwd or "", title, first_message or NO_MESSAGES, message_count,
                           mtime_ns / 1_000_000, cost, tokens)
                 for path, session_id, cwd, title, first_message, message_count, mtime_ns, cost, tokens in found]
+
+    @contextlib.contextmanager
+    def _widened(self, all_projects: bool) -> Iterator[None]:
+        """Inside the block, the picker's "all" scope holds every machine's sessions (its scope key widens to
+        them); the project scope holds what --machines says."""
+        previous = self.all_machines
+        self.all_machines = previous or all_projects
+        try:
+            yield
+        finally:
+            self.all_machines = previous
 
     def bring_up_to_date(self, cwd: str, session_dir: str | os.PathLike[str] | None, *, all_projects: bool) -> bool:
         """Run the freshness pass for the scope; True when it changed the catalog."""
@@ -470,9 +632,10 @@ class Catalog:
             one_line,
         )
 
-        hits = self.search(query, None if all_projects else cwd, session_dir, limit=CONTENT_MATCH_LIMIT,
-                           highlight=(MATCH_OPEN, MATCH_CLOSE), snippet_tokens=SNIPPET_TOKENS,
-                           check_freshness=False)  # the picker searches as you type, over rows loaded fresh
+        with self._widened(all_projects):
+            hits = self.search(query, None if all_projects else cwd, session_dir, limit=CONTENT_MATCH_LIMIT,
+                               highlight=(MATCH_OPEN, MATCH_CLOSE), snippet_tokens=SNIPPET_TOKENS,
+                               check_freshness=False)  # the picker searches as you type, over rows loaded fresh
         return {str(hit.session.path): one_line(hit.snippet) for hit in hits}
 
     # -- usage ------------------------------------------------------------------------------------------

@@ -4,21 +4,21 @@ The SQLite fast path runs these strings with the stdlib sqlite3 module so that r
 catalog never imports SQLAlchemy or Alembic; tests/catalog/test_schema.py checks they still match.
 """
 
-SCHEMA_REVISION = '0002_usage_facts'
+SCHEMA_REVISION = '0003_machines'
 
 SQL: dict[str, str] = {
     'file_by_path': (
-        'SELECT session_files.id, session_files.path, session_files.directory, session_files.device, session_files.inode, session_files.size, session_files.mtime_ns, session_files.indexed_offset, session_files.head_length, session_files.head_digest, session_files.summary_state, session_files.unparseable_lines, session_files.pending_unparseable, session_files.header_valid, session_files.session_id, session_files.cwd, session_files.title, session_files.header_title, session_files.short_summary, session_files.parent_session, session_files.created, session_files.message_count, session_files.entry_count, session_files.first_message, session_files.prefix_state, session_files.last_entry_id, session_files.last_model, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total, session_files.indexed_at_ms \n'
+        'SELECT session_files.id, session_files.machine, session_files.path, session_files.directory, session_files.device, session_files.inode, session_files.size, session_files.mtime_ns, session_files.indexed_offset, session_files.head_length, session_files.head_digest, session_files.summary_state, session_files.unparseable_lines, session_files.pending_unparseable, session_files.header_valid, session_files.session_id, session_files.cwd, session_files.title, session_files.header_title, session_files.short_summary, session_files.parent_session, session_files.created, session_files.message_count, session_files.entry_count, session_files.first_message, session_files.prefix_state, session_files.last_entry_id, session_files.last_model, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total, session_files.indexed_at_ms \n'
         'FROM session_files \n'
-        'WHERE session_files.path = :path'
+        'WHERE session_files.machine = :machine AND session_files.path = :path'
     ),
     'file_by_inode': (
         'SELECT session_files.id, session_files.path \n'
         'FROM session_files \n'
-        'WHERE session_files.device = :device AND session_files.inode = :inode'
+        'WHERE session_files.machine = :machine AND session_files.device = :device AND session_files.inode = :inode'
     ),
     'insert_file': (
-        'INSERT INTO session_files (path, directory, device, inode, size, mtime_ns, indexed_offset, head_length, head_digest, summary_state, unparseable_lines, pending_unparseable, header_valid, session_id, cwd, title, header_title, short_summary, parent_session, created, message_count, entry_count, first_message, prefix_state, last_entry_id, last_model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_total, indexed_at_ms) VALUES (:path, :directory, :device, :inode, :size, :mtime_ns, :indexed_offset, :head_length, :head_digest, :summary_state, :unparseable_lines, :pending_unparseable, :header_valid, :session_id, :cwd, :title, :header_title, :short_summary, :parent_session, :created, :message_count, :entry_count, :first_message, :prefix_state, :last_entry_id, :last_model, :input_tokens, :output_tokens, :cache_read_tokens, :cache_write_tokens, :cost_total, :indexed_at_ms)'
+        'INSERT INTO session_files (machine, path, directory, device, inode, size, mtime_ns, indexed_offset, head_length, head_digest, summary_state, unparseable_lines, pending_unparseable, header_valid, session_id, cwd, title, header_title, short_summary, parent_session, created, message_count, entry_count, first_message, prefix_state, last_entry_id, last_model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_total, indexed_at_ms) VALUES (:machine, :path, :directory, :device, :inode, :size, :mtime_ns, :indexed_offset, :head_length, :head_digest, :summary_state, :unparseable_lines, :pending_unparseable, :header_valid, :session_id, :cwd, :title, :header_title, :short_summary, :parent_session, :created, :message_count, :entry_count, :first_message, :prefix_state, :last_entry_id, :last_model, :input_tokens, :output_tokens, :cache_read_tokens, :cache_write_tokens, :cost_total, :indexed_at_ms)'
     ),
     'update_file': (
         'UPDATE session_files SET directory=:directory, device=:device, inode=:inode, size=:size, mtime_ns=:mtime_ns, indexed_offset=:indexed_offset, head_length=:head_length, head_digest=:head_digest, summary_state=:summary_state, unparseable_lines=:unparseable_lines, pending_unparseable=:pending_unparseable, header_valid=:header_valid, session_id=:session_id, cwd=:cwd, title=:title, header_title=:header_title, short_summary=:short_summary, parent_session=:parent_session, created=:created, message_count=:message_count, entry_count=:entry_count, first_message=:first_message, prefix_state=:prefix_state, last_entry_id=:last_entry_id, last_model=:last_model, input_tokens=:input_tokens, output_tokens=:output_tokens, cache_read_tokens=:cache_read_tokens, cache_write_tokens=:cache_write_tokens, cost_total=:cost_total, indexed_at_ms=:indexed_at_ms WHERE session_files.id = :file_id'
@@ -28,6 +28,12 @@ SQL: dict[str, str] = {
     ),
     'delete_file': (
         'DELETE FROM session_files WHERE session_files.id = :file_id'
+    ),
+    'delete_machine_files': (
+        'DELETE FROM session_files WHERE session_files.machine = :machine'
+    ),
+    'forget_machine_reads': (
+        "UPDATE session_files SET mtime_ns=-1, head_digest='' WHERE session_files.machine = :own_machine"
     ),
     'delete_messages_of_file': (
         'DELETE FROM messages WHERE messages.file_id = :file_id'
@@ -60,57 +66,57 @@ SQL: dict[str, str] = {
     'stats_in_directory': (
         'SELECT session_files.path, session_files.device, session_files.inode, session_files.size, session_files.mtime_ns \n'
         'FROM session_files \n'
-        'WHERE session_files.directory = :directory'
+        'WHERE session_files.machine = :machine AND session_files.directory = :directory'
     ),
     'stats_under_root': (
         'SELECT session_files.path, session_files.device, session_files.inode, session_files.size, session_files.mtime_ns \n'
         'FROM session_files \n'
-        'WHERE session_files.path > :root_lo AND session_files.path < :root_hi'
+        'WHERE session_files.machine = :machine AND session_files.path > :root_lo AND session_files.path < :root_hi'
     ),
     'stats_in_directory_with_id': (
         'SELECT session_files.path, session_files.device, session_files.inode, session_files.size, session_files.mtime_ns \n'
         'FROM session_files \n'
-        'WHERE session_files.directory = :directory AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
+        'WHERE session_files.machine = :machine AND session_files.directory = :directory AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
     ),
     'stats_under_root_with_id': (
         'SELECT session_files.path, session_files.device, session_files.inode, session_files.size, session_files.mtime_ns \n'
         'FROM session_files \n'
-        'WHERE session_files.path > :root_lo AND session_files.path < :root_hi AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
+        'WHERE session_files.machine = :machine AND session_files.path > :root_lo AND session_files.path < :root_hi AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
     ),
     'paths_in_directory': (
         'SELECT session_files.path \n'
         'FROM session_files \n'
-        'WHERE session_files.directory = :directory'
+        'WHERE session_files.machine = :machine AND session_files.directory = :directory'
     ),
     'paths_under_root': (
         'SELECT session_files.path \n'
         'FROM session_files \n'
-        'WHERE session_files.path > :root_lo AND session_files.path < :root_hi'
+        'WHERE session_files.machine = :machine AND session_files.path > :root_lo AND session_files.path < :root_hi'
     ),
     'infos_in_directories': (
-        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
+        'SELECT session_files.id, session_files.machine, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
-        'WHERE session_files.directory IN (:dir0, :dir1, :dir2) AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages'
+        'WHERE session_files.machine = :machine AND session_files.directory IN (:dir0, :dir1, :dir2) AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages'
     ),
     'infos_under_root': (
-        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
+        'SELECT session_files.id, session_files.machine, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
-        'WHERE session_files.path > :root_lo AND session_files.path < :root_hi AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages'
+        'WHERE session_files.machine = :machine AND session_files.path > :root_lo AND session_files.path < :root_hi AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages'
     ),
     'infos_by_id_in_directories': (
-        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
+        'SELECT session_files.id, session_files.machine, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
-        'WHERE session_files.directory IN (:dir0, :dir1, :dir2) AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
+        'WHERE session_files.machine = :machine AND session_files.directory IN (:dir0, :dir1, :dir2) AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
     ),
     'infos_by_id_under_root': (
-        'SELECT session_files.id, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
+        'SELECT session_files.id, session_files.machine, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
-        'WHERE session_files.path > :root_lo AND session_files.path < :root_hi AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
+        'WHERE session_files.machine = :machine AND session_files.path > :root_lo AND session_files.path < :root_hi AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
     ),
     'recent_in_directories': (
         'SELECT session_files.path, session_files.mtime_ns, session_files.prefix_state \n'
         'FROM session_files \n'
-        'WHERE session_files.prefix_state IS NOT NULL AND session_files.directory IN (:dir0, :dir1, :dir2) ORDER BY session_files.mtime_ns DESC, session_files.path\n'
+        'WHERE session_files.machine = :machine AND session_files.prefix_state IS NOT NULL AND session_files.directory IN (:dir0, :dir1, :dir2) ORDER BY session_files.mtime_ns DESC, session_files.path\n'
         ' LIMIT :limit OFFSET :offset'
     ),
     'message_texts': (
@@ -120,7 +126,8 @@ SQL: dict[str, str] = {
     ),
     'file_health': (
         'SELECT session_files.id, session_files.path, session_files.header_valid, session_files.unparseable_lines, session_files.pending_unparseable, session_files.message_count \n'
-        'FROM session_files ORDER BY session_files.path'
+        'FROM session_files \n'
+        'WHERE session_files.machine = :machine ORDER BY session_files.path'
     ),
     'count_files': (
         'SELECT count(*) AS count_1 \n'
@@ -129,6 +136,23 @@ SQL: dict[str, str] = {
     'count_messages': (
         'SELECT count(*) AS count_1 \n'
         'FROM messages'
+    ),
+    'count_machine_files': (
+        'SELECT count(*) AS count_1 \n'
+        'FROM session_files \n'
+        'WHERE session_files.machine = :machine'
+    ),
+    'file_ids_with_messages': (
+        'SELECT session_files.id \n'
+        'FROM session_files \n'
+        'WHERE session_files.machine = :machine AND (EXISTS (SELECT messages.id \n'
+        'FROM messages \n'
+        'WHERE messages.file_id = session_files.id))'
+    ),
+    'file_by_id': (
+        'SELECT session_files.id, session_files.machine, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
+        'FROM session_files \n'
+        'WHERE session_files.id = :file_id'
     ),
     'meta_get': (
         'SELECT catalog_meta.value \n'
@@ -480,5 +504,20 @@ SQL: dict[str, str] = {
         'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
+    ),
+    'machine_get': (
+        'SELECT machines.name, machines.host, machines.sessions_root, machines.content \n'
+        'FROM machines \n'
+        'WHERE machines.name = :machine'
+    ),
+    'machines_all': (
+        'SELECT machines.name, machines.host, machines.sessions_root, machines.content \n'
+        'FROM machines ORDER BY machines.name'
+    ),
+    'machine_insert': (
+        'INSERT INTO machines (name, host, sessions_root, content) VALUES (:machine, :host, :sessions_root, :content)'
+    ),
+    'machine_update': (
+        'UPDATE machines SET host=:host, sessions_root=:sessions_root, content=:content WHERE machines.name = :machine'
     ),
 }

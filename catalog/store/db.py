@@ -5,11 +5,14 @@ Two backends sit behind one seam, `CatalogDatabase`:
   `sessdex.catalog.store.statements` (cached in `sessdex.catalog.store.compiled_sql`), so that a read command on a current
   catalog imports neither SQLAlchemy nor Alembic. Queries run on a read-only connection; writes
   go through a single read-write connection, one `BEGIN IMMEDIATE` transaction at a time.
-- `SqlAlchemyCatalog`, for any other SQLAlchemy URL: the same statements executed by SQLAlchemy.
-  Everything but FTS search is dialect-neutral.
+- `SqlAlchemyCatalog`, for any other SQLAlchemy URL (PostgreSQL, shared by several machines): the same
+  statements executed by SQLAlchemy over psycopg 3. Everything but full-text search is dialect-neutral.
 
-`open_catalog` checks the schema revision with one query and runs the Alembic upgrade (under a file
-lock, in `sessdex.catalog.store.migrate`) only when the database is missing or older than this package.
+Every statement about session files is about one machine's rows (`machine`, see
+`sessdex.catalog.store.machine`): the backends add this machine as the `machine` parameter unless the
+caller names another. `open_catalog` checks the schema revision with one query and runs the Alembic
+upgrade (under a file lock, in `sessdex.catalog.store.migrate`) only when the database is missing or older
+than this package. A database server that cannot be reached is a `CatalogUnavailableError` (exit 2).
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from sessdex.catalog.store.location import (
     CatalogLocation,
     create_catalog_engine,
 )
-from sessdex.core.errors import CatalogError
+from sessdex.catalog.store.machine import host_name
+from sessdex.core.errors import CatalogError, CatalogUnavailableError
 from sessdex.core.paths import as_path
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -45,6 +49,8 @@ class CatalogDatabase(Protocol):
 
     location: CatalogLocation
     dialect: str
+    # This machine: the `machine` parameter of every statement unless the caller passes another one.
+    machine: str
 
     def fetchall(self, name: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         """Rows of the named statement; each row is indexable by column name."""
@@ -87,6 +93,19 @@ class CatalogDatabase(Protocol):
         """Close every connection."""
 
 
+# The statements that take a `machine` parameter (those about session_files rows).
+_MACHINE_STATEMENTS = frozenset(name for name, sql in SQL.items() if ":machine" in sql)
+
+
+def with_machine(name: str, params: Mapping[str, Any] | None, machine: str) -> Mapping[str, Any]:
+    """`params` for statement `name`, with `machine` added when the statement takes one and the caller gave none."""
+    if name not in _MACHINE_STATEMENTS:
+        return params or {}
+    if params is None:
+        return {"machine": machine}
+    return params if "machine" in params else {"machine": machine, **params}
+
+
 def _uri_path(path: str | os.PathLike[str]) -> str:
     # The characters a SQLite URI filename must escape (urllib.parse would cost the hot path an import).
     return os.fspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
@@ -120,16 +139,17 @@ class SqliteCatalog:
 
     dialect = "sqlite"
 
-    def __init__(self, location: CatalogLocation) -> None:
+    def __init__(self, location: CatalogLocation, machine: str | None = None) -> None:
         assert location.sqlite_file is not None
         self.location = location
+        self.machine = machine or host_name()
         self._path = location.sqlite_file
         self._reader = connect_sqlite(self._path, readonly=True)
         self._writer: sqlite3.Connection | None = None
 
     def fetchall(self, name: str, params: Mapping[str, Any] | None = None) -> list[sqlite3.Row]:
         connection = self._writer if self._writer is not None and self._writer.in_transaction else self._reader
-        return connection.execute(SQL[name], params or {}).fetchall()
+        return connection.execute(SQL[name], self._params(name, params)).fetchall()
 
     def scalar(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
         rows = self.fetchall(name, params)
@@ -139,17 +159,20 @@ class SqliteCatalog:
         connection = self._writer if self._writer is not None and self._writer.in_transaction else self._reader
         cursor = connection.cursor()
         cursor.row_factory = None  # plain tuples: the freshness pass reads thousands of rows
-        return cursor.execute(SQL[name], params or {}).fetchall()
+        return cursor.execute(SQL[name], self._params(name, params)).fetchall()
+
+    def _params(self, name: str, params: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        return with_machine(name, params, self.machine)
 
     def execute(self, name: str, params: Mapping[str, Any] | None = None) -> None:
-        self._require_transaction().execute(SQL[name], params or {})
+        self._require_transaction().execute(SQL[name], self._params(name, params))
 
     def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        self._require_transaction().executemany(SQL[name], rows)
+        self._require_transaction().executemany(SQL[name], [self._params(name, row) for row in rows])
 
     def insert_returning_id(self, name: str, params: Mapping[str, Any]) -> int:
         """Run a single-row INSERT and return the new row's id."""
-        row_id = self._require_transaction().execute(SQL[name], params).lastrowid
+        row_id = self._require_transaction().execute(SQL[name], self._params(name, params)).lastrowid
         if row_id is None:
             raise CatalogError(f"{name} inserted no row")
         return row_id
@@ -217,23 +240,84 @@ class SqliteCatalog:
 
 
 class SqlAlchemyCatalog:
-    """The SQLAlchemy backend for non-SQLite URLs (and for tests proving the statements are dialect-neutral)."""
+    """The SQLAlchemy backend: PostgreSQL (shared by several machines), and SQLite in tests proving the statements
+    dialect-neutral.
 
-    def __init__(self, location: CatalogLocation) -> None:
+    On PostgreSQL every write transaction first takes one advisory lock, so writers of every machine take
+    turns as SQLite's do (the indexer hands out message ids inside its transaction), and text loses its NUL
+    characters (PostgreSQL text cannot hold them). A lost server connection is a `CatalogUnavailableError`;
+    the next call connects again.
+    """
+
+    def __init__(self, location: CatalogLocation, machine: str | None = None) -> None:
         from sessdex.catalog.store.statements import build_statements
 
         self.location = location
+        self.machine = machine or host_name()
         self._engine = create_catalog_engine(location.url)
         self.dialect = self._engine.dialect.name
         self._statements = build_statements()
-        self._connection = self._engine.connect()
+        self._connection: Any = None
         self._in_write = False
+        self._connect()
+
+    def _connect(self) -> Any:
+        if self._connection is None:
+            with self._reporting_lost_connection():
+                self._connection = self._engine.connect()
+        return self._connection
+
+    @contextlib.contextmanager
+    def _reporting_lost_connection(self) -> Iterator[None]:
+        from sqlalchemy.exc import DBAPIError
+
+        try:
+            yield
+        except DBAPIError as exc:
+            if not _is_connection_problem(exc):
+                raise
+            self._drop_connection()
+            raise unavailable(self.location, exc) from exc
+
+    def revision(self) -> str | None:
+        """The Alembic revision of the database, None when it has none (a new, empty database)."""
+        from sqlalchemy import inspect, text
+
+        with self._reporting_lost_connection():
+            connection = self._connect()
+            has_table = inspect(connection).has_table("alembic_version")
+            revision = connection.execute(text("SELECT version_num FROM alembic_version")).scalar() if has_table else None
+            connection.commit()
+        return revision
+
+    def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.invalidate()
+                connection.close()
+
+    def _params(self, name: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        values = dict(with_machine(name, params, self.machine))
+        if self.dialect == "postgresql":
+            for key, value in values.items():
+                if type(value) is str and "\x00" in value:
+                    values[key] = value.replace("\x00", "\ufffd")
+        return values
+
+    def _execute(self, statement: Any, params: Any) -> Any:
+        with self._reporting_lost_connection():
+            return self._connect().execute(statement, params)
 
     def fetchall(self, name: str, params: Mapping[str, Any] | None = None) -> list[Any]:
-        result = self._connection.execute(self._statements[name], dict(params or {}))
-        rows = [row._mapping for row in result]
+        return self.fetch_statement(self._statements[name], self._params(name, params))
+
+    def fetch_statement(self, statement: Any, params: Mapping[str, Any]) -> list[Any]:
+        """Rows (mappings) of any SQLAlchemy statement; outside `write()` the read ends its transaction."""
+        rows = [row._mapping for row in self._execute(statement, dict(params))]
         if not self._in_write:
-            self._connection.commit()
+            with self._reporting_lost_connection():
+                self._connect().commit()
         return rows
 
     def scalar(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -245,21 +329,22 @@ class SqlAlchemyCatalog:
 
     def execute(self, name: str, params: Mapping[str, Any] | None = None) -> None:
         self._require_transaction()
-        self._connection.execute(self._statements[name], dict(params or {}))
+        self._execute(self._statements[name], self._params(name, params))
 
     def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         self._require_transaction()
         if rows:
-            self._connection.execute(self._statements[name], [dict(row) for row in rows])
+            self._execute(self._statements[name], [self._params(name, row) for row in rows])
 
     def insert_returning_id(self, name: str, params: Mapping[str, Any]) -> int:
         self._require_transaction()
-        return self._connection.execute(self._statements[name], dict(params)).inserted_primary_key[0]
+        return self._execute(self._statements[name], self._params(name, params)).inserted_primary_key[0]
 
     def fts_executemany(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         self._require_transaction()
         if rows and self.dialect == "sqlite":
-            self._connection.exec_driver_sql(sql, list(rows))
+            with self._reporting_lost_connection():
+                self._connect().exec_driver_sql(sql, list(rows))
 
     def _require_transaction(self) -> None:
         if not self._in_write:
@@ -271,12 +356,19 @@ class SqlAlchemyCatalog:
             raise RuntimeError("nested catalog write transaction")
         self._in_write = True
         try:
+            if self.dialect == "postgresql":
+                from sqlalchemy import text
+
+                self._execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITE_LOCK_KEY})
             yield
         except BaseException:
-            self._connection.rollback()
+            if self._connection is not None:
+                with self._reporting_lost_connection():
+                    self._connection.rollback()
             raise
         else:
-            self._connection.commit()
+            with self._reporting_lost_connection():
+                self._connect().commit()
         finally:
             self._in_write = False
 
@@ -293,8 +385,42 @@ class SqlAlchemyCatalog:
         return False
 
     def close(self) -> None:
-        self._connection.close()
+        if self._connection is not None:
+            with contextlib.suppress(Exception):
+                self._connection.close()
+            self._connection = None
         self._engine.dispose()
+
+
+# The key of the PostgreSQL advisory lock every catalog write transaction holds ("sessdex" in ASCII).
+WRITE_LOCK_KEY = 0x73657373646578
+
+
+def _is_connection_problem(exc: Exception) -> bool:
+    """True when a database error means the server cannot be reached or refused us, not a bad statement."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    if getattr(exc, "connection_invalidated", False) or isinstance(exc, InterfaceError):
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    # No SQLSTATE: the connection could not be made or was cut (refused, reset, closed). Otherwise the classes
+    # of a connection exception (08), a server shutting down (57P), a refused login (28) or no such database (3D).
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(_CONNECTION_SQLSTATES)
+
+
+_CONNECTION_SQLSTATES = ("08", "57P", "28", "3D")
+
+
+def unavailable(location: CatalogLocation, exc: BaseException) -> CatalogUnavailableError:
+    """A one-line error for a catalog server that cannot be reached (down, wrong password, no such database)."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    detail = lines[0] if lines else type(cause).__name__
+    for noise in ("connection failed: ", "(psycopg.OperationalError) "):
+        detail = detail.replace(noise, "")
+    return CatalogUnavailableError(f"cannot reach the catalog {location.display}: {detail}")
 
 
 # -- opening ---------------------------------------------------------------------------------------------
@@ -310,11 +436,11 @@ def _revision(connection: sqlite3.Connection) -> str | None:
     return row[0] if row else None
 
 
-def current_sqlite_catalog(location: CatalogLocation) -> SqliteCatalog | None:
+def current_sqlite_catalog(location: CatalogLocation, machine: str | None = None) -> SqliteCatalog | None:
     """The catalog opened on the fast path when its file exists at the current revision, else None."""
     if location.sqlite_file is None or not os.path.exists(location.sqlite_file):
         return None
-    catalog = SqliteCatalog(location)
+    catalog = SqliteCatalog(location, machine)
     try:
         if _revision(catalog.sqlite_reader()) == SCHEMA_REVISION:
             return catalog
@@ -330,34 +456,57 @@ def _broken(location: CatalogLocation, exc: Exception) -> CatalogError:
                         "session files with `sessdex index --rebuild` (session files are never touched)")
 
 
-def open_catalog(location: CatalogLocation, *, backend: str = "auto") -> CatalogDatabase:
+def open_catalog(location: CatalogLocation, *, backend: str = "auto", machine: str | None = None) -> CatalogDatabase:
     """Open the catalog at `location`, creating or upgrading its schema first when needed.
 
     `backend="auto"` uses the stdlib SQLite fast path for SQLite files and SQLAlchemy otherwise;
-    `"sqlalchemy"` forces SQLAlchemy (tests use it to run the same queries through both).
+    `"sqlalchemy"` forces SQLAlchemy (tests use it to run the same queries through both). `machine` is the
+    machine whose rows the database reads and writes by default (default: the host name).
     """
     try:
         if location.sqlite_path is not None:
-            current = current_sqlite_catalog(location)
+            current = current_sqlite_catalog(location, machine)
             if current is None:
                 from sessdex.catalog.store.migrate import upgrade_catalog
 
-                upgrade_catalog(location)
+                upgrade_catalog(location, machine)
             if backend == "sqlalchemy":
                 if current is not None:
                     current.close()
-                return SqlAlchemyCatalog(location)
-            return current if current is not None else SqliteCatalog(location)
-        from sessdex.catalog.store.migrate import upgrade_catalog
-
-        upgrade_catalog(location)
-        return SqlAlchemyCatalog(location)
+                return SqlAlchemyCatalog(location, machine)
+            return current if current is not None else SqliteCatalog(location, machine)
+        return _open_server_catalog(location, machine)
     except sqlite3.DatabaseError as exc:
         raise _broken(location, exc) from exc
     except OSError as exc:
         if exc.errno in (errno.EACCES, errno.EROFS, errno.ENOENT):
             raise CatalogError(f"cannot open the catalog {location.display}: {exc.strerror}") from exc
         raise
+
+
+def _open_server_catalog(location: CatalogLocation, machine: str | None) -> SqlAlchemyCatalog:
+    """A catalog on a database server (PostgreSQL), upgraded first when its revision is not this package's."""
+    from sqlalchemy.exc import DBAPIError
+
+    from sessdex.catalog.store.migrate import upgrade_catalog
+
+    try:
+        database = SqlAlchemyCatalog(location, machine)
+    except ImportError as exc:
+        raise CatalogUnavailableError(f"the catalog {location.display} needs a database driver that is not installed "
+                                      f"({exc.name}); install it with: pip install 'sessdex[postgres]'") from exc
+    try:
+        if database.revision() != SCHEMA_REVISION:
+            upgrade_catalog(location, database.machine)
+    except DBAPIError as exc:
+        database.close()
+        if _is_connection_problem(exc):
+            raise unavailable(location, exc) from exc
+        raise CatalogError(f"cannot upgrade the catalog {location.display}: {str(exc).splitlines()[0]}") from exc
+    except BaseException:
+        database.close()
+        raise
+    return database
 
 
 def remove_catalog_files(location: CatalogLocation) -> list[Path]:

@@ -51,8 +51,8 @@ SNIPPETS_OF_MESSAGES = """
 SELECT rowid AS id, snippet(message_fts, 0, ?, ?, '…', ?) AS snippet
 FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({marks})
 """
-SCOPE_DIRECTORIES = "AND session_files.directory IN (:dir0, :dir1, :dir2)"
-SCOPE_ROOT = "AND session_files.path > :root_lo AND session_files.path < :root_hi"
+SCOPE_DIRECTORIES = "AND session_files.machine = :machine AND session_files.directory IN (:dir0, :dir1, :dir2)"
+SCOPE_ROOT = "AND session_files.machine = :machine AND session_files.path > :root_lo AND session_files.path < :root_hi"
 
 
 def integrity_check(table: str) -> str:

@@ -20,10 +20,34 @@ if TYPE_CHECKING:
 
 CATALOG_ENV = "SESSDEX_CATALOG"
 CATALOG_OFF = "off"  # `--catalog off`: list/recent/resume/continue read the files directly
+# The machine options' variables (sessdex.catalog.store.machine, read by sessdex.catalog.store.settings).
+MACHINE_ENV = "SESSDEX_MACHINE"
+MACHINES_ENV = "SESSDEX_MACHINES"  # `all`: answers include every machine's sessions (as --machines all)
 CATALOG_FILE_NAME = "catalog.db"
 BUSY_TIMEOUT_MS = 10_000
 MMAP_BYTES = 256 * 1024 * 1024
 _SQLITE_URL_PREFIXES = ("sqlite://", "sqlite+pysqlite://")
+_POSTGRESQL_URL_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+CONNECT_TIMEOUT_SECONDS = 10
+
+
+def _engine_options(url: str) -> dict[str, Any]:
+    """Engine options per dialect: a PostgreSQL server that does not answer fails fast instead of hanging."""
+    if url.startswith(_POSTGRESQL_URL_PREFIXES):
+        return {"connect_args": {"connect_timeout": CONNECT_TIMEOUT_SECONDS}, "pool_pre_ping": True}
+    return {}
+
+
+def is_postgresql_url(url: str) -> bool:
+    """True for a `postgresql://` (or `postgresql+psycopg://`) catalog URL."""
+    return url.startswith(_POSTGRESQL_URL_PREFIXES)
+
+
+def sqlalchemy_url(url: str) -> str:
+    """The URL SQLAlchemy is given: a bare `postgresql://` means psycopg 3 (SQLAlchemy's default is psycopg2)."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
 
 
 class CatalogLocation(namedtuple("CatalogLocation", "url sqlite_file lock_folder")):
@@ -54,7 +78,14 @@ class CatalogLocation(namedtuple("CatalogLocation", "url sqlite_file lock_folder
 
     @property
     def display(self) -> str:
-        return self.sqlite_file if self.sqlite_file is not None else self.url
+        """The catalog as messages name it: the file, or the URL without its password."""
+        if self.sqlite_file is not None:
+            return self.sqlite_file
+        scheme, sep, rest = self.url.partition("://")
+        credentials, at, host = rest.rpartition("@")
+        if not at or ":" not in credentials:
+            return self.url
+        return f"{scheme}{sep}{credentials.split(':', 1)[0]}:***@{host}"
 
     def sidecar_file(self, suffix: str) -> str:
         """A file next to the catalog (lock, watcher heartbeat) named after it, as a string."""
@@ -134,11 +165,15 @@ def exclusive_lock(path: Path, *, blocking: bool = True) -> Iterator[int]:
 
 
 
-def create_catalog_engine(url: str) -> Any:
-    """A SQLAlchemy engine for the catalog; SQLite connections get WAL, busy_timeout and real transactions."""
+def create_catalog_engine(url: str, *, foreign_keys: bool = True) -> Any:
+    """A SQLAlchemy engine for the catalog; SQLite connections get WAL, busy_timeout and real transactions.
+
+    Migrations pass `foreign_keys=False`: SQLite rebuilds a table by dropping it, and with foreign keys on
+    that drop would cascade to the rows that refer to it.
+    """
     from sqlalchemy import create_engine, event
 
-    engine = create_engine(url)
+    engine = create_engine(sqlalchemy_url(url), **_engine_options(url))
     if engine.dialect.name == "sqlite":
         @event.listens_for(engine, "connect")
         def _configure(dbapi_connection, _record) -> None:
@@ -146,7 +181,7 @@ def create_catalog_engine(url: str) -> Any:
             cursor = dbapi_connection.cursor()
             cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
             cursor.close()
 
         @event.listens_for(engine, "begin")

@@ -17,6 +17,8 @@ from typing import Any, TextIO
 from sessdex.catalog.store.location import CatalogLocation, create_catalog_engine, exclusive_lock
 from sessdex.core.errors import CatalogError
 
+MIGRATE_LOCK_KEY = 0x73657373646D67  # "sessdmg": the PostgreSQL advisory lock held while migrating
+
 
 def _migrations_dir() -> Path:
     """The installed `sessdex.migrations` package's own folder (never a top-level `migrations` on sys.path)."""
@@ -40,19 +42,28 @@ def alembic_config(url: str, output: TextIO | None = None):
 
 
 @contextmanager
-def alembic_on(location: CatalogLocation) -> Iterator[Any]:
-    """An Alembic Config bound to one transaction on the catalog, for running a command in code."""
-    engine = create_catalog_engine(location.url)
+def alembic_on(location: CatalogLocation, machine: str | None = None) -> Iterator[Any]:
+    """An Alembic Config bound to one transaction on the catalog, for running a command in code.
+
+    `machine` is the name rows that exist before migration 0003 are given (default: the host name).
+    """
+    engine = create_catalog_engine(location.url, foreign_keys=False)
     try:
         with engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                # Machines sharing the server upgrade one at a time (the file lock only orders this machine's).
+                from sqlalchemy import text
+
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK_KEY})
             config = alembic_config(location.url)
             config.attributes["connection"] = connection
+            config.attributes["machine"] = machine
             yield config
     finally:
         engine.dispose()
 
 
-def upgrade_catalog(location: CatalogLocation) -> None:
+def upgrade_catalog(location: CatalogLocation, machine: str | None = None) -> None:
     """Bring the catalog at `location` to the newest revision; concurrent callers wait on a file lock."""
     from alembic import command
     from alembic.util.exc import CommandError
@@ -68,7 +79,7 @@ def upgrade_catalog(location: CatalogLocation) -> None:
             finally:
                 connection.close()
         try:
-            with alembic_on(location) as config:
+            with alembic_on(location, machine) as config:
                 command.upgrade(config, "head")
         except CommandError as exc:
             raise CatalogError(f"cannot upgrade the catalog {location.display}: {exc} (it may have been created "

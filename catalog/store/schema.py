@@ -20,6 +20,7 @@ from sqlalchemy import (
     MetaData,
     Table,
     Text,
+    UniqueConstraint,
 )
 
 NAMING_CONVENTION = {
@@ -43,7 +44,9 @@ session_files = Table(
     "session_files",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("path", Text, nullable=False, unique=True),
+    # The machine whose file this is (sessdex.catalog.store.machine): a path is unique per machine only.
+    Column("machine", Text, nullable=False),
+    Column("path", Text, nullable=False),
     Column("directory", Text, nullable=False),
     Column("device", BigInteger, nullable=False),
     Column("inode", BigInteger, nullable=False),
@@ -76,10 +79,12 @@ session_files = Table(
     Column("cost_total", Float, nullable=False),
     Column("indexed_at_ms", BigInteger, nullable=False),
     # Both indexes below cover the freshness pass's columns, so it never reads the (large) rows.
-    Index(None, "directory", "mtime_ns", "path", "device", "inode", "size"),
-    Index(None, "path", "device", "inode", "size", "mtime_ns"),
-    Index(None, "session_id"),
-    Index(None, "device", "inode"),
+    UniqueConstraint("machine", "path"),
+    # Named by hand: the conventional names would pass PostgreSQL's 63-character limit.
+    Index("ix_session_files_machine_directory", "machine", "directory", "mtime_ns", "path", "device", "inode", "size"),
+    Index("ix_session_files_machine_path", "machine", "path", "device", "inode", "size", "mtime_ns"),
+    Index("ix_session_files_machine_session_id", "machine", "session_id"),
+    Index("ix_session_files_machine_device_inode", "machine", "device", "inode"),
     Index(None, "parent_session"),  # a file's forks, whose copied usage depends on it
 )
 
@@ -179,6 +184,28 @@ catalog_meta = Table(
     Column("key", Text, primary_key=True),
     Column("value", Text, nullable=False),
 )
+
+
+# Every machine that wrote to the catalog: where its sessions live (to scope its rows) and the host to reach
+# it at; `content` is false when it indexes metadata only (`--no-content`: no message text in the catalog).
+machines = Table(
+    "machines",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("host", Text, nullable=False),
+    Column("sessions_root", Text, nullable=False),
+    Column("content", Boolean, nullable=False),
+)
+
+# PostgreSQL keeps its full-text columns (generated tsvectors) and their GIN / trigram indexes out of the
+# metadata: they exist on that dialect only, made by migration 0003, and autogenerate ignores them.
+PG_SEARCH_COLUMNS = ("text_tsv", "search_tsv")
+PG_SEARCH_INDEX_SUFFIXES = ("_tsv", "_trgm")
+
+
+def is_pg_search_object(name: str | None) -> bool:
+    """True for PostgreSQL's generated search columns and their indexes, which autogenerate must ignore."""
+    return name is not None and (name in PG_SEARCH_COLUMNS or name.endswith(PG_SEARCH_INDEX_SUFFIXES))
 
 
 def is_fts_table(name: str | None) -> bool:

@@ -34,7 +34,15 @@ from sqlalchemy import (
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.sql import ClauseElement, ColumnElement
 
-from sessdex.catalog.store.schema import catalog_meta, messages, session_files, usage_facts, usage_rollup, usage_totals
+from sessdex.catalog.store.schema import (
+    catalog_meta,
+    machines,
+    messages,
+    session_files,
+    usage_facts,
+    usage_rollup,
+    usage_totals,
+)
 from sessdex.core.usage import FIRST_MESSAGE_CHARS, USAGE_FACT_COLUMNS
 
 SCOPE_DIRECTORY_PARAMS = ("dir0", "dir1", "dir2")
@@ -42,12 +50,18 @@ SCOPE_DIRECTORY_PARAMS = ("dir0", "dir1", "dir2")
 # Columns written by the indexer (everything but the primary key).
 FILE_COLUMNS = tuple(column.name for column in session_files.columns if column.name != "id")
 # What a listing needs to build SessionInfo / RecentSessionInfo without reading files.
-INFO_COLUMNS = ("id", "path", "mtime_ns", "session_id", "cwd", "title", "message_count", "first_message",
+INFO_COLUMNS = ("id", "machine", "path", "mtime_ns", "session_id", "cwd", "title", "message_count", "first_message",
                 "created", "parent_session", "input_tokens", "output_tokens", "cache_read_tokens",
                 "cache_write_tokens", "cost_total")
 STAT_COLUMNS = ("path", "device", "inode", "size", "mtime_ns")
 
 _f = session_files.c
+_m = machines.c
+
+
+def _mine():
+    # Every read and write of session_files is about one machine's rows (see sessdex.catalog.store.machine).
+    return _f.machine == bindparam("machine")
 
 
 def _in_directories():
@@ -73,7 +87,7 @@ def _info_select() -> Select:
 
 def _recent_select() -> Select:
     return (select(_f.path, _f.mtime_ns, _f.prefix_state)
-            .where(_f.prefix_state.is_not(None))
+            .where(_mine() & _f.prefix_state.is_not(None))
             .order_by(_f.mtime_ns.desc(), _f.path)
             .limit(bindparam("limit")).offset(bindparam("offset")))
 
@@ -266,15 +280,21 @@ def build_statements() -> dict[str, ClauseElement]:
     f = _f
     return {
         # -- indexer -----------------------------------------------------------------------------
-        "file_by_path": select(*(f[name] for name in ("id", *FILE_COLUMNS))).where(f.path == bindparam("path")),
-        "file_by_inode": select(f.id, f.path).where((f.device == bindparam("device")) & (f.inode == bindparam("inode"))),
+        "file_by_path": select(*(f[name] for name in ("id", *FILE_COLUMNS))).where(_mine() & (f.path == bindparam("path"))),
+        "file_by_inode": select(f.id, f.path).where(
+            _mine() & (f.device == bindparam("device")) & (f.inode == bindparam("inode"))),
         # No RETURNING: it opens a statement journal, and FTS5 flushes its pending terms at each one.
         "insert_file": insert(session_files).values({name: bindparam(name) for name in FILE_COLUMNS}),
         "update_file": update(session_files).where(f.id == bindparam("file_id"))
-        .values({name: bindparam(name) for name in FILE_COLUMNS if name != "path"}),
+        .values({name: bindparam(name) for name in FILE_COLUMNS if name not in ("path", "machine")}),
         "move_file": update(session_files).where(f.id == bindparam("file_id"))
         .values(path=bindparam("path"), directory=bindparam("directory")),
         "delete_file": delete(session_files).where(f.id == bindparam("file_id")),
+        "delete_machine_files": delete(session_files).where(_mine()),
+        # Makes the next freshness pass read every file of the machine again from its start. (An UPDATE of
+        # session_files cannot name a parameter after one of its columns: `own_machine`.)
+        "forget_machine_reads": update(session_files).where(f.machine == bindparam("own_machine")).values(
+            mtime_ns=literal_column("-1"), head_digest=literal_column("''")),
         "delete_messages_of_file": delete(messages).where(messages.c.file_id == bindparam("file_id")),
         "delete_pending_messages": delete(messages).where(
             (messages.c.file_id == bindparam("file_id")) & (messages.c.pending == true())),
@@ -288,31 +308,44 @@ def build_statements() -> dict[str, ClauseElement]:
         "pending_messages_of_file": select(messages.c.id, messages.c.text).where(
             (messages.c.file_id == bindparam("file_id")) & (messages.c.pending == true())),
         # -- freshness -----------------------------------------------------------------------------
-        "stats_in_directory": select(*(f[name] for name in STAT_COLUMNS)).where(f.directory == bindparam("directory")),
-        "stats_under_root": select(*(f[name] for name in STAT_COLUMNS)).where(_under_root()),
+        "stats_in_directory": select(*(f[name] for name in STAT_COLUMNS)).where(
+            _mine() & (f.directory == bindparam("directory"))),
+        "stats_under_root": select(*(f[name] for name in STAT_COLUMNS)).where(_mine() & _under_root()),
         "stats_in_directory_with_id": select(*(f[name] for name in STAT_COLUMNS)).where(
-            (f.directory == bindparam("directory")) & _id_prefix()),
-        "stats_under_root_with_id": select(*(f[name] for name in STAT_COLUMNS)).where(_under_root() & _id_prefix()),
-        "paths_in_directory": select(f.path).where(f.directory == bindparam("directory")),
-        "paths_under_root": select(f.path).where(_under_root()),
+            _mine() & (f.directory == bindparam("directory")) & _id_prefix()),
+        "stats_under_root_with_id": select(*(f[name] for name in STAT_COLUMNS)).where(_mine() & _under_root() & _id_prefix()),
+        "paths_in_directory": select(f.path).where(_mine() & (f.directory == bindparam("directory"))),
+        "paths_under_root": select(f.path).where(_mine() & _under_root()),
         # -- listings --------------------------------------------------------------------------------
-        "infos_in_directories": _info_select().where(_in_directories() & _listable()),
-        "infos_under_root": _info_select().where(_under_root() & _listable()),
-        "infos_by_id_in_directories": _info_select().where(_in_directories() & _listable() & _id_prefix()),
-        "infos_by_id_under_root": _info_select().where(_under_root() & _listable() & _id_prefix()),
+        "infos_in_directories": _info_select().where(_mine() & _in_directories() & _listable()),
+        "infos_under_root": _info_select().where(_mine() & _under_root() & _listable()),
+        "infos_by_id_in_directories": _info_select().where(_mine() & _in_directories() & _listable() & _id_prefix()),
+        "infos_by_id_under_root": _info_select().where(_mine() & _under_root() & _listable() & _id_prefix()),
         "recent_in_directories": _recent_select().where(_in_directories()),
         "message_texts": select(messages.c.text).where(messages.c.file_id == bindparam("file_id"))
         .order_by(messages.c.seq),
         "file_health": select(f.id, f.path, f.header_valid, f.unparseable_lines, f.pending_unparseable,
-                              f.message_count).order_by(f.path),
+                              f.message_count).where(_mine()).order_by(f.path),
         "count_files": select(func.count()).select_from(session_files),
         "count_messages": select(func.count()).select_from(messages),
+        "count_machine_files": select(func.count()).select_from(session_files).where(_mine()),
+        "file_ids_with_messages": select(f.id).where(_mine() & select(messages.c.id).where(
+            messages.c.file_id == f.id).exists()),
+        "file_by_id": _info_select().where(f.id == bindparam("file_id")),
         # -- catalog facts ---------------------------------------------------------------------------
         "meta_get": select(catalog_meta.c.value).where(catalog_meta.c.key == bindparam("key")),
         "meta_delete": delete(catalog_meta).where(catalog_meta.c.key == bindparam("key")),
         "meta_insert": insert(catalog_meta).values(key=bindparam("key"), value=bindparam("value")),
         # -- usage (core.usage) ---------------------------------------------------------------------------
         **_usage_statements(),
+        # -- machines ----------------------------------------------------------------------------------
+        "machine_get": select(_m.name, _m.host, _m.sessions_root, _m.content).where(_m.name == bindparam("machine")),
+        "machines_all": select(_m.name, _m.host, _m.sessions_root, _m.content).order_by(_m.name),
+        "machine_insert": insert(machines).values(name=bindparam("machine"), host=bindparam("host"),
+                                                  sessions_root=bindparam("sessions_root"),
+                                                  content=bindparam("content")),
+        "machine_update": update(machines).where(_m.name == bindparam("machine")).values(
+            host=bindparam("host"), sessions_root=bindparam("sessions_root"), content=bindparam("content")),
     }
 
 

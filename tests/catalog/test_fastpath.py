@@ -69,6 +69,7 @@ _CATALOG_QUERIES = {
     "sessdex.catalog.queries.open_source", "sessdex.catalog.queries.sessions", "sessdex.catalog.store.compiled_sql",
     "sessdex.catalog.store.db", "sessdex.catalog.store.fts", "sessdex.core.discovery", "sessdex.core.records",
     "sessdex.core.summary",
+    "sessdex.catalog.store.machine",  # which machine's rows to read (issue 15): os and pathlib, loaded already
 }
 _LISTING = _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | {"sessdex.catalog.cli.session_commands"}
 _USAGE_FIGURES = {"sessdex.core.usage", "sessdex.core.text"}  # each session's cost and tokens in the table

@@ -1,0 +1,47 @@
+"""The `machines` table: each machine that writes to the catalog records where its sessions are and how to reach it.
+
+Other machines use the record to scope their reads of its rows (`--machines all`) and to tell a user
+where a session lives (`ssh HOST xcsh --resume PATH`). `content` is false for a machine that indexes
+metadata only (`--no-content`): its rows then carry no message text, which is deleted when it turns so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sessdex.catalog.index.indexer import delete_files_texts
+from sessdex.catalog.store.db import CatalogDatabase
+from sessdex.catalog.store.machine import host_name
+
+
+def machine_row(db: CatalogDatabase) -> Any:
+    """This machine's record, or None when it never wrote to the catalog."""
+    rows = db.fetchall("machine_get", {"machine": db.machine})
+    return rows[0] if rows else None
+
+
+def register_machine(db: CatalogDatabase, sessions_root: str, *, content: bool | None = None) -> None:
+    """Record (or update) this machine's sessions root and host; `content` switches message text on or off.
+
+    Turning content off deletes the message text this machine stored before (in the same transaction);
+    turning it back on makes the next freshness pass read every file of this machine again.
+    """
+    row = machine_row(db)
+    wanted = {"machine": db.machine, "host": host_name(), "sessions_root": sessions_root,
+              "content": (True if row is None else bool(row["content"])) if content is None else content}
+    if row is not None and (row["host"], row["sessions_root"], bool(row["content"])) == (
+            wanted["host"], wanted["sessions_root"], wanted["content"]):
+        return
+    with db.write():
+        if row is None:
+            db.execute("machine_insert", wanted)
+        else:
+            db.execute("machine_update", wanted)
+        if not wanted["content"] and (row is None or row["content"]):
+            _delete_message_text(db)
+        elif wanted["content"] and row is not None and not row["content"]:
+            db.execute("forget_machine_reads", {"own_machine": db.machine})  # the text left out before is read on the next pass
+
+
+def _delete_message_text(db: CatalogDatabase) -> None:
+    delete_files_texts(db, [file_id for (file_id,) in db.fetch_tuples("file_ids_with_messages")])
