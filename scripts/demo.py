@@ -77,12 +77,18 @@ def write_demo_sessions(agent_dir: Path, home: Path) -> list[Path]:
     return files
 
 
+FAILED_COMMANDS: list[str] = []
+
+
 def sessdex(agent_dir: Path, *args: str, catalog: Path | None = None, cwd: Path = REPO) -> None:
-    """Run the real CLI, as a user would (in `cwd`, with the catalog at `catalog` when given)."""
+    """Run the real CLI, as a user would (in `cwd`, with the catalog at `catalog` when given); a command that
+    fails is remembered, and the demo then ends with status 1."""
     print(f"\n$ sessdex {' '.join(args)}", flush=True)
     options = ["--catalog", str(catalog)] if catalog is not None else []
-    subprocess.run([sys.executable, "-m", "catalog", "--agent-dir", str(agent_dir), *options, *args], cwd=cwd,
-                   check=False)
+    status = subprocess.run([sys.executable, "-m", "sessdex.catalog", "--agent-dir", str(agent_dir), *options, *args],
+                            cwd=cwd, check=False).returncode
+    if status != 0:
+        FAILED_COMMANDS.append(f"sessdex {' '.join(args)} (exit {status})")
 
 
 def show_catalog(agent_dir: Path, catalog: Path) -> None:
@@ -136,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    return 0
+    for failed in FAILED_COMMANDS:
+        print(f"demo: {failed} failed", file=sys.stderr)
+    return 1 if FAILED_COMMANDS else 0
 
 
 if __name__ == "__main__":

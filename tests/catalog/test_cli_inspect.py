@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "catalog", *args], cwd=REPO, capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "sessdex.catalog", *args], cwd=REPO, capture_output=True, text=True)
 
 
 def test_context_json_matches_the_recorded_agent_context() -> None:

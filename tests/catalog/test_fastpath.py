@@ -336,7 +336,7 @@ def test_a_closed_stdout_ends_both_paths_the_same_way(corpus: Corpus) -> None:
         env = {name: value for name, value in os.environ.items() if name not in UNSET}
         env.update({"HOME": str(corpus.paths.home), **({} if fast_path else {NO_FASTPATH_ENV: "1"})})
         try:
-            process = subprocess.run([sys.executable, "-m", "catalog", "--agent-dir", str(corpus.paths.agent_dir),
+            process = subprocess.run([sys.executable, "-m", "sessdex.catalog", "--agent-dir", str(corpus.paths.agent_dir),
                                       "list", "--all"], cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=writer,
                                      stderr=subprocess.PIPE, text=True, timeout=60)
         finally:
