@@ -55,11 +55,18 @@ class BlobStore:
         return BLOB_PREFIX + digest
 
     def get(self, reference: str) -> bytes | None:
-        """The bytes behind a reference, or None when malformed or missing."""
+        """The bytes behind a reference, or None when malformed, missing or unreadable.
+
+        Only a regular file inside the blob folder counts: a symlink there is never followed (it could
+        lead anywhere), nor is anything that is not a regular file read.
+        """
         digest = parse_reference(reference)
         if digest is None:
             return None
-        return self.storage.read_bytes(self.path_for(digest))
+        try:
+            return self.storage.read_bytes(self.path_for(digest), follow_symlinks=False)
+        except OSError:
+            return None
 
 
 def externalize_images(entry: dict[str, Any], store: BlobStore) -> dict[str, Any]:

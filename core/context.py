@@ -37,7 +37,9 @@ def custom_message_from_entry(entry: dict[str, Any]) -> dict[str, Any]:
     for key in ("customType", "content", "display", "details"):
         if entry.get(key) is not None:
             message[key] = entry[key]
-    message["attribution"] = entry.get("attribution") or "agent"
+    # Only the writer adds "agent" (S18): an entry without an attribution gets none here.
+    if entry.get("attribution") is not None:
+        message["attribution"] = entry["attribution"]
     message["timestamp"] = _entry_ms(entry)
     return message
 

@@ -25,6 +25,13 @@ class SessionFileError(SessdexError):
     exit_code = 2
 
 
+class NotASessionError(SessdexError):
+    """An existing file that is not a session (no valid header) was named where a session is expected.
+
+    sessdex refuses instead of handing the file to the agent or starting a session over it.
+    """
+
+
 class PersistenceError(SessdexError):
     """Writing a session file failed; kept and raised again by later operations (S7)."""
 

@@ -3,6 +3,11 @@
 The rules follow the agent's streaming parser as the conformance cases record it: a value may span
 lines, only the first value of a line is kept, and after a syntax error reading resumes on the line
 after the error. Well-formed lines take the orjson fast path; only damaged regions use the slow path.
+
+A record that the agent's other readers cannot hold is a bad line too, so one odd line never fails a
+command about the whole file: a value nested deeper than MAX_NESTING, or an integer outside 64 bits
+(orjson refuses both; the stdlib fallback would recurse or build huge ints). A UTF-8 byte order mark
+at the start of a file's bytes is ignored, as the agent's file reader ignores it.
 """
 
 from __future__ import annotations
@@ -14,13 +19,49 @@ from typing import Any
 import orjson
 
 _WHITESPACE = b" \t\r\n"
+UTF8_BOM = b"\xef\xbb\xbf"
+# Deeper records are bad lines: every later step (size control, blob resolution, the writer) stays
+# far from Python's recursion limit, and orjson's own reader stops at 1024.
+MAX_NESTING = 512
+_INT64_MIN, _UINT64_MAX = -(1 << 63), (1 << 64) - 1
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+def _int_within_64_bits(text: str) -> int:
+    value = int(text)
+    if not _INT64_MIN <= value <= _UINT64_MAX:
+        raise ValueError("integer beyond 64 bits")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_int_within_64_bits)
+
+
+def nesting_depth(value: Any) -> int:
+    """How deeply arrays and objects nest inside `value` (a scalar is 0), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
+
+
+def _too_deep(line: bytes, value: Any) -> bool:
+    # Counting brackets is a cheap necessary condition; only then is the value walked.
+    if line.count(b"[") + line.count(b"{") <= MAX_NESTING:
+        return False
+    return nesting_depth(value) > MAX_NESTING
 
 
 @dataclass
@@ -33,18 +74,29 @@ class ParsedJsonl:
 
 
 def parse_line(line: bytes) -> tuple[bool, Any]:
-    """Parse one complete line; `(True, value)` when it is a single well-formed JSON value."""
+    """Parse one complete line; `(True, value)` when it is a single well-formed JSON value we can hold."""
     try:
-        return True, orjson.loads(line)
+        value = orjson.loads(line)
     except orjson.JSONDecodeError:
         return False, None
+    if _too_deep(line, value):
+        return False, None
+    return True, value
 
 
 def parse_jsonl(data: bytes | str) -> ParsedJsonl:
-    """Read every value of a JSONL buffer leniently (see the module docstring for the rules)."""
-    buf = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    """Read every value of a JSONL buffer leniently (see the module docstring for the rules).
+
+    `data` is a file's bytes (a leading UTF-8 BOM is skipped) or already decoded text (taken as given).
+    """
+    if isinstance(data, str):
+        buf, pos = data.encode("utf-8", "surrogatepass"), 0
+    else:
+        # A file's bytes: a leading byte order mark is the file's encoding mark, not content (the agent's
+        # file reader drops it). Text is taken as given: the agent's parser rejects a BOM inside text.
+        buf, pos = data, (len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0)
     result = ParsedJsonl()
-    pos, size = 0, len(buf)
+    size = len(buf)
     while pos < size:
         newline = buf.find(b"\n", pos)
         line_end = size if newline < 0 else newline
@@ -71,8 +123,10 @@ def _parse_damaged(buf: bytes, pos: int, result: ParsedJsonl) -> int:
         start = len(text) - len(text.lstrip(" \t\r\n"))
         try:
             value, end = _DECODER.raw_decode(text, start)
-        except (json.JSONDecodeError, ValueError) as exc:
-            # NaN/Infinity are rejected by parse_constant without a position: blame the value's start.
+            if nesting_depth(value) > MAX_NESTING:
+                raise ValueError("nested too deeply")
+        except (json.JSONDecodeError, ValueError, RecursionError) as exc:
+            # NaN/Infinity, huge ints and deep nesting have no position: blame the value's start.
             error_at = exc.pos if isinstance(exc, json.JSONDecodeError) else start
             runs_past_window = error_at >= len(text.rstrip(" \t\r\n"))
             if runs_past_window and window_end < size:

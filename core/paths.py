@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
     ProjectDirNaming = Literal["documented", "agent"]
 
+from sessdex.core.errors import UsageError
+
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 SESSION_SUFFIX = ".jsonl"
 
@@ -45,6 +47,20 @@ def _default_tmp_dir_text() -> str:
         if configured:
             return configured
     return "/tmp"
+
+
+def current_directory() -> str:
+    """The process's current directory; a UsageError (not a traceback) when it was deleted under us."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError as exc:
+        raise UsageError("the current directory no longer exists (it was deleted); cd to another one") from exc
+
+
+def absolute_path(path: str | os.PathLike[str]) -> str:
+    """`os.path.abspath`, with the clear error of `current_directory` when a relative path cannot be resolved."""
+    text = os.fspath(path)
+    return os.path.normpath(text) if os.path.isabs(text) else os.path.normpath(os.path.join(current_directory(), text))
 
 
 def default_tmp_dir() -> Path:

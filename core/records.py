@@ -1,4 +1,5 @@
-"""The shape of a session file's records (S2): header validation and the optional leading `title` line."""
+"""The shape of a session file's records (S2): header validation, the optional leading `title` line, which
+files are sessions at all (S10), and the load-time projection of entries (S18)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,24 @@ ENTRY_TYPES = frozenset({
 def is_session_header(value: Any) -> bool:
     """A valid header is an object with `type == "session"` and a string `id`."""
     return isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str)
+
+
+SESSION_SUFFIX = ".jsonl"
+
+
+def is_session_file_name(name: str) -> bool:
+    """A `*.jsonl` name that is not a dot-file (temp files of rewrites, editors' files are never sessions)."""
+    return name.endswith(SESSION_SUFFIX) and not name.startswith(".")
+
+
+def is_listable_session(name: str, header: Any) -> bool:
+    """The one rule of what listings show as a session (S10): `list`, `list_all`, `recent`, `continue`,
+    `find_most_recent_session`, the catalog and the picker all ask this.
+
+    The file name must pass `is_session_file_name` and the header must be valid with a non-empty id.
+    (Loading a file for writing only needs `is_session_header`, as the agent does.)
+    """
+    return is_session_file_name(name) and is_session_header(header) and header["id"] != ""
 
 
 def is_title_line(value: Any) -> bool:
@@ -65,3 +84,29 @@ def split_session_records(values: list[Any]) -> SessionRecords | None:
     if not rest or not is_session_header(rest[0]):
         return None
     return SessionRecords(header=rest[0], entries=list(rest[1:]), title_line=title_line)
+
+
+# Assistant messages of the OpenAI Responses API from these providers carry replay data the agent drops
+# on load (S18): it stays in the file until the next full rewrite.
+RESPONSES_API = "openai-responses"
+REPLAY_PAYLOAD_PROVIDERS = frozenset({"openai", "github-copilot"})
+
+
+def strip_replay_payloads(entry: Any) -> Any:
+    """The entry as the agent holds it after loading: `providerPayload` and the thinking blocks'
+    `thinkingSignature` removed from OpenAI Responses assistant messages of openai / github-copilot."""
+    if not isinstance(entry, dict) or entry.get("type") != "message":
+        return entry
+    message = entry.get("message")
+    if not (isinstance(message, dict) and message.get("role") == "assistant" and message.get("api") == RESPONSES_API
+            and message.get("provider") in REPLAY_PAYLOAD_PROVIDERS):
+        return entry
+    stripped = {key: value for key, value in message.items() if key != "providerPayload"}
+    content = message.get("content")
+    if isinstance(content, list):
+        stripped["content"] = [
+            {key: value for key, value in block.items() if key != "thinkingSignature"}
+            if isinstance(block, dict) and block.get("type") == "thinking" else block
+            for block in content
+        ]
+    return {**entry, "message": stripped}

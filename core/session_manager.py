@@ -18,11 +18,12 @@ from typing import Any
 
 from sessdex.core.blobs import BlobStore, externalize_images, resolve_blob_references
 from sessdex.core.context import build_session_context, path_to_leaf
-from sessdex.core.errors import EntryNotFoundError, PersistenceError, SessionFileError
+from sessdex.core.errors import EntryNotFoundError, NotASessionError, PersistenceError, SessionFileError
 from sessdex.core.jsonl import dumps_line, parse_jsonl
 from sessdex.core.migrate import migrate_session
-from sessdex.core.paths import session_file_name
-from sessdex.core.records import CURRENT_SESSION_VERSION, split_session_records
+from sessdex.core.paths import absolute_path, current_directory, session_file_name
+from sessdex.core.records import CURRENT_SESSION_VERSION, split_session_records, strip_replay_payloads
+from sessdex.core.regular_files import make_private_dirs
 from sessdex.core.runtime import SessionRuntime, iso_from_ms
 from sessdex.core.size_control import limit_sizes
 from sessdex.core.storage import MemorySessionStorage, SessionStorage, SessionStorageWriter
@@ -56,8 +57,14 @@ class LoadedSession:
 
 def load_session_file(path: Path, storage: SessionStorage, blobs: BlobStore | None,
                       new_entry_id: Callable[[], str]) -> LoadedSession:
-    """Read, migrate (in memory) and blob-resolve a session file. Never writes (S3)."""
-    data = storage.read_bytes(path)
+    """Read, migrate (in memory) and blob-resolve a session file. Never writes (S3).
+
+    A file that exists but cannot be read (no permission, not a regular file) is a SessionFileError.
+    """
+    try:
+        data = storage.read_bytes(path)
+    except OSError as exc:
+        raise SessionFileError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
     if data is None:
         return LoadedSession(None, [])
     parsed = parse_jsonl(data)
@@ -68,9 +75,15 @@ def load_session_file(path: Path, storage: SessionStorage, blobs: BlobStore | No
     header = dict(records.header)
     entries = records.entries
     migrated = migrate_session(header, entries, new_entry_id)
-    if blobs is not None:
-        entries = [resolve_blob_references(entry, blobs) for entry in entries]
+    entries = [project_loaded_entry(entry, blobs) for entry in entries]
     return LoadedSession(header, entries, records.title_line, parsed.bad_records, migrated, parsed.torn_tail, True)
+
+
+def project_loaded_entry(entry: Any, blobs: BlobStore | None) -> Any:
+    """An entry as read from disk becomes the entry held in memory: blobs resolved, replay payloads dropped (S18)."""
+    if blobs is not None:
+        entry = resolve_blob_references(entry, blobs)
+    return strip_replay_payloads(entry)
 
 
 def sanitize_session_name(name: Any) -> str:
@@ -126,9 +139,9 @@ class SessionManager:
              runtime: SessionRuntime | None = None) -> SessionManager:
         """Open the session file at `path`; a missing, empty or headerless file starts a new session there."""
         runtime = runtime or SessionRuntime.default()
-        path = Path(os.path.abspath(path))
+        path = Path(absolute_path(path))
         directory = Path(session_dir) if session_dir else path.parent
-        manager = cls(os.getcwd(), directory, None, runtime=runtime, storage=runtime.file_storage(), persist=True)
+        manager = cls(current_directory(), directory, None, runtime=runtime, storage=runtime.file_storage(), persist=True)
         manager.set_session_file(path)
         header_cwd = manager._header.get("cwd")
         if isinstance(header_cwd, str) and os.path.isdir(header_cwd):
@@ -139,7 +152,7 @@ class SessionManager:
     def in_memory(cls, cwd: str | None = None, *, runtime: SessionRuntime | None = None) -> SessionManager:
         """A session that never touches the disk."""
         runtime = runtime or SessionRuntime.default()
-        manager = cls(os.path.abspath(cwd or os.getcwd()), None, None, runtime=runtime,
+        manager = cls(absolute_path(cwd or current_directory()), None, None, runtime=runtime,
                       storage=MemorySessionStorage(), persist=False)
         manager._start_new_session(with_file=False)
         return manager
@@ -178,7 +191,12 @@ class SessionManager:
             for key in ("title", "titleSource"):
                 if source.header.get(key) is not None:
                     manager._header[key] = source.header[key]
+            # Label entries are written as the resolved labels, after the other entries, in the order
+            # the labels were last set (as the agent writes them).
             manager._set_entries([entry for entry in source.entries if isinstance(entry, dict)])
+            labels = manager._labels_in_order_set(set(manager._by_id))
+            manager._set_entries([entry for entry in manager._entries if entry.get("type") != "label"])
+            manager._recreate_labels(labels)
         manager._write_whole_file()
         manager._write_breadcrumb()
         return manager
@@ -196,7 +214,7 @@ class SessionManager:
         if paths.naming == "agent":
             _adopt_legacy_directory(paths.sessions_root, directory, cwd)
         if create:
-            directory.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(directory)
         return directory
 
     def _start_new_session(self, *, with_file: bool = True, parent_session: str | None = None) -> None:
@@ -222,6 +240,16 @@ class SessionManager:
                 self._apply_label(entry)
         self._leaf_id = entries[-1].get("id") if entries and isinstance(entries[-1], dict) else None
 
+    def _labels_in_order_set(self, target_ids: set[str]) -> list[tuple[str, str]]:
+        """The labels on `target_ids` in the order they were last set: a label cleared and set again
+        comes after the others (re-setting one without clearing it keeps its place), as the agent orders them."""
+        return [(target, label) for target, label in self._labels.items() if target in target_ids]
+
+    def _recreate_labels(self, labels: list[tuple[str, str]]) -> None:
+        """Append one label entry per (target, label), in memory only (the caller writes the file)."""
+        for target_id, label in labels:
+            self._append({"type": "label", "targetId": target_id, "label": label}, persist=False)
+
     def _apply_label(self, entry: dict[str, Any]) -> None:
         target = entry.get("targetId")
         if not isinstance(target, str):
@@ -236,13 +264,19 @@ class SessionManager:
     def set_session_file(self, path: str | os.PathLike[str]) -> None:
         """Make `path` this manager's session: load, migrate and blob-resolve it, or start a new one there.
 
-        A file with bytes but no valid header is moved aside to `<name>.corrupt-<UTC ts>` first (S3).
+        A file with bytes but no valid header is never overwritten: a `.jsonl` inside the agent's sessions
+        folder is moved aside to `<name>.corrupt-<UTC ts>` first (S3); anywhere else it is someone's own
+        file and NotASessionError refuses it. Temp files a killed rewrite of `path` left are removed.
         """
         with self._lock:
             self._raise_persist_error()
-            path = Path(os.path.abspath(path))
+            path = Path(absolute_path(path))
             self._close_writer()
+            self._remove_stale_temporaries(path)
             loaded = load_session_file(path, self._storage, self._blobs, self._runtime.ids.entry_id)
+            if loaded.header is None and loaded.has_bytes and not self._may_move_aside(path):
+                raise NotASessionError(f"{path} is not a session file (no valid session header); "
+                                       "refusing to open it")
             self._session_file = path
             if loaded.header is None:
                 if loaded.has_bytes:
@@ -264,6 +298,24 @@ class SessionManager:
                 if loaded.migrated:
                     self._write_whole_file()
             self._write_breadcrumb()
+
+    def _may_move_aside(self, path: Path) -> bool:
+        """Only a `.jsonl` inside the agent's sessions folder may be moved aside for a new session."""
+        if path.suffix != ".jsonl" or path.name.startswith("."):
+            return False
+        root = os.path.realpath(self._runtime.paths.sessions_root)
+        return os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep)
+
+    def _remove_stale_temporaries(self, path: Path) -> None:
+        """Remove `.<name>.<hex>.tmp` files of killed rewrites, holding the writers' lock (a live rewrite holds it)."""
+        if not self._storage.exists_sync(path):
+            return
+        try:
+            with self._storage.exclusive(path):
+                for leftover in self._storage.remove_stale_temporaries(path):
+                    log.warning("removed %s, left behind by an interrupted rewrite", leftover)
+        except OSError as exc:
+            log.warning("could not clean up temp files of %s: %s", path, exc)
 
     def _move_aside(self, path: Path) -> Path:
         stamp = iso_from_ms(self._runtime.clock.now_ms()).replace(":", "-").replace(".", "-")
@@ -308,13 +360,12 @@ class SessionManager:
                 raise EntryNotFoundError(leaf_id)
             path = path_to_leaf(self._entries, leaf_id, self._by_id)
             kept = [entry for entry in path if entry.get("type") != "label"]
-            labels = [(entry["id"], self._labels[entry["id"]]) for entry in kept if entry["id"] in self._labels]
+            labels = self._labels_in_order_set({entry["id"] for entry in kept})
             old_file = self._session_file
             self._start_new_session(with_file=self._persist,
                                     parent_session=str(old_file) if old_file else None)
             self._set_entries(kept)
-            for target_id, label in labels:
-                self._append({"type": "label", "targetId": target_id, "label": label}, persist=False)
+            self._recreate_labels(labels)
             if self._persist:
                 self._write_whole_file()
                 self._write_breadcrumb()
@@ -611,19 +662,19 @@ class SessionManager:
         return dumps_line(prepared)
 
     def _writer_for_append(self) -> SessionStorageWriter:
+        # The writer locks each append, follows a file another process replaced, and (S8, going further
+        # than the agent) ends a torn last line so the new entry stays readable.
         if self._writer is None:
             assert self._session_file is not None
-            if self._storage.tail_is_torn(self._session_file):
-                # S8, going further than the agent: end a torn last line so the new entry stays readable.
-                writer = self._storage.open_writer(self._session_file)
-                writer.write_line(b"\n")
-                self._writer = writer
-            else:
-                self._writer = self._storage.open_writer(self._session_file)
+            self._writer = self._storage.open_writer(self._session_file)
         return self._writer
 
     def _write_whole_file(self) -> None:
-        """Atomically (re)write header and every entry (S7)."""
+        """Atomically (re)write header and every entry (S7), holding the session's writer lock.
+
+        Entries another process appended to this session since it was loaded are adopted first, so a
+        rewrite (rename, move, migration) never drops them.
+        """
         if not self._persist or self._session_file is None:
             return
         target = self._session_file
@@ -631,12 +682,47 @@ class SessionManager:
         def write() -> None:
             self._close_writer()
             self._storage.ensure_dir_sync(target.parent)
-            head = (dumps_line(self._title_line) if self._title_line is not None else b"") + dumps_line(self._header)
-            data = head + b"".join(self._disk_line(entry) for entry in self._entries)
-            self._storage.write_atomic(target, data)
+            with self._storage.exclusive(target):
+                self._adopt_entries_appended_elsewhere(target)
+                head = (dumps_line(self._title_line) if self._title_line is not None else b"") + dumps_line(self._header)
+                data = head + b"".join(self._disk_line(entry) for entry in self._entries)
+                self._storage.write_atomic(target, data)
 
         self._guard(write)
         self._on_disk = True
+
+    def _adopt_entries_appended_elsewhere(self, target: Path) -> None:
+        """Take into memory the entries of this session's file (same header id) that memory does not know.
+
+        Each is placed after the known entry it follows in the file; the leaf does not move.
+        """
+        data = self._storage.read_bytes(target)
+        if data is None:
+            return
+        records = split_session_records(parse_jsonl(data).values)
+        if records is None or records.header.get("id") != self._header.get("id"):
+            return
+        after: dict[str | None, list[dict[str, Any]]] = {}
+        anchor: str | None = None
+        adopted: set[str] = set()
+        for entry in records.entries:
+            entry_id = entry.get("id") if isinstance(entry, dict) else None
+            if not isinstance(entry_id, str):
+                continue
+            if entry_id in self._by_id:
+                anchor = entry_id
+            elif entry_id not in adopted:
+                adopted.add(entry_id)
+                after.setdefault(anchor, []).append(project_loaded_entry(entry, self._blobs))
+        if not after:
+            return
+        merged = list(after.get(None, []))
+        for entry in self._entries:
+            merged.append(entry)
+            merged.extend(after.get(entry.get("id"), []))
+        leaf = self._leaf_id
+        self._set_entries(merged)
+        self._leaf_id = leaf
 
     def rewrite_entries(self) -> None:
         """Rewrite the whole file from memory (atomic)."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
 import secrets
 import stat as stat_module
 import threading
@@ -10,6 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
+
+from sessdex.core.regular_files import (
+    PRIVATE_FILE_MODE,
+    exclusive_lock,
+    make_private_dirs,
+    mode_for_replacement,
+    read_regular_file,
+    same_inode,
+)
 
 
 @dataclass(frozen=True)
@@ -57,7 +69,9 @@ class SessionStorage(Protocol):
 
     def list_files_sync(self, directory: Path, suffix: str = ".jsonl") -> list[Path]: ...
 
-    def read_bytes(self, path: Path) -> bytes | None: ...
+    def read_bytes(self, path: Path, *, follow_symlinks: bool = True) -> bytes | None:
+        """The file's bytes, None when missing; OSError when it is unreadable or not a regular file."""
+        ...
 
     def read_prefix(self, path: Path, size: int) -> bytes | None: ...
 
@@ -67,9 +81,17 @@ class SessionStorage(Protocol):
 
     def unlink(self, path: Path) -> None: ...
 
-    def open_writer(self, path: Path) -> SessionStorageWriter: ...
+    def open_writer(self, path: Path) -> SessionStorageWriter:
+        """An appender that ends a torn last line before its first write and follows a replaced file."""
+        ...
 
-    def tail_is_torn(self, path: Path) -> bool: ...
+    def exclusive(self, path: Path) -> contextlib.AbstractContextManager[None]:
+        """Hold the lock every writer of the session at `path` takes (S7, across processes)."""
+        ...
+
+    def remove_stale_temporaries(self, path: Path) -> list[Path]:
+        """Remove the temp files a killed rewrite of `path` left behind; call it holding `exclusive(path)`."""
+        ...
 
     async def exists(self, path: Path) -> bool: ...
 
@@ -108,28 +130,55 @@ class _AsyncTwins:
 
 
 class FileWriter:
-    """Appends lines to a real file; remembers the first error instead of losing it."""
+    """Appends lines to a real file under the session's writer lock; remembers the first error.
+
+    Every write locks the inode, and when the path now names another file (a rewrite by another
+    process renamed a new file over it) the writer re-opens the path first, so no acknowledged line
+    goes to a replaced inode. A torn last line (no newline) is ended before the new line (S8).
+    """
 
     def __init__(self, path: Path) -> None:
         self._path = path
         self._error: BaseException | None = None
-        self._file = open(path, "ab")  # noqa: SIM115 - closed by close()
+        self._fd: int | None = self._open()
+
+    def _open(self) -> int:
+        return os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE_MODE)
 
     def write_line(self, data: bytes) -> None:
-        self._guard(lambda: self._file.write(data))
+        self._guard(lambda: self._write_locked(data))
+
+    def _write_locked(self, data: bytes) -> None:
+        if self._fd is None:
+            raise ValueError("write to a closed session writer")
+        while True:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            if same_inode(self._fd, self._path):
+                break
+            os.close(self._fd)
+            self._fd = None
+            self._fd = self._open()
+        try:
+            size = os.fstat(self._fd).st_size
+            if size and os.pread(self._fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def flush(self) -> None:
-        self._guard(self._file.flush)
+        """Lines go to the kernel as they are written: nothing is buffered here."""
+        self._guard(lambda: None)
 
     def fsync(self) -> None:
-        def sync() -> None:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-        self._guard(sync)
+        self._guard(lambda: os.fsync(self._fd) if self._fd is not None else None)
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._guard(self._file.close)
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            self._guard(lambda: os.close(fd))
 
     def get_error(self) -> BaseException | None:
         return self._error
@@ -142,6 +191,11 @@ class FileWriter:
         except OSError as exc:
             self._error = exc
             raise
+
+
+def temporary_name(path: Path) -> Path:
+    """Where a rewrite of `path` writes first: `.<name>.<8 hex>.tmp` beside it (a dot-file: never a session)."""
+    return path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
 
 
 def fsync_directory(directory: Path) -> None:
@@ -164,7 +218,7 @@ class FileSessionStorage(_AsyncTwins):
     writes_to_disk = True
 
     def ensure_dir_sync(self, path: Path) -> None:
-        Path(path).mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path)
 
     def exists_sync(self, path: Path) -> bool:
         return Path(path).exists()
@@ -187,28 +241,33 @@ class FileSessionStorage(_AsyncTwins):
             return []
         return [Path(directory) / name for name in names if name.endswith(suffix)]
 
-    def read_bytes(self, path: Path) -> bytes | None:
+    def read_bytes(self, path: Path, *, follow_symlinks: bool = True) -> bytes | None:
         try:
-            return Path(path).read_bytes()
+            return read_regular_file(path, follow_symlinks=follow_symlinks)
         except FileNotFoundError:
             return None
 
     def read_prefix(self, path: Path, size: int) -> bytes | None:
         try:
-            with open(path, "rb") as handle:
-                return handle.read(size)
+            return read_regular_file(path, size)
         except FileNotFoundError:
             return None
 
     def write_atomic(self, path: Path, data: bytes) -> None:
-        """Temp file in the same directory, flush + fsync, rename over the target, fsync the directory (S7)."""
+        """Temp file in the same directory, flush + fsync, rename over the target, fsync the directory (S7).
+
+        The new file gets the mode of the file it replaces (0600 when there is none), whatever the umask.
+        """
         path = Path(path)
-        temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        mode = mode_for_replacement(path)
+        temporary = temporary_name(path)
         try:
-            with open(temporary, "wb") as handle:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+            with open(fd, "wb") as handle:
+                os.fchmod(fd, mode)
                 handle.write(data)
                 handle.flush()
-                os.fsync(handle.fileno())
+                os.fsync(fd)
             os.replace(temporary, path)
         except BaseException:
             temporary.unlink(missing_ok=True)
@@ -225,17 +284,26 @@ class FileSessionStorage(_AsyncTwins):
     def open_writer(self, path: Path) -> FileWriter:
         return FileWriter(Path(path))
 
-    def tail_is_torn(self, path: Path) -> bool:
-        """True when the file is non-empty and its last byte is not a newline."""
+    def exclusive(self, path: Path) -> contextlib.AbstractContextManager[None]:
+        return exclusive_lock(path)
+
+    def remove_stale_temporaries(self, path: Path) -> list[Path]:
+        path = Path(path)
+        pattern = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{8}}\.tmp")
+        removed = []
         try:
-            with open(path, "rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                if handle.tell() == 0:
-                    return False
-                handle.seek(-1, os.SEEK_END)
-                return handle.read(1) != b"\n"
-        except FileNotFoundError:
-            return False
+            names = os.listdir(path.parent)
+        except OSError:
+            return []
+        for name in names:
+            if pattern.fullmatch(name):
+                leftover = path.parent / name
+                try:
+                    leftover.unlink()
+                except OSError:
+                    continue
+                removed.append(leftover)
+        return removed
 
 
 class MemoryWriter:
@@ -247,7 +315,10 @@ class MemoryWriter:
 
     def write_line(self, data: bytes) -> None:
         with self._storage.lock:
-            self._storage.files[self._path] = self._storage.files.get(self._path, b"") + data
+            current = self._storage.files.get(self._path, b"")
+            if current and not current.endswith(b"\n"):
+                data = b"\n" + data  # end a torn last line first (S8)
+            self._storage.files[self._path] = current + data
 
     def flush(self) -> None:
         pass
@@ -292,7 +363,7 @@ class MemorySessionStorage(_AsyncTwins):
     def list_files_sync(self, directory: Path, suffix: str = ".jsonl") -> list[Path]:
         return [path for path in self.files if path.parent == Path(directory) and path.name.endswith(suffix)]
 
-    def read_bytes(self, path: Path) -> bytes | None:
+    def read_bytes(self, path: Path, *, follow_symlinks: bool = True) -> bytes | None:
         return self.files.get(Path(path))
 
     def read_prefix(self, path: Path, size: int) -> bytes | None:
@@ -311,9 +382,11 @@ class MemorySessionStorage(_AsyncTwins):
     def open_writer(self, path: Path) -> MemoryWriter:
         return MemoryWriter(self, path)
 
-    def tail_is_torn(self, path: Path) -> bool:
-        data = self.files.get(Path(path), b"")
-        return bool(data) and not data.endswith(b"\n")
+    def exclusive(self, path: Path) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()  # one process: the SessionManager's own lock serializes writers
+
+    def remove_stale_temporaries(self, path: Path) -> list[Path]:
+        return []
 
 
 class OverlaySessionStorage(MemorySessionStorage):
@@ -332,10 +405,10 @@ class OverlaySessionStorage(MemorySessionStorage):
         found = set(self._disk().list_files_sync(directory, suffix)) | set(super().list_files_sync(directory, suffix))
         return sorted(found)
 
-    def read_bytes(self, path: Path) -> bytes | None:
+    def read_bytes(self, path: Path, *, follow_symlinks: bool = True) -> bytes | None:
         if Path(path) in self.files:
             return self.files[Path(path)]
-        return self._disk().read_bytes(path)
+        return self._disk().read_bytes(path, follow_symlinks=follow_symlinks)
 
     def read_prefix(self, path: Path, size: int) -> bytes | None:
         data = self.read_bytes(path)
@@ -349,7 +422,3 @@ class OverlaySessionStorage(MemorySessionStorage):
         if Path(path) not in self.files:
             self.files[Path(path)] = self._disk().read_bytes(path) or b""
         return MemoryWriter(self, path)
-
-    def tail_is_torn(self, path: Path) -> bool:
-        data = self.read_bytes(path) or b""
-        return bool(data) and not data.endswith(b"\n")

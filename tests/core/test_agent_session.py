@@ -21,7 +21,7 @@ from sessdex.core.agent_session import (
     split_model_name,
 )
 from sessdex.core.breadcrumbs import breadcrumb_path
-from sessdex.core.errors import PersistenceError
+from sessdex.core.errors import PersistenceError, SessionFileError
 from sessdex.core.paths import AgentPaths
 from sessdex.core.runtime import SessionRuntime
 from sessdex.core.session_manager import SessionManager
@@ -544,7 +544,7 @@ def test_a_hard_io_error_propagates_and_the_listener_is_reattached(env: Env) -> 
     unreadable.mkdir()
     hooks, events = recording_hooks(env.log)
     session, agent, modes = env.start(first, hooks=hooks)
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(SessionFileError, match="not a regular file"):
         session.switch_session(unreadable)
     assert env.log[-2:] == ["manager.set_session_file", "agent.subscribe"]
     assert [event.type for event in events] == ["session_before_switch"]

@@ -50,7 +50,8 @@ def test_documented_project_directory_is_the_default(runtime, project):
 
 
 def test_file_with_bytes_but_no_header_is_moved_aside_not_overwritten(runtime, tmp_path):
-    target = tmp_path / "broken.jsonl"
+    target = runtime.paths.sessions_root / "--proj--" / "broken.jsonl"
+    target.parent.mkdir(parents=True)
     original = b'{"not":"a header"}\n{"type":"message","id":"x"}\n'
     target.write_bytes(original)
     manager = SessionManager.open(target, runtime=runtime)
