@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from sessdex.core.discovery import most_recent_session_in, project_session_dirs
-from sessdex.core.paths import AgentPaths
+from sessdex.core.paths import AgentPaths, is_session_file_name
+from sessdex.core.regular_files import PRIVATE_FILE_MODE, is_regular_file, make_private_dirs, read_regular_file
 
 # Environment variables naming the terminal, in priority order, with the prefix of their terminal id.
 TERMINAL_ENV_VARS: tuple[tuple[str, str], ...] = (
@@ -28,6 +29,7 @@ TERMINAL_ENV_VARS: tuple[tuple[str, str], ...] = (
     ("WT_SESSION", "wt"),
 )
 
+BREADCRUMB_MAX_BYTES = 64 * 1024  # two paths; anything longer is not a breadcrumb sessdex wrote
 _UNSAFE_FILE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._%+@=,-]")
 
 
@@ -86,10 +88,12 @@ def write_breadcrumb(paths: AgentPaths, cwd: str | os.PathLike[str], session_fil
         if terminal is None:
             return
         target = breadcrumb_path(paths, terminal)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(target.parent)
         content = f"{os.path.abspath(os.fspath(cwd))}\n{os.path.abspath(os.fspath(session_file))}\n"
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        temporary.write_text(content, encoding="utf-8")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+        with open(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(content)
         os.replace(temporary, target)
     except Exception:  # noqa: BLE001 - a breadcrumb must never fail the caller
         return
@@ -107,15 +111,28 @@ def read_breadcrumb(paths: AgentPaths, cwd: str | os.PathLike[str], *,
     if terminal is None:
         return None
     try:
-        lines = breadcrumb_path(paths, terminal).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        lines = read_regular_file(breadcrumb_path(paths, terminal), BREADCRUMB_MAX_BYTES).decode(
+            "utf-8", "surrogateescape").splitlines()
+    except OSError:
         return None
     if len(lines) < 2 or not lines[0] or not lines[1]:
         return None
     recorded_cwd, session_file = lines[0], Path(lines[1])
     if not _same_directory(recorded_cwd, cwd):
         return None
-    return session_file if session_file.is_file() else None
+    return session_file if is_agent_session_file(session_file, paths) else None
+
+
+def is_agent_session_file(path: Path, paths: AgentPaths) -> bool:
+    """A breadcrumb may only lead to a session-named regular file inside the agent's sessions folder.
+
+    A breadcrumb is a plain file anyone with access to the agent dir can edit: `continue` must not hand
+    whatever file it names (outside the agent dir, a dot-file) to the agent.
+    """
+    if not is_session_file_name(path.name) or not is_regular_file(path):
+        return False
+    root = os.path.realpath(paths.sessions_root).rstrip(os.sep) + os.sep
+    return os.path.realpath(path).startswith(root)
 
 
 def resolve_continue_target(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,

@@ -4,23 +4,33 @@ These read the session files directly. They are the reference answers and the fa
 catalog, which must return exactly the same results. A file whose first record (after an optional
 title line) is not a valid header is not a session: it is listed nowhere and never breaks a listing.
 Zero-message sessions are left out of `list()`/`list_all()` unless `include_empty=True` (the exact
-full-id lookup of `--resume` uses that, S16).
+full-id lookup of `--resume` uses that, S16). Which files are sessions at all is `records.is_listable_session`:
+never a dot-file, never a header with an empty or non-string id. Only regular files are read (links to
+them followed), never blocking; a file that cannot be read is skipped and, when the caller passes a
+`skipped` list, recorded there with the reason.
 """
 
 from __future__ import annotations
 
 import os
+import stat as stat_module
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import cached_property
 
 from sessdex.core.paths import SESSION_SUFFIX, AgentPaths, as_path, session_file_entries
-from sessdex.core.summary import SessionInfo, SessionSummary, session_info
+from sessdex.core.records import is_listable_session
+from sessdex.core.regular_files import read_regular_file
+from sessdex.core.summary import SessionInfo, SessionSummary, clamp_epoch_ms, session_info
+from sessdex.core.text import without_lone_surrogates
 
 TYPE_CHECKING = False  # pathlib stays off the hot commands' imports (issue 12): Paths are made by as_path
 if TYPE_CHECKING:
     from pathlib import Path
+
+    # (path, reason) of files that look like sessions but could not be read; callers may pass a list to fill.
+    SkippedFiles = list[tuple[Path, str]]
 
 RECENT_PREFIX_BYTES = 4096
 DEFAULT_RECENT_LIMIT = 3
@@ -40,18 +50,26 @@ def _mtime_ms(stat: os.stat_result) -> float:
     return stat.st_mtime_ns / 1_000_000
 
 
-def session_files(directory: str | os.PathLike[str], *, recursive: bool = False) -> list[tuple[Path, float]]:
-    """The `*.jsonl` files directly inside `directory` (with `recursive`, below it) with their mtimes (ms).
+def _regular_mtime_ms(entry: os.DirEntry[str] | Path) -> float | None:
+    """The mtime (ms) of a regular file (links followed); None for anything else or a vanished file."""
+    try:
+        result = entry.stat()
+    except (OSError, ValueError):
+        return None
+    return _mtime_ms(result) if stat_module.S_ISREG(result.st_mode) else None
 
-    [] if it is missing. Entries that turn out not to be readable files (dangling links, FIFOs) fail to
-    read later and are skipped.
+
+def session_files(directory: str | os.PathLike[str], *, recursive: bool = False) -> list[tuple[Path, float]]:
+    """The session files directly inside `directory` (with `recursive`, below it) with their mtimes (ms).
+
+    [] if it is missing. Only regular files (links to them followed) named like sessions count: dot-files,
+    FIFOs, devices and dangling links are left out.
     """
     found: list[tuple[Path, float]] = []
     for entry in session_file_entries(directory, recursive=recursive):
-        try:
-            found.append((as_path(entry.path), _mtime_ms(entry.stat())))
-        except OSError:
-            continue
+        mtime = _regular_mtime_ms(entry)
+        if mtime is not None:
+            found.append((as_path(entry.path), mtime))
     return found
 
 
@@ -61,11 +79,13 @@ def _newest_first(files: Iterable[tuple[Path, float]]) -> list[tuple[Path, float
     return sorted(distinct.items(), key=lambda item: (-item[1], str(item[0])))
 
 
-def _read_bytes(path: Path, limit: int | None = None) -> bytes | None:
+def _read_bytes(path: Path, limit: int | None = None, skipped: SkippedFiles | None = None) -> bytes | None:
+    """The file's bytes (at most `limit`), or None when it cannot be read (recorded in `skipped`)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read() if limit is None else handle.read(limit)
-    except OSError:
+        return read_regular_file(path, limit)
+    except OSError as exc:
+        if skipped is not None and not isinstance(exc, FileNotFoundError):
+            skipped.append((path, exc.strerror or str(exc)))
         return None
 
 
@@ -78,27 +98,28 @@ def summarize_bytes(data: bytes) -> tuple[SessionSummary, str]:
     return summary, " ".join(summary.feed_all(parse_jsonl(data).values))
 
 
-def read_session_info(path: str | os.PathLike[str], modified_ms: float | None = None) -> SessionInfo | None:
-    """The SessionInfo of one file read whole, or None when it is unreadable or has no valid header."""
+def read_session_info(path: str | os.PathLike[str], modified_ms: float | None = None, *,
+                      skipped: SkippedFiles | None = None) -> SessionInfo | None:
+    """The SessionInfo of one file read whole, or None when it is unreadable or not a session (S10)."""
     path = as_path(path)
     if modified_ms is None:
-        try:
-            modified_ms = _mtime_ms(path.stat())
-        except OSError:
+        modified_ms = _regular_mtime_ms(path)
+        if modified_ms is None:
             return None
-    data = _read_bytes(path)
+    data = _read_bytes(path, skipped=skipped)
     if data is None:
         return None
     summary, all_messages_text = summarize_bytes(data)
-    if not summary.header_valid:
+    if not is_listable_session(path.name, summary.session_id if summary.header_valid else None):
         return None
     return session_info(path, summary, all_messages_text, modified_ms)
 
 
-def _infos(files: Iterable[tuple[Path, float]], include_empty: bool) -> list[SessionInfo]:
+def _infos(files: Iterable[tuple[Path, float]], include_empty: bool,
+           skipped: SkippedFiles | None) -> list[SessionInfo]:
     infos = []
     for path, mtime in _newest_first(files):
-        info = read_session_info(path, mtime)
+        info = read_session_info(path, mtime, skipped=skipped)
         if info is not None and (include_empty or info.message_count > 0):
             infos.append(info)
     return infos
@@ -115,33 +136,40 @@ def project_session_dirs(cwd: str | os.PathLike[str], session_dir: str | os.Path
 
 
 def list_sessions(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
-                  paths: AgentPaths, include_empty: bool = False) -> list[SessionInfo]:
+                  paths: AgentPaths, include_empty: bool = False,
+                  skipped: SkippedFiles | None = None) -> list[SessionInfo]:
     """`list(cwd, session_dir)`: the project's sessions, newest modification first (S10).
 
     Without `session_dir` the project is the union of its documented `--…--` folder and the agent's
     home-relative one. Zero-message sessions are left out unless `include_empty`.
     """
     files = [item for folder in project_session_dirs(cwd, session_dir, paths) for item in session_files(folder)]
-    return _infos(files, include_empty)
+    return _infos(files, include_empty, skipped)
 
 
-def list_all_sessions(*, paths: AgentPaths, include_empty: bool = False) -> list[SessionInfo]:
+def list_all_sessions(*, paths: AgentPaths, include_empty: bool = False,
+                      skipped: SkippedFiles | None = None) -> list[SessionInfo]:
     """`list_all()`: every session below the sessions root, nested folders too, newest first (S10)."""
-    return _infos(session_files(paths.sessions_root, recursive=True), include_empty)
+    return _infos(session_files(paths.sessions_root, recursive=True), include_empty, skipped)
 
 
 # -- find_most_recent_session() --------------------------------------------------------------------
 
-def _has_valid_header(path: Path) -> bool:
-    prefix = _read_bytes(path, RECENT_PREFIX_BYTES)
-    return prefix is not None and summarize_bytes(prefix)[0].header_valid
+def _prefix_summary(path: Path, skipped: SkippedFiles | None) -> SessionSummary | None:
+    """The fold of the file's first 4 KB when it is a session by `is_listable_session`, else None."""
+    prefix = _read_bytes(path, RECENT_PREFIX_BYTES, skipped)
+    if prefix is None:
+        return None
+    summary = summarize_bytes(prefix)[0]
+    return summary if is_listable_session(path.name, summary.session_id if summary.header_valid else None) else None
 
 
-def most_recent_session_in(directories: Iterable[str | os.PathLike[str]]) -> Path | None:
-    """The newest (by mtime) file with a valid session header across `directories`, or None."""
+def most_recent_session_in(directories: Iterable[str | os.PathLike[str]], *,
+                           skipped: SkippedFiles | None = None) -> Path | None:
+    """The newest (by mtime) session file across `directories`, or None."""
     files = [item for folder in directories for item in session_files(folder)]
     for path, _mtime in _newest_first(files):
-        if _has_valid_header(path):
+        if _prefix_summary(path, skipped) is not None:
             return path
     return None
 
@@ -191,7 +219,7 @@ def time_ago(mtime_ms: float, now_ms: float) -> str:
     days = hours // 24
     if days < 7:
         return f"{days}d ago"
-    local = datetime.fromtimestamp(mtime_ms / 1000)
+    local = datetime.fromtimestamp(clamp_epoch_ms(mtime_ms) / 1000)
     return f"{local.month}/{local.day}/{local.year}"
 
 
@@ -233,10 +261,10 @@ class RecentSessionInfo:
         candidates = (self._summary.header_title, self._summary.first_message, self._summary.session_id,
                       self._file_name.removesuffix(SESSION_SUFFIX))
         for candidate in candidates:
-            cleaned = sanitize_display_name(candidate) if candidate else ""
+            cleaned = sanitize_display_name(without_lone_surrogates(candidate)) if candidate else ""
             if cleaned:
                 return cleaned
-        return self._file_name
+        return without_lone_surrogates(self._file_name)
 
     @property
     def _file_name(self) -> str:
@@ -261,7 +289,7 @@ class RecentSessionInfo:
 
 
 def recent_sessions_in(directories: Iterable[str | os.PathLike[str]], limit: int | None = DEFAULT_RECENT_LIMIT, *,
-                       now_ms: float | None = None) -> list[RecentSessionInfo]:
+                       now_ms: float | None = None, skipped: SkippedFiles | None = None) -> list[RecentSessionInfo]:
     """The `limit` (default 3) newest sessions across `directories`, each read from its first 4 KB only."""
     if limit is None:
         limit = DEFAULT_RECENT_LIMIT
@@ -270,11 +298,8 @@ def recent_sessions_in(directories: Iterable[str | os.PathLike[str]], limit: int
     for path, mtime in _newest_first(files):
         if len(recent) >= limit:
             break
-        prefix = _read_bytes(path, RECENT_PREFIX_BYTES)
-        if prefix is None:
-            continue
-        summary, _texts = summarize_bytes(prefix)
-        if summary.header_valid:
+        summary = _prefix_summary(path, skipped)
+        if summary is not None:
             recent.append(RecentSessionInfo(path, mtime, summary, now_ms))
     return recent
 

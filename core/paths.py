@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from sessdex.core.errors import UsageError
+
 # Plain classes and string operations here, no dataclasses, re, typing or pathlib: every hot command imports
 # this module (issue 12's start-up budget, tests/catalog/test_fastpath.py). The Path values of the API are
 # made on first use.
@@ -14,8 +16,6 @@ if TYPE_CHECKING:
     from typing import Literal
 
     ProjectDirNaming = Literal["documented", "agent"]
-
-from sessdex.core.errors import UsageError
 
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 SESSION_SUFFIX = ".jsonl"
@@ -235,9 +235,15 @@ class AgentPaths:
         return [as_path(folder) for folder in self.project_session_folders(cwd)]
 
 
+def is_session_file_name(name: str) -> bool:
+    """A `*.jsonl` name that is not a dot-file (temp files of rewrites, editors' files are never sessions, S10)."""
+    return name.endswith(SESSION_SUFFIX) and not name.startswith(".")
+
+
 def session_file_entries(directory: str | os.PathLike[str], *, recursive: bool = False,
                          ordered: bool = False) -> Iterator[os.DirEntry[str]]:
-    """The one walker of session files: the `*.jsonl` entries of `directory` that are not folders.
+    """The one walker of session files: the entries of `directory` named like sessions (`is_session_file_name`:
+    `*.jsonl`, never a dot-file) that are not folders.
 
     With `recursive`, also those of every subfolder, as `os.walk` goes: into real folders, never into
     symlinks to folders; a folder's own entries come before its subfolders'. `ordered` sorts each folder
@@ -253,7 +259,7 @@ def session_file_entries(directory: str | os.PathLike[str], *, recursive: bool =
         entries.sort(key=lambda entry: entry.name)
     subfolders = []
     for entry in entries:
-        named_like_a_session = entry.name.endswith(SESSION_SUFFIX)
+        named_like_a_session = is_session_file_name(entry.name)
         if not (named_like_a_session or recursive):
             continue
         try:

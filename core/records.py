@@ -3,6 +3,8 @@ files are sessions at all (S10), and the load-time projection of entries (S18)."
 
 from __future__ import annotations
 
+from sessdex.core.paths import is_session_file_name
+
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from typing import Any
@@ -20,22 +22,15 @@ def is_session_header(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str)
 
 
-SESSION_SUFFIX = ".jsonl"
+def is_listable_session(name: str, header_id: Any) -> bool:
+    """The one rule of which files listings show as sessions (S10): `list`, `list_all`, `recent`, `continue`,
+    `find_most_recent_session`, the catalog and the picker all ask it.
 
-
-def is_session_file_name(name: str) -> bool:
-    """A `*.jsonl` name that is not a dot-file (temp files of rewrites, editors' files are never sessions)."""
-    return name.endswith(SESSION_SUFFIX) and not name.startswith(".")
-
-
-def is_listable_session(name: str, header: Any) -> bool:
-    """The one rule of what listings show as a session (S10): `list`, `list_all`, `recent`, `continue`,
-    `find_most_recent_session`, the catalog and the picker all ask this.
-
-    The file name must pass `is_session_file_name` and the header must be valid with a non-empty id.
-    (Loading a file for writing only needs `is_session_header`, as the agent does.)
+    `name` is the file name; `header_id` the `id` of its valid header (None when it has none). A
+    dot-file is never a session, nor is a header whose id is empty or not a string. (Opening a file
+    for writing only needs `is_session_header`, as the agent's loader does.)
     """
-    return is_session_file_name(name) and is_session_header(header) and header["id"] != ""
+    return is_session_file_name(name) and isinstance(header_id, str) and header_id != ""
 
 
 def is_title_line(value: Any) -> bool:

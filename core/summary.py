@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 
 from sessdex.core.paths import as_path
 from sessdex.core.records import is_session_header, is_title_line
+from sessdex.core.text import without_lone_surrogates
 
 TYPE_CHECKING = False  # no typing (nor dataclasses) on the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -164,7 +165,8 @@ class SessionSummary:
         """An optional title line, then the header; anything else first makes the file invalid."""
         if isinstance(value, dict) and is_title_line(value) and self._title_line_title is None and self._header is None:
             self._title_line_title = _non_empty_str(value.get("title")) or ""
-        elif is_session_header(value):
+        elif is_session_header(value) and value["id"]:  # type: ignore[index]
+            # An empty id is no session for listings (S10), though the loader accepts it.
             self._header = {key: value[key] for key in ("id", "cwd", "title", "timestamp", "parentSession")  # type: ignore[index]
                             if key in value}  # type: ignore[operator]
             self._phase = _IN_BODY
@@ -219,7 +221,8 @@ class SessionSummary:
 
     @property
     def header_valid(self) -> bool:
-        """True once a valid header was read as the first record (after an optional title line)."""
+        """True once a valid header with a non-empty id was read as the first record (after an optional
+        title line): what listings need of a file's content (`records.is_listable_session`)."""
         return self._header is not None and self._phase == _IN_BODY
 
     def _header_field(self, key: str) -> Any:
@@ -368,8 +371,14 @@ class SessionInfo:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in SessionInfo.__slots__)
         return f"{self.__class__.__qualname__}({shown})"
 
+    @property
+    def parent_session_path(self) -> str | None:
+        """The header's `parentSession` (what the agent's SessionInfo calls `parentSessionPath`)."""
+        return self.parent_session
+
     def to_agent_json(self) -> dict[str, Any]:
-        """The agent's SessionInfo shape (camelCase keys, `title` only when set, dates as datetimes)."""
+        """The agent's SessionInfo shape (camelCase keys, `title` and `parentSessionPath` only when set,
+        dates as datetimes)."""
         result: dict[str, Any] = {"path": str(self.path), "id": self.id, "cwd": self.cwd}
         if self.title is not None:
             result["title"] = self.title
@@ -380,12 +389,26 @@ class SessionInfo:
             "firstMessage": self.first_message,
             "allMessagesText": self.all_messages_text,
         })
+        if self.parent_session is not None:
+            result["parentSessionPath"] = self.parent_session
         return result
 
 
+# The range a datetime holds, a day inside each end so that any local time zone fits too.
+MIN_EPOCH_MS = -62_135_596_800_000 + 86_400_000  # 0001-01-02T00:00:00Z
+MAX_EPOCH_MS = 253_402_214_400_000  # 9999-12-31T00:00:00Z
+
+
+def clamp_epoch_ms(epoch_ms: float) -> float:
+    """An epoch-ms time moved into the range datetimes can hold (a file mtime in year 5000 or 30000 is legal)."""
+    if epoch_ms != epoch_ms:  # NaN
+        return 0
+    return min(max(epoch_ms, MIN_EPOCH_MS), MAX_EPOCH_MS)
+
+
 def datetime_from_ms(epoch_ms: float) -> datetime:
-    """A UTC datetime at millisecond precision (what the agent's Date keeps)."""
-    return datetime.fromtimestamp(math.floor(epoch_ms) / 1000, tz=UTC)
+    """A UTC datetime at millisecond precision (what the agent's Date keeps), clamped to datetime's range."""
+    return datetime.fromtimestamp(math.floor(clamp_epoch_ms(epoch_ms)) / 1000, tz=UTC)
 
 
 def parse_iso_timestamp(text: str | None) -> datetime | None:
@@ -394,11 +417,11 @@ def parse_iso_timestamp(text: str | None) -> datetime | None:
         return None
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-    except ValueError:
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError):  # not ISO, or out of range once moved to UTC (year 1 at -05:00)
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
 
 
 def session_info(path: Path, summary: SessionSummary, all_messages_text: str, modified_ms: float) -> SessionInfo:
@@ -410,17 +433,19 @@ def session_info(path: Path, summary: SessionSummary, all_messages_text: str, mo
     if not summary.header_valid or summary.session_id is None:
         raise ValueError(f"{path} has no valid session header")
     modified = datetime_from_ms(modified_ms)
+    title = summary.title
+    parent = summary.parent_session
     return SessionInfo(
         path=as_path(path),
-        id=summary.session_id,
-        cwd=summary.cwd,
-        title=summary.title,
+        id=without_lone_surrogates(summary.session_id),
+        cwd=without_lone_surrogates(summary.cwd),
+        title=without_lone_surrogates(title) if title is not None else None,
         message_count=summary.message_count,
-        first_message=summary.first_message if summary.first_message is not None else NO_MESSAGES,
-        all_messages_text=all_messages_text,
+        first_message=without_lone_surrogates(summary.first_message) if summary.first_message is not None else NO_MESSAGES,
+        all_messages_text=without_lone_surrogates(all_messages_text),
         created=parse_iso_timestamp(summary.created) or modified,
         modified=modified,
-        parent_session=summary.parent_session,
+        parent_session=without_lone_surrogates(parent) if parent is not None else None,
         cost=summary.cost_total,
         total_tokens=summary.input_tokens + summary.output_tokens + summary.cache_read_tokens
         + summary.cache_write_tokens,

@@ -194,8 +194,10 @@ def test_recent_name_priority_title_prompt_id_file_name(tree) -> None:
     tree.session(proj, "empty", [], mtime_ms=BASE_MS + 3)
     tree.session(proj, "blank-title", [user("   ")], head=header("blank-title", proj, title=" \n "),
                  mtime_ms=BASE_MS + 2)
-    write_file(folder / "2025_no-id.jsonl", jsonl([header("", proj)]), BASE_MS + 1)
-    assert recent_names(folder) == ["The title", "the prompt", "only-assistant", "empty", "blank-title", "2025_no-id"]
+    write_file(folder / "2025_blank-id.jsonl", jsonl([header("\x01", proj)]), BASE_MS + 1)
+    write_file(folder / "2025_no-id.jsonl", jsonl([header("", proj)]), BASE_MS + 1)  # S10: no session at all
+    assert recent_names(folder) == ["The title", "the prompt", "only-assistant", "empty", "blank-title",
+                                    "2025_blank-id"]
 
 
 def test_recent_names_are_cleaned_and_cut_to_40_characters(tree) -> None:
