@@ -15,12 +15,17 @@ from collections.abc import Callable, Sequence
 from sessdex.core.discovery import list_all_sessions, list_sessions, sanitize_display_name, truncate_name
 from sessdex.core.errors import (
     AmbiguousSessionError,
+    NotASessionError,
     PersistenceError,
+    SessionFileError,
     SessionInOtherProjectError,
     SessionNotFoundError,
     UsageError,
 )
+from sessdex.core.jsonl import parse_jsonl
 from sessdex.core.paths import AgentPaths, as_path
+from sessdex.core.records import split_session_records
+from sessdex.core.regular_files import NotRegularFileError, read_regular_file
 from sessdex.core.summary import SessionInfo
 
 TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports (issue 12)
@@ -35,6 +40,7 @@ if TYPE_CHECKING:
     FindSession = Callable[..., SessionInfo]
 CANDIDATE_LABEL_CHARS = 60
 CANDIDATES_SHOWN = 20  # the error lists at most this many; `candidates` holds them all
+HEADER_PROBE_BYTES = 1 << 20  # enough for any header line (a title is at most a few KB)
 
 
 class ResumeResult:
@@ -83,6 +89,33 @@ class ResumeResult:
 def is_path_like(value: str) -> bool:
     """A `--resume` value names a file when it holds `/` or `\\` or ends in `.jsonl` (S13)."""
     return "/" in value or "\\" in value or value.endswith(".jsonl")
+
+
+def check_resumable_path(path: str | os.PathLike[str]) -> None:
+    """Refuse a path that names an existing file which is not a session, so it is never handed to the agent.
+
+    A missing file or an empty one is fine (opening it starts a new session there, S16); a regular file
+    whose first record is a valid header is fine. Anything else raises NotASessionError (exit 1); a
+    file that cannot be read raises SessionFileError.
+    """
+    if not os.path.lexists(path):
+        return
+    try:
+        head = read_regular_file(path, HEADER_PROBE_BYTES)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise NotASessionError(f"{path} is a dangling link, not a session file") from None
+        return
+    except NotRegularFileError:
+        raise NotASessionError(f"{path} is not a session file (not a regular file)") from None
+    except OSError as exc:
+        raise SessionFileError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+    if not head.strip():
+        return
+    if len(head) == HEADER_PROBE_BYTES and b"\n" in head:
+        head = head[:head.rindex(b"\n") + 1]  # a line cut by the probe is no evidence either way
+    if split_session_records(parse_jsonl(head).values) is None:
+        raise NotASessionError(f"{path} is not a session file (no valid session header); refusing to resume it")
 
 
 def _same_directory(first: str, second: str) -> bool:
@@ -155,15 +188,18 @@ def resolve_resume(value: str, cwd: str | os.PathLike[str], session_dir: str | o
                    find_session: FindSession | None = None) -> ResumeResult:
     """Resolve a `--resume` value to the session file to open, forking a session from another project on yes.
 
-    Path-like values are returned as absolute paths (relative ones against `cwd`) without being read:
-    opening a missing or invalid file starts a new session there (S16). A session from another
+    Path-like values are returned as absolute paths (relative ones against `cwd`); a missing or empty
+    file is fine (opening it starts a new session there, S16), an existing file that is not a session
+    is refused with NotASessionError (`check_resumable_path`). A session from another
     project is forked on `confirm_fork(info) -> True`; on False SessionInOtherProjectError is raised.
     """
     if not value:
         raise UsageError("--resume needs a session id prefix or a session file path")
     cwd = os.path.abspath(os.fspath(cwd))
     if is_path_like(value):
-        return ResumeResult("open", os.path.abspath(os.path.join(cwd, os.path.expanduser(value))))
+        path = os.path.abspath(os.path.join(cwd, os.path.expanduser(value)))
+        check_resumable_path(path)
+        return ResumeResult("open", path)
     info = (find_session or find_session_by_id)(value, cwd, session_dir, paths=paths)
     if not info.cwd or _same_directory(info.cwd, cwd):
         return ResumeResult("open", info.path_text, info)

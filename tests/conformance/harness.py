@@ -8,8 +8,11 @@ The agent's camelCase names are mapped to sessdex's Python API once, in the tabl
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
+import math
 import os
 import re
 from collections.abc import Callable
@@ -182,8 +185,7 @@ class Replay:
             if "$concat" in value:
                 return "".join(self.resolve(part) for part in value["$concat"])
             if "$jsonl" in value:
-                return "".join(json.dumps(self.resolve(item), ensure_ascii=False, separators=(",", ":")) + "\n"
-                               for item in value["$jsonl"])
+                return "".join(js_json(self.resolve(item)) + "\n" for item in value["$jsonl"])
             if "$readFile" in value:
                 return Path(self.resolve(value["$readFile"])).read_text()
             if "$call" in value:
@@ -232,19 +234,24 @@ class Replay:
         return None
 
     def op_writeFile(self, op: dict[str, Any]) -> Any:
+        """Write the bytes of the op's own `content` (as the agent writes a string: UTF-8, a lone surrogate
+        as U+FFFD). `input/` keeps only the last write of each path: there it must hold the same bytes."""
         path = Path(self.resolve(op["path"]))
         path.parent.mkdir(parents=True, exist_ok=True)
-        recorded = self.case.expected["results"][op_index(self.case, op)].get("value") or {}
-        if recorded.get("input"):
-            recorded_bytes = (self.case.directory / recorded["input"]).read_bytes()
-            data = recorded_bytes.replace(RECORDED_ROOT.encode(), str(self.root).encode())
-        else:
-            content = self.resolve(op.get("content", ""))
-            recorded_bytes = data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
+        index = op_index(self.case, op)
+        recorded = self.case.expected["results"][index].get("value") or {}
+        data = js_utf8(self.resolve(op.get("content", "")))
         path.write_bytes(data)
+        if recorded.get("input") and is_last_write(self.case, index):
+            expected = (self.case.directory / recorded["input"]).read_bytes()
+            if data != expected.replace(RECORDED_ROOT.encode(), str(self.root).encode()):
+                raise AssertionError(f"writeFile {op['path']}: the op's content differs from {recorded['input']}")
+        result: dict[str, Any] = {"path": str(path)}
+        if recorded.get("input"):
+            result["input"] = normalize_expected_root(recorded["input"], self.root)
         # The size as recorded: our sandbox root is longer than the recording's.
-        return {"path": str(path), "input": normalize_expected_root(recorded.get("input"), self.root),
-                "bytes": len(recorded_bytes)}
+        result["bytes"] = len(data.replace(str(self.root).encode(), RECORDED_ROOT.encode()))
+        return result
 
     def op_readFile(self, op: dict[str, Any]) -> Any:
         path = Path(self.resolve(op["path"]))
@@ -268,10 +275,11 @@ class Replay:
 
     def op_static(self, op: dict[str, Any]) -> Any:
         method = op["method"]
-        args = self.resolve(op.get("args", []))[:MAX_ARGUMENTS.get(method)]
+        args = self.resolve(op.get("args", []))
         if method in STATIC_FUNCTIONS:
-            return STATIC_FUNCTIONS[method](self, *args)
-        value = getattr(SessionManager, camel_to_snake(method))(*args, runtime=self.runtime)
+            return call_with_recorded_arguments(functools.partial(STATIC_FUNCTIONS[method], self), args)
+        value = call_with_recorded_arguments(
+            functools.partial(getattr(SessionManager, camel_to_snake(method)), runtime=self.runtime), args)
         if isinstance(value, SessionManager):
             self.managers[op.get("into", "m")] = value
             return ManagerRef(op.get("into", "m"), value)
@@ -282,11 +290,11 @@ class Replay:
         return self.call_method(manager, op["method"], self.resolve(op.get("args", [])))
 
     def call_method(self, manager: SessionManager, method: str, args: list[Any]) -> Any:
-        return getattr(manager, camel_to_snake(method))(*args[:MAX_ARGUMENTS.get(method)])
+        return call_with_recorded_arguments(getattr(manager, camel_to_snake(method)), args)
 
     def op_fn(self, op: dict[str, Any]) -> Any:
         args = self.resolve(op.get("args", []))
-        return FUNCTIONS[op["name"]](self, *args)
+        return call_with_recorded_arguments(functools.partial(FUNCTIONS[op["name"]], self), args)
 
     def op_snapshot(self, op: dict[str, Any]) -> Any:
         return snapshot(self.managers[op.get("mgr", "m")], op, self.root)
@@ -329,6 +337,59 @@ def op_index(case: Case, op: dict[str, Any]) -> int:
     return next(i for i, candidate in enumerate(case.definition["ops"]) if candidate is op)
 
 
+def is_last_write(case: Case, index: int) -> bool:
+    """True when op `index` is the case's last writeFile of its path (the one `input/` keeps)."""
+    path = case.definition["ops"][index]["path"]
+    return not any(op.get("op") == "writeFile" and op.get("path") == path
+                   for op in case.definition["ops"][index + 1:])
+
+
+def call_with_recorded_arguments(function: Callable[..., Any], args: list[Any]) -> Any:
+    """Call `function` with a recorded call's arguments, positionally as the agent passes them.
+
+    Trailing arguments the agent's API takes but ours has no parameter for (options objects, a title's
+    trigger, an entry's "source") are left out: none of them changes what is recorded.
+    """
+    parameters = inspect.signature(function).parameters.values()
+    if any(parameter.kind is inspect.Parameter.VAR_POSITIONAL for parameter in parameters):
+        return function(*args)
+    positional = [parameter for parameter in parameters
+                  if parameter.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    return function(*args[:len(positional)])
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def js_utf8(content: Any) -> bytes:
+    """A file's bytes as the agent writes a string: UTF-8, each lone surrogate as U+FFFD."""
+    if isinstance(content, bytes):
+        return content
+    return _LONE_SURROGATE.sub("\ufffd", str(content)).encode("utf-8")
+
+
+def _js_number(value: float) -> str:
+    if not math.isfinite(value):
+        return "null"
+    if value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    return re.sub(r"e([+-])0*(\d)", r"e\1\2", text) if "e" in text else text
+
+
+def js_json(value: Any) -> str:
+    """`JSON.stringify(value)`: compact, lone surrogates escaped, numbers formatted as JavaScript does."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return json.dumps(value)
+    if isinstance(value, float):
+        return _js_number(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(js_json(str(key)) + ":" + js_json(item) for key, item in value.items()) + "}"
+    return "[" + ",".join(js_json(item) for item in value) + "]"
+
+
 # -- adapters from the agent's API to sessdex's -----------------------------------------------------
 
 def _parse_session_content(replay: Replay, text: str) -> Any:
@@ -366,11 +427,6 @@ STATIC_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "list": _list,
     "listAll": _list_all,
 }
-
-# Trailing arguments the agent's API takes but sessdex's does not (options objects, a title's
-# trigger, an entry's "source"): none of them changes what is recorded.
-MAX_ARGUMENTS = {"open": 2, "forkFrom": 3, "appendThinkingLevelChange": 1, "appendModelChange": 2,
-                 "setSessionName": 2}
 
 
 # -- snapshots ------------------------------------------------------------------------------------

@@ -54,6 +54,13 @@ def compare_real_formats(results: list[dict]) -> list[str]:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    failures = replay_failures(case, tmp_path, monkeypatch)
+    assert not failures, f"{case.name}:\n" + "\n".join(failures[:8]) + "\n" + json.dumps(
+        case.definition.get("description"))
+
+
+def replay_failures(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Replay `case` in a sandbox under `tmp_path`; every difference from the recording, as text."""
     root = tmp_path / "root"
     root.mkdir()
     real_mode = case.expected.get("mode") == "real"
@@ -109,5 +116,4 @@ def test_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         file_difference = compare_files(case, root)
         if file_difference:
             failures.append(file_difference)
-    assert not failures, f"{case.name}:\n" + "\n".join(failures[:8]) + "\n" + json.dumps(
-        case.definition.get("description"))
+    return failures
