@@ -1,0 +1,78 @@
+"""Child processes for the core reliability trials: each role is a real process writing a real session.
+
+    python -m tests.reliability.core_children append  AGENT_DIR FILE COUNT   # prints "ACK <id>" per fsynced entry
+    python -m tests.reliability.core_children rewrite AGENT_DIR FILE STOP    # renames until STOP exists; "REWRITES n"
+    python -m tests.reliability.core_children rename  AGENT_DIR FILE TITLE   # one rename (a full rewrite)
+    python -m tests.reliability.core_children create  AGENT_DIR CWD          # a new answered session; prints its path
+    python -m tests.reliability.core_children die-mid-rewrite AGENT_DIR FILE # SIGKILLed between temp file and rename
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+from sessdex.core.paths import AgentPaths
+from sessdex.core.runtime import SessionRuntime
+from sessdex.core.session_manager import SessionManager
+
+ASSISTANT = {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "provider": "anthropic",
+             "model": "claude-test", "timestamp": 2}
+
+
+def runtime_for(agent_dir: str) -> SessionRuntime:
+    return SessionRuntime(paths=AgentPaths(agent_dir=Path(agent_dir), home=Path(agent_dir).parent),
+                          environ={}, tty_path=lambda: None)
+
+
+def append(agent_dir: str, file: str, count: str) -> None:
+    manager = SessionManager.open(file, runtime=runtime_for(agent_dir))
+    print("READY", flush=True)
+    for n in range(int(count)):
+        entry_id = manager.append_message({"role": "user", "content": f"append {n}", "timestamp": n})
+        manager.flush()  # fsync: from here on the entry is acknowledged
+        print(f"ACK {entry_id}", flush=True)
+    manager.close()
+
+
+def rewrite(agent_dir: str, file: str, stop: str) -> None:
+    manager = SessionManager.open(file, runtime=runtime_for(agent_dir))
+    rewrites = 0
+    while not os.path.exists(stop):
+        rewrites += 1
+        manager.set_session_name(f"title {rewrites}")
+        if rewrites == 1:
+            print("REWRITING", flush=True)
+    manager.close()
+    print(f"REWRITES {rewrites}", flush=True)
+
+
+def rename(agent_dir: str, file: str, title: str) -> None:
+    manager = SessionManager.open(file, runtime=runtime_for(agent_dir))
+    manager.set_session_name(title)
+    manager.close()
+
+
+def create(agent_dir: str, cwd: str) -> None:
+    manager = SessionManager.create(cwd, runtime=runtime_for(agent_dir))
+    manager.append_message({"role": "user", "content": "hello", "timestamp": 1})
+    manager.append_message(ASSISTANT)
+    manager.close()
+    print(manager.get_session_file(), flush=True)
+
+
+def die_mid_rewrite(agent_dir: str, file: str) -> None:
+    manager = SessionManager.open(file, runtime=runtime_for(agent_dir))
+    # The moment a kill leaves a temp file behind: written and synced, not yet renamed over the session.
+    os.replace = lambda *_args, **_kwargs: os.kill(os.getpid(), signal.SIGKILL)  # type: ignore[assignment]
+    manager.set_session_name("never lands")
+
+
+ROLES = {"append": append, "rewrite": rewrite, "rename": rename, "create": create,
+         "die-mid-rewrite": die_mid_rewrite}
+
+if __name__ == "__main__":
+    os.umask(int(os.environ.get("TRIAL_UMASK", "022"), 8))
+    ROLES[sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,151 @@
+"""Trials of real processes writing one session (issue 11): nothing acknowledged is lost, modes are kept,
+a killed rewrite leaves nothing behind once the session is opened again."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from sessdex.core.jsonl import parse_jsonl
+
+pytestmark = pytest.mark.reliability
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT = 60
+
+
+def child(*args: str, umask: str = "022") -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TRIAL_UMASK": umask}
+    return subprocess.Popen([sys.executable, "-m", "tests.reliability.core_children", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def run_child(*args: str, umask: str = "022") -> str:
+    process = child(*args, umask=umask)
+    out, err = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 0, err
+    return out
+
+
+def new_session(tmp_path: Path, umask: str = "022") -> tuple[Path, Path]:
+    """A real answered session made by a child process; returns (agent dir, session file)."""
+    agent_dir = tmp_path / "home" / ".xcsh" / "agent"
+    project = tmp_path / "home" / "proj"
+    project.mkdir(parents=True)
+    return agent_dir, Path(run_child("create", str(agent_dir), str(project), umask=umask).strip())
+
+
+def wait_for_line(process: subprocess.Popen[str], expected: str) -> None:
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.strip() == expected, (line, process.stderr.read() if process.stderr else "")
+
+
+def file_records(path: Path) -> list[dict]:
+    parsed = parse_jsonl(path.read_bytes())
+    assert parsed.bad_records == 0
+    return parsed.values
+
+
+def test_appends_survive_another_process_rewriting_the_session(tmp_path: Path) -> None:
+    """A appends 200 entries (fsync each) while B renames the session over and over (temp + rename)."""
+    agent_dir, session = new_session(tmp_path)
+    stop = tmp_path / "stop"
+    rewriter = child("rewrite", str(agent_dir), str(session), str(stop))
+    wait_for_line(rewriter, "REWRITING")
+    appender = child("append", str(agent_dir), str(session), "200")
+    try:
+        out, err = appender.communicate(timeout=TIMEOUT)
+        assert appender.returncode == 0, err
+    finally:
+        stop.touch()
+        rewriter_out, rewriter_err = rewriter.communicate(timeout=TIMEOUT)
+    assert rewriter.returncode == 0, rewriter_err
+    acknowledged = [line.split()[1] for line in out.splitlines() if line.startswith("ACK ")]
+    assert len(acknowledged) == 200
+    rewrites = int(rewriter_out.split()[-1])
+    assert rewrites >= 2, "the rewriter must have replaced the file while the appender ran"
+    records = file_records(session)
+    ids = [record.get("id") for record in records[1:]]
+    missing = [entry_id for entry_id in acknowledged if entry_id not in ids]
+    assert not missing, f"{len(missing)} of 200 acknowledged entries lost ({rewrites} rewrites)"
+    assert len(ids) == len(set(ids)), "an entry was written twice"
+    assert records[0]["title"].startswith("title ")
+
+
+def test_two_rewriters_and_an_appender_keep_every_entry(tmp_path: Path) -> None:
+    agent_dir, session = new_session(tmp_path)
+    stop = tmp_path / "stop"
+    rewriters = [child("rewrite", str(agent_dir), str(session), str(stop)) for _ in range(2)]
+    for rewriter in rewriters:
+        wait_for_line(rewriter, "REWRITING")
+    appender = child("append", str(agent_dir), str(session), "100")
+    try:
+        out, err = appender.communicate(timeout=TIMEOUT)
+        assert appender.returncode == 0, err
+    finally:
+        stop.touch()
+        for rewriter in rewriters:
+            rewriter.communicate(timeout=TIMEOUT)
+    acknowledged = {line.split()[1] for line in out.splitlines() if line.startswith("ACK ")}
+    ids = {record.get("id") for record in file_records(session)[1:]}
+    assert len(acknowledged) == 100 and acknowledged <= ids
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640])
+def test_a_rewrite_keeps_the_session_file_mode(tmp_path: Path, mode: int) -> None:
+    agent_dir, session = new_session(tmp_path)
+    os.chmod(session, mode)
+    run_child("rename", str(agent_dir), str(session), "renamed", umask="022")
+    assert stat.S_IMODE(session.stat().st_mode) == mode
+    assert file_records(session)[0]["title"] == "renamed"
+
+
+def test_new_session_files_and_folders_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    _agent_dir, session = new_session(tmp_path, umask="000")
+    assert stat.S_IMODE(session.stat().st_mode) == 0o600
+    assert stat.S_IMODE(session.parent.stat().st_mode) == 0o700
+
+
+def test_a_rewrite_killed_before_its_rename_leaves_a_temp_file_that_the_next_open_removes(tmp_path: Path) -> None:
+    agent_dir, session = new_session(tmp_path)
+    before = session.read_bytes()
+    killed = child("die-mid-rewrite", str(agent_dir), str(session))
+    killed.communicate(timeout=TIMEOUT)
+    assert killed.returncode == -9
+    leftovers = [p for p in session.parent.iterdir() if p.name.startswith(f".{session.name}.")]
+    assert len(leftovers) == 1 and leftovers[0].name.endswith(".tmp")
+    assert session.read_bytes() == before
+    # A real leftover is old; a live rewrite holds the writers' lock, which the opener waits for.
+    old = time.time() - 3600
+    os.utime(leftovers[0], (old, old))
+    run_child("rename", str(agent_dir), str(session), "after the crash")
+    assert not leftovers[0].exists()
+    assert sorted(p.name for p in session.parent.iterdir()) == [session.name]
+    assert file_records(session)[0]["title"] == "after the crash"
+
+
+def test_the_appender_ends_a_line_another_process_left_torn(tmp_path: Path) -> None:
+    agent_dir, session = new_session(tmp_path)
+    stop = tmp_path / "stop"
+    appender = child("append", str(agent_dir), str(session), "3")
+    out, err = appender.communicate(timeout=TIMEOUT)
+    assert appender.returncode == 0, err
+    with open(session, "ab") as handle:
+        handle.write(b'{"type":"message","id":"torn","par')  # another writer died mid-line
+    appender = child("append", str(agent_dir), str(session), "2")
+    out, err = appender.communicate(timeout=TIMEOUT)
+    assert appender.returncode == 0, err
+    parsed = parse_jsonl(session.read_bytes())
+    assert parsed.bad_records == 1
+    ids = {record.get("id") for record in parsed.values}
+    assert all(line.split()[1] in ids for line in out.splitlines() if line.startswith("ACK "))
+    assert not stop.exists()
+    assert orjson.loads(session.read_bytes().splitlines()[0])["type"] == "session"
