@@ -20,9 +20,9 @@ import orjson
 
 _WHITESPACE = b" \t\r\n"
 UTF8_BOM = b"\xef\xbb\xbf"
-# Deeper records are bad lines: every later step (size control, blob resolution, the writer) stays
-# far from Python's recursion limit, and orjson's own reader stops at 1024.
-MAX_NESTING = 512
+# Deeper records are bad lines: orjson writes at most this depth (the CLI's JSON output, the session
+# writer), and every later step (size control, blob resolution) stays far from Python's recursion limit.
+MAX_NESTING = 253
 _INT64_MIN, _UINT64_MAX = -(1 << 63), (1 << 64) - 1
 
 
@@ -40,28 +40,28 @@ def _int_within_64_bits(text: str) -> int:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_int_within_64_bits)
 
 
-def nesting_depth(value: Any) -> int:
-    """How deeply arrays and objects nest inside `value` (a scalar is 0), without recursion."""
+def nesting_depth(value: Any, stop_above: int | None = None) -> int:
+    """How deeply arrays and objects nest inside `value` (a scalar is 0), without recursion.
+
+    With `stop_above`, the walk ends as soon as the depth exceeds it (the answer is then that depth).
+    """
     deepest = 0
-    stack = [(value, 1)]
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+        if depth > deepest:
+            deepest = depth
+            if stop_above is not None and depth > stop_above:
+                return depth
+        for child in (node.values() if type(node) is dict else node):
+            if type(child) is dict or type(child) is list:
+                stack.append((child, depth + 1))
     return deepest
 
 
 def _too_deep(line: bytes, value: Any) -> bool:
-    # Counting brackets is a cheap necessary condition; only then is the value walked.
-    if line.count(b"[") + line.count(b"{") <= MAX_NESTING:
-        return False
-    return nesting_depth(value) > MAX_NESTING
+    # A line nested that deep holds that many opening and closing brackets: short lines cannot be.
+    return len(line) > 2 * MAX_NESTING and nesting_depth(value, MAX_NESTING) > MAX_NESTING
 
 
 @dataclass
@@ -123,7 +123,7 @@ def _parse_damaged(buf: bytes, pos: int, result: ParsedJsonl) -> int:
         start = len(text) - len(text.lstrip(" \t\r\n"))
         try:
             value, end = _DECODER.raw_decode(text, start)
-            if nesting_depth(value) > MAX_NESTING:
+            if nesting_depth(value, MAX_NESTING) > MAX_NESTING:
                 raise ValueError("nested too deeply")
         except (json.JSONDecodeError, ValueError, RecursionError) as exc:
             # NaN/Infinity, huge ints and deep nesting have no position: blame the value's start.

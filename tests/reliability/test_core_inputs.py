@@ -69,6 +69,7 @@ def deep(depth: int) -> bytes:
 HOSTILE_LINES = {
     "nested-1100": deep(1100),
     "nested-900": deep(900),
+    "nested-300": deep(300),  # orjson reads it, but writes nothing deeper than 254
     "int-10**400": b'{"type":"message","id":"big00001","parentId":null,"message":{"role":"assistant","content":[],'
                    b'"provider":"p","model":"m","usage":{"input":1' + b"0" * 400 + b"}}}\n",
     "int--10**400-in-data": b'{"type":"custom","id":"big00002","parentId":null,"data":[-1' + b"0" * 400 + b"]}\n",
@@ -87,6 +88,8 @@ def test_a_hostile_line_is_skipped_and_counted_by_every_command(agent: Agent, li
     entries = agent.run("entries", str(session))
     assert entries.returncode == 0, entries.stderr
     assert entries.stdout.count("message") == 3 and "1 unparseable line(s) skipped" in entries.stderr
+    as_json = agent.run("entries", "--json", str(session))
+    assert as_json.returncode == 0 and len(orjson.loads(as_json.stdout)) == 3, as_json.stderr
     context = agent.run("context", "--json", str(session))
     assert context.returncode == 0, context.stderr
     assert [m["role"] for m in orjson.loads(context.stdout)["messages"]] == ["user", "assistant", "user"]
