@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from sessdex.core.paths import absolute_path
 from sessdex.core.runtime import SessionRuntime
 from sessdex.core.session_manager import SessionManager
 
@@ -254,7 +255,7 @@ class AgentSession:
 
         Hard I/O errors propagate; the agent's listener is attached again in every case.
         """
-        target = Path(os.path.abspath(session_path))
+        target = Path(absolute_path(session_path))
         previous_session_file = self.session_manager.get_session_file()             # 1
         before = SessionBeforeSwitchEvent(target_session_file=target)
         self.hooks.emit(before)                                                     # 2

@@ -77,7 +77,7 @@ def _canonical(path: str | os.PathLike[str]) -> str:
     text = os.fspath(path)
     if _has_windows_drive(text):
         return text
-    return os.path.realpath(os.path.abspath(text))
+    return os.path.realpath(absolute_path(text))
 
 
 def _has_windows_drive(text: str) -> bool:

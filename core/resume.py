@@ -23,7 +23,7 @@ from sessdex.core.errors import (
     UsageError,
 )
 from sessdex.core.jsonl import parse_jsonl
-from sessdex.core.paths import AgentPaths, as_path
+from sessdex.core.paths import AgentPaths, absolute_path, as_path
 from sessdex.core.records import split_session_records
 from sessdex.core.regular_files import NotRegularFileError, read_regular_file
 from sessdex.core.summary import SessionInfo
@@ -119,7 +119,7 @@ def check_resumable_path(path: str | os.PathLike[str]) -> None:
 
 
 def _same_directory(first: str, second: str) -> bool:
-    return os.path.realpath(os.path.abspath(first)) == os.path.realpath(os.path.abspath(second))
+    return os.path.realpath(absolute_path(first)) == os.path.realpath(absolute_path(second))
 
 
 def match_session_id(value: str, sessions: Sequence[SessionInfo]) -> list[SessionInfo]:
@@ -195,9 +195,9 @@ def resolve_resume(value: str, cwd: str | os.PathLike[str], session_dir: str | o
     """
     if not value:
         raise UsageError("--resume needs a session id prefix or a session file path")
-    cwd = os.path.abspath(os.fspath(cwd))
+    cwd = absolute_path(cwd)
     if is_path_like(value):
-        path = os.path.abspath(os.path.join(cwd, os.path.expanduser(value)))
+        path = absolute_path(os.path.join(cwd, os.path.expanduser(value)))
         check_resumable_path(path)
         return ResumeResult("open", path)
     info = (find_session or find_session_by_id)(value, cwd, session_dir, paths=paths)

@@ -127,7 +127,7 @@ class SessionManager:
                runtime: SessionRuntime | None = None) -> SessionManager:
         """A new persistent session for the project at `cwd` (nothing is written until the first answer)."""
         runtime = runtime or SessionRuntime.default()
-        cwd = os.path.abspath(cwd)
+        cwd = absolute_path(cwd)
         directory = Path(session_dir) if session_dir else cls._default_dir(cwd, runtime, create=True)
         manager = cls(cwd, directory, None, runtime=runtime, storage=runtime.file_storage(), persist=True)
         manager._start_new_session()
@@ -164,7 +164,7 @@ class SessionManager:
         from sessdex.core.breadcrumbs import resolve_continue_target
 
         runtime = runtime or SessionRuntime.default()
-        cwd = os.path.abspath(cwd)
+        cwd = absolute_path(cwd)
         target = resolve_continue_target(cwd, session_dir, paths=runtime.paths, env=runtime.environ,
                                          tty_path=runtime.tty_path())
         if target is None:
@@ -180,7 +180,7 @@ class SessionManager:
                   runtime: SessionRuntime | None = None) -> SessionManager:
         """A new session in `target_cwd`'s project holding a copy of another session's entries."""
         runtime = runtime or SessionRuntime.default()
-        target_cwd = os.path.abspath(target_cwd)
+        target_cwd = absolute_path(target_cwd)
         storage = runtime.file_storage()
         directory = Path(session_dir) if session_dir else cls._default_dir(target_cwd, runtime, create=False)
         manager = cls(target_cwd, directory, None, runtime=runtime, storage=storage, persist=True)
@@ -205,7 +205,7 @@ class SessionManager:
     def get_default_session_dir(cwd: str, *, runtime: SessionRuntime | None = None) -> Path:
         """The directory new sessions of `cwd` go to; created if missing."""
         runtime = runtime or SessionRuntime.default()
-        return SessionManager._default_dir(os.path.abspath(cwd), runtime, create=True)
+        return SessionManager._default_dir(absolute_path(cwd), runtime, create=True)
 
     @staticmethod
     def _default_dir(cwd: str, runtime: SessionRuntime, *, create: bool) -> Path:
@@ -375,7 +375,7 @@ class SessionManager:
         """Move the session file into `new_cwd`'s project directory and record the new cwd."""
         with self._lock:
             self._raise_persist_error()
-            new_cwd = os.path.abspath(new_cwd)
+            new_cwd = absolute_path(new_cwd)
             self._cwd = new_cwd
             self._header["cwd"] = new_cwd
             if not self._persist or self._session_file is None:

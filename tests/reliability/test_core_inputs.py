@@ -217,13 +217,14 @@ def test_a_deleted_current_directory_is_one_clear_error(agent: Agent, tmp_path: 
     script = ("import os, sys\nos.chdir(sys.argv[1]); os.rmdir(sys.argv[1])\n"
               "from sessdex.core.errors import SessdexError\n"
               "from sessdex.core.session_manager import SessionManager\n"
-              "for attempt in (lambda: SessionManager.in_memory(), lambda: SessionManager.open('x.jsonl')):\n"
+              "for attempt in (lambda: SessionManager.in_memory(), lambda: SessionManager.open('x.jsonl'),\n"
+              "                lambda: SessionManager.create('.')):\n"
               "    try:\n        attempt()\n    except SessdexError as exc:\n        print(exc.exit_code, exc)\n")
     result = subprocess.run([sys.executable, "-c", script, str(gone)], capture_output=True, text=True, timeout=TIMEOUT,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert len(lines) == 2 and all(line.startswith("2 the current directory no longer exists") for line in lines)
+    assert len(lines) == 3 and all(line.startswith("2 the current directory no longer exists") for line in lines)
 
 
 def unreadable_prefix() -> tuple[str, ...]:
