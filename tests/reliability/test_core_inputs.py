@@ -26,7 +26,8 @@ GOOD_ID = "0123456789abcdef"
 class Agent:
     """A throwaway agent dir with one project and one good session in it."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, catalog: str = "off") -> None:
+        self.catalog = catalog
         self.home = tmp_path / "home"
         self.project = self.home / "proj"
         self.project.mkdir(parents=True)
@@ -41,9 +42,9 @@ class Agent:
 
     def run(self, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-        """`sessdex --agent-dir AGENT --catalog off ARGS` as a real process, killed if it hangs."""
+        """`sessdex --agent-dir AGENT --catalog CATALOG ARGS` as a real process, killed if it hangs."""
         command = [*prefix, sys.executable, "-m", "sessdex.catalog", "--agent-dir", str(self.paths.agent_dir),
-                   "--catalog", "off", *args]
+                   "--catalog", self.catalog, *args]
         environment = {key: value for key, value in os.environ.items()
                        if key not in ("TMUX_PANE", "KITTY_WINDOW_ID", "TERM_SESSION_ID", "WT_SESSION")}
         environment.update({"HOME": str(self.home), "PYTHONPATH": str(REPO), **(env or {})})
@@ -141,7 +142,9 @@ def test_fifos_and_devices_named_like_sessions_neither_hang_nor_exhaust_memory(a
         assert resumed.returncode == 1 and "not a regular file" in one_line(resumed.stderr)
 
 
-def test_dot_files_and_headers_without_a_usable_id_are_never_sessions(agent: Agent) -> None:
+@pytest.mark.parametrize("catalog", ["off", "catalog.db"])
+def test_dot_files_and_headers_without_a_usable_id_are_never_sessions(tmp_path: Path, catalog: str) -> None:
+    agent = Agent(tmp_path, catalog if catalog == "off" else str(tmp_path / catalog))
     agent.session("d0t0000000000001", [user("a dot file"), assistant("x")], name=".2025_d0t0000000000001.jsonl")
     agent.session("", [user("empty id"), assistant("x")], name="2025_empty.jsonl")
     path = agent.folder / "2025_numeric.jsonl"
