@@ -26,7 +26,7 @@ from sessdex.core.records import CURRENT_SESSION_VERSION, split_session_records,
 from sessdex.core.regular_files import make_private_dirs
 from sessdex.core.runtime import SessionRuntime, iso_from_ms
 from sessdex.core.size_control import limit_sizes
-from sessdex.core.storage import MemorySessionStorage, SessionStorage, SessionStorageWriter
+from sessdex.core.storage import FileStat, MemorySessionStorage, SessionStorage, SessionStorageWriter
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,8 @@ class SessionManager:
         self._leaf_id: str | None = None
         self._on_disk = False
         self._writer: SessionStorageWriter | None = None
+        # The session file as this manager last left it: while it still is, no other process wrote to it.
+        self._written_state: FileStat | None = None
         self._persist_error: BaseException | None = None
         self.bad_records = 0
         # Where set_session_file moved a headerless file before starting a session at its path (S3).
@@ -653,7 +655,12 @@ class SessionManager:
             if self._has_assistant():
                 self._write_whole_file()
             return
-        self._guard(lambda: self._writer_for_append().write_line(self._disk_line(entry)))
+        def append() -> None:
+            writer = self._writer_for_append()
+            writer.write_line(self._disk_line(entry))
+            self._written_state = writer.written_state()
+
+        self._guard(append)
 
     def _disk_line(self, record: dict[str, Any]) -> bytes:
         prepared = limit_sizes(record)
@@ -686,7 +693,7 @@ class SessionManager:
                 self._adopt_entries_appended_elsewhere(target)
                 head = (dumps_line(self._title_line) if self._title_line is not None else b"") + dumps_line(self._header)
                 data = head + b"".join(self._disk_line(entry) for entry in self._entries)
-                self._storage.write_atomic(target, data)
+                self._written_state = self._storage.write_atomic(target, data)
 
         self._guard(write)
         self._on_disk = True
@@ -694,8 +701,11 @@ class SessionManager:
     def _adopt_entries_appended_elsewhere(self, target: Path) -> None:
         """Take into memory the entries of this session's file (same header id) that memory does not know.
 
-        Each is placed after the known entry it follows in the file; the leaf does not move.
+        Each is placed after the known entry it follows in the file; the leaf does not move. When the file
+        is exactly as this manager left it, nobody else wrote to it and nothing is read.
         """
+        if self._written_state is not None and self._written_state.same_file_and_size(self._storage.stat_sync(target)):
+            return
         data = self._storage.read_bytes(target)
         if data is None:
             return

@@ -39,6 +39,10 @@ class FileStat:
         """The FileStat of an `os.stat` result."""
         return cls(result.st_size, result.st_mtime_ns, result.st_ino, result.st_dev, stat_module.S_ISDIR(result.st_mode))
 
+    def same_file_and_size(self, other: FileStat | None) -> bool:
+        """True when `other` is this file at this length: nobody replaced or extended it in between."""
+        return other is not None and (other.device, other.inode, other.size) == (self.device, self.inode, self.size)
+
 
 class SessionStorageWriter(Protocol):
     """An append-only writer for one session file."""
@@ -52,6 +56,10 @@ class SessionStorageWriter(Protocol):
     def close(self) -> None: ...
 
     def get_error(self) -> BaseException | None: ...
+
+    def written_state(self) -> FileStat | None:
+        """The file as this writer left it after its last write (None: unknown, e.g. in memory)."""
+        ...
 
 
 class SessionStorage(Protocol):
@@ -75,7 +83,9 @@ class SessionStorage(Protocol):
 
     def read_prefix(self, path: Path, size: int) -> bytes | None: ...
 
-    def write_atomic(self, path: Path, data: bytes) -> None: ...
+    def write_atomic(self, path: Path, data: bytes) -> FileStat | None:
+        """Replace the file at `path` with `data` at once; the identity of the new file (None in memory)."""
+        ...
 
     def rename(self, source: Path, target: Path) -> None: ...
 
@@ -140,6 +150,7 @@ class FileWriter:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._error: BaseException | None = None
+        self._written: FileStat | None = None
         self._fd: int | None = self._open()
 
     def _open(self) -> int:
@@ -165,8 +176,12 @@ class FileWriter:
             view = memoryview(data)
             while view:
                 view = view[os.write(self._fd, view):]
+            self._written = FileStat.of(os.fstat(self._fd))
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def written_state(self) -> FileStat | None:
+        return self._written
 
     def flush(self) -> None:
         """Lines go to the kernel as they are written: nothing is buffered here."""
@@ -253,10 +268,12 @@ class FileSessionStorage(_AsyncTwins):
         except FileNotFoundError:
             return None
 
-    def write_atomic(self, path: Path, data: bytes) -> None:
+    def write_atomic(self, path: Path, data: bytes) -> FileStat:
         """Temp file in the same directory, flush + fsync, rename over the target, fsync the directory (S7).
 
         The new file gets the mode of the file it replaces (0600 when there is none), whatever the umask.
+        It carries the writers' lock from before the rename until this returns, so an appender that finds
+        it waits, and the stat returned is the file exactly as written.
         """
         path = Path(path)
         mode = mode_for_replacement(path)
@@ -265,14 +282,16 @@ class FileSessionStorage(_AsyncTwins):
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
             with open(fd, "wb") as handle:
                 os.fchmod(fd, mode)
+                fcntl.flock(fd, fcntl.LOCK_EX)
                 handle.write(data)
                 handle.flush()
                 os.fsync(fd)
-            os.replace(temporary, path)
+                os.replace(temporary, path)
+                fsync_directory(path.parent)
+                return FileStat.of(os.fstat(fd))
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
-        fsync_directory(path.parent)
 
     def rename(self, source: Path, target: Path) -> None:
         os.replace(source, target)
@@ -332,6 +351,9 @@ class MemoryWriter:
     def get_error(self) -> BaseException | None:
         return None
 
+    def written_state(self) -> FileStat | None:
+        return None
+
 
 class MemorySessionStorage(_AsyncTwins):
     """A map from path to bytes: for in-memory sessions and tests; never touches the disk."""
@@ -370,8 +392,9 @@ class MemorySessionStorage(_AsyncTwins):
         data = self.files.get(Path(path))
         return None if data is None else data[:size]
 
-    def write_atomic(self, path: Path, data: bytes) -> None:
+    def write_atomic(self, path: Path, data: bytes) -> FileStat | None:
         self.files[Path(path)] = data
+        return None
 
     def rename(self, source: Path, target: Path) -> None:
         self.files[Path(target)] = self.files.pop(Path(source))
@@ -384,6 +407,8 @@ class MemorySessionStorage(_AsyncTwins):
 
     def exclusive(self, path: Path) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()  # one process: the SessionManager's own lock serializes writers
+
+
 
     def remove_stale_temporaries(self, path: Path) -> list[Path]:
         return []
