@@ -5,6 +5,7 @@
     python -m tests.reliability.core_children rename  AGENT_DIR FILE TITLE   # one rename (a full rewrite)
     python -m tests.reliability.core_children create  AGENT_DIR CWD          # a new answered session; prints its path
     python -m tests.reliability.core_children die-mid-rewrite AGENT_DIR FILE # SIGKILLed between temp file and rename
+    python -m tests.reliability.core_children slow-rewrite AGENT_DIR FILE STOP # a rewrite paused before its rename
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from sessdex.core.paths import AgentPaths
@@ -70,8 +72,24 @@ def die_mid_rewrite(agent_dir: str, file: str) -> None:
     manager.set_session_name("never lands")
 
 
+def slow_rewrite(agent_dir: str, file: str, stop: str) -> None:
+    """A rewrite that holds the writers' lock with its temp file written until STOP exists, then renames."""
+    real_replace = os.replace
+
+    def replace_when_told(source: str, target: str) -> None:
+        print("PAUSED", flush=True)
+        while not os.path.exists(stop):
+            time.sleep(0.01)
+        real_replace(source, target)
+
+    manager = SessionManager.open(file, runtime=runtime_for(agent_dir))
+    os.replace = replace_when_told  # type: ignore[assignment]
+    manager.set_session_name("slow rewrite")
+    manager.close()
+
+
 ROLES = {"append": append, "rewrite": rewrite, "rename": rename, "create": create,
-         "die-mid-rewrite": die_mid_rewrite}
+         "die-mid-rewrite": die_mid_rewrite, "slow-rewrite": slow_rewrite}
 
 if __name__ == "__main__":
     os.umask(int(os.environ.get("TRIAL_UMASK", "022"), 8))

@@ -146,3 +146,24 @@ def test_the_appender_ends_a_line_another_process_left_torn(tmp_path: Path) -> N
     assert all(line.split()[1] in ids for line in out.splitlines() if line.startswith("ACK "))
     assert not stop.exists()
     assert orjson.loads(session.read_bytes().splitlines()[0])["type"] == "session"
+
+
+def test_opening_a_session_never_removes_the_temp_file_of_a_live_rewrite(tmp_path: Path) -> None:
+    agent_dir, session = new_session(tmp_path)
+    stop = tmp_path / "stop"
+    rewriter = child("slow-rewrite", str(agent_dir), str(session), str(stop))
+    wait_for_line(rewriter, "PAUSED")
+    [temporary] = [p for p in session.parent.iterdir() if p.name.startswith(f".{session.name}.")]
+    opener = child("rename", str(agent_dir), str(session), "opened meanwhile")
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            opener.wait(timeout=0.5)  # it waits for the rewrite's lock before cleaning up
+        assert temporary.exists()
+    finally:
+        stop.touch()
+        _out, rewriter_err = rewriter.communicate(timeout=TIMEOUT)
+        _out, opener_err = opener.communicate(timeout=TIMEOUT)
+    assert rewriter.returncode == 0, rewriter_err
+    assert opener.returncode == 0, opener_err
+    assert not temporary.exists()
+    assert file_records(session)[0]["title"] == "opened meanwhile"
