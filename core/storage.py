@@ -239,7 +239,8 @@ class FileSessionStorage(_AsyncTwins):
         return Path(path).exists()
 
     def write_text_sync(self, path: Path, data: bytes) -> None:
-        with open(path, "wb") as handle:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+        with open(fd, "wb") as handle:
             handle.write(data)
 
     def stat_sync(self, path: Path) -> FileStat | None:
