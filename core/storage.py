@@ -191,9 +191,15 @@ class FileWriter:
         self._guard(lambda: os.fsync(self._fd) if self._fd is not None else None)
 
     def close(self) -> None:
+        """Release the descriptor (always, even after an earlier error)."""
         fd, self._fd = self._fd, None
-        if fd is not None:
-            self._guard(lambda: os.close(fd))
+        if fd is None:
+            return
+        try:
+            os.close(fd)
+        except OSError as exc:
+            self._error = self._error or exc
+            raise
 
     def get_error(self) -> BaseException | None:
         return self._error
