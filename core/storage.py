@@ -415,8 +415,6 @@ class MemorySessionStorage(_AsyncTwins):
     def exclusive(self, path: Path) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()  # one process: the SessionManager's own lock serializes writers
 
-
-
     def remove_stale_temporaries(self, path: Path) -> list[Path]:
         return []
 
