@@ -47,6 +47,7 @@ def rewrite(agent_dir: str, file: str, stop: str) -> None:
         manager.set_session_name(f"title {rewrites}")
         if rewrites == 1:
             print("REWRITING", flush=True)
+        time.sleep(0.005)  # many rewrites while the appender runs, without starving it
     manager.close()
     print(f"REWRITES {rewrites}", flush=True)
 
