@@ -59,8 +59,12 @@ def nesting_depth(value: Any, stop_above: int | None = None) -> int:
     return deepest
 
 
-def _too_deep(line: bytes, value: Any) -> bool:
-    # A line nested that deep holds that many opening and closing brackets: short lines cannot be.
+def too_deep(line: bytes | memoryview, value: Any) -> bool:
+    """True when `value`, parsed from `line`, nests deeper than MAX_NESTING: such a line is a bad line.
+
+    orjson reads up to 1024 levels, so a reader with its own orjson fast path must ask this too to
+    agree with `parse_jsonl`. Short lines cannot be that deep, and are not walked.
+    """
     return len(line) > 2 * MAX_NESTING and nesting_depth(value, MAX_NESTING) > MAX_NESTING
 
 
@@ -79,7 +83,7 @@ def parse_line(line: bytes) -> tuple[bool, Any]:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
         return False, None
-    if _too_deep(line, value):
+    if too_deep(line, value):
         return False, None
     return True, value
 
