@@ -105,6 +105,27 @@ def make_private_dirs(path: str | os.PathLike[str]) -> None:
                 raise
 
 
+_LOCKS_UNSUPPORTED = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL}
+
+
+def flock_exclusive(fd: int) -> None:
+    """Take the writers' flock on `fd`, waiting for it; where the file system has no locks, go on without."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError as exc:
+        if exc.errno not in _LOCKS_UNSUPPORTED:
+            raise
+
+
+def flock_release(fd: int) -> None:
+    """Release the flock taken by `flock_exclusive` (nothing to do where there are no locks)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError as exc:
+        if exc.errno not in _LOCKS_UNSUPPORTED:
+            raise
+
+
 def same_inode(fd: int, path: str | os.PathLike[str]) -> bool:
     """True while `path` still names the file open as `fd` (not replaced by a rename, not removed)."""
     try:
@@ -137,7 +158,7 @@ def _lock_current_inode(path: str | os.PathLike[str]) -> int | None:
         except FileNotFoundError:
             return None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            flock_exclusive(fd)
             if same_inode(fd, path):
                 return fd
         except BaseException:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import secrets
@@ -17,6 +16,8 @@ from typing import Any, Protocol, TypeVar
 from sessdex.core.regular_files import (
     PRIVATE_FILE_MODE,
     exclusive_lock,
+    flock_exclusive,
+    flock_release,
     make_private_dirs,
     mode_for_replacement,
     read_regular_file,
@@ -163,7 +164,7 @@ class FileWriter:
         if self._fd is None:
             raise ValueError("write to a closed session writer")
         while True:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            flock_exclusive(self._fd)
             if same_inode(self._fd, self._path):
                 break
             os.close(self._fd)
@@ -178,7 +179,7 @@ class FileWriter:
                 view = view[os.write(self._fd, view):]
             self._written = FileStat.of(os.fstat(self._fd))
         finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            flock_release(self._fd)
 
     def written_state(self) -> FileStat | None:
         return self._written
@@ -289,7 +290,7 @@ class FileSessionStorage(_AsyncTwins):
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
             with open(fd, "wb") as handle:
                 os.fchmod(fd, mode)
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                flock_exclusive(fd)
                 handle.write(data)
                 handle.flush()
                 os.fsync(fd)
