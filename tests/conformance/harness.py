@@ -294,7 +294,8 @@ class Replay:
 
     def op_fn(self, op: dict[str, Any]) -> Any:
         args = self.resolve(op.get("args", []))
-        return call_with_recorded_arguments(functools.partial(FUNCTIONS[op["name"]], self), args)
+        name = op.get("name") or op.get("api")
+        return call_with_recorded_arguments(functools.partial(FUNCTIONS[name], self), args)
 
     def op_snapshot(self, op: dict[str, Any]) -> Any:
         return snapshot(self.managers[op.get("mgr", "m")], op, self.root)
@@ -396,6 +397,15 @@ def _parse_session_content(replay: Replay, text: str) -> Any:
     return parse_jsonl(text).values
 
 
+def _load_entries_from_file(replay: Replay, path: str) -> Any:
+    """The file's records (title line, header, entries) when its header is valid, else []."""
+    from sessdex.core.records import split_session_records
+
+    data = Path(path).read_bytes() if Path(path).is_file() else b""
+    values = parse_jsonl(data).values
+    return values if split_session_records(values) is not None else []
+
+
 def _get_recent_sessions(replay: Replay, session_dir: str, limit: int | None = None) -> Any:
     from sessdex.core.discovery import get_recent_sessions
     return [item.to_agent_json() for item in get_recent_sessions(session_dir, limit, now_ms=replay.clock.ms)]
@@ -419,6 +429,7 @@ def _list_all(replay: Replay, *_: Any) -> Any:
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "parseSessionContent": _parse_session_content,
+    "loadEntriesFromFile": _load_entries_from_file,
     "getRecentSessions": _get_recent_sessions,
     "findMostRecentSession": _find_most_recent_session,
 }
