@@ -53,7 +53,9 @@ def rewrite(agent_dir: str, file: str, stop: str) -> None:
 
 
 def rename(agent_dir: str, file: str, title: str) -> None:
-    manager = SessionManager.open(file, runtime=runtime_for(agent_dir))
+    runtime = runtime_for(agent_dir)
+    print("OPENING", flush=True)
+    manager = SessionManager.open(file, runtime=runtime)
     manager.set_session_name(title)
     manager.close()
 

@@ -156,6 +156,7 @@ def test_opening_a_session_never_removes_the_temp_file_of_a_live_rewrite(tmp_pat
     [temporary] = [p for p in session.parent.iterdir() if p.name.startswith(f".{session.name}.")]
     opener = child("rename", str(agent_dir), str(session), "opened meanwhile")
     try:
+        wait_for_line(opener, "OPENING")
         with pytest.raises(subprocess.TimeoutExpired):
             opener.wait(timeout=0.5)  # it waits for the rewrite's lock before cleaning up
         assert temporary.exists()
