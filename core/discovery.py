@@ -21,9 +21,7 @@ from functools import cached_property
 
 from sessdex.core.paths import SESSION_SUFFIX, AgentPaths, as_path, session_file_entries
 from sessdex.core.records import is_listable_session
-from sessdex.core.regular_files import read_regular_file
 from sessdex.core.summary import SessionInfo, SessionSummary, clamp_epoch_ms, session_info
-from sessdex.core.text import without_lone_surrogates
 
 TYPE_CHECKING = False  # pathlib stays off the hot commands' imports (issue 12): Paths are made by as_path
 if TYPE_CHECKING:
@@ -81,6 +79,8 @@ def _newest_first(files: Iterable[tuple[Path, float]]) -> list[tuple[Path, float
 
 def _read_bytes(path: Path, limit: int | None = None, skipped: SkippedFiles | None = None) -> bytes | None:
     """The file's bytes (at most `limit`), or None when it cannot be read (recorded in `skipped`)."""
+    from sessdex.core.regular_files import read_regular_file  # lazy: the catalog's listings never read files
+
     try:
         return read_regular_file(path, limit)
     except OSError as exc:
@@ -258,6 +258,8 @@ class RecentSessionInfo:
     @cached_property
     def full_name(self) -> str:
         """title -> first user prompt -> header id -> file name, the first that is non-empty once cleaned."""
+        from sessdex.core.text import without_lone_surrogates  # lazy: off the catalog's hot paths
+
         candidates = (self._summary.header_title, self._summary.first_message, self._summary.session_id,
                       self._file_name.removesuffix(SESSION_SUFFIX))
         for candidate in candidates:

@@ -22,10 +22,7 @@ from sessdex.core.errors import (
     SessionNotFoundError,
     UsageError,
 )
-from sessdex.core.jsonl import parse_jsonl
 from sessdex.core.paths import AgentPaths, absolute_path, as_path
-from sessdex.core.records import split_session_records
-from sessdex.core.regular_files import NotRegularFileError, read_regular_file
 from sessdex.core.summary import SessionInfo
 
 TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports (issue 12)
@@ -100,6 +97,11 @@ def check_resumable_path(path: str | os.PathLike[str]) -> None:
     """
     if not os.path.lexists(path):
         return
+    # Lazy: only an existing file needs the reader (orjson); the other values stay on the light hot path.
+    from sessdex.core.jsonl import parse_jsonl
+    from sessdex.core.records import split_session_records
+    from sessdex.core.regular_files import NotRegularFileError, read_regular_file
+
     try:
         head = read_regular_file(path, HEADER_PROBE_BYTES)
     except FileNotFoundError:

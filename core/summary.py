@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 
 from sessdex.core.paths import as_path
 from sessdex.core.records import is_session_header, is_title_line
-from sessdex.core.text import without_lone_surrogates
 
 TYPE_CHECKING = False  # no typing (nor dataclasses) on the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -432,6 +431,8 @@ def session_info(path: Path, summary: SessionSummary, all_messages_text: str, mo
     """
     if not summary.header_valid or summary.session_id is None:
         raise ValueError(f"{path} has no valid session header")
+    from sessdex.core.text import without_lone_surrogates  # lazy: off the catalog's hot paths
+
     modified = datetime_from_ms(modified_ms)
     title = summary.title
     parent = summary.parent_session

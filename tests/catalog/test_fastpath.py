@@ -78,10 +78,10 @@ _JSON_ONLY = {"_json", "json", "json.decoder", "json.encoder", "json.scanner"}
 _JSON = _RE | _JSON_ONLY
 IMPORT_BUDGET: dict[str, set[str]] = {
     "list": _LISTING | _USAGE_FIGURES | _JSON,
-    "recent": _LISTING | _JSON,
+    "recent": _LISTING | _JSON | {"sessdex.core.text"},  # names every terminal can print (lone surrogates replaced)
     "resume": _LISTING | _JSON | {"sessdex.core.resume"},
-    # The terminal's breadcrumb.
-    "continue": _LISTING | _JSON | _PATHLIB | {"sessdex.core.breadcrumbs"},
+    # The terminal's breadcrumb, read as session files are: a regular file only, never blocking.
+    "continue": _LISTING | _JSON | _PATHLIB | {"sessdex.core.breadcrumbs", "sessdex.core.regular_files"},
     "search": _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | _JSON | {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.index.content_index"},
     "history": _STDLIB_COMMON | _SESSDEX_COMMON | {
@@ -97,8 +97,10 @@ IMPORT_BUDGET["usage"] = _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | _
 # Without --json, no hot command imports json but those reading the stored fold state of `recent` with it.
 NO_JSON_EXCEPT = ("recent", "continue")
 # `--catalog off` reads the session files themselves: the JSONL parser (core.jsonl: dataclasses, typing) and
-# orjson are its work.
+# orjson are its work, and reading only regular files without blocking (core.regular_files) with text every
+# terminal can print (core.text).
 FILE_SCAN_BUDGET = {"sessdex.catalog.queries.file_scan", "sessdex.catalog.queries.source", "sessdex.core.jsonl",
+                    "sessdex.core.regular_files", "sessdex.core.text",
                     *_ORJSON, *_PATHLIB, "_typing", "typing", "typing.io", "typing.re"}
 UNSET = ("PI_CODING_AGENT_DIR", "SESSDEX_CATALOG", NO_FASTPATH_ENV, "COLUMNS", "_SESSDEX_COMPLETE",
          "KITTY_WINDOW_ID", "TMUX_PANE", "TERM_SESSION_ID", "WT_SESSION")
