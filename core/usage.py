@@ -303,11 +303,11 @@ class FileUsage:
 def read_file_usage(path: str) -> FileUsage | None:
     """The facts of one session file read whole (lenient parse), or None without a valid header."""
     from sessdex.core.jsonl import parse_jsonl
+    from sessdex.core.regular_files import read_regular_file
     from sessdex.core.summary import SessionSummary
 
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_regular_file(path)  # a regular file only, opened without blocking (checked after opening)
     except OSError:
         return None
     values = parse_jsonl(data).values
