@@ -166,6 +166,10 @@ def search_command(ctx: click.Context, words: tuple[str, ...], all_projects: boo
     """
     if all_projects and session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
+    from sessdex.catalog.cli.read_guard import agent_dir_named, json_refusal, require_agent_dir
+
+    with json_refusal(as_json):
+        require_agent_dir(command_settings(ctx).paths, agent_dir_named(ctx))
     with Catalog.from_settings(command_settings(ctx)) as catalog:
         run_search(catalog, " ".join(words), cwd=None if all_projects else os.getcwd(), session_dir=session_dir,
                    limit=limit, as_json=as_json, substring=substring)

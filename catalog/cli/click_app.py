@@ -12,6 +12,7 @@ from typing import NoReturn
 
 import click
 
+from sessdex.catalog.cli.read_guard import AGENT_DIR_NAMED
 from sessdex.catalog.store.settings import Settings
 
 # name -> ("module:attribute" in this package, short help). A module is imported only when its subcommand runs,
@@ -31,6 +32,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("catalog_commands:doctor_command", "Check the catalog against the files and repair it."),
     "view": ("view_commands:view_command", "View a session's transcript; switch sessions in place."),
     "usage": ("usage_commands:usage_command", "Tokens and cost per day, week, month, session, project or model."),
+    "rename": ("manage_commands:rename_command", "Give a session a title, as the agent's rename does."),
+    "trash": ("manage_commands:trash_command", "Move a session to the trash; trash list | restore ID."),
+    "init": ("shell_commands:init_command", "Print shell integration (xr, key, completion) for bash|zsh|fish."),
 }
 
 
@@ -52,7 +56,15 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(f"{__package__}.{module_name}"), attribute)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+EXIT_STATUS_HELP = """\b
+Exit status:
+  0    success
+  1    not found, ambiguous or refused (no sessions yet, no history yet)
+  2    usage error or unreadable input (a --agent-dir that does not exist)
+  130  cancelled: Esc or Ctrl+C in the picker or the viewer (nothing on stdout)"""
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_STATUS_HELP)
 @click.version_option(package_name="sessdex", prog_name="sessdex", message="%(prog)s %(version)s")
 @click.option("--agent-dir", envvar="PI_CODING_AGENT_DIR", type=click.Path(file_okay=False),
               help="The agent directory (default ~/.xcsh/agent).")
@@ -69,6 +81,8 @@ def cli(ctx: click.Context, agent_dir: str | None, catalog: str | None, machine:
         machines: str | None) -> None:
     """sessdex: index, search and resume xcsh session history."""
     ctx.obj = Settings.resolve(agent_dir, catalog, machine=machine, machines=machines)
+    # Named on the command line (not only inherited from $PI_CODING_AGENT_DIR): a missing one is a usage error.
+    ctx.meta[AGENT_DIR_NAMED] = ctx.get_parameter_source("agent_dir") == click.core.ParameterSource.COMMANDLINE
 
 
 def command_settings(ctx: click.Context) -> Settings:

@@ -30,6 +30,13 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
 
 
 def _run(args: list[str]) -> int:
+    if args and args[0] in ("init", "complete-sessions"):
+        # Shell start-up and Tab presses: answered without click whatever the environment says.
+        from sessdex.catalog.cli import shell_init
+
+        if args[0] == "init":
+            return shell_init.run_init(args[1:])
+        return shell_init.run_complete_sessions(args[1:])
     if not os.environ.get(NO_FASTPATH_ENV):
         from sessdex.catalog.cli.fastpath import run_fast
 

@@ -4,7 +4,7 @@
 A shell prompt or an editor runs these often, and importing click alone costs more than answering them
 from a current catalog. `run_fast` answers exactly these argument shapes:
 
-    [--agent-dir DIR] [--catalog X] resume VALUE [--yes | -y | --no-fork] [--json]
+    [--agent-dir DIR] [--catalog X] resume VALUE [--yes | -y | --no-fork] [--own-dir] [--json | --shell]
     [--agent-dir DIR] [--catalog X] recent [-n N | --limit N] [--json]
     [--agent-dir DIR] [--catalog X] list [--all] [--json]
     [--agent-dir DIR] [--catalog X] continue [--json]
@@ -37,7 +37,8 @@ COMPLETION_ENV = "_SESSDEX_COMPLETE"
 ROOT_OPTIONS = ("--agent-dir", "--catalog")
 # Per command: each flag token -> the flag it sets.
 COMMAND_FLAGS: dict[str, dict[str, str]] = {
-    "resume": {"--yes": "yes", "-y": "yes", "--no-fork": "no_fork", "--json": "json"},
+    "resume": {"--yes": "yes", "-y": "yes", "--no-fork": "no_fork", "--json": "json", "--own-dir": "own_dir",
+               "--shell": "shell"},
     "recent": {"--json": "json"},
     "list": {"--all": "all", "--json": "json"},
     "continue": {"--json": "json"},
@@ -186,6 +187,8 @@ def run_fast(args: Sequence[str]) -> int | None:
     if line.command == "history search":
         return _run_history_search(line, settings.paths.agent_dir_text)
     paths = settings.paths
+    if not paths.agent_dir.is_dir():
+        return None  # the click commands say so (and create nothing)
 
     from sessdex.catalog.queries.open_source import open_session_source
 
@@ -215,7 +218,7 @@ def run_fast(args: Sequence[str]) -> int | None:
         if line.command == "resume":
             assume = commands.fork_choice("yes" in line.flags, "no_fork" in line.flags)
             return commands.run_resume(open_source, paths, line.value, assume=assume, as_json=as_json,
-                                       session_dir=None)
+                                       session_dir=None, own_dir="own_dir" in line.flags, shell="shell" in line.flags)
         return commands.run_continue(open_source, paths, as_json=as_json, session_dir=None)
 
 

@@ -23,6 +23,20 @@ def _agent_dir() -> Path:
     return command_settings(click.get_current_context()).paths.agent_dir
 
 
+def _require_history(as_json: bool) -> None:
+    """Reading creates nothing: no agent dir or no history.db yet is said in one line (exit 1; 2 for a named
+    agent dir that does not exist), before anything opens the database."""
+    from sessdex.catalog.cli.read_guard import agent_dir_named, json_refusal, require_agent_dir
+    from sessdex.core.errors import SessionNotFoundError
+
+    ctx = click.get_current_context()
+    with json_refusal(as_json):
+        require_agent_dir(command_settings(ctx).paths, agent_dir_named(ctx))
+        path = history_db_path(_agent_dir())
+        if not path.exists():
+            raise SessionNotFoundError(f"no prompt history yet ({path} does not exist)")
+
+
 @contextmanager
 def _history(batch_delay: float | None = None) -> Iterator[HistoryStorage]:
     """The agent's history.db, closed (and drained) when the command ends."""
@@ -49,6 +63,7 @@ def history_group() -> None:
 @_json_option
 def recent_command(limit: int, as_json: bool) -> None:
     """The most recent prompts, newest first."""
+    _require_history(as_json)
     with _history() as history:
         print_history(history.recent(limit), as_json)
 
@@ -63,6 +78,7 @@ def search_command(query: tuple[str, ...], here: bool, limit: int, as_json: bool
 
     Newest first; matched words are shown in bold.
     """
+    _require_history(as_json)
     with _history() as history:
         print_history(history.search(" ".join(query), limit, cwd=os.getcwd() if here else None), as_json)
 

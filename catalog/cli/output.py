@@ -12,18 +12,16 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from sessdex.catalog.tui.width import ELLIPSIS, display_width, fit
+from sessdex.catalog.tui.width import ELLIPSIS, cut_middle, display_width, fit
 
 TYPE_CHECKING = False  # typing, dataclasses and json stay off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from sessdex.core.discovery import RecentSessionInfo
     from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
 
-LABEL_MAX_CHARS = 200  # titles and first messages are cut here before any width is measured
 # The escape sequences click.echo removes from text written to a non-terminal (click's own pattern).
 _ANSI_SEQUENCE = r"\033\[[0-?]*[ -/]*[@-~]"
 
@@ -72,12 +70,17 @@ def iso_utc(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+def iso_utc_from_seconds(seconds: float) -> str:
+    """Epoch seconds in the format of `iso_utc` (history items)."""
+    return iso_utc(datetime.fromtimestamp(seconds, UTC))
+
+
 def session_json(info: SessionInfo) -> dict[str, Any]:
-    """A session for `--json` output, with the agent's field names and ISO-8601 UTC dates (and `machine` for a
-    session of another machine sharing the catalog)."""
+    """A session for `--json` output, the same object in every listing command (ISO 8601 UTC dates; and `machine`
+    for a session of another machine sharing the catalog)."""
     result = {"id": info.id, "path": info.path_text, "cwd": info.cwd, "title": info.title,
+              "name": session_label(info), "created": iso_utc(info.created), "modified": iso_utc(info.modified),
               "messageCount": info.message_count, "firstMessage": info.first_message,
-              "created": iso_utc(info.created), "modified": iso_utc(info.modified),
               "cost": info.cost, "totalTokens": whole(info.total_tokens)}
     if getattr(info, "remote", False):
         result["machine"] = info.machine  # type: ignore[attr-defined]
@@ -89,27 +92,35 @@ def whole(value: float) -> float | int:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def on_other_machine(info: SessionInfo) -> str:
-    """` on MACHINE` for a session of another machine sharing the catalog, else nothing."""
-    if not getattr(info, "remote", False):
-        return ""
-    from sessdex.core.discovery import sanitize_display_name
-
-    return f" on {sanitize_display_name(info.machine)}"  # type: ignore[attr-defined]
+def error_json(error: Exception) -> dict[str, Any]:
+    """A refusal for `--json`: the message and the sessions it concerns (candidates of an ambiguous prefix)."""
+    candidates = getattr(error, "candidates", None) or []
+    return {"error": str(error), "candidates": [session_json(info) for info in candidates]}
 
 
-def recent_json(item: RecentSessionInfo) -> dict[str, Any]:
-    """A recent session for `--json`: the agent's RecentSessionInfo fields plus the session id."""
-    return {"id": item.session_id, **item.to_agent_json()}
+def resume_json(result: ResumeResult, cwd: str | None) -> dict[str, Any]:
+    """A `resume --json` answer: the session object of the file to open, plus `action` (open / fork) and the
+    directory to run the agent in (`cwd`: the session's own, or this one for a fork)."""
+    from sessdex.core.discovery import read_session_info
 
-
-def resume_json(result: ResumeResult) -> dict[str, Any]:
-    """A `resume --json` answer: what to do (open / fork), the file, and the session when one was looked up."""
-    return {"action": result.action, "path": result.path_text,
-            "session": session_json(result.session) if result.session is not None else None}
+    info = result.session if result.action == "open" and result.session is not None else \
+        read_session_info(result.path) if result.path.is_file() else None
+    base: dict[str, Any] = session_json(info) if info is not None else {
+        "id": None, "path": str(result.path), "cwd": cwd, "title": None, "name": result.path.name,
+        "created": None, "modified": None, "messageCount": 0, "firstMessage": None}
+    base["path"] = str(result.path)
+    if cwd is not None:
+        base["cwd"] = cwd
+    base["action"] = result.action
+    base["source"] = session_json(result.session) if result.action == "fork" and result.session is not None else None
+    return base
 
 
 # -- tables ----------------------------------------------------------------------------------------------
+
+BOLD_CYAN, RESET = "\033[1;36m", "\033[0m"
+NARROW_TABLE_COLUMNS = 80  # below this width the session tables leave out the TOKENS column
+
 
 def output_width() -> int | None:
     """Columns available on stdout: $COLUMNS, else the terminal's width; None (no limit) when not a terminal."""
@@ -122,19 +133,92 @@ def output_width() -> int | None:
     return None
 
 
+def color_enabled(stream: Any = None) -> bool:
+    """True when `stream` (stdout) is a terminal and $NO_COLOR is unset or empty (https://no-color.org)."""
+    stream = sys.stdout if stream is None else stream
+    return not os.environ.get("NO_COLOR") and stream is not None and stream.isatty()
+
+
+def home_relative(path: str, home: str | None = None) -> str:
+    """`path` with the home folder (`home`, else looked up: pass it when shortening many) written as `~`."""
+    home = (os.path.expanduser("~") if home is None else home).rstrip("/")
+    if home and (path == home or path.startswith(home + "/")):
+        return "~" + path[len(home):]
+    return path
+
+
+def shorten_path(path: str, width: int) -> str:
+    """`path` in `width` columns: whole folders dropped from the middle (`~/code/…/typescript-7`), else cut in the
+    middle by characters."""
+    if display_width(path) <= width:
+        return path
+    parts = path.split("/")
+    if len(parts) > 3:
+        head = "/".join(parts[:2])
+        for tail_count in range(len(parts) - 2, 0, -1):
+            candidate = f"{head}/{ELLIPSIS}/" + "/".join(parts[-tail_count:])
+            if display_width(candidate) <= width:
+                return candidate
+    return cut_middle(path, width)
+
+
+def distinct_short_paths(paths: Sequence[str], width: int) -> list[str]:
+    """Each path shortened to `width` columns so that different paths never show the same text (when the width
+    allows it): paths that would look alike show the folder where they differ, else another cut."""
+    shown = [shorten_path(path, width) for path in paths]
+    groups: dict[str, set[str]] = {}
+    for path, text in zip(paths, shown):
+        groups.setdefault(text, set()).add(path)
+    replaced: dict[str, str] = {}
+    for group in groups.values():
+        if len(group) > 1:
+            replaced.update(_told_apart(sorted(group), width))
+    return [replaced.get(path, text) for path, text in zip(paths, shown)]
+
+
+def _told_apart(paths: list[str], width: int) -> dict[str, str]:
+    """Distinct texts of at most `width` columns for paths whose usual short forms are the same."""
+    split = [path.split("/") for path in paths]
+    depth = min(len(parts) for parts in split)
+    differing = next((index for index in range(depth) if len({parts[index] for parts in split}) > 1), None)
+    if differing is not None and 2 <= differing < depth - 1:
+        texts = [_keeping_folder(parts, differing) for parts in split]
+        if len(set(texts)) == len(texts) and all(display_width(text) <= width for text in texts):
+            return dict(zip(paths, texts))
+    for head in range(width):  # else a plain middle cut, moved along until the texts differ
+        texts = [cut_middle(path, width, head=head) for path in paths]
+        if len(set(texts)) == len(texts):
+            return dict(zip(paths, texts))
+    return {}
+
+
+def _keeping_folder(parts: list[str], index: int) -> str:
+    """`head/…/folder/…/last`: the path's start, the folder at `index` and its last folder."""
+    head, last = "/".join(parts[:2]), parts[-1]
+    before = "/" if index == 2 else f"/{ELLIPSIS}/"
+    after = "/" if index == len(parts) - 2 else f"/{ELLIPSIS}/"
+    return f"{head}{before}{parts[index]}{after}{last}"
+
+
 class Column:
-    """A table column: its header, whether it shrinks to fit the width, and its alignment."""
+    """A table column: its header, whether it shrinks to fit the width, its alignment, and whether it holds paths
+    (shortened in the middle rather than at the end)."""
 
-    __slots__ = ("header", "flexible", "align_right")
+    __slots__ = ("header", "flexible", "align_right", "path")
 
-    def __init__(self, header: str, flexible: bool = False, align_right: bool = False) -> None:
+    def __init__(self, header: str, flexible: bool = False, align_right: bool = False, path: bool = False) -> None:
         self.header = header
         self.flexible = flexible  # flexible columns share what the fixed ones leave of the width
         self.align_right = align_right
+        self.path = path
 
 
-def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None) -> str:
-    """A plain-text table whose lines fit in `width` columns (no limit when None); flexible columns shrink."""
+def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None,
+                 emphasis: Sequence[int] | None = None) -> str:
+    """A plain-text table whose lines fit in `width` columns (no limit when None); flexible columns shrink.
+
+    `emphasis` (one number per row) marks that many leading characters of the first column in bold colour.
+    """
     natural = [max([display_width(col.header)] + [display_width(row[i]) for row in rows])
                for i, col in enumerate(columns)]
     widths = list(natural)
@@ -149,47 +233,64 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
             share = room // (len(remaining) - position)
             widths[index] = min(natural[index], share)
             room -= widths[index]
-    lines = []
-    for cells in [[col.header for col in columns], *rows]:
-        parts = []
-        for i, (col, cell) in enumerate(zip(columns, cells)):
-            if col.align_right:
-                parts.append(" " * (widths[i] - display_width(cell)) + cell)
-            else:
-                parts.append(fit(cell, widths[i]) if i < len(columns) - 1 else fit(cell, widths[i]).rstrip())
-        lines.append("  ".join(parts).rstrip())
+    cells_by_column = [[row[i] for row in rows] for i in range(len(columns))]
+    for i, col in enumerate(columns):
+        if col.path and widths[i] < natural[i]:
+            cells_by_column[i] = distinct_short_paths(cells_by_column[i], widths[i])
+    def aligned(cell: str, i: int) -> str:
+        return " " * (widths[i] - display_width(cell)) + cell if columns[i].align_right else fit(cell, widths[i])
+
+    lines = ["  ".join(aligned(col.header, i) for i, col in enumerate(columns)).rstrip()]
+    for number in range(len(rows)):
+        parts = [aligned(cells_by_column[i][number], i) for i in range(len(columns))]
+        line = "  ".join(parts).rstrip()
+        if emphasis is not None and 0 < emphasis[number] <= len(parts[0].rstrip()):
+            line = BOLD_CYAN + line[:emphasis[number]] + RESET + line[emphasis[number]:]
+        lines.append(line)
     return "\n".join(lines)
 
 
-def _short_cwd(cwd: str, home: str | None = None) -> str:
-    """`cwd` with the home folder (`home`, else looked up: pass it when shortening many) written as `~`."""
-    home = (os.path.expanduser("~") if home is None else home).rstrip("/")
-    if home and (cwd == home or cwd.startswith(home + "/")):
-        return "~" + cwd[len(home):]
-    return cwd
+def unique_prefix_lengths(ids: Sequence[str]) -> list[int]:
+    """For each id, the length of its shortest prefix no other id of `ids` shares (what `resume` needs)."""
+    ordered = sorted(set(ids))
+    needed: dict[str, int] = {}
+    for position, value in enumerate(ordered):
+        common = 0
+        for neighbour in (ordered[position - 1] if position else None,
+                          ordered[position + 1] if position + 1 < len(ordered) else None):
+            if neighbour is not None:
+                shared = len(os.path.commonprefix([value, neighbour]))
+                common = max(common, shared)
+        needed[value] = min(common + 1, len(value))
+    return [needed[value] for value in ids]
 
 
 def session_label(info: SessionInfo) -> str:
-    """One line naming a session: its title, else its first message, cleaned and cut to 200 characters."""
-    from sessdex.core.discovery import sanitize_display_name
+    """One line naming a session: `display_name`, the rule every command shares."""
+    from sessdex.catalog.queries.naming import display_name  # core.discovery: only once something is printed
 
-    label = sanitize_display_name((info.title or info.first_message)[:LABEL_MAX_CHARS * 2])
-    return label if len(label) <= LABEL_MAX_CHARS else label[:LABEL_MAX_CHARS - 1] + ELLIPSIS
+    return display_name(info.title, info.first_message, info.message_count, info.id, str(info.path))
 
 
-def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: float | None = None) -> str:
-    """The human listing: id prefix, modified ago, message count, cost, tokens, title or first message, cwd."""
-    from sessdex.core.discovery import id_prefix_length, time_ago
+def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: float | None = None,
+                   *, color: bool = False) -> str:
+    """The human listing of every listing command: id prefix, modified, message count, cost, tokens, name, cwd."""
+    from sessdex.catalog.tui.dates import short_date
+    from sessdex.core.discovery import id_prefix_length
     from sessdex.core.usage import format_cost, format_tokens
 
     now_ms = time.time() * 1000 if now_ms is None else now_ms
-    prefix = id_prefix_length([info.id for info in sessions])
+    ids = [info.id for info in sessions]
+    prefix = id_prefix_length(ids)
     home = os.path.expanduser("~")  # once: each lookup decodes the whole environment's mapping entry again
-    rows = [[info.id[:prefix], time_ago(info.modified.timestamp() * 1000, now_ms), str(info.message_count),
-             format_cost(info.cost), format_tokens(info.total_tokens), session_label(info), _short_cwd(info.cwd, home)]
+    rows = [[info.id[:prefix], short_date(info.modified.timestamp() * 1000, now_ms), str(info.message_count),
+             format_cost(info.cost), format_tokens(info.total_tokens), session_label(info), home_relative(info.cwd, home)]
             for info in sessions]
     columns = [Column("ID"), Column("MODIFIED"), Column("MSGS", align_right=True), Column("COST", align_right=True),
-               Column("TOKENS", align_right=True), Column("TITLE", flexible=True), Column("CWD", flexible=True)]
+               Column("TOKENS", align_right=True), Column("NAME", flexible=True), Column("CWD", flexible=True, path=True)]
+    if width is not None and width < NARROW_TABLE_COLUMNS:  # name and folder need the room more than the tokens
+        columns = [column for column in columns if column.header != "TOKENS"]
+        rows = [row[:4] + row[5:] for row in rows]
     if any(getattr(info, "remote", False) for info in sessions):
         # Sessions of other machines sharing the catalog: every row says whose it is.
         from sessdex.core.discovery import sanitize_display_name
@@ -197,13 +298,4 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
         columns.append(Column("MACHINE"))
         for row, info in zip(rows, sessions):
             row.append(sanitize_display_name(getattr(info, "machine", None) or ""))
-    return render_table(columns, rows, width)
-
-
-def recent_table(recent: Sequence[RecentSessionInfo], width: int | None) -> str:
-    """The human `recent` listing: id prefix, modified ago, name."""
-    from sessdex.core.discovery import id_prefix_length
-
-    prefix = id_prefix_length([item.session_id or "" for item in recent])
-    rows = [[(item.session_id or "")[:prefix], item.time_ago, item.name] for item in recent]
-    return render_table([Column("ID"), Column("MODIFIED"), Column("NAME", flexible=True)], rows, width)
+    return render_table(columns, rows, width, emphasis=unique_prefix_lengths(ids) if color else None)

@@ -2,9 +2,10 @@
 
 The picker draws on the terminal itself (`/dev/tty`), never on stdout: stdout carries only the chosen
 session file, so `xcsh --resume "$(sessdex resume)"` works. Outcomes and exit codes:
-- a session chosen: its path on stdout, status 0;
-- Esc: `No session selected` on stderr, status 1;
-- Ctrl+C: the hard exit, nothing printed, status 0 (the agent's picker does the same);
+- a session chosen: its path on stdout (or its session object with --json, or its directory and path with
+  --shell), status 0;
+- Esc or Ctrl+C: `No session selected` on stderr, nothing on stdout, status 130 (as fzf), so that
+  `p=$(sessdex pick) && xcsh --resume "$p"` stops there;
 - `resume` with no session in this project: `No sessions found`, status 1, no picker.
 Without a terminal (stdin not a TTY), `resume` lists the sessions on stderr and `pick` refuses.
 """
@@ -51,56 +52,82 @@ def picker_terminal() -> Iterator[tuple[Any, Any]]:
     from prompt_toolkit.output import create_output
 
     with open(TERMINAL_DEVICE, "w", encoding="utf-8") as terminal:
-        yield create_input(sys.stdin), create_output(terminal)
+        output = create_output(terminal)
+        # A full-screen picker needs no cursor position report; asking for one only risks its reply arriving in
+        # pieces, whose lone Esc would read as a cancel.
+        output.enable_cpr = False  # type: ignore[attr-defined]
+        yield create_input(sys.stdin), output
 
 
-def run_picker(source: PickerSource, scope: Scope, rows: list[PickerRow], heading: str) -> PickerResult:
-    """Open the picker on the terminal and return how it ended."""
-    from sessdex.catalog.tui.picker import SessionPicker
+def run_picker(ctx: click.Context, source: PickerSource, scope: Scope, rows: list[PickerRow],
+               heading: str) -> PickerResult:
+    """Open the picker on the terminal (with rename and trash) and return how it ended."""
+    from sessdex.catalog.tui.picker import SessionActions, SessionPicker
 
+    actions = SessionActions(command_settings(ctx).paths)
     with picker_terminal() as (picker_input, picker_output):
-        picker = SessionPicker(source, scope, heading=heading, rows=rows,
+        picker = SessionPicker(source, scope, heading=heading, rows=rows, actions=actions,
                                input=picker_input, output=picker_output)
         return picker.run()
 
 
-def finish(ctx: click.Context, result: PickerResult) -> None:
-    """Print the chosen path and exit 0, or report the cancel (exit 1), or take the hard exit (exit 0)."""
+def finish(ctx: click.Context, result: PickerResult, *, as_json: bool = False, shell: bool = False) -> None:
+    """Print the chosen session and exit 0, or report the cancel (Esc or Ctrl+C: nothing on stdout, exit 130)."""
+    from sessdex.catalog.cli.errors import INTERRUPTED_STATUS
+
     if result.outcome == "selected" and result.row is not None:
-        click.echo(result.row.path)
+        row = result.row
+        if as_json:
+            from sessdex.catalog.cli.output import echo_json, session_json
+            from sessdex.core.discovery import read_session_info
+
+            info = read_session_info(row.path)
+            echo_json(session_json(info) if info is not None else {"path": row.path, "cwd": row.cwd})
+        elif shell:
+            from sessdex.catalog.cli.session_commands import print_shell_target
+
+            print_shell_target(row.cwd if row.cwd and os.path.isdir(row.cwd) else os.getcwd(), row.path)
+        else:
+            click.echo(row.path)
         ctx.exit(0)
-    if result.outcome == "cancelled":
-        click.echo("No session selected", err=True)
-        ctx.exit(1)
-    ctx.exit(0)
+    click.echo("No session selected", err=True)
+    ctx.exit(INTERRUPTED_STATUS)
 
 
 def _source(ctx: click.Context, cwd: str, session_dir: Path | None) -> PickerSource:
     """The catalog source for the CLI's --agent-dir / --catalog (the file scan if the catalog fails)."""
-    source = open_session_source(command_settings(ctx),
-                                 warn=lambda message: click.echo(f"sessdex: {message}", err=True))
+    from sessdex.catalog.cli.read_guard import agent_dir_named, require_agent_dir
+
+    settings = command_settings(ctx)
+    require_agent_dir(settings.paths, agent_dir_named(ctx))
+    source = open_session_source(settings, warn=lambda message: click.echo(f"sessdex: {message}", err=True))
     return PickerSource(source, cwd, session_dir)
 
 
 def sessions_listing(rows: list[PickerRow], now_ms: float) -> str:
-    """The plain table `resume` prints when there is no terminal to pick on."""
+    """The plain table `resume` prints when there is no terminal to pick on (the columns of `sessdex list`)."""
     from sessdex.catalog.cli.output import (
         Column,
+        home_relative,
         output_width,
         render_table,
     )
-    from sessdex.core.discovery import id_prefix_length, sanitize_display_name, time_ago
+    from sessdex.catalog.queries.naming import display_name
+    from sessdex.catalog.tui.dates import short_date
+    from sessdex.core.discovery import id_prefix_length
     from sessdex.core.usage import format_cost
 
     prefix = id_prefix_length([row.session_id for row in rows])
-    cells = [[row.session_id[:prefix], time_ago(row.modified_ms, now_ms), str(row.message_count), format_cost(row.cost),
-              sanitize_display_name(row.title or row.first_message), row.cwd] for row in rows]
+    cells = [[row.session_id[:prefix], short_date(row.modified_ms, now_ms), str(row.message_count), format_cost(row.cost),
+              display_name(row.title, row.first_message, row.message_count, row.session_id, row.path),
+              home_relative(row.cwd)] for row in rows]
     columns = [Column("ID"), Column("MODIFIED"), Column("MSGS", align_right=True), Column("COST", align_right=True),
-               Column("TITLE", flexible=True), Column("CWD", flexible=True)]
+               Column("NAME", flexible=True), Column("CWD", flexible=True, path=True)]
     return render_table(columns, cells, output_width())
 
 
-def resume_without_value(ctx: click.Context, session_dir: Path | None) -> None:
+def resume_without_value(ctx: click.Context, session_dir: Path | None, *, as_json: bool = False,
+                         shell: bool = False) -> None:
     """`sessdex resume` with no value (S13): this project's sessions in the picker; print the chosen one."""
     cwd = os.getcwd()
     source = _source(ctx, cwd, session_dir)
@@ -113,29 +140,43 @@ def resume_without_value(ctx: click.Context, session_dir: Path | None) -> None:
             click.echo(sessions_listing(rows, time.time() * 1000), err=True)
             click.echo("Pass an id prefix from the list: sessdex resume <id>", err=True)
             ctx.exit(1)
-        result = run_picker(source, "project", rows, "Resume a session")
+        result = run_picker(ctx, source, "project", rows, "Resume a session")
     finally:
         source.close()
-    finish(ctx, result)
+    finish(ctx, result, as_json=as_json, shell=shell)
 
 
 @click.command("pick")
 @click.option("--all", "all_projects", is_flag=True, help="Start with every project's sessions (Tab switches).")
+@click.option("--repo", "this_repo", is_flag=True,
+              help="Start with this git repository's sessions (every worktree and subfolder).")
 @click.option("--session-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Read this session folder as the project's sessions.")
+@click.option("--json", "as_json", is_flag=True, help="Print the chosen session's object as JSON.")
+@click.option("--shell", is_flag=True, help="Print two lines: the session's directory (when it exists), then its file.")
 @click.pass_context
-def pick_command(ctx: click.Context, all_projects: bool, session_dir: Path | None) -> None:
+def pick_command(ctx: click.Context, all_projects: bool, this_repo: bool, session_dir: Path | None, as_json: bool,
+                 shell: bool) -> None:
     """Choose a session in a full-screen list filtered as you type; print its file path.
 
-    Keys: arrows, PgUp/PgDn, Home/End move; Enter picks; Tab switches between this project and all
-    projects; Esc cancels (exit 1); Ctrl+C quits (exit 0).
+    Keys: arrows, PgUp/PgDn move; Enter picks; Tab switches scope (this project, this git repository, all
+    projects); the query line edits like a shell's (Left/Right, Home/End, Ctrl+A/E/W/U/K, Alt+B/F);
+    Ctrl+/ toggles the preview; Ctrl+O orders by cost; Ctrl+R renames; Ctrl+D moves the session to the trash;
+    Esc or Ctrl+C cancels (exit 130).
     """
+    if as_json and shell:
+        raise UsageError("--json and --shell cannot be combined")
+    if all_projects and this_repo:
+        raise UsageError("--all and --repo cannot be combined")
     if not terminal_available():
         raise UsageError("sessdex pick needs a terminal: stdin is not one")
     source = _source(ctx, os.getcwd(), session_dir)
-    scope: Scope = "all" if all_projects else "project"
+    scope: Scope = "all" if all_projects else "repo" if this_repo else "project"
+    if this_repo and not source.repo_dirs:
+        source.close()
+        raise UsageError(f"{os.getcwd()} is not inside a git repository")
     try:
-        result = run_picker(source, scope, source.rows(scope), "Pick a session")
+        result = run_picker(ctx, source, scope, source.rows(scope), "Pick a session")
     finally:
         source.close()
-    finish(ctx, result)
+    finish(ctx, result, as_json=as_json, shell=shell)

@@ -9,13 +9,11 @@ drops escape sequences when stdout is not a terminal, exactly as click.echo did.
 from __future__ import annotations
 
 import os
-import sys
-import time
 from collections.abc import Sequence
 from datetime import datetime
 
-from sessdex.catalog.cli.output import echo, iso_utc, on_other_machine, output_width
-from sessdex.catalog.tui.width import char_width
+from sessdex.catalog.cli.output import color_enabled, echo, iso_utc_from_seconds, output_width, session_json, sessions_table
+from sessdex.catalog.tui.width import char_width, display_width, graphemes
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -37,11 +35,8 @@ _ELLIPSIS = "…"
 # -- sessdex search -----------------------------------------------------------------------------------
 
 def hit_json(hit: SearchHit) -> dict[str, Any]:
-    """A search hit for `--json`: the session's fields plus where it matched and the snippet."""
-    info = hit.session
-    return {"id": info.id, "path": info.path_text, "cwd": info.cwd, "title": info.title,
-            "firstMessage": info.first_message, "messageCount": info.message_count,
-            "modified": iso_utc(info.modified), "machine": getattr(info, "machine", None), "field": hit.field,
+    """A search hit for `--json`: the session object of every listing plus where it matched and the snippet."""
+    return {**session_json(hit.session), "machine": getattr(hit.session, "machine", None), "field": hit.field,
             "snippet": hit.snippet}
 
 
@@ -53,9 +48,7 @@ def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str
                limit: int, as_json: bool, substring: bool = False) -> int:
     """`sessdex search`: the best `limit` sessions matching `text` (this project, or every one when cwd is None);
     `substring`: when no session matches, every word as a substring."""
-    from sessdex.core.discovery import sanitize_display_name, time_ago
-
-    styled = not as_json and sys.stdout.isatty()
+    styled = not as_json and color_enabled()
     highlight = (BOLD, NORMAL) if styled else ("[", "]")
     hits = catalog.search(text, cwd, session_dir, limit=limit, highlight=highlight, substring_fallback=substring)
     progress = catalog.content_index_progress()
@@ -72,14 +65,21 @@ def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str
     if not hits:
         echo("No matching sessions", err=True)
         return 0
-    now_ms = time.time() * 1000
-    for hit in hits:
-        info = hit.session
-        label = sanitize_display_name(info.title or info.first_message)
-        ago = time_ago(info.modified.timestamp() * 1000, now_ms)
-        echo(f"{info.id}  {ago}  {label}  ({info.cwd}{on_other_machine(info)})")
-        echo(f"    {hit.field}: {_one_line(hit.snippet)}")
+    echo(search_table(hits, styled))
     return 0
+
+
+def search_table(hits: list[SearchHit], color: bool) -> str:
+    """The listing table of `list` (same columns and id width, $COLUMNS), each row followed by where it matched."""
+    from sessdex.catalog.tui.width import cut, cut_styled
+
+    width = output_width()
+    table = sessions_table([hit.session for hit in hits], width, color=color).split("\n")
+    lines = table[:1]
+    for row, hit in zip(table[1:], hits):
+        snippet = f"    {hit.field}: {_one_line(hit.snippet)}"
+        lines += [row, snippet if width is None else cut_styled(snippet, width) if color else cut(snippet, width)]
+    return "\n".join(lines)
 
 
 # -- sessdex history search ---------------------------------------------------------------------------
@@ -95,14 +95,15 @@ def _short_cwd(cwd: str | None) -> str:
 
 def _cut(text: str, spans: Sequence[tuple[int, int]], columns: int | None) -> tuple[str, list[tuple[int, int]]]:
     """`text` cut to `columns` display columns (with an ellipsis), and the spans that still fit."""
-    if columns is None:
+    if columns is None or display_width(text) <= columns:
         return text, list(spans)
-    used = 0
-    for index, char in enumerate(text):
-        used += char_width(char)
-        if used > columns - 1 and index < len(text) - 1:
-            return text[:index] + _ELLIPSIS, [(a, min(b, index)) for a, b in spans if a < index]
-    return text, list(spans)
+    used = index = 0
+    for cluster in graphemes(text):  # never split a cluster (a joined emoji, a letter and its accent)
+        used += char_width(cluster)
+        if used > columns - 1:
+            break
+        index += len(cluster)
+    return text[:index] + _ELLIPSIS, [(a, min(b, index)) for a, b in spans if a < index]
 
 
 def render_history_entry(entry: HistoryEntry, width: int | None) -> str:
@@ -112,7 +113,7 @@ def render_history_entry(entry: HistoryEntry, width: int | None) -> str:
     spans: Sequence[tuple[int, int]]
     text, spans = (entry.snippet, entry.highlights) if entry.snippet is not None else \
         (entry.prompt.translate(_LINE_BREAKS), ())
-    room = None if width is None else max(width - sum(map(char_width, prefix)), 10)
+    room = None if width is None else max(width - display_width(prefix), 10)
     text, spans = _cut(text, spans, room)
     pieces, position = [prefix], 0
     for start, end in spans:
@@ -123,12 +124,20 @@ def render_history_entry(entry: HistoryEntry, width: int | None) -> str:
     return "".join(pieces)
 
 
+def history_json(entry: HistoryEntry) -> dict[str, Any]:
+    """A prompt for `--json`: its time as `created`, ISO 8601 UTC like every session date (not epoch seconds)."""
+    data = entry.to_json()
+    del data["created_at"]
+    return {"id": data.pop("id"), "prompt": data.pop("prompt"), "created": iso_utc_from_seconds(entry.created_at),
+            **data}
+
+
 def print_history(entries: list[HistoryEntry], as_json: bool) -> None:
     """Prompts as JSON, or one line each, cut to the terminal's width."""
     if as_json:
         import orjson
 
-        echo(orjson.dumps([entry.to_json() for entry in entries], option=orjson.OPT_INDENT_2).decode())
+        echo(orjson.dumps([history_json(entry) for entry in entries], option=orjson.OPT_INDENT_2).decode())
         return
     width = output_width()
     for entry in entries:

@@ -16,16 +16,16 @@ import sys
 from collections.abc import Callable
 
 from sessdex.catalog.cli.output import (
+    color_enabled,
     echo,
     echo_json,
     output_width,
-    recent_json,
-    recent_table,
     resume_json,
     session_json,
     session_label,
     sessions_table,
 )
+from sessdex.catalog.cli.read_guard import json_refusal
 from sessdex.core.errors import UsageError
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from sessdex.catalog.queries.source import SessionSource
     from sessdex.core.paths import AgentPaths
+    from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
 
     SourceOpener = Callable[[], SessionSource]
@@ -45,29 +46,40 @@ def run_list(open_source: SourceOpener, *, all_projects: bool, as_json: bool, se
     """`sessdex list`: sessions with at least one message, newest first (this project, or every one)."""
     if all_projects and session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
-    with open_source() as source:
+    with json_refusal(as_json), open_source() as source:
         sessions = source.list_all_sessions() if all_projects else source.list_sessions(os.getcwd(), session_dir)
+    print_sessions(sessions, as_json=as_json)
+    return 0
+
+
+def print_sessions(sessions: list[SessionInfo], *, as_json: bool) -> None:
+    """A listing command's sessions: the JSON array of session objects, or the table (a note when empty)."""
     if as_json:
         echo_json([session_json(info) for info in sessions])
     elif not sessions:
         echo("No sessions found", err=True)
     else:
-        echo(sessions_table(sessions, output_width()))
-    return 0
+        echo(sessions_table(sessions, output_width(), color=color_enabled()))
 
 
 def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, as_json: bool,
                session_dir: Path | None) -> int:
     """`sessdex recent`: the project's most recently changed sessions, newest first."""
-    folders = [os.fspath(session_dir)] if session_dir is not None else paths.project_session_folders(os.getcwd())
-    with open_source() as source:
-        recent = source.recent_sessions_in(folders, limit)
-    if as_json:
-        echo_json([recent_json(item) for item in recent])
-    elif not recent:
-        echo("No sessions found", err=True)
-    else:
-        echo(recent_table(recent, output_width()))
+    from sessdex.catalog.queries.sessions import Catalog
+    from sessdex.core.discovery import read_session_info
+
+    with json_refusal(as_json), open_source() as source:
+        if isinstance(source, Catalog):
+            # The catalog holds every field of the session object: one query, no file read (a recent session
+            # may be hundreds of megabytes).
+            sessions = source.list_sessions(os.getcwd(), session_dir, include_empty=True)[:limit]
+        else:
+            # The file scan: the newest files by their first 4 KB, then only those few read whole.
+            folders = ([os.fspath(session_dir)] if session_dir is not None
+                       else paths.project_session_folders(os.getcwd()))
+            recent = source.recent_sessions_in(folders, limit)
+            sessions = [info for item in recent if (info := read_session_info(item.path, item.mtime)) is not None]
+    print_sessions(sessions, as_json=as_json)
     return 0
 
 
@@ -94,43 +106,106 @@ def _fork_confirmation(assume: bool | None) -> Callable[[SessionInfo], bool]:
 
 
 def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, *, assume: bool | None,
-               as_json: bool, session_dir: Path | None) -> int:
+               as_json: bool, session_dir: Path | None, own_dir: bool = False, shell: bool = False) -> int:
     """`sessdex resume VALUE`: print the file an id prefix or path resolves to, forking on `assume` or a yes.
 
     `assume` is `fork_choice(...)`; the picker for a missing VALUE is the click command's business.
+    `own_dir`: a session of another project is opened where it lives instead of forked. `shell`: print the
+    directory to run the agent in, then the file (two lines, for the `sessdex init` function).
+    With `as_json`, a refusal prints `{"error", "candidates"}` on stdout besides the message on stderr.
     """
-    from sessdex.core.resume import resolve_resume
-
     if value is None:
         raise UsageError("resume needs a session id prefix or a path (or run `sessdex pick`)")
-    with open_source() as source:
-        result = resolve_resume(value, os.getcwd(), session_dir, paths=paths, confirm_fork=_fork_confirmation(assume),
-                                find_session=lambda v, c, d, *, paths: source.find_session_by_id(v, c, d))
+    if as_json and shell:
+        raise UsageError("--json and --shell cannot be combined")
+    with json_refusal(as_json):
+        result, run_in = _resolve(open_source, paths, value, assume=assume, session_dir=session_dir, own_dir=own_dir)
     if result.action == "open" and not os.path.isfile(result.path_text):
         echo(f"{result.path_text} does not exist yet: opening it starts a new session there.", err=True)
     if result.action == "fork" and result.session is not None:
         echo(f"Forked {result.session.id} from {result.session.cwd} into {result.path_text}", err=True)
     if as_json:
-        echo_json(resume_json(result))
+        echo_json(resume_json(result, run_in))
+    elif shell:
+        print_shell_target(run_in, result.path_text)
     else:
         echo(result.path_text)
     return 0
 
 
+def _resolve(open_source: SourceOpener, paths: AgentPaths, value: str, *, assume: bool | None,
+             session_dir: Path | None, own_dir: bool) -> tuple[ResumeResult, str]:
+    """The resume result and the directory the agent should run in for it."""
+    from sessdex.core.errors import SessionInOtherProjectError
+    from sessdex.core.resume import ResumeResult, is_path_like, resolve_resume
+
+    cwd = os.getcwd()
+    confirm = _fork_confirmation(assume)
+    asked: list[SessionInfo] = []
+
+    def confirm_fork(info: SessionInfo) -> bool:
+        asked.append(info)
+        return confirm(info)
+
+    with open_source() as source:
+        if own_dir and value and not is_path_like(value):
+            info = source.find_session_by_id(value, cwd, session_dir)
+            return ResumeResult("open", info.path, info), info.cwd or cwd
+        try:
+            result = resolve_resume(value, cwd, session_dir, paths=paths, confirm_fork=confirm_fork,
+                                    find_session=lambda v, c, d, *, paths: source.find_session_by_id(v, c, d))
+        except SessionInOtherProjectError as error:
+            error.candidates = asked  # type: ignore[attr-defined]  # the session refused, for --json
+            raise
+    if result.action == "fork":
+        return result, cwd
+    if result.session is not None:
+        return result, result.session.cwd or cwd
+    return result, _header_cwd(result.path_text) or cwd
+
+
+HEADER_PREFIX_BYTES = 64 * 1024  # the header (and a title line before it) is at the start of the file
+
+
+def _header_cwd(path: str) -> str | None:
+    """The cwd a session file's header names (read from its start only), None when it has none or is unreadable."""
+    from sessdex.core.discovery import summarize_bytes
+
+    try:
+        if not os.path.isfile(path):
+            return None
+        with open(path, "rb") as handle:
+            start = handle.read(HEADER_PREFIX_BYTES)
+    except OSError:
+        return None
+    summary, _texts = summarize_bytes(start[:start.rfind(b"\n") + 1] or start)
+    return summary.cwd if summary.header_valid and summary.cwd else None
+
+
+def print_shell_target(directory: str, path: str) -> None:
+    """Two lines for a shell function: the directory to run the agent in, then the session file."""
+    if "\n" in directory or "\n" in path:
+        raise UsageError("a path holds a line break; use --json instead of --shell")
+    echo(f"{directory}\n{path}")
+
+
 def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool, session_dir: Path | None) -> int:
     """`sessdex continue`: the session `xcsh --continue` would resume here; status 1 when there is none."""
     from sessdex.core.breadcrumbs import resolve_continue_target  # lazy: it pulls in the runtime/storage modules
+    from sessdex.core.discovery import read_session_info
 
-    with open_source() as source:
+    with json_refusal(as_json), open_source() as source:
         target = resolve_continue_target(os.getcwd(), session_dir, paths=paths,
                                          most_recent=source.most_recent_session_in)
+    message = "No session to continue in this project: xcsh --continue starts a new one."
     if target is None:
         if as_json:
-            echo_json({"path": None})
-        echo("No session to continue in this project: xcsh --continue starts a new one.", err=True)
+            echo_json({"error": message, "candidates": []})
+        echo(message, err=True)
         return 1
     if as_json:
-        echo_json({"path": str(target)})
+        info = read_session_info(target)
+        echo_json(session_json(info) if info is not None else {"path": str(target)})
     else:
         echo(str(target))
     return 0

@@ -15,14 +15,19 @@ import click
 from sessdex.catalog.cli import session_commands
 from sessdex.catalog.cli.click_app import command_settings
 from sessdex.catalog.cli.output import echo
+from sessdex.catalog.cli.read_guard import agent_dir_named, require_agent_dir
 from sessdex.catalog.queries.open_source import open_session_source
 from sessdex.catalog.queries.source import SessionSource
 from sessdex.core.paths import AgentPaths
 
 
 def _session_source(ctx: click.Context) -> SessionSource:
-    """The catalog (kept fresh by stat or by `sessdex watch`), or the file scan if the catalog is unusable."""
-    return open_session_source(command_settings(ctx), warn=lambda message: echo(f"sessdex: {message}", err=True))
+    """The catalog (kept fresh by stat or by `sessdex watch`), or the file scan if the catalog is unusable.
+
+    Refused (nothing created) when the agent dir does not exist."""
+    settings = command_settings(ctx)
+    require_agent_dir(settings.paths, agent_dir_named(ctx))
+    return open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True))
 
 
 def _agent_paths(ctx: click.Context) -> AgentPaths:
@@ -61,11 +66,14 @@ def recent_command(ctx: click.Context, limit: int, as_json: bool, session_dir: P
 @click.argument("value", required=False)
 @click.option("--yes", "-y", "assume_yes", is_flag=True, help="Fork a session from another project without asking.")
 @click.option("--no-fork", is_flag=True, help="Refuse sessions from another project without asking.")
-@click.option("--json", "as_json", is_flag=True, help="Print the resolution as JSON.")
+@click.option("--own-dir", is_flag=True,
+              help="Open a session of another project where it lives instead of forking it (see --shell).")
+@click.option("--json", "as_json", is_flag=True, help="Print the session object (plus action and cwd) as JSON.")
+@click.option("--shell", is_flag=True, help="Print two lines: the directory to run the agent in, then the file.")
 @_session_dir_option
 @click.pass_context
-def resume_command(ctx: click.Context, value: str | None, assume_yes: bool, no_fork: bool, as_json: bool,
-                   session_dir: Path | None) -> None:
+def resume_command(ctx: click.Context, value: str | None, assume_yes: bool, no_fork: bool, own_dir: bool,
+                   as_json: bool, shell: bool, session_dir: Path | None) -> None:
     """Print the session file VALUE (an id prefix or a path) resolves to, for `xcsh --resume`.
 
     An id is looked up in this project first, then in every project; a session from another
@@ -76,9 +84,9 @@ def resume_command(ctx: click.Context, value: str | None, assume_yes: bool, no_f
     if not value:
         from sessdex.catalog.cli.pick_commands import resume_without_value
 
-        resume_without_value(ctx, session_dir)
+        resume_without_value(ctx, session_dir, as_json=as_json, shell=shell)
     session_commands.run_resume(lambda: _session_source(ctx), paths, value, assume=assume, as_json=as_json,
-                                session_dir=session_dir)
+                                session_dir=session_dir, own_dir=own_dir, shell=shell)
 
 
 @click.command("continue")

@@ -49,7 +49,7 @@ def _require_session_file(value: str, cwd: str) -> None:
 @click.pass_context
 def view_command(ctx: click.Context, session: str | None, session_dir: Path | None, assume_yes: bool,
                  print_only: bool) -> None:
-    """Show a session's transcript; press r to switch to another session in place, q to quit.
+    """Show a session's transcript; press r to switch to another session in place, q to quit (Esc or Ctrl+C: exit 130).
 
     SESSION is a session file or an id prefix (this project first, then every project); without it,
     the session `xcsh --continue` would resume here. The session is resumed exactly as the agent
@@ -72,6 +72,10 @@ def view_command(ctx: click.Context, session: str | None, session_dir: Path | No
     paths = settings.paths
     runtime = SessionRuntime(paths=paths, storage=OverlaySessionStorage())
     cwd = os.getcwd()
+    if session is None or not is_path_like(session):
+        from sessdex.catalog.cli.read_guard import agent_dir_named, require_agent_dir
+
+        require_agent_dir(paths, agent_dir_named(ctx))
     if session is None:
         if resolve_continue_target(cwd, session_dir, paths=paths) is None:
             raise SessionNotFoundError("No sessions found")
@@ -88,6 +92,11 @@ def view_command(ctx: click.Context, session: str | None, session_dir: Path | No
             click.echo(plain_view(live, agent))
         else:
             chooser = PickerChooser(settings=settings)
-            TranscriptViewer(live, agent, paths=paths, session_dir=session_dir, choose_session=chooser).run()
+            viewer = TranscriptViewer(live, agent, paths=paths, session_dir=session_dir, choose_session=chooser)
+            viewer.run()
+            if viewer.cancelled:
+                from sessdex.catalog.cli.errors import INTERRUPTED_STATUS
+
+                ctx.exit(INTERRUPTED_STATUS)
     finally:
         live.close()

@@ -13,14 +13,16 @@ from __future__ import annotations
 import os
 import threading
 
+from sessdex.catalog.queries.git_repo import repository_dirs, under_any
 from sessdex.catalog.queries.source import PickerRow, Scope, SessionSource
 
 
 class PickerSource:
     """Rows per scope (newest first) and content matches for the picker, from one `SessionSource`.
 
-    `cwd` is the project the "project" scope lists (`session_dir` replaces its folders); `sessions_root`
-    is stripped from paths before matching. Closing it closes the source.
+    `cwd` is the project the "project" scope lists (`session_dir` replaces its folders); `repo_dirs` are the
+    worktree roots of the git repository holding `cwd` (None outside one), whose sessions (in any subfolder)
+    the "repo" scope lists; `sessions_root` is stripped from paths before matching. Closing it closes the source.
     """
 
     def __init__(self, source: SessionSource, cwd: str | os.PathLike[str],
@@ -29,6 +31,7 @@ class PickerSource:
         self.cwd = os.fspath(cwd)
         self.session_dir = session_dir
         self.sessions_root = os.path.abspath(source.paths.sessions_root)
+        self.repo_dirs = repository_dirs(self.cwd)
         self._lock = threading.Lock()
         self._rows: dict[Scope, list[PickerRow]] = {}
         source.check_freshness_once()
@@ -51,7 +54,11 @@ class PickerSource:
     def content_matches(self, query: str, scope: Scope) -> dict[str, str]:
         """Session path -> snippet (matches marked) for sessions in `scope` whose message text matches `query`."""
         with self._lock:
-            return self.source.content_matches(query, self.cwd, self.session_dir, all_projects=scope == "all")
+            matches = self.source.content_matches(query, self.cwd, self.session_dir, all_projects=scope != "project")
+            if scope == "repo":
+                listed = {row.path for row in self._rows.get("repo", [])}
+                matches = {path: snippet for path, snippet in matches.items() if path in listed}
+            return matches
 
     def close(self) -> None:
         """Close the source."""
@@ -59,10 +66,13 @@ class PickerSource:
             self.source.close()
 
     def _read_rows(self, scope: Scope) -> list[PickerRow]:
-        return self.source.picker_rows(self.cwd, self.session_dir, all_projects=scope == "all")
+        rows = self.source.picker_rows(self.cwd, self.session_dir, all_projects=scope != "project")
+        if scope == "repo":
+            return [row for row in rows if under_any(row.cwd, self.repo_dirs or [])]
+        return rows
 
     def _refresh(self, scope: Scope) -> bool:
-        if not self.source.bring_up_to_date(self.cwd, self.session_dir, all_projects=scope == "all"):
+        if not self.source.bring_up_to_date(self.cwd, self.session_dir, all_projects=scope != "project"):
             return False
         self._rows.clear()  # a change in one scope is a change in the other
         return True

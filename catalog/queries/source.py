@@ -25,8 +25,8 @@ from sessdex.core.summary import SessionInfo
 if TYPE_CHECKING:
     from sessdex.core.usage import DateRange, ReportKind, UsageReport
 
-Scope = Literal["project", "all"]  # the picker's two scopes
-SCOPES: tuple[Scope, Scope] = ("project", "all")
+Scope = Literal["project", "repo", "all"]  # the picker's scopes; "repo" only inside a git repository
+SCOPES: tuple[Scope, ...] = ("project", "repo", "all")  # Tab's order
 MATCH_OPEN = "\x02"
 MATCH_CLOSE = "\x03"
 CONTENT_MATCH_LIMIT = 200

@@ -26,22 +26,31 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from prompt_toolkit.application import Application
+from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.data_structures import Size
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
+from prompt_toolkit.key_binding.bindings.basic import load_basic_bindings
+from prompt_toolkit.key_binding.bindings.emacs import load_emacs_bindings
 from prompt_toolkit.keys import Keys
-from prompt_toolkit.layout import Layout, Window
-from prompt_toolkit.layout.controls import FormattedTextControl
+from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, Window
+from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+from prompt_toolkit.layout.processors import AfterInput, ConditionalProcessor
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
+from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.picker_source import PickerSource
-from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN, SCOPES, PickerRow, Scope
+from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN, PickerRow, Scope
+from sessdex.catalog.tui.dates import short_date
 from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
 from sessdex.catalog.tui.picker_model import PickerModel
+from sessdex.catalog.tui.picker_preview import PREVIEW_MIN_COLUMNS, PreviewPane
 from sessdex.catalog.tui.width import char_width, display_width
-from sessdex.core.discovery import sanitize_display_name, time_ago
+from sessdex.core.discovery import sanitize_display_name
+from sessdex.core.paths import AgentPaths
 from sessdex.core.usage import format_cost
 
 ELLIPSIS = "…"
@@ -51,7 +60,7 @@ ESCAPE_TIMEOUT_S = 0.05  # how long a lone Esc waits for the rest of an escape s
 CONTENT_DEBOUNCE_S = 0.06
 RANKING_CHUNK_ROWS = 1_000
 FIXED_LINES = 5  # header, query, column titles, detail, help
-AGO_WIDTH = 10  # "12/31/2025"
+AGO_WIDTH = 10  # "2025-12-31"
 COUNT_WIDTH = 9  # "9999 msgs"
 COST_WIDTH = 9  # "$1,234.56"
 COST_COLUMN_MIN_WIDTH = 100
@@ -68,7 +77,27 @@ STYLE = Style.from_dict({
     "columns": "fg:ansibrightblack underline",
     "empty": "italic",
     "notice": "fg:ansired",
+    "question": "bold fg:ansiyellow",
 })
+
+
+class SessionActions:
+    """What Ctrl+R and Ctrl+D do to a session file: the agent's rename, and a move to `<agent dir>/trash/`."""
+
+    def __init__(self, paths: AgentPaths) -> None:
+        self.paths = paths
+
+    def rename(self, path: str, title: str) -> str:
+        """Set the session's title as a user rename; the title as stored."""
+        from sessdex.core.rename import rename_session
+
+        return rename_session(path, title, self.paths)
+
+    def trash(self, path: str) -> str:
+        """Move the session file to the trash; where it went."""
+        from sessdex.core.trash import trash_session
+
+        return str(trash_session(path, self.paths))
 
 
 @dataclass(frozen=True)
@@ -166,40 +195,67 @@ class _Columns:
 class PickerScreen:
     """Turns a PickerModel into the fragments of each screen line (pure: no terminal, no event loop)."""
 
-    def __init__(self, model: PickerModel, *, heading: str, cwd: str, now_ms: float) -> None:
+    def __init__(self, model: PickerModel, *, heading: str, cwd: str, now_ms: float,
+                 repo_root: str | None = None) -> None:
         self.model = model
         self.heading = heading
         self.cwd = cwd
+        self.repo_root = repo_root
         self.now_ms = now_ms
         self.notice = ""
+        self.question = ""  # a yes/no question the next key answers (trash confirmation)
         self.updating: set[Scope] = set()  # scopes whose rows the source is bringing up to date
 
-    def header(self, width: int) -> StyleAndTextTuples:
-        """Heading, both scopes with the active one marked (◉, reverse video), and the result count."""
+    def count_text(self) -> str:
+        """The result count ("3 of 12", "3+ of 12" while ranking) and what is still running."""
         model = self.model
-        labels = {"project": f"This project ({short_path(self.cwd, max(width // 3, 10))})", "all": "All projects"}
-        scopes: StyleAndTextTuples = []
-        for scope in SCOPES:
-            active = scope == model.scope
-            scopes += [("class:scope.active" if active else "", f" {'◉' if active else '○'} {labels[scope]} "),
-                       ("", " ")]
-        scopes.append(("class:dim", " Tab switches"))
         count = ("" if model.loading
                  else f"{len(model.results)}{'' if model.search_complete else '+'} of {len(model.rows)}")
         if model.content_pending:
             count = "searching messages…  " + count
         if model.scope in self.updating:
             count = "checking for changes…  " + count
-        left: StyleAndTextTuples = [("class:header", f" {self.heading}  "), *scopes]
+        return count
+
+    def scope_label(self, scope: Scope, width: int) -> str:
+        """How the header names a scope: the project's folder, the repository's name, or all projects."""
+        if scope == "project":
+            return f"This project ({short_path(self.cwd, max(width // 3, 10))})"
+        if scope == "repo":
+            return f"This repo ({os.path.basename(self.repo_root or '') or '?'})"
+        return "All projects"
+
+    def header(self, width: int) -> StyleAndTextTuples:
+        """Heading, the scopes with the active one marked (◉, reverse video), and the result count.
+
+        On a narrow terminal the other scopes, then the heading, then the long label go first: the count and
+        the active scope always stay visible."""
+        model = self.model
+        count = self.count_text()
+        short = {"project": "project", "repo": "repo", "all": "all"}
+
+        def chip(scope: Scope, label: str) -> StyleAndTextTuples:
+            active = scope == model.scope
+            return [("class:scope.active" if active else "", f" {'◉' if active else '○'} {label} "), ("", " ")]
+
+        def every_scope(with_heading: bool) -> StyleAndTextTuples:
+            fragments: StyleAndTextTuples = [("class:header", f" {self.heading}  ")] if with_heading else []
+            for scope in model.scopes:
+                fragments += chip(scope, self.scope_label(scope, width))
+            return [*fragments, ("class:dim", " Tab switches")]
+
+        active_only = [*chip(model.scope, self.scope_label(model.scope, width)), ("class:dim", "Tab")]
+        layouts = [every_scope(True), [*every_scope(True)[:-1]], [("class:header", f" {self.heading}  "), *active_only],
+                   active_only, chip(model.scope, short[model.scope])]
+        room = width - display_width(count) - 1
+        left = next((layout for layout in layouts
+                     if sum(display_width(fragment[1]) for fragment in layout) < room), layouts[-1])
         used = sum(display_width(fragment[1]) for fragment in left)
         return [*left, ("", " " * max(width - used - display_width(count) - 1, 1)), ("class:dim", count)]
 
-    def query_line(self) -> StyleAndTextTuples:
-        """The prompt and the query, with the cursor after it (a placeholder while empty)."""
-        fragments: StyleAndTextTuples = [("class:prompt", "> "), ("", self.model.query), ("[SetCursorPosition]", "")]
-        if not self.model.query:
-            fragments.append(("class:dim", "type to filter: id, title, cwd, first message, path, message text"))
-        return fragments
+    def placeholder(self) -> str:
+        """What the empty query line says."""
+        return "type to filter: id, title, cwd, first message, path, message text"
 
     def column_titles(self, width: int) -> StyleAndTextTuples:
         """The column headings over the rows."""
@@ -220,9 +276,9 @@ class PickerScreen:
         selected = position == model.selected
         base = "class:row.selected" if selected else ""
         cells: list[list[tuple[str, bool]]] = [
-            highlighted(sanitize_display_name(row.title or row.first_message), query, columns.title),
+            highlighted(row_name(row), query, columns.title),
             highlighted(row.session_id[:columns.session_id], query, columns.session_id),
-            [(time_ago(row.modified_ms, self.now_ms).rjust(AGO_WIDTH), False)],
+            [(short_date(row.modified_ms, self.now_ms).rjust(AGO_WIDTH), False)],
             [(message_count_label(row.message_count).rjust(COUNT_WIDTH), False)],
         ]
         if columns.cost:
@@ -245,10 +301,12 @@ class PickerScreen:
         """What the list says when it has no row to show."""
         model = self.model
         if model.loading:
-            return "Loading the sessions of all projects…" if model.scope == "all" else "Loading sessions…"
+            return {"all": "Loading the sessions of all projects…",
+                    "repo": "Loading the sessions of this repository…"}.get(model.scope, "Loading sessions…")
         if not model.rows:
-            return ("No sessions in this project. Press Tab to show all projects." if model.scope == "project"
-                    else "No sessions found.")
+            return {"project": "No sessions in this project. Press Tab for more scopes.",
+                    "repo": "No sessions in this repository. Press Tab for all projects."}.get(
+                        model.scope, "No sessions found.")
         if model.content_pending:
             return f"No title, id or path matches “{model.query.strip()}”; searching message text…"
         return f"No sessions match “{model.query.strip()}”."
@@ -280,38 +338,56 @@ class PickerScreen:
         return [("class:match" if marked else "class:dim", text) for text, marked in runs]
 
     def help_line(self, width: int) -> StyleAndTextTuples:
-        """The keys, or the latest notice (a background task that failed)."""
+        """The keys, or a question being asked, or the latest notice (what an action did, or a failure)."""
+        if self.question:
+            return [("class:question", self.question[:width])]
         if self.notice:
             return [("class:notice", self.notice[:width])]
-        text = ("↑↓ move  PgUp/PgDn page  Home/End first/last  Enter open  Tab scope  Ctrl+O cost order  "
-                "Esc cancel  Ctrl+C quit")
+        text = ("↑↓ move  Enter open  Tab scope  Ctrl+/ preview  Ctrl+R rename  Ctrl+D trash  Ctrl+O cost order  "
+                "Esc cancel  PgUp/PgDn page  Ctrl+Home/End first/last")
         return [("class:dim", text[:width])]
 
 
 # -- the application --------------------------------------------------------------------------------------
 
 class SessionPicker:
-    """One picker run over a PickerSource: build it, then `run()` (or `await run_async()`) for a PickerResult."""
+    """One picker run over a PickerSource: build it, then `run()` (or `await run_async()`) for a PickerResult.
+
+    `actions` (rename, trash) enables Ctrl+R and Ctrl+D; without it those keys only say they are unavailable.
+    """
 
     def __init__(self, source: PickerSource, scope: Scope, *, heading: str = "Resume a session",
                  rows: list[PickerRow] | None = None, now_ms: float | None = None,
                  input: Input | None = None, output: Output | None = None,
-                 content_debounce_s: float = CONTENT_DEBOUNCE_S) -> None:
+                 content_debounce_s: float = CONTENT_DEBOUNCE_S, actions: SessionActions | None = None,
+                 preview: bool | None = None) -> None:
         self.source = source
         self.content_debounce_s = content_debounce_s
+        self.actions = actions
+        repo_dirs = getattr(source, "repo_dirs", None)
+        scopes: tuple[Scope, ...] = ("project", "repo", "all") if repo_dirs else ("project", "all")
         self.model = PickerModel(scope, rows if rows is not None else source.rows(scope),
-                                 sessions_root=source.sessions_root)
+                                 sessions_root=source.sessions_root, scopes=scopes)
         self.screen = PickerScreen(self.model, heading=heading, cwd=source.cwd,
-                                   now_ms=time.time() * 1000 if now_ms is None else now_ms)
+                                   now_ms=time.time() * 1000 if now_ms is None else now_ms,
+                                   repo_root=repo_dirs[0] if repo_dirs else None)
+        self.mode: Literal["search", "rename", "confirm_trash"] = "search"
+        self.query_buffer = Buffer(multiline=False, on_text_changed=self._query_changed, name="query")
+        self.rename_buffer = Buffer(multiline=False, name="rename")
         self._content_task: asyncio.Task[None] | None = None
         self._ranking_task: asyncio.Task[None] | None = None
         self._loading: set[Scope] = set()
         self._verified: set[Scope] = set()
         self.app: Application[PickerResult] = Application(
-            layout=self._layout(), key_bindings=self._key_bindings(), style=STYLE, full_screen=True,
-            mouse_support=False, input=input, output=output,
+            layout=self._layout(),
+            key_bindings=merge_key_bindings([load_basic_bindings(), load_emacs_bindings(), self._key_bindings()]),
+            style=STYLE, full_screen=True, mouse_support=False, input=input, output=output,
             max_render_postpone_time=0)  # draw right after each key, even while background work is queued
-        self.app.ttimeoutlen = ESCAPE_TIMEOUT_S
+        # A lone Esc cancels at once: wait this little both for the rest of an escape sequence (ttimeoutlen) and
+        # for a longer binding it may start (timeoutlen: Alt+B, Alt+F of the line editor begin with Esc).
+        self.app.ttimeoutlen = self.app.timeoutlen = ESCAPE_TIMEOUT_S
+        self.preview = PreviewPane(self.app, self.model, self.screen)
+        self.preview.visible = preview if preview is not None else self._size().columns >= PREVIEW_MIN_COLUMNS
 
     # -- layout ---------------------------------------------------------------------------------------
 
@@ -319,68 +395,124 @@ class SessionPicker:
         return self.app.output.get_size()
 
     def _layout(self) -> Layout:
-        """One window drawing every line: each extra window would cost layout work on every redraw."""
-        return Layout(Window(FormattedTextControl(self._screen_fragments, focusable=True, show_cursor=True),
-                             wrap_lines=False))
+        """Header, the query line (prompt_toolkit's own line editor), column titles, the list beside the
+        optional preview, the detail line and the key help.
 
-    def _screen_fragments(self) -> StyleAndTextTuples:
-        width = self._size().columns
-        screen = self.screen
-        lines = [screen.header(width), screen.query_line(), screen.column_titles(width),
-                 screen.body(width, self._body_height()), screen.detail(width), screen.help_line(width)]
-        fragments: StyleAndTextTuples = []
-        for line in lines:
-            fragments += line
-            fragments.append(("", "\n"))
-        return fragments[:-1]
+        Every window gets its exact size: left to measure, prompt_toolkit would build the list's fragments once
+        more per redraw just to learn its preferred width and height."""
+        def line(get_fragments: Callable[[], StyleAndTextTuples]) -> Window:
+            return Window(FormattedTextControl(get_fragments), height=1, wrap_lines=False)
+
+        def rest_of_line(after: int) -> Callable[[], int]:
+            return lambda: max(self._size().columns - after, 1)
+
+        searching = Condition(lambda: self.mode != "rename")
+        placeholder = ConditionalProcessor(AfterInput(lambda: self.screen.placeholder(), style="class:dim"),
+                                           filter=Condition(lambda: not self.query_buffer.text))
+        query_line = VSplit([
+            Window(FormattedTextControl([("class:prompt", "> ")]), width=2, height=1),
+            Window(BufferControl(self.query_buffer, input_processors=[placeholder]), height=1, width=rest_of_line(2)),
+        ])
+        rename_line = VSplit([
+            Window(FormattedTextControl([("class:prompt", "Rename to: ")]), width=11, height=1),
+            Window(BufferControl(self.rename_buffer), height=1, width=rest_of_line(11)),
+        ])
+        body = VSplit([
+            Window(FormattedTextControl(lambda: self.screen.body(self._list_width(), self._body_height())),
+                   wrap_lines=False, width=lambda: self._list_width(), height=lambda: self._body_height()),
+            ConditionalContainer(VSplit([
+                Window(width=1, char="│", style="class:dim", height=lambda: self._body_height()),
+                Window(FormattedTextControl(lambda: self.preview.fragments(self._preview_width(),
+                                                                           self._body_height())),
+                       width=lambda: self._preview_width(), height=lambda: self._body_height(), wrap_lines=True),
+            ]), filter=Condition(lambda: self.preview.visible)),
+        ], height=lambda: self._body_height())
+        root = HSplit([
+            line(lambda: self.screen.header(self._size().columns)),
+            ConditionalContainer(query_line, filter=searching),
+            ConditionalContainer(rename_line, filter=~searching),
+            line(lambda: self.screen.column_titles(self._list_width())),
+            body,
+            line(lambda: self.screen.detail(self._size().columns)),
+            line(lambda: self.screen.help_line(self._size().columns)),
+        ])
+        return Layout(root, focused_element=self.query_buffer)
 
     def _body_height(self) -> int:
         return max(self._size().rows - FIXED_LINES, 1)
 
+    def _preview_width(self) -> int:
+        return max(self._size().columns * 2 // 5, 20)
+
+    def _list_width(self) -> int:
+        columns = self._size().columns
+        return columns - self._preview_width() - 1 if self.preview.visible else columns
+
     # -- keys -------------------------------------------------------------------------------------------
 
     def _key_bindings(self) -> KeyBindings:
+        """The picker's own keys; the query line's editing keys (Left/Right, Home/End, Ctrl+A/E/W/U/K,
+        Alt+B/F, Ctrl+Left/Right) are prompt_toolkit's basic and emacs bindings, loaded before these (not its
+        search, vi or open-in-editor ones: nothing for a one-line query)."""
         bindings = KeyBindings()
         model = self.model
+        searching = Condition(lambda: self.mode == "search")
+        renaming = Condition(lambda: self.mode == "rename")
+        confirming = Condition(lambda: self.mode == "confirm_trash")
 
-        def on(*keys: str | Keys) -> Callable[[Callable[[], object]], None]:
+        def on(*keys: str | Keys, when: Condition = searching) -> Callable[[Callable[[], object]], None]:
             def register(action: Callable[[], object]) -> None:
                 for key in keys:
-                    bindings.add(key)(lambda _event, act=action: act())
+                    bindings.add(key, filter=when)(lambda _event, act=action: act())
             return register
 
-        on("up", "c-p")(lambda: model.move(-1))
-        on("down", "c-n")(lambda: model.move(1))
-        on("pageup")(lambda: model.page(-1))
-        on("pagedown")(lambda: model.page(1))
-        on("home")(model.first)
-        on("end")(model.last)
+        on("up", "c-p")(lambda: self._move(lambda: model.move(-1)))
+        on("down", "c-n")(lambda: self._move(lambda: model.move(1)))
+        on("pageup")(lambda: self._move(lambda: model.page(-1)))
+        on("pagedown")(lambda: self._move(lambda: model.page(1)))
+        on("c-home")(lambda: self._move(model.first))
+        on("c-end")(lambda: self._move(model.last))
         on("enter")(self._select)
         on("escape")(lambda: self.app.exit(result=PickerResult("cancelled")))
-        on("c-c")(lambda: self.app.exit(result=PickerResult("exit")))
         on("tab")(self._toggle_scope)
-        on("c-o")(lambda: self._edit(model.toggle_cost_order))
-        on("backspace")(lambda: self._edit(model.backspace))
-        on("c-w")(lambda: self._edit(model.delete_word))
-        on("c-u")(lambda: self._edit(model.clear_query))
+        on("c-o")(self._toggle_cost_order)
+        on("c-_")(lambda: self.preview.toggle())  # Ctrl+/ (the terminal sends it as Ctrl+_), as fzf's preview toggle
+        on("c-r")(self._start_rename)
+        on("c-d")(self._ask_trash)
+        on("enter", when=renaming)(self._finish_rename)
+        on("escape", when=renaming)(self._back_to_search)
+        on("y", "Y", when=confirming)(self._trash_selected)
+        on("escape", "n", "N", when=confirming)(self._back_to_search)
 
-        @bindings.add(Keys.BracketedPaste)
-        @bindings.add(Keys.Any)
-        def _type(event: KeyPressEvent) -> None:
-            text = event.data
-            if event.key_sequence[0].key == Keys.BracketedPaste or text.isprintable():
-                self._edit(lambda: model.type_text(text))
+        @bindings.add(Keys.Any, filter=confirming)
+        def _ignore(_event: KeyPressEvent) -> None:
+            """Any other key leaves the question open (nothing reaches the query)."""
 
+        bindings.add("c-c")(lambda _event: self.app.exit(result=PickerResult("exit")))
         return bindings
+
+    def _query_changed(self, buffer: Buffer) -> None:
+        """The query line changed (typed, pasted, edited): filter again. Pasted line breaks and other control
+        characters become spaces."""
+        text = buffer.text
+        if not text.isprintable():
+            buffer.text = "".join(char if char.isprintable() else " " for char in text)
+            return  # setting the text calls back with the clean one
+        self.model.set_query(text)
+        self._schedule_background_work()
+
+    def _toggle_cost_order(self) -> None:
+        self.model.toggle_cost_order()
+        self._schedule_background_work()
+
+    def _move(self, move: Callable[[], None]) -> None:
+        move()
+        self.screen.notice = ""
 
     def _select(self) -> None:
         row = self.model.selected_row()
         if row is not None:  # Enter on an empty list does nothing (S14)
             self.app.exit(result=PickerResult("selected", row))
-
-    def _edit(self, change: Callable[[], None]) -> None:
-        change()
-        self._schedule_background_work()
 
     def _toggle_scope(self) -> None:
         scope = self.model.toggle_scope()
@@ -388,6 +520,69 @@ class SessionPicker:
             self._loading.add(scope)
             self.app.create_background_task(self._load_scope(scope))
         self._schedule_background_work()
+
+    # -- rename and trash -----------------------------------------------------------------------------------
+
+    def _back_to_search(self) -> None:
+        self.mode = "search"
+        self.screen.question = ""
+        self.app.layout.focus(self.query_buffer)
+
+    def _start_rename(self) -> None:
+        row = self.model.selected_row()
+        if row is None:
+            return
+        if self.actions is None:
+            self.screen.notice = "Renaming is not available here"
+            return
+        self.mode = "rename"
+        self.rename_buffer.text = sanitize_display_name(row.title or "")
+        self.rename_buffer.cursor_position = len(self.rename_buffer.text)
+        self.app.layout.focus(self.rename_buffer)
+
+    def _finish_rename(self) -> None:
+        row = self.model.selected_row()
+        title = self.rename_buffer.text
+        self._back_to_search()
+        if row is not None and self.actions is not None:
+            self.app.create_background_task(self._rename(row, title))
+
+    async def _rename(self, row: PickerRow, title: str) -> None:
+        assert self.actions is not None
+        stored = await self._in_worker("renaming", self.actions.rename, row.path, title)
+        if stored is None:
+            return
+        self.model.replace_rows(lambda rows: [item._replace(title=stored) if item.path == row.path else item
+                                              for item in rows])
+        self.screen.notice = f"Renamed {row.session_id[:self.model.id_length]} to “{stored}”"
+        self.app.invalidate()
+
+    def _ask_trash(self) -> None:
+        row = self.model.selected_row()
+        if row is None:
+            return
+        if self.actions is None:
+            self.screen.notice = "The trash is not available here"
+            return
+        self.mode = "confirm_trash"
+        name = row_name(row)
+        self.screen.question = f"Move “{name}” ({row.session_id[:self.model.id_length]}) to the trash? y/n"
+
+    def _trash_selected(self) -> None:
+        row = self.model.selected_row()
+        self._back_to_search()
+        if row is not None and self.actions is not None:
+            self.app.create_background_task(self._trash(row))
+
+    async def _trash(self, row: PickerRow) -> None:
+        assert self.actions is not None
+        moved = await self._in_worker("moving to the trash", self.actions.trash, row.path)
+        if moved is None:
+            return
+        self.model.replace_rows(lambda rows: [item for item in rows if item.path != row.path])
+        self.screen.notice = (f"Moved to the trash; `sessdex trash restore {row.session_id[:self.model.id_length]}` "
+                              "brings it back")
+        self.app.invalidate()
 
     # -- background work ------------------------------------------------------------------------------------
 

@@ -7,9 +7,10 @@ for (`advance_search`, content matches, loading a scope).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from sessdex.catalog.queries.source import SCOPES, PickerRow, Scope, should_search_content
+from sessdex.catalog.queries.source import PickerRow, Scope, should_search_content
 from sessdex.catalog.tui.fuzzy import normalize_query
 from sessdex.catalog.tui.picker_search import Search, SearchIndex
 from sessdex.core.discovery import MIN_ID_PREFIX, id_prefix_length
@@ -30,8 +31,9 @@ class PickerModel:
     """Query, scope, results and selection of one picker run."""
 
     def __init__(self, scope: Scope, rows: list[PickerRow] | None = None, *, sessions_root: str | None = None,
-                 page_size: int = 10) -> None:
+                 page_size: int = 10, scopes: tuple[Scope, ...] = ("project", "all")) -> None:
         self.scope: Scope = scope
+        self.scopes = scopes  # what Tab cycles through, in order
         self.query = ""
         self.page_size = page_size
         self.sessions_root = sessions_root
@@ -118,22 +120,10 @@ class PickerModel:
             self._search.fill(self._wanted_rows(), max_rows=SYNC_FILL_ROWS)
         self._after_change()
 
-    def type_text(self, text: str) -> None:
-        """Append typed or pasted text to the query (line breaks, tabs and other control characters become spaces)."""
-        self.set_query(self.query + "".join(char if char.isprintable() else " " for char in text))
-
-    def backspace(self) -> None:
-        """Delete the query's last character."""
-        self.set_query(self.query[:-1])
-
-    def delete_word(self) -> None:
-        """Delete the query's last word (and the spaces after it)."""
-        kept = self.query.rstrip()
-        self.set_query(kept[:kept.rfind(" ") + 1])
-
-    def clear_query(self) -> None:
-        """Empty the query."""
-        self.set_query("")
+    def replace_rows(self, change: Callable[[list[PickerRow]], list[PickerRow]]) -> None:
+        """Apply `change` to every loaded scope's rows (a rename or a trashed session), keeping the selection."""
+        for scope, data in list(self._scopes.items()):
+            self.set_rows(scope, change(data.rows))
 
     def toggle_cost_order(self) -> None:
         """Order rows by cost (most expensive first), or back to newest first (`by_cost` tells which)."""
@@ -142,8 +132,10 @@ class PickerModel:
             self.set_rows(scope, rows)
 
     def toggle_scope(self) -> Scope:
-        """Switch between this project and all projects; return the new scope (its rows may still be loading)."""
-        self.scope = SCOPES[1 - SCOPES.index(self.scope)]
+        """Switch to the next scope (this project, this repository, all projects); return it (its rows may still
+        be loading)."""
+        position = self.scopes.index(self.scope) if self.scope in self.scopes else -1
+        self.scope = self.scopes[(position + 1) % len(self.scopes)]
         self._restart()
         return self.scope
 

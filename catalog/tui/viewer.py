@@ -294,6 +294,7 @@ class TranscriptViewer:
         self.choose_session = choose_session or PickerChooser()
         self.notice: tuple[str, str] | None = None
         self.exit_requested = False
+        self.cancelled = False
         self.app: Application[None] | None = None
         self._lexer = _TranscriptLexer()
         self._buffer = Buffer(read_only=True, name="transcript")
@@ -353,9 +354,14 @@ class TranscriptViewer:
         bindings = KeyBindings()
 
         @bindings.add("q")
-        @bindings.add("c-c")
         @bindings.add("c-d")
         def _quit(event: KeyPressEvent) -> None:
+            self.quit()
+
+        @bindings.add("escape", eager=True)
+        @bindings.add("c-c")
+        def _cancel(event: KeyPressEvent) -> None:
+            self.cancelled = True  # the CLI exits with 130, like every cancel
             self.quit()
 
         @bindings.add("r")
@@ -440,7 +446,8 @@ class PickerChooser:
                 viewer.warn(f"The session picker failed: {exc}")
                 return
             # Still inside: the viewer's first drawing after the picker already shows the outcome.
-            if result.outcome == "exit":
+            if result.outcome == "exit":  # Ctrl+C in the picker leaves the viewer too, as a cancel
+                viewer.cancelled = True
                 viewer.quit()
             elif result.outcome == "selected" and result.row is not None:
                 done(Path(result.row.path))

@@ -1,47 +1,131 @@
-"""How many terminal columns text takes, and text cut to fit: shared by the tables, the history listing and the picker."""
+"""How many terminal columns text takes, and text cut to fit: shared by the tables, the history listing and the picker.
+
+Text of plain characters (ASCII, accented letters, CJK, single emoji) is measured here from the Unicode tables of
+`unicodedata`, combining marks riding on the character before them. Only text holding grapheme machinery (a
+zero-width joiner, a variation selector, flags, skin tones, keycaps) is measured by wcwidth, which knows that a
+joined emoji family is one 2-column picture: importing wcwidth costs a listing more than measuring it.
+"""
 
 from __future__ import annotations
 
 import unicodedata
+from functools import lru_cache
+
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 ELLIPSIS = "…"
-# Per non-ASCII character seen: its columns minus one (-1 combining, 1 wide): a listing measures the
-# same titles several times, and the unicodedata lookups were most of `sessdex list`'s own time.
-_EXTRA_COLUMNS: dict[str, int] = {}
+# What makes one drawn picture out of several characters (wcwidth's business): joiner, variation selectors,
+# keycap; regional indicators (flags) and skin tones are ranges.
+_JOINERS = frozenset("\u200d\ufe0e\ufe0f\u20e3")
 
 
-def char_width(char: str) -> int:
-    """Terminal columns of one character: 0 for combining marks, 2 for wide East Asian ones, else 1."""
-    if unicodedata.combining(char):
+def _has_cluster_machinery(text: str) -> bool:
+    return any(char in _JOINERS or "\U0001f1e6" <= char <= "\U0001f1ff" or "\U0001f3fb" <= char <= "\U0001f3ff"
+               for char in text)
+
+
+@lru_cache(maxsize=4096)
+def _cluster_width(cluster: str) -> int:
+    if not _has_cluster_machinery(cluster):
+        return sum(_plain_width(char) for char in cluster)
+    import wcwidth
+
+    return max(wcwidth.width(cluster), 0)
+
+
+def _plain_width(char: str) -> int:
+    if unicodedata.combining(char) or char in "\u200b\u200c\u2060\ufeff":
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
+def char_width(char: str) -> int:
+    """Terminal columns of one character or grapheme cluster: 0 for combining marks, 2 for wide ones, else 1."""
+    return 1 if char.isascii() else _cluster_width(char)
+
+
+def graphemes(text: str) -> Iterator[str]:
+    """`text` as the units a terminal draws: grapheme clusters (a character with its combining marks)."""
+    if text.isascii():
+        yield from text
+        return
+    if _has_cluster_machinery(text):
+        import wcwidth
+
+        yield from wcwidth.iter_graphemes(text)
+        return
+    cluster = ""
+    for char in text:
+        if cluster and unicodedata.combining(char):
+            cluster += char
+            continue
+        if cluster:
+            yield cluster
+        cluster = char
+    if cluster:
+        yield cluster
+
+
 def display_width(text: str) -> int:
-    """Terminal columns `text` occupies (wide East Asian characters count twice)."""
-    width = len(text)  # every ASCII character is one column: only the others are looked up
-    if not text.isascii():
-        for char in text:
-            if char.isascii():
-                continue
-            extra = _EXTRA_COLUMNS.get(char)
-            if extra is None:
-                extra = _EXTRA_COLUMNS[char] = char_width(char) - 1
-            width += extra
-    return width
+    """Terminal columns `text` occupies (wide East Asian characters and emoji count twice)."""
+    if text.isascii():
+        return len(text)
+    return sum(_cluster_width(cluster) for cluster in graphemes(text))
+
+
+def cut(text: str, width: int) -> str:
+    """`text` cut to at most `width` columns, ending in `…` when cut (never in the middle of a cluster)."""
+    if text.isascii():
+        return text if len(text) <= width else text[:max(width - 1, 0)] + ELLIPSIS
+    if display_width(text) <= width:
+        return text
+    kept, used = [], 0
+    for cluster in graphemes(text):
+        columns = _cluster_width(cluster)
+        if used + columns > width - 1:
+            break
+        kept.append(cluster)
+        used += columns
+    return "".join(kept) + ELLIPSIS
 
 
 def fit(text: str, width: int) -> str:
     """`text` cut to at most `width` columns (ending in `…` when cut) and padded to exactly `width`."""
-    if text.isascii() and len(text) > width:
-        text = text[:width - 1] + ELLIPSIS
-    elif display_width(text) > width:
-        kept, used = [], 0
-        for char in text:
-            columns = char_width(char)
-            if used + columns > width - 1:
-                break
-            kept.append(char)
-            used += columns
-        text = "".join(kept) + ELLIPSIS
+    text = cut(text, width)
     return text + " " * (width - display_width(text))
+
+
+def cut_middle(text: str, width: int, head: int | None = None) -> str:
+    """`text` in at most `width` columns, its middle replaced by `…` when too long (both ends stay readable);
+    `head` columns of its start are kept (default a third: a path's last folders tell projects apart)."""
+    if display_width(text) <= width:
+        return text
+    clusters = list(graphemes(text))
+    head_room = min(max((width - 1) // 3 if head is None else head, 0), width - 1)
+    tail_room = width - 1 - head_room
+    start: list[str] = []
+    used = 0
+    for cluster in clusters:
+        if used + char_width(cluster) > head_room:
+            break
+        start.append(cluster)
+        used += char_width(cluster)
+    tail: list[str] = []
+    used = 0
+    for cluster in reversed(clusters[len(start):]):
+        if used + char_width(cluster) > tail_room:
+            break
+        tail.append(cluster)
+        used += char_width(cluster)
+    return "".join(start) + ELLIPSIS + "".join(reversed(tail))
+
+
+def cut_styled(text: str, width: int) -> str:
+    """Like `cut` for text holding terminal style sequences (kept intact, not counted)."""
+    import wcwidth
+
+    if wcwidth.width(text) <= width:
+        return text
+    return wcwidth.clip(text, 0, max(width - 1, 0)) + ELLIPSIS

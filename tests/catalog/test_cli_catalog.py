@@ -69,8 +69,9 @@ def test_index_builds_then_only_catches_up_and_rebuild_starts_over(sessdex, proj
 def test_search_prints_sessions_with_highlighted_snippets(sessdex, proj):
     result = sessdex("search", "lexer", cwd=proj)
     assert result.code == 0
-    first, second = result.out.splitlines()
-    assert first.startswith("aaaa000000000001  ") and first.endswith(f"Parser work  ({proj})")
+    header, first, second = result.out.splitlines()
+    assert header.split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "NAME", "CWD"]  # the table of `list`
+    assert first.startswith("aaaa0000  ") and first.endswith(f"Parser work  {proj}")
     assert second == "    message: the [lexer] is fixed"
     hits = json.loads(sessdex("search", "--json", "deploy", cwd=proj).out)
     assert [(h["id"], h["field"]) for h in hits] == [("bbbb000000000001", "first_message")]
@@ -78,7 +79,10 @@ def test_search_prints_sessions_with_highlighted_snippets(sessdex, proj):
     none = sessdex("search", '"unbalanced (quote', cwd=proj)
     assert (none.code, none.out, none.err.strip()) == (0, "", "No matching sessions")
     assert sessdex("search", "lexer", cwd=proj.parent).err.strip() == "No matching sessions"  # other project
-    assert "aaaa000000000001" in sessdex("search", "--all", "lexer", cwd=proj.parent).out
+    assert "aaaa0000 " in sessdex("search", "--all", "lexer", cwd=proj.parent).out
+    hit = json.loads(sessdex("search", "--json", "lexer", cwd=proj).out)[0]
+    listed = json.loads(sessdex("list", "--json", cwd=proj).out)
+    assert {key: hit[key] for key in listed[0]} == next(row for row in listed if row["id"] == hit["id"])
 
 
 def test_doctor_reports_then_repairs_the_catalog_never_the_files(sessdex, proj, paths):
@@ -111,7 +115,7 @@ def test_doctor_rebuilds_a_catalog_it_cannot_open(sessdex, proj, paths):
     repaired = sessdex("doctor")
     assert repaired.code == 0 and "rebuilt the catalog from the session files" in repaired.out
     assert list(paths.agent_dir.glob("catalog.db.corrupt-*"))
-    assert "aaaa000000000001" in sessdex("search", "--all", "tokenizer").out
+    assert "aaaa0000 " in sessdex("search", "--all", "tokenizer").out
 
 
 def test_the_catalog_option_and_environment_variable_choose_the_database(sessdex, proj, paths, tmp_path, monkeypatch):

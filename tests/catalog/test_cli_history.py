@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sessdex.catalog.tui.width import display_width
 from tests.cli_support import Outcome, run_cli
 
 
@@ -125,10 +126,10 @@ def test_import_backfills_from_session_files_once(sessdex, agent_dir: Path) -> N
     again = sessdex(home, "history", "import")
     assert again.out.startswith("Imported 0 new prompt(s) of 3 found")
     rows = as_json(sessdex(home, "history", "recent", "--json"))
-    assert [(r["prompt"], r["cwd"], r["created_at"]) for r in rows] == [
-        ("write the changelog", str(home / "other"), 1_740_909_600),
-        ("rotate the keys", str(home / "proj"), 1_740_823_200),  # same second as its entry's ISO time
-        ("deploy the staging server", str(home / "proj"), 1_740_823_200),
+    assert [(r["prompt"], r["cwd"], r["created"]) for r in rows] == [
+        ("write the changelog", str(home / "other"), "2025-03-02T10:00:00.000Z"),
+        ("rotate the keys", str(home / "proj"), "2025-03-01T10:00:00.000Z"),  # same second as its entry's ISO time
+        ("deploy the staging server", str(home / "proj"), "2025-03-01T10:00:00.000Z"),
     ]
 
 
@@ -162,3 +163,12 @@ def test_shares_the_agents_file(sessdex, agent_dir: Path) -> None:
     connection.close()
     hits = as_json(sessdex(home, "history", "search", "from", "--json"))
     assert {h["prompt"] for h in hits} == {"from the shell", "from the agent"}
+
+
+def test_listing_cuts_by_grapheme_cluster_to_the_width(sessdex, agent_dir: Path, monkeypatch) -> None:
+    home = agent_dir.parents[1]
+    assert sessdex(home / "proj", "history", "add", "family 👨‍👩‍👧 " * 12).code == 0
+    monkeypatch.setenv("COLUMNS", "50")
+    line = sessdex(home, "history", "recent").out.rstrip("\n")
+    assert display_width(line) <= 50 and line.endswith("…")
+    assert not line.removesuffix("…").endswith(("\u200d", "👨", "👩"))  # the family is kept whole or dropped whole

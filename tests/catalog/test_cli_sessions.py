@@ -66,8 +66,8 @@ def test_list_shows_this_projects_sessions_as_a_table(tree: Tree, sessdex) -> No
     result = sessdex(tree.home / "proj", "list")
     assert result.code == 0
     lines = result.out.splitlines()
-    assert lines[0].split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "TITLE", "CWD"]
-    assert lines[1].startswith("ab340000  1/1/2025") and "Named session" in lines[1] and lines[1].endswith("~/proj")
+    assert lines[0].split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "NAME", "CWD"]
+    assert lines[1].startswith("ab340000  2025-01-01") and "Named session" in lines[1] and lines[1].endswith("~/proj")
     assert lines[2].startswith("ab120000") and "fix the parser" in lines[2]
     assert len(lines) == 3  # the empty session and the other project are not listed
 
@@ -85,7 +85,7 @@ def test_list_json_uses_the_agents_field_names(tree: Tree, sessdex) -> None:
     rows = json.loads(result.out)
     assert [row["id"] for row in rows] == ["ab34000000000002", "ab12000000000001"]
     assert rows[0] == {"id": "ab34000000000002", "path": str(paths["new"]), "cwd": str(tree.home / "proj"),
-                       "title": "Named session", "messageCount": 2, "firstMessage": "second task",
+                       "title": "Named session", "name": "Named session", "messageCount": 2, "firstMessage": "second task",
                        "created": "2025-01-01T00:00:00.000Z", "modified": "2025-01-01T00:01:00.000Z",
                        "cost": 0, "totalTokens": 0}
     assert rows[1]["title"] is None
@@ -104,6 +104,7 @@ def test_list_table_fits_the_terminal_width(tree: Tree, sessdex, monkeypatch) ->
 
 
 def test_list_without_sessions_says_so(tree: Tree, sessdex) -> None:
+    tree.paths.agent_dir.mkdir(parents=True)
     result = sessdex(tree.project("proj"), "list")
     assert (result.code, result.out, result.err) == (0, "", "No sessions found\n")
 
@@ -126,17 +127,20 @@ def test_recent_lists_newest_first_with_a_limit(tree: Tree, sessdex) -> None:
     populate(tree)
     result = sessdex(tree.home / "proj", "recent", "-n", "2")
     lines = result.out.splitlines()
-    assert lines[0].split() == ["ID", "MODIFIED", "NAME"]
+    assert lines[0].split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "NAME", "CWD"]  # the table of `list`
     assert [line.split()[0] for line in lines[1:]] == ["ab560000", "ab340000"]
-    assert lines[1].endswith("ab56000000000003") and lines[2].endswith("Named session")
+    assert "ab56000000000003" in lines[1] and "Named session" in lines[2]
 
 
 def test_recent_json(tree: Tree, sessdex) -> None:
     paths = populate(tree)
     rows = json.loads(sessdex(tree.home / "proj", "recent", "--json").out)
     assert [row["id"] for row in rows] == ["ab56000000000003", "ab34000000000002", "ab12000000000001"]
-    assert set(rows[0]) == {"id", "path", "mtime", "fullName", "name", "timeAgo"}
-    assert rows[2]["path"] == str(paths["old"]) and rows[2]["fullName"] == "fix the parser"
+    listed = json.loads(sessdex(tree.home / "proj", "list", "--json").out)
+    assert set(rows[0]) == set(listed[0])  # the one session object of every listing command
+    assert rows[2]["path"] == str(paths["old"]) and rows[2]["name"] == "fix the parser"
+    assert rows[2] == next(row for row in listed if row["id"] == rows[2]["id"])
+    assert rows[0]["name"] == "ab56000000000003" and rows[0]["messageCount"] == 0
 
 
 def test_recent_rejects_a_zero_limit(tree: Tree, sessdex) -> None:
@@ -187,7 +191,8 @@ def test_resume_from_other_project_forked_with_yes(tree: Tree, sessdex) -> None:
     assert b'"parentSession":"cd78000000000004"' in forked.read_bytes()
     assert "Forked cd78000000000004" in result.err
     # the fork now belongs to this project
-    assert sessdex(tree.home / "proj", "list", "--json").out.count('"elsewhere work"') == 1
+    listed = json.loads(sessdex(tree.home / "proj", "list", "--json").out)
+    assert [row["firstMessage"] for row in listed].count("elsewhere work") == 1
 
 
 def test_resume_yes_and_no_fork_conflict(tree: Tree, sessdex) -> None:
@@ -208,10 +213,13 @@ def test_resume_json(tree: Tree, sessdex) -> None:
     paths = populate(tree)
     data = json.loads(sessdex(tree.home / "proj", "resume", "ab12", "--json").out)
     assert data["action"] == "open" and data["path"] == str(paths["old"])
-    assert data["session"]["id"] == "ab12000000000001"
+    assert data["id"] == "ab12000000000001" and data["cwd"] == str(tree.home / "proj")
+    listed = json.loads(sessdex(tree.home / "proj", "list", "--json").out)
+    assert {key: data[key] for key in listed[0]} == next(row for row in listed if row["id"] == data["id"])
 
 
 def test_resume_without_value(tree: Tree, sessdex) -> None:
+    tree.paths.agent_dir.mkdir(parents=True)
     empty = sessdex(tree.project("nothing-here"), "resume")
     assert (empty.code, empty.out, empty.err) == (1, "", "No sessions found\n")
     populate(tree)
@@ -234,6 +242,7 @@ def test_continue_prefers_this_terminals_breadcrumb(tree: Tree, sessdex, monkeyp
 
 
 def test_continue_with_nothing_to_continue(tree: Tree, sessdex) -> None:
+    tree.paths.agent_dir.mkdir(parents=True)
     result = sessdex(tree.project("proj"), "continue")
     assert result.code == 1 and result.out == "" and "starts a new one" in result.err
 

@@ -71,19 +71,24 @@ _CATALOG_QUERIES = {
     "sessdex.core.summary",
     "sessdex.catalog.store.machine",  # which machine's rows to read (issue 15): os and pathlib, loaded already
 }
-_LISTING = _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | {"sessdex.catalog.cli.session_commands"}
+# Issue 13: refusals as JSON (read_guard), the one display-name rule (naming) and date style (dates).
+_LISTING = _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | {
+    "sessdex.catalog.cli.session_commands", "sessdex.catalog.cli.read_guard", "sessdex.catalog.queries.naming",
+    "sessdex.catalog.tui.dates"}
 _USAGE_FIGURES = {"sessdex.core.usage", "sessdex.core.text"}  # each session's cost and tokens in the table
 # --json prints through json (`recent` also reads the stored fold state with it), which imports re.
 _JSON_ONLY = {"_json", "json", "json.decoder", "json.encoder", "json.scanner"}
 _JSON = _RE | _JSON_ONLY
 IMPORT_BUDGET: dict[str, set[str]] = {
     "list": _LISTING | _USAGE_FIGURES | _JSON,
-    "recent": _LISTING | _JSON | {"sessdex.core.text"},  # names every terminal can print (lone surrogates replaced)
+    # issue 13: `recent` and `search` print the listing table of `list` (cost and tokens, names, dates)
+    "recent": _LISTING | _USAGE_FIGURES | _JSON | {"sessdex.core.text"},  # names every terminal can print
     "resume": _LISTING | _JSON | {"sessdex.core.resume"},
     # The terminal's breadcrumb, read as session files are: a regular file only, never blocking.
     "continue": _LISTING | _JSON | _PATHLIB | {"sessdex.core.breadcrumbs", "sessdex.core.regular_files"},
-    "search": _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | _JSON | {
-        "sessdex.catalog.cli.search_commands", "sessdex.catalog.index.content_index"},
+    "search": _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | _JSON | _USAGE_FIGURES | {
+        "sessdex.catalog.cli.search_commands", "sessdex.catalog.index.content_index",
+        "sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates"},
     "history": _STDLIB_COMMON | _SESSDEX_COMMON | {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.history", "sessdex.catalog.history.search",
         "sessdex.core.text", "_heapq", "heapq", *_RE,

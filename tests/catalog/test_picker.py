@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import gen_corpus
 import pytest
@@ -35,6 +37,7 @@ from tests.core.sessiontree import (
 )
 
 UP, DOWN, PAGE_UP, PAGE_DOWN, HOME, END = "\x1b[A", "\x1b[B", "\x1b[5~", "\x1b[6~", "\x1b[H", "\x1b[F"
+FIRST, LAST = "\x1b[1;5H", "\x1b[1;5F"  # Ctrl+Home, Ctrl+End: the list's first and last row
 ENTER, ESC, CTRL_C, TAB, BACKSPACE = "\r", "\x1b", "\x03", "\t", "\x7f"
 CTRL_P, CTRL_N, CTRL_U, CTRL_W = "\x10", "\x0e", "\x15", "\x17"
 NOW_MS = BASE_MS + 3 * 86_400_000
@@ -107,7 +110,8 @@ class Driver:
 
     def screen(self) -> str:
         screen = self.picker.screen
-        parts = [screen.header(SCREEN_WIDTH), screen.query_line(), screen.column_titles(SCREEN_WIDTH),
+        query = [("", "> " + self.picker.query_buffer.text)]
+        parts = [screen.header(SCREEN_WIDTH), query, screen.column_titles(SCREEN_WIDTH),
                  screen.body(SCREEN_WIDTH, BODY_HEIGHT), screen.detail(SCREEN_WIDTH), screen.help_line(SCREEN_WIDTH)]
         return "\n".join(text_of(fragments) for fragments in parts)
 
@@ -119,12 +123,13 @@ def text_of(fragments: list) -> str:
     return "".join(text for style, text, *_ in fragments if "[SetCursorPosition]" not in style)
 
 
-def drive(source: PickerSource, script: Callable[[Driver], Awaitable[None]], scope: str = "project") -> PickerResult:
+def drive(source: PickerSource, script: Callable[[Driver], Awaitable[None]], scope: str = "project",
+          **options: Any) -> PickerResult:
     """Run a picker on `source` with pipe input, play `script`, and return the picker's result."""
     async def run() -> PickerResult:
         with create_pipe_input() as pipe:
             picker = SessionPicker(source, scope, now_ms=NOW_MS, input=pipe, output=DummyOutput(),  # type: ignore[arg-type]
-                                   content_debounce_s=0)
+                                   content_debounce_s=0, **options)
             task = asyncio.ensure_future(picker.run_async())
             try:
                 await Driver(picker, pipe, task).idle()
@@ -190,9 +195,9 @@ def test_page_keys_and_home_end(tree: Tree) -> None:
         assert d.model.selected == 79
         await d.press(PAGE_UP)
         assert d.model.selected == 79 - BODY_HEIGHT
-        await d.press(HOME)
+        await d.press(FIRST)
         assert d.model.selected == 0
-        await d.press(END)
+        await d.press(LAST)
         assert d.model.selected == 79
         assert "task number 0" in d.screen()  # the oldest session, now in view
         await d.press(ENTER)
@@ -296,7 +301,7 @@ def test_tab_switches_between_this_project_and_all_projects(tree: Tree, source_k
         assert "~/other" in d.line(d.shown_ids().index("dd44000000000004"))
         await d.press(TAB)
         assert d.model.scope == "project" and "dd44000000000004" not in d.shown_ids()
-        await d.press(TAB, CTRL_U, END)
+        await d.press(TAB, CTRL_U, LAST)
         await d.press(ENTER)
 
     result = drive(source, script)
@@ -322,9 +327,9 @@ def test_empty_list_renders_a_message_enter_does_nothing_and_esc_or_ctrl_c_still
 
     async def script(d: Driver) -> None:
         screen = d.screen()
-        assert "No sessions in this project. Press Tab to show all projects." in screen
+        assert "No sessions in this project. Press Tab for more scopes." in screen
         assert d.model.results == [] and "0 of 0" in screen
-        await d.press(ENTER, DOWN, PAGE_DOWN, END, ENTER)
+        await d.press(ENTER, DOWN, PAGE_DOWN, LAST, ENTER)
         assert not d.task.done()
         await d.press(TAB)
         await d.until(lambda: not d.model.loading)
@@ -462,13 +467,13 @@ def test_resume_without_value_prints_only_the_chosen_path(tree: Tree, monkeypatc
 def test_resume_without_value_cancelled(tree: Tree, monkeypatch, capsys) -> None:
     populate(tree)
     with keyboard(monkeypatch, ESC):
-        assert run_cli(tree, monkeypatch, capsys, tree.home / "proj", "resume") == (1, "", "No session selected\n")
+        assert run_cli(tree, monkeypatch, capsys, tree.home / "proj", "resume") == (130, "", "No session selected\n")
 
 
-def test_resume_without_value_ctrl_c_exits_0_silently(tree: Tree, monkeypatch, capsys) -> None:
+def test_resume_without_value_ctrl_c_is_a_cancel(tree: Tree, monkeypatch, capsys) -> None:
     populate(tree)
     with keyboard(monkeypatch, CTRL_C):
-        assert run_cli(tree, monkeypatch, capsys, tree.home / "proj", "resume") == (0, "", "")
+        assert run_cli(tree, monkeypatch, capsys, tree.home / "proj", "resume") == (130, "", "No session selected\n")
 
 
 def test_resume_without_value_and_no_sessions_does_not_open_the_picker(tree: Tree, monkeypatch, capsys) -> None:
@@ -487,8 +492,9 @@ def test_pick_all_selects_from_every_project(tree: Tree, monkeypatch, capsys) ->
 
 
 def test_pick_on_an_empty_project_still_cancels(tree: Tree, monkeypatch, capsys) -> None:
+    tree.paths.agent_dir.mkdir(parents=True)
     with keyboard(monkeypatch, ENTER + ESC):
-        assert run_cli(tree, monkeypatch, capsys, tree.project("empty"), "pick") == (1, "", "No session selected\n")
+        assert run_cli(tree, monkeypatch, capsys, tree.project("empty"), "pick") == (130, "", "No session selected\n")
 
 
 def test_pick_needs_a_terminal(tree: Tree, monkeypatch, capsys) -> None:
@@ -520,3 +526,17 @@ def test_ctrl_o_orders_the_rows_by_cost_and_back(tree: Tree, source_kind: str) -
         await d.press(ESC)
 
     assert drive(source, script).outcome == "cancelled"
+
+
+def test_pick_json_and_shell_print_the_chosen_session(tree: Tree, monkeypatch, capsys) -> None:
+    paths = populate(tree)
+    with keyboard(monkeypatch, "elsewhere" + ENTER):
+        code, out, _err = run_cli(tree, monkeypatch, capsys, tree.project("proj"), "pick", "--all", "--json")
+    chosen = json.loads(out)
+    assert code == 0 and chosen["path"] == str(paths["other"]) and chosen["cwd"] == str(tree.home / "other")
+    assert chosen["name"] == "elsewhere parser work" and chosen["messageCount"] == 2
+    with keyboard(monkeypatch, "elsewhere" + ENTER):
+        code, out, _err = run_cli(tree, monkeypatch, capsys, tree.project("proj"), "pick", "--all", "--shell")
+    assert (code, out) == (0, f"{tree.home / 'other'}\n{paths['other']}\n")  # the directory to run in, the file
+    with keyboard(monkeypatch, ESC):
+        assert run_cli(tree, monkeypatch, capsys, tree.project("proj"), "pick", "--json")[:2] == (130, "")

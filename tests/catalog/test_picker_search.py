@@ -143,20 +143,21 @@ def test_the_first_pass_over_all_rows_ranks_as_the_test_of_each_row(word: str) -
 
 
 def test_erasing_back_reuses_the_earlier_search_and_ranks_as_a_fresh_one() -> None:
+    # The query line (prompt_toolkit's buffer) hands the model each whole query as it is edited.
     model = PickerModel("project", corpus(4, 200), sessions_root=ROOT)
-    model.type_text("dep")
+    model.set_query("dep")
     after_dep = model._search
-    model.type_text("loy a")
-    for _ in range(5):
-        model.backspace()
+    model.set_query("deploy a")
+    for query in ("deploy ", "deploy", "deplo", "depl", "dep"):  # five Backspaces
+        model.set_query(query)
     assert model.query == "dep" and model._search is after_dep
     fresh = PickerModel("project", corpus(4, 200), sessions_root=ROOT)
-    fresh.type_text("dep")
+    fresh.set_query("dep")
     while not (model.advance_search(50) and fresh.advance_search(50)):
         pass
     assert model.results == fresh.results
-    model.type_text("x")  # a new branch: "dep" stays, "deploy a" is forgotten
-    model.backspace()
+    model.set_query("depx")  # a new branch: "dep" stays, "deploy a" is forgotten
+    model.set_query("dep")
     assert model._search is after_dep
 
 
@@ -187,23 +188,18 @@ def test_model_selection_moves_and_clamps() -> None:
     assert model.window(10) == list(range(30, 40))
 
 
-def test_model_query_editing() -> None:
+def test_model_query_replacement_searches_again() -> None:
     model = PickerModel("project", corpus(2, 60), sessions_root=ROOT)
-    model.type_text("fix pa")
+    model.set_query("fix pa")
     assert model.query == "fix pa"
-    model.delete_word()
-    assert model.query == "fix "
-    model.backspace()
-    model.type_text("\nd\tq")
-    assert model.query == "fix d q"
-    model.clear_query()
+    model.set_query("")
     assert model.query == "" and len(model.results) == 60
 
 
 def test_content_matches_rank_after_strong_hits_and_before_weak_fuzzy_ones() -> None:
     rows = [row("c0000000", first="nothing"), row("w0000000", first="d-e-e-p"), row("t0000000", title="deep dive")]
     model = PickerModel("all", rows, sessions_root=ROOT)
-    model.type_text("deep")
+    model.set_query("deep")
     while not model.advance_search(100):
         pass
     assert [model.rows[i].session_id for i in model.results] == ["t0000000", "w0000000"]
@@ -214,7 +210,7 @@ def test_content_matches_rank_after_strong_hits_and_before_weak_fuzzy_ones() -> 
     assert model.snippet(0) == "a \x02deep\x03 thought"
     model.set_content_matches(("dee", "all"), {rows[1].path: "stale"})  # another query: ignored
     assert model.snippet(1) is None
-    model.backspace()
+    model.set_query("dee")
     assert model.snippet(0) is None and [model.rows[i].session_id for i in model.results] == ["t0000000",
                                                                                               "w0000000"]
 
@@ -242,7 +238,7 @@ def test_a_moved_selection_stays_on_its_session_when_rows_or_content_change() ->
 def test_a_moved_selection_follows_its_session_when_content_hits_arrive() -> None:
     rows = [row("c0000000", first="nothing"), row("w0000000", first="d-e-e-p"), row("t0000000", title="deep")]
     model = PickerModel("all", rows, sessions_root=ROOT)
-    model.type_text("deep")
+    model.set_query("deep")
     model.last()
     assert model.selected_row() == rows[1]  # the weak fuzzy hit, last
     model.set_content_matches(("deep", "all"), {rows[0].path: "\x02deep\x03"})

@@ -82,7 +82,7 @@ def run_in_tmux(tree: Tree, tmp_path: Path) -> Iterator[Callable[[str], Pane]]:
     """Start `sessdex <args>` (a shell snippet using $SESSDEX) in ~/proj inside a fresh tmux server."""
     sockets: list[str] = []
 
-    def start(command: str) -> Pane:
+    def start(command: str, width: int = 120) -> Pane:
         socket = str(tmp_path / f"tmux-{len(sockets)}.sock")
         sockets.append(socket)
         results = tmp_path / f"results-{len(sockets)}"
@@ -93,7 +93,7 @@ def run_in_tmux(tree: Tree, tmp_path: Path) -> Iterator[Callable[[str], Pane]]:
         exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in environment.items())
         script = f'( {command} ) >"$RESULTS/out" 2>"$RESULTS/err"; echo $? >"$RESULTS/status"; sleep 60'
         pane = Pane(socket, results)
-        pane.tmux("-f", "/dev/null", "new-session", "-d", "-s", "picker", "-x", "120", "-y", "30",
+        pane.tmux("-f", "/dev/null", "new-session", "-d", "-s", "picker", "-x", str(width), "-y", "30",
                   "-c", str(tree.home / "proj"), f"env {exports} sh -c {shlex.quote(script)}")
         return pane
 
@@ -141,7 +141,7 @@ def test_pick_filters_switches_scope_and_prints_the_choice(run_in_tmux, tree: Tr
 def test_resume_draws_on_the_terminal_while_stdout_is_captured(run_in_tmux, tree: Tree) -> None:
     pane = run_in_tmux('chosen="$("$SESSDEX" resume)"; status=$?; printf %s "$chosen"; exit $status')
     pane.wait_for(lambda s: "Resume a session" in s and "Deploy the API" in s, "the picker")
-    pane.keys("End", "Up", "Enter")
+    pane.keys("C-End", "Up", "Enter")
     status, out, _err = pane.finished()
     assert status == 0 and out.endswith("_bb22000000000002.jsonl") and "\n" not in out
 
@@ -150,12 +150,12 @@ def test_resume_escape_and_ctrl_c(run_in_tmux) -> None:
     cancelled = run_in_tmux('"$SESSDEX" resume')
     cancelled.wait_for(lambda s: "Resume a session" in s, "the picker")
     cancelled.keys("Escape")
-    assert cancelled.finished() == (1, "", "No session selected\n")
+    assert cancelled.finished() == (130, "", "No session selected\n")
 
-    hard_exit = run_in_tmux('"$SESSDEX" resume')
-    hard_exit.wait_for(lambda s: "Resume a session" in s, "the picker")
-    hard_exit.keys("C-c")
-    assert hard_exit.finished() == (0, "", "")
+    interrupted = run_in_tmux('"$SESSDEX" resume')
+    interrupted.wait_for(lambda s: "Resume a session" in s, "the picker")
+    interrupted.keys("C-c")
+    assert interrupted.finished() == (130, "", "No session selected\n")  # nothing on stdout: `&&` stops
 
 
 def test_empty_project_picker_and_resume(run_in_tmux, tree: Tree) -> None:
@@ -167,7 +167,24 @@ def test_empty_project_picker_and_resume(run_in_tmux, tree: Tree) -> None:
     time.sleep(0.3)
     assert "No sessions in this project" in pane.screen()  # Enter did nothing
     pane.keys("Escape")
-    assert pane.finished() == (1, "", "No session selected\n")
+    assert pane.finished() == (130, "", "No session selected\n")
 
     resume = run_in_tmux('cd "$HOME/empty" && "$SESSDEX" resume')
     assert resume.finished() == (1, "", "No sessions found\n")
+
+
+def test_narrow_terminal_keeps_count_and_scope_and_wide_one_previews(run_in_tmux) -> None:
+    narrow = run_in_tmux('"$SESSDEX" pick', width=60)
+    screen = narrow.wait_for(lambda s: "Parser rewrite" in s, "the picker at 60 columns")
+    header = screen.splitlines()[0]
+    assert "◉" in header and "3 of 3" in header and len(header) <= 60
+    narrow.keys("C-c")
+    assert narrow.finished()[0] == 130
+
+    wide = run_in_tmux('"$SESSDEX" pick', width=160)
+    screen = wide.wait_for(lambda s: "last messages" in s, "the preview pane at 160 columns")
+    assert "│" in screen and "xcsh: sure" in screen and "you: rewrite" in screen
+    wide.keys("\x1f", literal=True)  # Ctrl+/
+    wide.wait_for(lambda s: "last messages" not in s, "the preview hidden by Ctrl+/")
+    wide.keys("Escape")
+    assert wide.finished()[0] == 130

@@ -306,6 +306,15 @@ def test_the_view_starts_at_the_end_and_g_goes_to_the_top(sandbox: Sandbox) -> N
     assert "first question" in top and "follow-up 59" not in top
 
 
+@pytest.mark.parametrize(("key", "cancelled"), [("q", False), (ESCAPE, True), ("\x03", True)])
+def test_esc_and_ctrl_c_leave_the_viewer_as_a_cancel(sandbox: Sandbox, key: str, cancelled: bool) -> None:
+    path = sandbox.session("first question", "anthropic/claude-x", "off")
+    screens = Screens()
+    viewer = sandbox.viewer(path, screens)
+    drive(viewer, screens, [key])
+    assert viewer.exit_requested and viewer.cancelled == cancelled  # the CLI exits 130 when cancelled
+
+
 # -- the command -------------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -347,7 +356,8 @@ def test_view_refuses_a_missing_or_invalid_file_without_touching_it(sessdex, tmp
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("garbage")] == ["garbage.jsonl"]
 
 
-def test_view_reports_unknown_ids_and_empty_projects(sessdex) -> None:
+def test_view_reports_unknown_ids_and_empty_projects(sessdex, sandbox: Sandbox) -> None:
+    sandbox.paths.agent_dir.mkdir(parents=True, exist_ok=True)
     code, _, err = sessdex("--print")
     assert code == 1 and "No sessions found" in err
     code, _, err = sessdex("deadbeef", "--print")

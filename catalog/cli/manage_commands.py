@@ -1,0 +1,128 @@
+"""`sessdex rename ID TITLE` and `sessdex trash ID | list | restore ID`: a session's title and its removal,
+never a real delete (the trash mirrors the sessions folder under `<agent dir>/trash/`)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import click
+
+from sessdex.catalog.cli.click_app import command_settings
+from sessdex.catalog.cli.output import (
+    Column,
+    echo,
+    echo_json,
+    home_relative,
+    output_width,
+    render_table,
+    session_json,
+    session_label,
+)
+from sessdex.catalog.cli.read_guard import agent_dir_named, json_refusal, require_agent_dir
+from sessdex.catalog.queries.naming import display_name
+from sessdex.catalog.tui.dates import short_date
+from sessdex.core.discovery import id_prefix_length
+from sessdex.core.errors import UsageError
+from sessdex.core.paths import AgentPaths
+from sessdex.core.summary import SessionInfo
+
+
+def _paths(ctx: click.Context) -> AgentPaths:
+    paths = command_settings(ctx).paths
+    require_agent_dir(paths, agent_dir_named(ctx))
+    return paths
+
+
+def find_session(ctx: click.Context, paths: AgentPaths, value: str) -> SessionInfo:
+    """The session VALUE names: a session file path, or an id prefix (this project first, then every project)."""
+    from sessdex.catalog.queries.open_source import open_session_source
+    from sessdex.core.discovery import read_session_info
+    from sessdex.core.resume import is_path_like
+
+    if is_path_like(value):
+        info = read_session_info(os.path.abspath(os.path.expanduser(value)))
+        if info is None:
+            raise UsageError(f"{value} is not a readable session file")
+        return info
+    settings = command_settings(ctx)
+    with open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True)) as source:
+        return source.find_session_by_id(value, os.getcwd(), None)
+
+
+@click.command("rename")
+@click.argument("value", metavar="ID")
+@click.argument("title")
+@click.option("--json", "as_json", is_flag=True, help="Print the renamed session's object as JSON.")
+@click.pass_context
+def rename_command(ctx: click.Context, value: str, title: str, as_json: bool) -> None:
+    """Give the session ID (an id prefix or a file) the title TITLE, as a rename in the agent does."""
+    from sessdex.core.discovery import read_session_info
+    from sessdex.core.rename import rename_session
+
+    with json_refusal(as_json):
+        paths = _paths(ctx)
+        info = find_session(ctx, paths, value)
+        stored = rename_session(info.path, title, paths)
+    renamed = read_session_info(info.path) or info
+    if as_json:
+        echo_json(session_json(renamed))
+    else:
+        echo(f"Renamed {info.id} to “{stored}”", err=True)
+
+
+def _trash_listing(ctx: click.Context, as_json: bool) -> None:
+    from sessdex.core.trash import trash_root, trashed_sessions
+
+    items = trashed_sessions(_paths(ctx))
+    if as_json:
+        echo_json([{**session_json(item.info), "restoreTo": str(item.restore_to)} for item in items])
+        return
+    if not items:
+        echo(f"The trash is empty ({trash_root(_paths(ctx))})", err=True)
+        return
+    now_ms = time.time() * 1000
+    prefix = id_prefix_length([item.info.id for item in items])
+    rows = [[item.info.id[:prefix], short_date(item.trashed_ms, now_ms), session_label(item.info),
+             home_relative(item.info.cwd)] for item in items]
+    columns = [Column("ID"), Column("TRASHED"), Column("NAME", flexible=True), Column("CWD", flexible=True, path=True)]
+    echo(render_table(columns, rows, output_width()))
+
+
+@click.command("trash")
+@click.argument("words", nargs=-1, required=True, metavar="ID | list | restore ID")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def trash_command(ctx: click.Context, words: tuple[str, ...], as_json: bool) -> None:
+    """Move the session ID to <agent dir>/trash/; `trash list` shows the trash, `trash restore ID` brings one back.
+
+    Nothing is ever deleted: a session in the trash is a file you can still open, and restoring it puts it
+    back exactly where it was (refusing if a file is there now).
+    """
+    from sessdex.core.trash import find_trashed, restore_session, trash_session
+
+    with json_refusal(as_json):
+        if words == ("list",):
+            _trash_listing(ctx, as_json)
+            return
+        if words[0] == "restore":
+            if len(words) != 2:
+                raise UsageError("usage: sessdex trash restore ID")
+            item = find_trashed(words[1], _paths(ctx))
+            restored = restore_session(item)
+            if as_json:
+                echo_json({**session_json(item.info), "path": str(restored)})
+            else:
+                echo(f"Restored {item.info.id} to {restored}", err=True)
+            return
+        if len(words) != 1:
+            raise UsageError("usage: sessdex trash ID | sessdex trash list | sessdex trash restore ID")
+        paths = _paths(ctx)
+        info = find_session(ctx, paths, words[0])
+        target = trash_session(info.path, paths)
+    if as_json:
+        echo_json({**session_json(info), "path": str(target), "restoreTo": str(info.path)})
+    else:
+        name = display_name(info.title, info.first_message, info.message_count, info.id, str(info.path))
+        echo(f"Moved {info.id} ({name}) to the trash: {target}\n"
+             f"`sessdex trash restore {info.id[:id_prefix_length([info.id])]}` brings it back.", err=True)

@@ -1,0 +1,109 @@
+"""The session trash: `<agent dir>/trash/` mirrors `<agent dir>/sessions/`, so a trashed file goes back exactly
+where it was. Nothing here ever deletes a file: trashing and restoring are renames that refuse to overwrite."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from sessdex.core.errors import AmbiguousSessionError, SessdexError, SessionNotFoundError
+from sessdex.core.paths import AgentPaths
+from sessdex.core.summary import SessionInfo
+
+TRASH_DIR_NAME = "trash"
+
+
+def trash_root(paths: AgentPaths) -> Path:
+    """`<agent dir>/trash`."""
+    return paths.agent_dir / TRASH_DIR_NAME
+
+
+def _relative_to_sessions(path: Path, paths: AgentPaths) -> Path:
+    try:
+        return Path(os.path.abspath(path)).relative_to(os.path.abspath(paths.sessions_root))
+    except ValueError:
+        raise SessdexError(f"{path} is not under {paths.sessions_root}: only the agent's sessions can be trashed") \
+            from None
+
+
+def _make_private_dirs(folder: Path) -> None:
+    """Create `folder` and its missing parents, each 0700 (the trash holds session transcripts)."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
+
+
+def _move_without_overwriting(source: Path, target: Path) -> None:
+    """Rename `source` to `target`, refusing when `target` exists (link + unlink: never replaces a file)."""
+    _make_private_dirs(target.parent)
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        raise SessdexError(f"{target} already exists; nothing was moved") from None
+    except OSError:  # a file system without hard links: check, then rename
+        if os.path.lexists(target):
+            raise SessdexError(f"{target} already exists; nothing was moved") from None
+        os.rename(source, target)
+        return
+    os.unlink(source)
+
+
+def trash_session(path: str | os.PathLike[str], paths: AgentPaths) -> Path:
+    """Move a session file from the sessions folder to the trash; return where it went."""
+    source = Path(path)
+    if not source.is_file():
+        raise SessionNotFoundError(f"{source} does not exist")
+    target = trash_root(paths) / _relative_to_sessions(source, paths)
+    _move_without_overwriting(source, target)
+    return target
+
+
+@dataclass(frozen=True)
+class TrashedSession:
+    """A session in the trash: what it was, and where `restore` puts it back."""
+
+    info: SessionInfo
+    restore_to: Path
+    trashed_ms: float
+
+
+def trashed_sessions(paths: AgentPaths) -> list[TrashedSession]:
+    """Every session file in the trash, most recently trashed first."""
+    from sessdex.core.discovery import read_session_info
+
+    root = trash_root(paths)
+    found: list[TrashedSession] = []
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            if not name.endswith(".jsonl") or name.startswith("."):
+                continue
+            file = Path(folder) / name
+            info = read_session_info(file)
+            if info is None:
+                continue
+            restore_to = paths.sessions_root / file.relative_to(root)
+            found.append(TrashedSession(info, restore_to, file.stat().st_ctime * 1000))
+    return sorted(found, key=lambda item: item.trashed_ms, reverse=True)
+
+
+def find_trashed(value: str, paths: AgentPaths) -> TrashedSession:
+    """The one trashed session whose id starts with `value` (or whose trash path is `value`)."""
+    items = trashed_sessions(paths)
+    matches = [item for item in items if item.info.id == value or str(item.info.path) == value] or \
+              [item for item in items if item.info.id.startswith(value)]
+    if not matches:
+        raise SessionNotFoundError(f'No session "{value}" in the trash ({trash_root(paths)}).')
+    if len(matches) > 1:
+        raise AmbiguousSessionError(f'"{value}" matches {len(matches)} sessions in the trash: type more of the id',
+                                    [item.info for item in matches])
+    return matches[0]
+
+
+def restore_session(item: TrashedSession) -> Path:
+    """Move a trashed session back where it was; return that path."""
+    _move_without_overwriting(Path(item.info.path), item.restore_to)
+    return item.restore_to
