@@ -187,7 +187,7 @@ def run_fast(args: Sequence[str]) -> int | None:
     if line.command == "history search":
         return _run_history_search(line, settings.paths.agent_dir_text)
     paths = settings.paths
-    if not paths.agent_dir.is_dir():
+    if not os.path.isdir(paths.agent_dir_text):
         return None  # the click commands say so (and create nothing)
 
     from sessdex.catalog.queries.open_source import open_session_source

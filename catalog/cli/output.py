@@ -103,12 +103,13 @@ def resume_json(result: ResumeResult, cwd: str | None) -> dict[str, Any]:
     directory to run the agent in (`cwd`: the session's own, or this one for a fork)."""
     from sessdex.core.discovery import read_session_info
 
+    path = result.path_text
     info = result.session if result.action == "open" and result.session is not None else \
-        read_session_info(result.path) if result.path.is_file() else None
+        read_session_info(path) if os.path.isfile(path) else None
     base: dict[str, Any] = session_json(info) if info is not None else {
-        "id": None, "path": str(result.path), "cwd": cwd, "title": None, "name": result.path.name,
+        "id": None, "path": path, "cwd": cwd, "title": None, "name": os.path.basename(path),
         "created": None, "modified": None, "messageCount": 0, "firstMessage": None}
-    base["path"] = str(result.path)
+    base["path"] = path
     if cwd is not None:
         base["cwd"] = cwd
     base["action"] = result.action
@@ -269,7 +270,7 @@ def session_label(info: SessionInfo) -> str:
     """One line naming a session: `display_name`, the rule every command shares."""
     from sessdex.catalog.queries.naming import display_name  # core.discovery: only once something is printed
 
-    return display_name(info.title, info.first_message, info.message_count, info.id, str(info.path))
+    return display_name(info.title, info.first_message, info.message_count, info.id, info.path_text)
 
 
 def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: float | None = None,

@@ -9,22 +9,28 @@ sessions yet: one line, exit 1. A `--agent-dir` named on the command line that d
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import Any
+import os
 
 from sessdex.core.errors import SessdexError, SessionNotFoundError, UsageError
-from sessdex.core.paths import AgentPaths
+
+TYPE_CHECKING = False  # typing and pathlib stay off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from sessdex.core.paths import AgentPaths
 
 AGENT_DIR_NAMED = "sessdex.agent_dir_named"  # click context meta: --agent-dir was given on the command line
 
 
 def require_agent_dir(paths: AgentPaths, named: bool = False) -> None:
     """Raise unless `paths.agent_dir` is a directory; `named`: it was given as --agent-dir on the command line."""
-    if paths.agent_dir.is_dir():
+    agent_dir = paths.agent_dir_text
+    if os.path.isdir(agent_dir):
         return
     if named:
-        raise UsageError(f"agent dir {paths.agent_dir} does not exist")
-    raise SessionNotFoundError(f"no sessions: {paths.agent_dir} does not exist")
+        raise UsageError(f"agent dir {agent_dir} does not exist")
+    raise SessionNotFoundError(f"no sessions: {agent_dir} does not exist")
 
 
 @contextlib.contextmanager

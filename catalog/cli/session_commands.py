@@ -150,7 +150,7 @@ def _resolve(open_source: SourceOpener, paths: AgentPaths, value: str, *, assume
     with open_source() as source:
         if own_dir and value and not is_path_like(value):
             info = source.find_session_by_id(value, cwd, session_dir)
-            return ResumeResult("open", info.path, info), info.cwd or cwd
+            return ResumeResult("open", info.path_text, info), info.cwd or cwd
         try:
             result = resolve_resume(value, cwd, session_dir, paths=paths, confirm_fork=confirm_fork,
                                     find_session=lambda v, c, d, *, paths: source.find_session_by_id(v, c, d))

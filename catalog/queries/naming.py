@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.paths import SESSION_SUFFIX
 
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from sessdex.catalog.queries.source import PickerRow
 
