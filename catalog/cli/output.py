@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import sys
 import time
 from datetime import UTC, datetime
 
+from sessdex.catalog.tui.terminal_text import HIGHLIGHT_END, HIGHLIGHT_START, terminal_json, terminal_text
 from sessdex.catalog.tui.width import ELLIPSIS, display_width, fit
 
 TYPE_CHECKING = False  # typing, dataclasses and json stay off the hot commands' imports (issue 12)
@@ -23,21 +25,57 @@ if TYPE_CHECKING:
     from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
 
+MAX_COUNT = 1_000_000_000  # the largest -n / --limit accepted: larger values are usage errors, not overflows
+BOLD, NORMAL = "\x1b[1m", "\x1b[22m"
 LABEL_MAX_CHARS = 200  # titles and first messages are cut here before any width is measured
 # The escape sequences click.echo removes from text written to a non-terminal (click's own pattern).
 _ANSI_SEQUENCE = r"\033\[[0-?]*[ -/]*[@-~]"
 
 
-def echo(text: str, *, err: bool = False) -> None:
+MAX_QUERY_CHARS = 1000
+MAX_QUERY_WORDS = 64
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def search_query(words: Sequence[str]) -> str:
+    """The words of a `search` / `history search` as one query; UsageError when it is longer than anyone types.
+
+    The bound keeps a search's work small whatever is pasted; bytes that are not UTF-8 in an argument
+    (lone surrogates once decoded) become U+FFFD, which searches as a word separator.
+    """
+    text = " ".join(words)
+    if len(text) > MAX_QUERY_CHARS or len(text.split()) > MAX_QUERY_WORDS:
+        from sessdex.core.errors import UsageError
+
+        raise UsageError(f"the search query is too long: at most {MAX_QUERY_WORDS} words and {MAX_QUERY_CHARS} "
+                         "characters")
+    return _SURROGATES.sub("\ufffd", text)
+
+
+def current_directory() -> str:
+    """The current directory, for the commands that answer about "this project"; UsageError when it was deleted."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        from sessdex.core.errors import UsageError
+
+        raise UsageError("the current directory no longer exists: cd to an existing one and try again") from None
+
+
+def echo(text: str, *, err: bool = False, markup: bool = False) -> None:
     """Write `text` and a newline to stdout (stderr with `err`) and flush, as click.echo does.
 
-    Like click.echo, escape sequences are removed when the stream is not a terminal; sessdex's
-    output went through click.echo before this fast path existed, and must not change.
+    Every line sessdex prints comes through here, so this is where text from sessions, the catalog
+    and the history is made terminal-safe: control characters and lone surrogates become U+FFFD
+    (`terminal_text`). With `markup`, HIGHLIGHT_START/END around a match become bold on/off after
+    that. Like click.echo, escape sequences are removed when the stream is not a terminal.
     """
     stream = sys.stderr if err else sys.stdout
     if stream is None:
         return
-    line = text + "\n"
+    line = terminal_text(text, keep_newlines=True) + "\n"
+    if markup:
+        line = line.replace(HIGHLIGHT_START, BOLD).replace(HIGHLIGHT_END, NORMAL)
     if "\033" in line and not stream.isatty():
         import re  # only text holding an escape character needs it
 
@@ -60,10 +98,10 @@ def _ascii_only(stream: Any) -> bool:
 
 
 def echo_json(value: Any) -> None:
-    """Print `value` as indented JSON, non-ASCII characters kept."""
+    """Print `value` as indented JSON, non-ASCII characters kept (those a terminal acts on escaped)."""
     import json  # only --json output needs it
 
-    echo(json.dumps(value, ensure_ascii=False, indent=2))
+    echo(terminal_json(json.dumps(value, ensure_ascii=False, indent=2)))
 
 
 def iso_utc(moment: datetime) -> str:
@@ -134,7 +172,11 @@ class Column:
 
 
 def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None) -> str:
-    """A plain-text table whose lines fit in `width` columns (no limit when None); flexible columns shrink."""
+    """A plain-text table whose lines fit in `width` columns (no limit when None); flexible columns shrink.
+
+    Each cell is one line (a line break or tab in a cwd or title becomes a space), so rows stay rows.
+    """
+    rows = [[terminal_text(cell) for cell in row] for row in rows]
     natural = [max([display_width(col.header)] + [display_width(row[i]) for row in rows])
                for i, col in enumerate(columns)]
     widths = list(natural)

@@ -12,7 +12,6 @@ Without a terminal (stdin not a TTY), `resume` lists the sessions on stderr and 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sessdex.catalog.cli.click_app import command_settings
+from sessdex.catalog.cli.output import current_directory, echo
 from sessdex.catalog.queries.open_source import open_session_source
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.source import PickerRow, Scope
@@ -67,10 +67,10 @@ def run_picker(source: PickerSource, scope: Scope, rows: list[PickerRow], headin
 def finish(ctx: click.Context, result: PickerResult) -> None:
     """Print the chosen path and exit 0, or report the cancel (exit 1), or take the hard exit (exit 0)."""
     if result.outcome == "selected" and result.row is not None:
-        click.echo(result.row.path)
+        echo(result.row.path)
         ctx.exit(0)
     if result.outcome == "cancelled":
-        click.echo("No session selected", err=True)
+        echo("No session selected", err=True)
         ctx.exit(1)
     ctx.exit(0)
 
@@ -78,7 +78,7 @@ def finish(ctx: click.Context, result: PickerResult) -> None:
 def _source(ctx: click.Context, cwd: str, session_dir: Path | None) -> PickerSource:
     """The catalog source for the CLI's --agent-dir / --catalog (the file scan if the catalog fails)."""
     source = open_session_source(command_settings(ctx),
-                                 warn=lambda message: click.echo(f"sessdex: {message}", err=True))
+                                 warn=lambda message: echo(f"sessdex: {message}", err=True))
     return PickerSource(source, cwd, session_dir)
 
 
@@ -102,16 +102,16 @@ def sessions_listing(rows: list[PickerRow], now_ms: float) -> str:
 
 def resume_without_value(ctx: click.Context, session_dir: Path | None) -> None:
     """`sessdex resume` with no value (S13): this project's sessions in the picker; print the chosen one."""
-    cwd = os.getcwd()
+    cwd = current_directory()
     source = _source(ctx, cwd, session_dir)
     try:
         rows = source.rows("project")
         if not rows:
-            click.echo("No sessions found", err=True)
+            echo("No sessions found", err=True)
             ctx.exit(1)
         if not terminal_available():
-            click.echo(sessions_listing(rows, time.time() * 1000), err=True)
-            click.echo("Pass an id prefix from the list: sessdex resume <id>", err=True)
+            echo(sessions_listing(rows, time.time() * 1000), err=True)
+            echo("Pass an id prefix from the list: sessdex resume <id>", err=True)
             ctx.exit(1)
         result = run_picker(source, "project", rows, "Resume a session")
     finally:
@@ -132,7 +132,7 @@ def pick_command(ctx: click.Context, all_projects: bool, session_dir: Path | Non
     """
     if not terminal_available():
         raise UsageError("sessdex pick needs a terminal: stdin is not one")
-    source = _source(ctx, os.getcwd(), session_dir)
+    source = _source(ctx, current_directory(), session_dir)
     scope: Scope = "all" if all_projects else "project"
     try:
         result = run_picker(source, scope, source.rows(scope), "Pick a session")

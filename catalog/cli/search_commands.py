@@ -14,7 +14,8 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 
-from sessdex.catalog.cli.output import echo, iso_utc, on_other_machine, output_width
+from sessdex.catalog.cli.output import echo, echo_json, iso_utc, on_other_machine, output_width, search_query
+from sessdex.catalog.tui.terminal_text import HIGHLIGHT_END, HIGHLIGHT_START, terminal_json, terminal_text
 from sessdex.catalog.tui.width import char_width
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -26,9 +27,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SEARCH_COUNT = 20
 DEFAULT_HISTORY_COUNT = 20
-BOLD, NORMAL = "\x1b[1m", "\x1b[22m"
-# What click.style(text, bold=True) wrote around a history match (it resets every attribute after it).
-HISTORY_BOLD, HISTORY_RESET = "\x1b[1m", "\x1b[0m"
 _LINE_BREAKS = str.maketrans({"\r": " ", "\n": " ", "\t": " ", "\v": " ", "\f": " ",
                               "\x85": " ", "\u2028": " ", "\u2029": " "})
 _ELLIPSIS = "…"
@@ -52,11 +50,16 @@ def _one_line(text: str) -> str:
 def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str | os.PathLike[str] | None,
                limit: int, as_json: bool, substring: bool = False) -> int:
     """`sessdex search`: the best `limit` sessions matching `text` (this project, or every one when cwd is None);
-    `substring`: when no session matches, every word as a substring."""
+    `substring`: when no session matches, every word as a substring.
+
+    UsageError for a query longer than anyone types (`search_query`). Matches are bold on a terminal,
+    else marked with [ and ]; everything printed is made terminal-safe by `echo`.
+    """
     from sessdex.core.discovery import sanitize_display_name, time_ago
 
+    text = search_query([text])
     styled = not as_json and sys.stdout.isatty()
-    highlight = (BOLD, NORMAL) if styled else ("[", "]")
+    highlight = (HIGHLIGHT_START, HIGHLIGHT_END) if styled else ("[", "]")
     hits = catalog.search(text, cwd, session_dir, limit=limit, highlight=highlight, substring_fallback=substring)
     progress = catalog.content_index_progress()
     if progress is not None:
@@ -65,9 +68,7 @@ def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str
              "messages); matches in message text may be missing until `sessdex index` or `sessdex watch` "
              "completes it", err=True)
     if as_json:
-        import json  # only --json needs it
-
-        echo(json.dumps([hit_json(hit) for hit in hits], ensure_ascii=False, indent=2))
+        echo_json([hit_json(hit) for hit in hits])
         return 0
     if not hits:
         echo("No matching sessions", err=True)
@@ -77,8 +78,8 @@ def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str
         info = hit.session
         label = sanitize_display_name(info.title or info.first_message)
         ago = time_ago(info.modified.timestamp() * 1000, now_ms)
-        echo(f"{info.id}  {ago}  {label}  ({info.cwd}{on_other_machine(info)})")
-        echo(f"    {hit.field}: {_one_line(hit.snippet)}")
+        echo(f"{info.id}  {ago}  {label}  ({_one_line(info.cwd)}{on_other_machine(info)})")
+        echo(f"    {hit.field}: {_one_line(hit.snippet)}", markup=styled)
     return 0
 
 
@@ -107,7 +108,7 @@ def _cut(text: str, spans: Sequence[tuple[int, int]], columns: int | None) -> tu
 
 def render_history_entry(entry: HistoryEntry, width: int | None) -> str:
     """One line: local time, cwd, then the prompt (or a search hit's snippet, its matches in bold)."""
-    prefix = f"{datetime.fromtimestamp(entry.created_at):%Y-%m-%d %H:%M}  {_short_cwd(entry.cwd)}  "
+    prefix = f"{datetime.fromtimestamp(entry.created_at):%Y-%m-%d %H:%M}  {terminal_text(_short_cwd(entry.cwd))}  "
     text: str
     spans: Sequence[tuple[int, int]]
     text, spans = (entry.snippet, entry.highlights) if entry.snippet is not None else \
@@ -117,19 +118,19 @@ def render_history_entry(entry: HistoryEntry, width: int | None) -> str:
     pieces, position = [prefix], 0
     for start, end in spans:
         pieces.append(text[position:start])
-        pieces.append(HISTORY_BOLD + text[start:end] + HISTORY_RESET)
+        pieces.append(HIGHLIGHT_START + text[start:end] + HIGHLIGHT_END)
         position = end
     pieces.append(text[position:])
     return "".join(pieces)
 
 
 def print_history(entries: list[HistoryEntry], as_json: bool) -> None:
-    """Prompts as JSON, or one line each, cut to the terminal's width."""
+    """Prompts as JSON, or one line each, cut to the terminal's width (matches in bold on a terminal)."""
     if as_json:
         import orjson
 
-        echo(orjson.dumps([entry.to_json() for entry in entries], option=orjson.OPT_INDENT_2).decode())
+        echo(terminal_json(orjson.dumps([entry.to_json() for entry in entries], option=orjson.OPT_INDENT_2).decode()))
         return
     width = output_width()
     for entry in entries:
-        echo(render_history_entry(entry, width))
+        echo(render_history_entry(entry, width), markup=True)

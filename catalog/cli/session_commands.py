@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 
 from sessdex.catalog.cli.output import (
+    current_directory,
     echo,
     echo_json,
     output_width,
@@ -46,7 +47,7 @@ def run_list(open_source: SourceOpener, *, all_projects: bool, as_json: bool, se
     if all_projects and session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
     with open_source() as source:
-        sessions = source.list_all_sessions() if all_projects else source.list_sessions(os.getcwd(), session_dir)
+        sessions = source.list_all_sessions() if all_projects else source.list_sessions(current_directory(), session_dir)
     if as_json:
         echo_json([session_json(info) for info in sessions])
     elif not sessions:
@@ -59,7 +60,8 @@ def run_list(open_source: SourceOpener, *, all_projects: bool, as_json: bool, se
 def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, as_json: bool,
                session_dir: Path | None) -> int:
     """`sessdex recent`: the project's most recently changed sessions, newest first."""
-    folders = [os.fspath(session_dir)] if session_dir is not None else paths.project_session_folders(os.getcwd())
+    folders = ([os.fspath(session_dir)] if session_dir is not None
+               else paths.project_session_folders(current_directory()))
     with open_source() as source:
         recent = source.recent_sessions_in(folders, limit)
     if as_json:
@@ -104,7 +106,7 @@ def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, 
     if value is None:
         raise UsageError("resume needs a session id prefix or a path (or run `sessdex pick`)")
     with open_source() as source:
-        result = resolve_resume(value, os.getcwd(), session_dir, paths=paths, confirm_fork=_fork_confirmation(assume),
+        result = resolve_resume(value, current_directory(), session_dir, paths=paths, confirm_fork=_fork_confirmation(assume),
                                 find_session=lambda v, c, d, *, paths: source.find_session_by_id(v, c, d))
     if result.action == "open" and not os.path.isfile(result.path_text):
         echo(f"{result.path_text} does not exist yet: opening it starts a new session there.", err=True)
@@ -122,7 +124,7 @@ def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool,
     from sessdex.core.breadcrumbs import resolve_continue_target  # lazy: it pulls in the runtime/storage modules
 
     with open_source() as source:
-        target = resolve_continue_target(os.getcwd(), session_dir, paths=paths,
+        target = resolve_continue_target(current_directory(), session_dir, paths=paths,
                                          most_recent=source.most_recent_session_in)
     if target is None:
         if as_json:

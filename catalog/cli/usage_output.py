@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 
 from sessdex.catalog.cli.output import Column, echo, output_width, render_table
+from sessdex.catalog.tui.terminal_text import terminal_json
 from sessdex.core.discovery import id_prefix_length, sanitize_display_name
 from sessdex.core.errors import UsageError
 from sessdex.core.usage import (
@@ -74,7 +75,7 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
         # orjson: a session report holds a row per session, and the stdlib encoder costs more than the query.
         import orjson
 
-        echo(orjson.dumps(report.to_json(breakdown), option=orjson.OPT_INDENT_2).decode())
+        echo(terminal_json(orjson.dumps(report.to_json(breakdown), option=orjson.OPT_INDENT_2).decode()))
     elif not report.rows:
         echo("No usage found", err=True)
     else:

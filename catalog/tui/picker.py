@@ -40,6 +40,7 @@ from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN, SCOPES, PickerRow, Scope
 from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
 from sessdex.catalog.tui.picker_model import PickerModel
+from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.catalog.tui.width import char_width, display_width
 from sessdex.core.discovery import sanitize_display_name, time_ago
 from sessdex.core.usage import format_cost
@@ -233,7 +234,8 @@ class PickerScreen:
         for number, cell in enumerate(cells):
             if number:
                 fragments.append((base, GAP))
-            fragments += [(f"{base} class:match" if marked else base, text) for text, marked in cell]
+            # Session text made terminal-safe here, after layout: each character keeps its one column.
+            fragments += [(f"{base} class:match" if marked else base, terminal_text(text)) for text, marked in cell]
         if not selected:  # unstyled trailing blanks would only be more cells for the terminal diff to compare
             while fragments and not fragments[-1][0] and not fragments[-1][1].strip():
                 fragments.pop()
