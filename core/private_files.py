@@ -10,7 +10,6 @@ here first is enough for them.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
@@ -19,10 +18,10 @@ PRIVATE_DIR_MODE = 0o700
 def make_private_dirs(folder: str | os.PathLike[str]) -> None:
     """Create `folder` and any missing parents with mode 0700 (existing ones are left as they are)."""
     missing = []
-    current = Path(folder)
-    while not current.exists() and current != current.parent:
+    current = os.path.abspath(os.fspath(folder))  # strings, not pathlib: writers on the hot path import this
+    while not os.path.exists(current) and current != os.path.dirname(current):
         missing.append(current)
-        current = current.parent
+        current = os.path.dirname(current)
     for path in reversed(missing):
         try:
             os.mkdir(path, PRIVATE_DIR_MODE)
@@ -37,7 +36,7 @@ def open_private(path: str | os.PathLike[str], flags: int = os.O_RDWR) -> int:
 
 def create_private_file(path: str | os.PathLike[str]) -> None:
     """Create `path` as an empty 0600 file unless it exists (its parents 0700), e.g. before SQLite opens it."""
-    make_private_dirs(Path(path).parent)
+    make_private_dirs(os.path.dirname(os.path.abspath(os.fspath(path))))
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, PRIVATE_FILE_MODE))
     except FileExistsError:
