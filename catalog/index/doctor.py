@@ -17,7 +17,7 @@ from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.indexer import Indexer, open_session_file, read_fold, storable_text, stores_content
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, root_range, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
-from sessdex.catalog.store.db import CatalogDatabase, open_catalog
+from sessdex.catalog.store.db import CatalogDatabase, CatalogNotWritableError, open_catalog
 from sessdex.catalog.store.location import CatalogLocation
 from sessdex.core.errors import CatalogError, CatalogUnavailableError
 from sessdex.core.paths import AgentPaths
@@ -152,7 +152,7 @@ def run_doctor(location: CatalogLocation, paths: AgentPaths, *, check_only: bool
     unreadable = None
     try:
         db = open_catalog(location, machine=machine)
-    except CatalogUnavailableError:
+    except (CatalogUnavailableError, CatalogNotWritableError):
         raise  # the catalog is fine, or cannot be told: never moved aside for a permission problem
     except CatalogError as exc:
         if check_only or location.sqlite_path is None or not location.sqlite_path.exists():

@@ -483,15 +483,22 @@ def open_catalog(location: CatalogLocation, *, backend: str = "auto", machine: s
     except sqlite3.OperationalError as exc:
         if _not_writable(exc):
             # Not a broken catalog: a read-only folder or file (WAL needs its -shm file). Nothing to rebuild.
-            raise CatalogUnavailableError(f"cannot open the catalog {location.display}: {exc} (a read-only "
+            raise CatalogNotWritableError(f"cannot open the catalog {location.display}: {exc} (a read-only "
                                           "folder or file?)") from exc
         raise _broken(location, exc) from exc
     except sqlite3.DatabaseError as exc:
         raise _broken(location, exc) from exc
     except OSError as exc:
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT):
-            raise CatalogUnavailableError(f"cannot open the catalog {location.display}: {exc.strerror}") from exc
+            raise CatalogNotWritableError(f"cannot open the catalog {location.display}: {exc.strerror}") from exc
         raise
+
+
+class CatalogNotWritableError(CatalogError):
+    """A SQLite catalog that cannot be opened for its permissions (a read-only folder or file): nothing to
+    repair or move aside; reads fall back to the files."""
+
+    exit_code = 2
 
 
 def _not_writable(exc: sqlite3.OperationalError) -> bool:
