@@ -7,7 +7,6 @@ a session file.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sessdex.catalog.cli.click_app import command_settings
+from sessdex.catalog.cli.output import MAX_COUNT, current_directory, echo, echo_json
 from sessdex.catalog.cli.search_commands import DEFAULT_SEARCH_COUNT, run_search
 from sessdex.catalog.index.content_index import content_backlog, fill_content_index
 from sessdex.catalog.index.indexer import Indexer
@@ -26,6 +26,7 @@ from sessdex.catalog.index.watcher import refuse_while_watched
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
 from sessdex.catalog.store.settings import Settings
+from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -36,8 +37,8 @@ if TYPE_CHECKING:
 
 # -- index ----------------------------------------------------------------------------------------------
 
-def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> tuple[int, int, int]:
-    """Index what changed in `scope` with a progress bar (by bytes); return (files, bytes, vanished)."""
+def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> tuple[int, int, int, int]:
+    """Index what changed in `scope` with a progress bar (by bytes); return (files, bytes, vanished, failed)."""
     on_disk = scan_files(scope)
     changed, vanished = diff(on_disk, catalog_files(db, scope))
     sizes = {path: key[2] for path in changed if (key := on_disk[path]) is not None}
@@ -46,7 +47,7 @@ def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> 
     with click.progressbar(length=max(total, 1), label="Indexing", file=sys.stderr, show_eta=True,
                            show_percent=True, width=30, hidden=not show_progress) as bar:
         indexer.index_paths([*sorted(changed), *vanished], progress=lambda path, _outcome: bar.update(sizes.get(path, 0)))
-    return len(changed), total, len(vanished)
+    return len(changed), total, len(vanished), len(indexer.failures)
 
 
 def fill_content(db: CatalogDatabase, *, show_progress: bool) -> None:
@@ -101,23 +102,52 @@ def index_command(ctx: click.Context, rebuild: bool, content: bool | None) -> No
         if location.sqlite_path is not None:
             remove_catalog_files(location)
     started = time.perf_counter()
+    files, size, vanished, failed, total_files, machine = _index_once(
+        settings, content, Scope.of(root=paths.sessions_root), rebuild=rebuild)
+    skipped = f" {failed} file(s) could not be read and were skipped (see `sessdex doctor`)." if failed else ""
+    echo(f"Indexed {files} file(s) ({size / 1e6:.1f} MB), dropped {vanished} vanished, in "
+         f"{time.perf_counter() - started:.1f} s; the catalog {location.display} holds {total_files} file(s) "
+         f"of machine {machine}.{skipped}", err=True)
+
+
+def _index_once(settings: Settings, content: bool | None, scope: Scope, *, rebuild: bool,
+                attempts: int = 2) -> tuple[int, int, int, int, int, str]:
+    """index_changes on the catalog, and once more when its -wal file was deleted meanwhile (what the run
+    wrote there was lost): (files, bytes, vanished, failed, this machine's files in the catalog, machine)."""
+    location = settings.location()
     db = open_machine_catalog(settings, content)
     try:
         if rebuild and location.sqlite_path is None:
             with db.write():
                 db.execute("delete_machine_files")
-        files, size, vanished = index_changes(db, Scope.of(root=paths.sessions_root), show_progress=sys.stderr.isatty())
+        writer = db.sqlite_writer()  # opened now (SQLite makes the -wal file), so the file can be watched
+        if writer is not None:
+            writer.execute("SELECT 1 FROM session_files LIMIT 1").fetchall()
+        wal = location.wal_identity()
+        files, size, vanished, failed = index_changes(db, scope, show_progress=sys.stderr.isatty())
         fill_content(db, show_progress=sys.stderr.isatty())
         total_files = db.scalar("count_machine_files")
+        pulled_away = wal is not None and location.wal_identity() != wal
     finally:
         db.close()
-    click.echo(f"Indexed {files} file(s) ({size / 1e6:.1f} MB), dropped {vanished} vanished, in "
-               f"{time.perf_counter() - started:.1f} s; the catalog {location.display} holds {total_files} file(s) "
-               f"of machine {db.machine}.",
-               err=True)
+    if pulled_away and attempts > 1:
+        echo("sessdex: the catalog's WAL file was removed while indexing; indexing again", err=True)
+        again = _index_once(settings, content, scope, rebuild=False, attempts=attempts - 1)
+        return files + again[0], size + again[1], vanished + again[2], again[3], again[4], again[5]
+    return files, size, vanished, failed, total_files, db.machine
 
 
 # -- watch -----------------------------------------------------------------------------------------------
+
+class _TerminalSafeLog:
+    """The watcher's log (stderr), its lines made terminal-safe like every other output (file names are untrusted)."""
+
+    def write(self, text: str) -> None:
+        sys.stderr.write(terminal_text(text, keep_newlines=True))
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
 
 @click.command("watch")
 @click.option("--poll", is_flag=True, help="Poll the files every second instead of using inotify.")
@@ -135,13 +165,13 @@ def watch_command(ctx: click.Context, poll: bool, content: bool | None) -> None:
     paths, location = settings.paths, settings.location()
     machine = settings.machine_name
     remember_machine(paths.agent_dir, machine)
-    watcher = Watcher(paths.sessions_root, location,
+    watcher = Watcher(paths.sessions_root, location, log=_TerminalSafeLog(),
                       observer_factory=_polling_observer if poll else _native_observer, machine=machine,
                       content=content)
     stop = threading.Event()
     with stop_on_signals(stop):
         stats = watcher.run(stop)
-    click.echo(f"sessdex watch: stopped after {stats.batches} batch(es), {stats.files_indexed} file update(s).",
+    echo(f"sessdex watch: stopped after {stats.batches} batch(es), {stats.files_indexed} file update(s).",
                err=True)
 
 
@@ -151,7 +181,7 @@ def watch_command(ctx: click.Context, poll: bool, content: bool | None) -> None:
 @click.argument("words", nargs=-1, required=True)
 @click.option("--all", "all_projects", is_flag=True, help="Search every project, not only this one.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (matches marked with [ and ]).")
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=DEFAULT_SEARCH_COUNT, show_default=True,
+@click.option("-n", "--limit", type=click.IntRange(min=1, max=MAX_COUNT), default=DEFAULT_SEARCH_COUNT, show_default=True,
               help="At most this many sessions.")
 @click.option("--session-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Search this session folder instead of the project's folders.")
@@ -171,14 +201,13 @@ def search_command(ctx: click.Context, words: tuple[str, ...], all_projects: boo
     with json_refusal(as_json):
         require_agent_dir(command_settings(ctx).paths, agent_dir_named(ctx))
     with Catalog.from_settings(command_settings(ctx)) as catalog:
-        run_search(catalog, " ".join(words), cwd=None if all_projects else os.getcwd(), session_dir=session_dir,
-                   limit=limit, as_json=as_json, substring=substring)
+        run_search(catalog, " ".join(words), cwd=None if all_projects else current_directory(),
+                   session_dir=session_dir, limit=limit, as_json=as_json, substring=substring)
 
 
 # -- doctor ----------------------------------------------------------------------------------------------
 
 def _print_report(report: DoctorReport, check_only: bool) -> None:
-    echo = lambda text="": click.echo(text)  # noqa: E731
     echo(f"catalog: {report.catalog}")
     echo(f"session files: {report.files}")
     if report.catalog_unreadable:
@@ -202,6 +231,14 @@ def _print_report(report: DoctorReport, check_only: bool) -> None:
         echo(f"unreadable files: {len(report.unreadable)}")
         for path in report.unreadable:
             echo(f"  {path}")
+    if report.undecodable_names:
+        echo(f"names that are not valid UTF-8 (skipped): {len(report.undecodable_names)}")
+        for path in report.undecodable_names:
+            echo(f"  {path}")
+    if report.unindexable:
+        echo(f"files sessdex cannot read (skipped): {len(report.unindexable)}")
+        for path, reason in report.unindexable.items():
+            echo(f"  {path}: {reason}")
     if report.repaired:
         echo("repaired: " + "; ".join(report.repaired))
     elif report.needs_repair and check_only:
@@ -228,7 +265,7 @@ def doctor_command(ctx: click.Context, check_only: bool, quick: bool, as_json: b
     report = run_doctor(settings.location(), settings.paths, check_only=check_only, reread=not quick,
                         machine=settings.machine_name)
     if as_json:
-        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        echo_json(report.to_json())
     else:
         _print_report(report, check_only)
     if check_only and report.needs_repair:

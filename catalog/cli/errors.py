@@ -14,13 +14,15 @@ from sessdex.core.errors import SessdexError
 
 INTERRUPTED_STATUS = 130
 BROKEN_PIPE_STATUS = 1  # what click exits with when stdout is closed under it
+OS_ERROR_STATUS = 2  # a file or folder sessdex needs cannot be read or written (permissions, read-only, gone)
+DATABASE_ERROR_STATUS = 1
 
 
 def run_reporting_errors(command: Callable[[], int]) -> int:
     """Run a CLI invocation and return its exit status, every error it raises reported as the user sees it.
 
-    A SessdexError is one line `sessdex: <message>` on stderr and its `exit_code`; click's own errors
-    (usage, abort) are shown as click shows them; Ctrl+C is `Aborted.` and 130; a closed stdout ends
+    A SessdexError is one line `sessdex: <message>` on stderr and its `exit_code`; click's usage errors
+    are one line too (`sessdex recent: <message> (see ...)`, status 2); Ctrl+C is `Aborted.` and 130; a closed stdout ends
     quietly with status 1.
     """
     try:
@@ -35,8 +37,15 @@ def run_reporting_errors(command: Callable[[], int]) -> int:
     except BrokenPipeError:
         _silence_closed_output()
         return BROKEN_PIPE_STATUS
+    except OSError as exc:
+        # A read-only agent dir, a file removed underfoot: one line, never a traceback.
+        where = f": {exc.filename}" if exc.filename else ""
+        _echo_error(f"sessdex: {exc.strerror or exc}{where}")
+        return OS_ERROR_STATUS
     except Exception as exc:
         status = _click_error_status(exc)
+        if status is None:
+            status = _database_error_status(exc)
         if status is None:
             raise
         return status
@@ -54,12 +63,29 @@ def _click_error_status(exc: Exception) -> int | None:
     if click is None:
         return None
     if isinstance(exc, click.exceptions.Abort):
-        click.echo("Aborted.", err=True)
+        _echo_error("Aborted.")
         return INTERRUPTED_STATUS
+    if isinstance(exc, click.UsageError):
+        # One line, as every other error: the command, what was wrong, where the help is.
+        command = exc.ctx.command_path if exc.ctx is not None else "sessdex"
+        _echo_error(f"{command}: {exc.format_message()} (see `{command} --help`)")
+        return exc.exit_code
     if isinstance(exc, click.ClickException):
-        exc.show()
+        _echo_error(f"sessdex: {exc.format_message()}")
         return exc.exit_code
     return None
+
+
+def _database_error_status(exc: Exception) -> int | None:
+    """A SQLite error that escaped (the catalog's WAL deleted under a running command, a disk error): one line."""
+    sqlite3, sqlalchemy_errors = sys.modules.get("sqlite3"), sys.modules.get("sqlalchemy.exc")
+    if sqlalchemy_errors is not None and isinstance(exc, sqlalchemy_errors.DBAPIError):
+        exc = exc.orig  # the driver's own error, without SQLAlchemy's SQL dump
+    if sqlite3 is None or not isinstance(exc, sqlite3.Error):
+        return None
+    _echo_error(f"sessdex: the database failed: {exc}. The catalog is derived data: `sessdex doctor` or "
+                "`sessdex index --rebuild` repairs it (session files are never touched)")
+    return DATABASE_ERROR_STATUS
 
 
 def _silence_closed_output() -> None:

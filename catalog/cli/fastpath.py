@@ -53,6 +53,7 @@ LIMIT_OPTION = "--limit"  # -n / --limit of recent, search and history search
 LIMITED_COMMANDS = ("recent", "search", "history search")
 # Commands taking words (one or more) rather than at most one value.
 WORD_COMMANDS = ("search", "history search")
+MAX_COUNT = 1_000_000_000  # sessdex.catalog.cli.output.MAX_COUNT (that module is not imported before it is needed)
 
 
 class CommandLine(namedtuple("CommandLine", "command agent_dir catalog flags value limit options",
@@ -72,7 +73,8 @@ class CommandLine(namedtuple("CommandLine", "command agent_dir catalog flags val
 
 def _positive_count(text: str) -> int | None:
     # Plain ASCII digits only: other spellings int() accepts ("+5", " 5", "٥") are left to click.
-    if text.isascii() and text.isdigit() and int(text) >= 1:
+    # Out of range values are left to click too, which reports them as usage errors.
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_COUNT:
         return int(text)
     return None
 
@@ -224,6 +226,7 @@ def run_fast(args: Sequence[str]) -> int | None:
 
 def _run_search(line: CommandLine, source: SessionSource) -> int | None:
     """`search` on a current SQLite catalog; None (for click, which reports it) for anything else."""
+    from sessdex.catalog.cli.output import current_directory
     from sessdex.catalog.cli.search_commands import DEFAULT_SEARCH_COUNT, run_search
     from sessdex.catalog.queries.sessions import Catalog
 
@@ -231,18 +234,19 @@ def _run_search(line: CommandLine, source: SessionSource) -> int | None:
         if not isinstance(source, Catalog) or source.db is None or source.db.sqlite_reader() is None:
             return None
         limit = DEFAULT_SEARCH_COUNT if line.limit is None else line.limit
-        return run_search(source, line.value or "", cwd=None if "all" in line.flags else os.getcwd(),
+        return run_search(source, line.value or "", cwd=None if "all" in line.flags else current_directory(),
                           session_dir=None, limit=limit, as_json="json" in line.flags)
 
 
 def _run_history_search(line: CommandLine, agent_dir: str) -> int | None:
     """`history search` on an existing history.db with the agent's schema; None (for click) otherwise."""
+    from sessdex.catalog.cli.output import current_directory, search_query
     from sessdex.catalog.cli.search_commands import DEFAULT_HISTORY_COUNT, print_history
     from sessdex.catalog.history.search import HISTORY_DB_NAME, search_history_file
 
     limit = DEFAULT_HISTORY_COUNT if line.limit is None else line.limit
-    entries = search_history_file(os.path.join(agent_dir, HISTORY_DB_NAME), line.value or "", limit,
-                                  os.getcwd() if "here" in line.flags else None)
+    entries = search_history_file(os.path.join(agent_dir, HISTORY_DB_NAME), search_query([line.value or ""]), limit,
+                                  current_directory() if "here" in line.flags else None)
     if entries is None:
         return None
     print_history(entries, "json" in line.flags)

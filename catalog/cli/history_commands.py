@@ -6,6 +6,7 @@ shell hook (`sessdex history add "$cmd"`) or imported from old session files all
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -15,8 +16,21 @@ from pathlib import Path
 import click
 
 from sessdex.catalog.cli.click_app import command_settings
+from sessdex.catalog.cli.output import MAX_COUNT, current_directory, echo, search_query
 from sessdex.catalog.cli.search_commands import DEFAULT_HISTORY_COUNT, print_history
-from sessdex.catalog.history.storage import HistoryStorage, history_db_path
+from sessdex.catalog.history.storage import (
+    DEFAULT_BATCH_DELAY_SECONDS,
+    HistoryStorage,
+    HistoryWriteError,
+    history_db_path,
+)
+from sessdex.core.errors import HistoryError
+
+# A shell hook's `history add` may meet the agent mid-write: it waits this long for the lock rather than
+# give up after the library's 5 s and lose the prompt (the agent holds it for well under a second).
+SHELL_BUSY_TIMEOUT_SECONDS = 30.0
+# A failed write is raised to the command (and said in one line): the storage's own log of it would be a second.
+logging.getLogger(HistoryStorage.__module__).addHandler(logging.NullHandler())
 
 
 def _agent_dir() -> Path:
@@ -41,14 +55,16 @@ def _require_history(as_json: bool) -> None:
 def _history(batch_delay: float | None = None) -> Iterator[HistoryStorage]:
     """The agent's history.db, closed (and drained) when the command ends."""
     path = history_db_path(_agent_dir())
-    storage = HistoryStorage.open(path) if batch_delay is None else HistoryStorage.open(path, batch_delay=batch_delay)
+    storage = HistoryStorage.open(path, busy_timeout=SHELL_BUSY_TIMEOUT_SECONDS,
+                                  batch_delay=DEFAULT_BATCH_DELAY_SECONDS if batch_delay is None else batch_delay)
     try:
         yield storage
     finally:
         storage.close()
 
 
-_count_option = click.option("-n", "--limit", "limit", type=click.IntRange(min=1), default=DEFAULT_HISTORY_COUNT,
+_count_option = click.option("-n", "--limit", "limit", type=click.IntRange(min=1, max=MAX_COUNT),
+                             default=DEFAULT_HISTORY_COUNT,
                              show_default=True, help="How many prompts to show.")
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of lines.")
 
@@ -74,13 +90,14 @@ def recent_command(limit: int, as_json: bool) -> None:
 @_count_option
 @_json_option
 def search_command(query: tuple[str, ...], here: bool, limit: int, as_json: bool) -> None:
-    """Search prompts: each word of QUERY must start a word (else occur anywhere).
+    """Search prompts: each word of QUERY must occur as a phrase, its end as a prefix (else anywhere).
 
-    Newest first; matched words are shown in bold.
+    `to/file` finds "path/to/file" but not "file to archive". Newest first; matched words are shown in bold.
     """
+    text = search_query(query)
     _require_history(as_json)
     with _history() as history:
-        print_history(history.search(" ".join(query), limit, cwd=os.getcwd() if here else None), as_json)
+        print_history(history.search(text, limit, cwd=current_directory() if here else None), as_json)
 
 
 @history_group.command("add")
@@ -92,9 +109,14 @@ def add_command(text: str, cwd: str | None) -> None:
     Meant for shell hooks; consecutive repeats are dropped, as in the agent.
     """
     prompt = sys.stdin.read() if text == "-" else text
-    # A one-shot process: write at once instead of gathering a batch.
-    with _history(batch_delay=0) as history:
-        history.add(prompt, os.path.abspath(cwd) if cwd else os.getcwd())
+    where = os.path.abspath(cwd) if cwd else current_directory()
+    try:
+        # A one-shot process: write at once instead of gathering a batch.
+        with _history(batch_delay=0) as history:
+            history.add(prompt, where)
+    except HistoryWriteError as exc:
+        # Said plainly: this process ends, so nothing stays queued.
+        raise HistoryError(f"the prompt was not recorded ({exc})".replace(" still queued", " not written")) from None
 
 
 @history_group.command("import")
@@ -110,5 +132,5 @@ def import_command() -> None:
     with _history() as history:
         added = history.import_prompts(scan.prompts)
     skipped = f"; {scan.files_skipped} file(s) without a valid session header skipped" if scan.files_skipped else ""
-    click.echo(f"Imported {added} new prompt(s) of {len(scan.prompts)} found in {scan.files_read} "
+    echo(f"Imported {added} new prompt(s) of {len(scan.prompts)} found in {scan.files_read} "
                f"session file(s){skipped}.")

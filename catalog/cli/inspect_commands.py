@@ -9,6 +9,8 @@ import click
 import orjson
 
 from sessdex.catalog.cli.click_app import command_settings
+from sessdex.catalog.cli.output import echo
+from sessdex.catalog.tui.terminal_text import terminal_json
 from sessdex.core.blobs import BlobStore
 from sessdex.core.context import build_session_context
 from sessdex.core.errors import SessionFileError
@@ -42,7 +44,7 @@ def read_session(path: str, agent_dir: str | None) -> LoadedSession:
 
 
 def _print_json(value: Any) -> None:
-    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+    echo(terminal_json(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()))
 
 
 def _message_text(message: dict[str, Any]) -> str:
@@ -81,10 +83,10 @@ def context_command(ctx: click.Context, file: str, leaf_id: str | None, as_json:
         _print_json(context)
         return
     models = ", ".join(f"{role}={model}" for role, model in context["models"].items()) or "none"
-    click.echo(f"thinking {context['thinkingLevel']} · models {models} · mode {context['mode']}")
+    echo(f"thinking {context['thinkingLevel']} · models {models} · mode {context['mode']}")
     for message in context["messages"]:
         text = " ".join(_message_text(message).split())
-        click.echo(f"{message.get('role', '?'):>17}: {text[:200]}")
+        echo(f"{message.get('role', '?'):>17}: {text[:200]}")
 
 
 @click.command("entries")
@@ -99,8 +101,8 @@ def entries_command(ctx: click.Context, file: str, as_json: bool) -> None:
         return
     for entry in loaded.entries:
         if isinstance(entry, dict):
-            click.echo(f"{entry.get('id', '-'):>8} <- {str(entry.get('parentId')):>8}  {entry.get('type')}")
+            echo(f"{entry.get('id', '-'):>8} <- {str(entry.get('parentId')):>8}  {entry.get('type')}")
         else:
-            click.echo(f"{'-':>8}              (non-object record: {str(entry)[:60]})")
+            echo(f"{'-':>8}              (non-object record: {str(entry)[:60]})")
     if loaded.bad_records:
-        click.echo(f"{loaded.bad_records} unparseable line(s) skipped", err=True)
+        echo(f"{loaded.bad_records} unparseable line(s) skipped", err=True)

@@ -11,6 +11,7 @@ import click
 from sessdex.catalog.cli.click_app import command_settings
 from sessdex.catalog.cli.output import (
     Column,
+    current_directory,
     echo,
     echo_json,
     home_relative,
@@ -47,7 +48,7 @@ def find_session(ctx: click.Context, paths: AgentPaths, value: str) -> SessionIn
         return info
     settings = command_settings(ctx)
     with open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True)) as source:
-        return source.find_session_by_id(value, os.getcwd(), None)
+        return source.find_session_by_id(value, current_directory(), None)
 
 
 @click.command("rename")

@@ -12,6 +12,14 @@ import sys
 import time
 from datetime import UTC, datetime
 
+from sessdex.catalog.tui.terminal_text import (
+    EMPHASIS_END,
+    EMPHASIS_START,
+    HIGHLIGHT_END,
+    HIGHLIGHT_START,
+    terminal_json,
+    terminal_text,
+)
 from sessdex.catalog.tui.width import ELLIPSIS, cut_middle, display_width, fit
 
 TYPE_CHECKING = False  # typing, dataclasses and json stay off the hot commands' imports (issue 12)
@@ -22,20 +30,62 @@ if TYPE_CHECKING:
     from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
 
+MAX_COUNT = 1_000_000_000  # the largest -n / --limit accepted: larger values are usage errors, not overflows
+BOLD, NORMAL = "\x1b[1m", "\x1b[22m"
+BOLD_CYAN, RESET = "\033[1;36m", "\033[0m"
 # The escape sequences click.echo removes from text written to a non-terminal (click's own pattern).
 _ANSI_SEQUENCE = r"\033\[[0-?]*[ -/]*[@-~]"
 
 
-def echo(text: str, *, err: bool = False) -> None:
+MAX_QUERY_CHARS = 1000
+MAX_QUERY_WORDS = 64
+
+
+def search_query(words: Sequence[str]) -> str:
+    """The words of a `search` / `history search` as one query; UsageError when it is longer than anyone types.
+
+    The bound keeps a search's work small whatever is pasted; bytes that are not UTF-8 in an argument
+    (lone surrogates once decoded) become U+FFFD, which searches as a word separator.
+    """
+    text = " ".join(words)
+    if len(text) > MAX_QUERY_CHARS or len(text.split()) > MAX_QUERY_WORDS:
+        from sessdex.core.errors import UsageError
+
+        raise UsageError(f"the search query is too long: at most {MAX_QUERY_WORDS} words and {MAX_QUERY_CHARS} "
+                         "characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: only undecodable bytes in an argument make them
+        text = "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+    return text
+
+
+def current_directory() -> str:
+    """The current directory, for the commands that answer about "this project"; UsageError when it was deleted."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        from sessdex.core.errors import UsageError
+
+        raise UsageError("the current directory no longer exists: cd to an existing one and try again") from None
+
+
+def echo(text: str, *, err: bool = False, markup: bool = False) -> None:
     """Write `text` and a newline to stdout (stderr with `err`) and flush, as click.echo does.
 
-    Like click.echo, escape sequences are removed when the stream is not a terminal; sessdex's
-    output went through click.echo before this fast path existed, and must not change.
+    Every line sessdex prints comes through here, so this is where text from sessions, the catalog
+    and the history is made terminal-safe: control characters and lone surrogates become U+FFFD
+    (`terminal_text`). With `markup`, HIGHLIGHT_START/END around a match become bold on/off after
+    that, and EMPHASIS_START/END (an id's unique prefix) bold colour. Like click.echo, escape sequences are
+    removed when the stream is not a terminal.
     """
     stream = sys.stderr if err else sys.stdout
     if stream is None:
         return
-    line = text + "\n"
+    line = terminal_text(text, keep_newlines=True) + "\n"
+    if markup:
+        line = (line.replace(HIGHLIGHT_START, BOLD).replace(HIGHLIGHT_END, NORMAL)
+                .replace(EMPHASIS_START, BOLD_CYAN).replace(EMPHASIS_END, RESET))
     if "\033" in line and not stream.isatty():
         import re  # only text holding an escape character needs it
 
@@ -58,10 +108,10 @@ def _ascii_only(stream: Any) -> bool:
 
 
 def echo_json(value: Any) -> None:
-    """Print `value` as indented JSON, non-ASCII characters kept."""
+    """Print `value` as indented JSON, non-ASCII characters kept (those a terminal acts on escaped)."""
     import json  # only --json output needs it
 
-    echo(json.dumps(value, ensure_ascii=False, indent=2))
+    echo(terminal_json(json.dumps(value, ensure_ascii=False, indent=2)))
 
 
 def iso_utc(moment: datetime) -> str:
@@ -119,7 +169,6 @@ def resume_json(result: ResumeResult, cwd: str | None) -> dict[str, Any]:
 
 # -- tables ----------------------------------------------------------------------------------------------
 
-BOLD_CYAN, RESET = "\033[1;36m", "\033[0m"
 NARROW_TABLE_COLUMNS = 80  # below this width the session tables leave out the TOKENS column
 
 
@@ -218,8 +267,11 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
                  emphasis: Sequence[int] | None = None) -> str:
     """A plain-text table whose lines fit in `width` columns (no limit when None); flexible columns shrink.
 
-    `emphasis` (one number per row) marks that many leading characters of the first column in bold colour.
+    Each cell is one line (a line break or tab in a cwd or title becomes a space), so rows stay rows.
+    `emphasis` (one number per row) marks that many leading characters of the first column, shown in bold
+    colour when the table is printed with `echo(..., markup=True)`.
     """
+    rows = [[terminal_text(cell) for cell in row] for row in rows]
     natural = [max([display_width(col.header)] + [display_width(row[i]) for row in rows])
                for i, col in enumerate(columns)]
     widths = list(natural)
@@ -246,7 +298,7 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
         parts = [aligned(cells_by_column[i][number], i) for i in range(len(columns))]
         line = "  ".join(parts).rstrip()
         if emphasis is not None and 0 < emphasis[number] <= len(parts[0].rstrip()):
-            line = BOLD_CYAN + line[:emphasis[number]] + RESET + line[emphasis[number]:]
+            line = EMPHASIS_START + line[:emphasis[number]] + EMPHASIS_END + line[emphasis[number]:]
         lines.append(line)
     return "\n".join(lines)
 

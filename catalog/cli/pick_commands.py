@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sessdex.catalog.cli.click_app import command_settings
+from sessdex.catalog.cli.output import current_directory, echo
 from sessdex.catalog.queries.open_source import open_session_source
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.source import PickerRow, Scope
@@ -86,11 +87,11 @@ def finish(ctx: click.Context, result: PickerResult, *, as_json: bool = False, s
         elif shell:
             from sessdex.catalog.cli.session_commands import print_shell_target
 
-            print_shell_target(row.cwd if row.cwd and os.path.isdir(row.cwd) else os.getcwd(), row.path)
+            print_shell_target(row.cwd if row.cwd and os.path.isdir(row.cwd) else current_directory(), row.path)
         else:
-            click.echo(row.path)
+            echo(row.path)
         ctx.exit(0)
-    click.echo("No session selected", err=True)
+    echo("No session selected", err=True)
     ctx.exit(INTERRUPTED_STATUS)
 
 
@@ -100,7 +101,7 @@ def _source(ctx: click.Context, cwd: str, session_dir: Path | None) -> PickerSou
 
     settings = command_settings(ctx)
     require_agent_dir(settings.paths, agent_dir_named(ctx))
-    source = open_session_source(settings, warn=lambda message: click.echo(f"sessdex: {message}", err=True))
+    source = open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True))
     return PickerSource(source, cwd, session_dir)
 
 
@@ -129,16 +130,16 @@ def sessions_listing(rows: list[PickerRow], now_ms: float) -> str:
 def resume_without_value(ctx: click.Context, session_dir: Path | None, *, as_json: bool = False,
                          shell: bool = False) -> None:
     """`sessdex resume` with no value (S13): this project's sessions in the picker; print the chosen one."""
-    cwd = os.getcwd()
+    cwd = current_directory()
     source = _source(ctx, cwd, session_dir)
     try:
         rows = source.rows("project")
         if not rows:
-            click.echo("No sessions found", err=True)
+            echo("No sessions found", err=True)
             ctx.exit(1)
         if not terminal_available():
-            click.echo(sessions_listing(rows, time.time() * 1000), err=True)
-            click.echo("Pass an id prefix from the list: sessdex resume <id>", err=True)
+            echo(sessions_listing(rows, time.time() * 1000), err=True)
+            echo("Pass an id prefix from the list: sessdex resume <id>", err=True)
             ctx.exit(1)
         result = run_picker(ctx, source, "project", rows, "Resume a session")
     finally:
@@ -170,11 +171,11 @@ def pick_command(ctx: click.Context, all_projects: bool, this_repo: bool, sessio
         raise UsageError("--all and --repo cannot be combined")
     if not terminal_available():
         raise UsageError("sessdex pick needs a terminal: stdin is not one")
-    source = _source(ctx, os.getcwd(), session_dir)
+    source = _source(ctx, current_directory(), session_dir)
     scope: Scope = "all" if all_projects else "repo" if this_repo else "project"
     if this_repo and not source.repo_dirs:
         source.close()
-        raise UsageError(f"{os.getcwd()} is not inside a git repository")
+        raise UsageError(f"{current_directory()} is not inside a git repository")
     try:
         result = run_picker(ctx, source, scope, source.rows(scope), "Pick a session")
     finally:

@@ -12,7 +12,24 @@ import os
 from collections.abc import Sequence
 from datetime import datetime
 
-from sessdex.catalog.cli.output import color_enabled, echo, iso_utc_from_seconds, output_width, session_json, sessions_table
+from sessdex.catalog.cli.output import (
+    color_enabled,
+    echo,
+    echo_json,
+    iso_utc_from_seconds,
+    output_width,
+    search_query,
+    session_json,
+    sessions_table,
+)
+from sessdex.catalog.tui.terminal_text import (
+    EMPHASIS_END,
+    EMPHASIS_START,
+    HIGHLIGHT_END,
+    HIGHLIGHT_START,
+    terminal_json,
+    terminal_text,
+)
 from sessdex.catalog.tui.width import char_width, display_width, graphemes
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -24,9 +41,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SEARCH_COUNT = 20
 DEFAULT_HISTORY_COUNT = 20
-BOLD, NORMAL = "\x1b[1m", "\x1b[22m"
-# What click.style(text, bold=True) wrote around a history match (it resets every attribute after it).
-HISTORY_BOLD, HISTORY_RESET = "\x1b[1m", "\x1b[0m"
 _LINE_BREAKS = str.maketrans({"\r": " ", "\n": " ", "\t": " ", "\v": " ", "\f": " ",
                               "\x85": " ", "\u2028": " ", "\u2029": " "})
 _ELLIPSIS = "…"
@@ -47,9 +61,14 @@ def _one_line(text: str) -> str:
 def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str | os.PathLike[str] | None,
                limit: int, as_json: bool, substring: bool = False) -> int:
     """`sessdex search`: the best `limit` sessions matching `text` (this project, or every one when cwd is None);
-    `substring`: when no session matches, every word as a substring."""
+    `substring`: when no session matches, every word as a substring.
+
+    UsageError for a query longer than anyone types (`search_query`). Matches are bold on a terminal,
+    else marked with [ and ]; everything printed is made terminal-safe by `echo`.
+    """
+    text = search_query([text])
     styled = not as_json and color_enabled()
-    highlight = (BOLD, NORMAL) if styled else ("[", "]")
+    highlight = (HIGHLIGHT_START, HIGHLIGHT_END) if styled else ("[", "]")
     hits = catalog.search(text, cwd, session_dir, limit=limit, highlight=highlight, substring_fallback=substring)
     progress = catalog.content_index_progress()
     if progress is not None:
@@ -58,27 +77,28 @@ def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str
              "messages); matches in message text may be missing until `sessdex index` or `sessdex watch` "
              "completes it", err=True)
     if as_json:
-        import json  # only --json needs it
-
-        echo(json.dumps([hit_json(hit) for hit in hits], ensure_ascii=False, indent=2))
+        echo_json([hit_json(hit) for hit in hits])
         return 0
     if not hits:
         echo("No matching sessions", err=True)
         return 0
-    echo(search_table(hits, styled))
+    echo(search_table(hits, styled), markup=styled)
     return 0
+
+
+_MARKERS = HIGHLIGHT_START + HIGHLIGHT_END + EMPHASIS_START + EMPHASIS_END
 
 
 def search_table(hits: list[SearchHit], color: bool) -> str:
     """The listing table of `list` (same columns and id width, $COLUMNS), each row followed by where it matched."""
-    from sessdex.catalog.tui.width import cut, cut_styled
+    from sessdex.catalog.tui.width import cut, cut_marked
 
     width = output_width()
     table = sessions_table([hit.session for hit in hits], width, color=color).split("\n")
     lines = table[:1]
     for row, hit in zip(table[1:], hits):
         snippet = f"    {hit.field}: {_one_line(hit.snippet)}"
-        lines += [row, snippet if width is None else cut_styled(snippet, width) if color else cut(snippet, width)]
+        lines += [row, snippet if width is None else cut_marked(snippet, width, _MARKERS) if color else cut(snippet, width)]
     return "\n".join(lines)
 
 
@@ -108,7 +128,7 @@ def _cut(text: str, spans: Sequence[tuple[int, int]], columns: int | None) -> tu
 
 def render_history_entry(entry: HistoryEntry, width: int | None) -> str:
     """One line: local time, cwd, then the prompt (or a search hit's snippet, its matches in bold)."""
-    prefix = f"{datetime.fromtimestamp(entry.created_at):%Y-%m-%d %H:%M}  {_short_cwd(entry.cwd)}  "
+    prefix = f"{datetime.fromtimestamp(entry.created_at):%Y-%m-%d %H:%M}  {terminal_text(_short_cwd(entry.cwd))}  "
     text: str
     spans: Sequence[tuple[int, int]]
     text, spans = (entry.snippet, entry.highlights) if entry.snippet is not None else \
@@ -118,7 +138,7 @@ def render_history_entry(entry: HistoryEntry, width: int | None) -> str:
     pieces, position = [prefix], 0
     for start, end in spans:
         pieces.append(text[position:start])
-        pieces.append(HISTORY_BOLD + text[start:end] + HISTORY_RESET)
+        pieces.append(HIGHLIGHT_START + text[start:end] + HIGHLIGHT_END)
         position = end
     pieces.append(text[position:])
     return "".join(pieces)
@@ -133,12 +153,13 @@ def history_json(entry: HistoryEntry) -> dict[str, Any]:
 
 
 def print_history(entries: list[HistoryEntry], as_json: bool) -> None:
-    """Prompts as JSON, or one line each, cut to the terminal's width."""
+    """Prompts as JSON, or one line each, cut to the terminal's width (matches in bold on a terminal)."""
     if as_json:
         import orjson
 
-        echo(orjson.dumps([history_json(entry) for entry in entries], option=orjson.OPT_INDENT_2).decode())
+        echo(terminal_json(orjson.dumps([history_json(entry) for entry in entries],
+                                        option=orjson.OPT_INDENT_2).decode()))
         return
     width = output_width()
     for entry in entries:
-        echo(render_history_entry(entry, width))
+        echo(render_history_entry(entry, width), markup=True)

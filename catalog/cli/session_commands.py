@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from sessdex.catalog.cli.output import (
     color_enabled,
+    current_directory,
     echo,
     echo_json,
     output_width,
@@ -47,7 +48,7 @@ def run_list(open_source: SourceOpener, *, all_projects: bool, as_json: bool, se
     if all_projects and session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
     with json_refusal(as_json), open_source() as source:
-        sessions = source.list_all_sessions() if all_projects else source.list_sessions(os.getcwd(), session_dir)
+        sessions = source.list_all_sessions() if all_projects else source.list_sessions(current_directory(), session_dir)
     print_sessions(sessions, as_json=as_json)
     return 0
 
@@ -59,7 +60,7 @@ def print_sessions(sessions: list[SessionInfo], *, as_json: bool) -> None:
     elif not sessions:
         echo("No sessions found", err=True)
     else:
-        echo(sessions_table(sessions, output_width(), color=color_enabled()))
+        echo(sessions_table(sessions, output_width(), color=color_enabled()), markup=True)
 
 
 def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, as_json: bool,
@@ -72,11 +73,11 @@ def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, as_j
         if isinstance(source, Catalog):
             # The catalog holds every field of the session object: one query, no file read (a recent session
             # may be hundreds of megabytes).
-            sessions = source.list_sessions(os.getcwd(), session_dir, include_empty=True)[:limit]
+            sessions = source.list_sessions(current_directory(), session_dir, include_empty=True)[:limit]
         else:
             # The file scan: the newest files by their first 4 KB, then only those few read whole.
             folders = ([os.fspath(session_dir)] if session_dir is not None
-                       else paths.project_session_folders(os.getcwd()))
+                       else paths.project_session_folders(current_directory()))
             recent = source.recent_sessions_in(folders, limit)
             sessions = [info for item in recent if (info := read_session_info(item.path, item.mtime)) is not None]
     print_sessions(sessions, as_json=as_json)
@@ -139,7 +140,7 @@ def _resolve(open_source: SourceOpener, paths: AgentPaths, value: str, *, assume
     from sessdex.core.errors import SessionInOtherProjectError
     from sessdex.core.resume import ResumeResult, is_path_like, resolve_resume
 
-    cwd = os.getcwd()
+    cwd = current_directory()
     confirm = _fork_confirmation(assume)
     asked: list[SessionInfo] = []
 
@@ -195,7 +196,7 @@ def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool,
     from sessdex.core.discovery import read_session_info
 
     with json_refusal(as_json), open_source() as source:
-        target = resolve_continue_target(os.getcwd(), session_dir, paths=paths,
+        target = resolve_continue_target(current_directory(), session_dir, paths=paths,
                                          most_recent=source.most_recent_session_in)
     message = "No session to continue in this project: xcsh --continue starts a new one."
     if target is None:

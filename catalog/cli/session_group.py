@@ -14,7 +14,7 @@ import click
 
 from sessdex.catalog.cli import session_commands
 from sessdex.catalog.cli.click_app import command_settings
-from sessdex.catalog.cli.output import echo
+from sessdex.catalog.cli.output import MAX_COUNT, echo
 from sessdex.catalog.cli.read_guard import agent_dir_named, require_agent_dir
 from sessdex.catalog.queries.open_source import open_session_source
 from sessdex.catalog.queries.source import SessionSource
@@ -51,7 +51,7 @@ def list_command(ctx: click.Context, all_projects: bool, as_json: bool, session_
 
 
 @click.command("recent")
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=session_commands.DEFAULT_RECENT_COUNT,
+@click.option("-n", "--limit", type=click.IntRange(min=1, max=MAX_COUNT), default=session_commands.DEFAULT_RECENT_COUNT,
               show_default=True, help="How many sessions to show.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @_session_dir_option

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from sessdex.catalog.cli.output import Column, echo, output_width, render_table
+from sessdex.catalog.cli.output import Column, current_directory, echo, output_width, render_table
+from sessdex.catalog.tui.terminal_text import terminal_json
 from sessdex.core.discovery import id_prefix_length, sanitize_display_name
 from sessdex.core.errors import UsageError
 from sessdex.core.usage import (
@@ -69,12 +70,12 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
               as_json: bool) -> int:
     """`sessdex usage KIND`: tokens and cost per period, session, project or model, with a totals row."""
     with open_source() as source:
-        report = source.usage_report(kind, os.getcwd(), all_projects=all_projects, days=days)
+        report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
     if as_json:
         # orjson: a session report holds a row per session, and the stdlib encoder costs more than the query.
         import orjson
 
-        echo(orjson.dumps(report.to_json(breakdown), option=orjson.OPT_INDENT_2).decode())
+        echo(terminal_json(orjson.dumps(report.to_json(breakdown), option=orjson.OPT_INDENT_2).decode()))
     elif not report.rows:
         echo("No usage found", err=True)
     else:

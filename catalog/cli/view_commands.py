@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from sessdex.catalog.cli.click_app import command_settings
+from sessdex.catalog.cli.output import current_directory, echo
 from sessdex.core.errors import SessionFileError, SessionNotFoundError
 from sessdex.core.resume import is_path_like
 from sessdex.core.summary import SessionInfo
@@ -21,7 +22,7 @@ def _confirm_fork(assume_yes: bool) -> Callable[[SessionInfo], bool]:
         if assume_yes:
             return True
         if not sys.stdin.isatty():
-            click.echo("Pass --yes to fork a session from another project into this one.", err=True)
+            echo("Pass --yes to fork a session from another project into this one.", err=True)
             return False
         return click.confirm(f"Session {info.id} is in another project ({info.cwd}). Fork it into this project?",
                              default=False, err=True)
@@ -71,7 +72,7 @@ def view_command(ctx: click.Context, session: str | None, session_dir: Path | No
     settings = command_settings(ctx)
     paths = settings.paths
     runtime = SessionRuntime(paths=paths, storage=OverlaySessionStorage())
-    cwd = os.getcwd()
+    cwd = current_directory()
     if session is None or not is_path_like(session):
         from sessdex.catalog.cli.read_guard import agent_dir_named, require_agent_dir
 
@@ -89,7 +90,7 @@ def view_command(ctx: click.Context, session: str | None, session_dir: Path | No
             runtime=runtime))
     try:
         if print_only or not (sys.stdin.isatty() and sys.stdout.isatty()):
-            click.echo(plain_view(live, agent))
+            echo(plain_view(live, agent))
         else:
             chooser = PickerChooser(settings=settings)
             viewer = TranscriptViewer(live, agent, paths=paths, session_dir=session_dir, choose_session=chooser)

@@ -1,7 +1,9 @@
 """Searching the prompt history (S11): the agent's FTS5 semantics, newest first, fast on a million prompts.
 
-Semantics (the agent's): the query is cut into terms by FTS5's own tokenizer (unicode61: case and
-diacritics folded); a prompt matches when every term starts one of its words. Results are ordered
+Semantics (the agent's): each whitespace-separated word of the query is cut into tokens by FTS5's own
+tokenizer (unicode61: case and diacritics folded) and becomes one phrase: its tokens adjacent and in
+order, the last one matching as a prefix (`to/file` is the phrase "to file*"). A prompt matches when
+it holds every phrase ("terms" below are these phrases; most are a single token). Results are ordered
 newest first by (created_at, id). These semantics are computed exactly; only the plan is clever:
 
 * The schema is the agent's, so `history_fts` has no prefix index, and FTS5 answers `"the"*` by
@@ -27,7 +29,7 @@ import heapq
 import re
 import sqlite3
 from collections import namedtuple
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from sessdex.core.text import without_lone_surrogates
 
@@ -140,9 +142,13 @@ class HistoryEntry:
         return data
 
 
-def fts_match_expression(terms: Iterable[str]) -> str:
-    """Every term quoted as an FTS5 string with a prefix star; juxtaposition means all are required."""
-    return " ".join('"' + term.replace('"', '""') + '"*' for term in terms)
+# A phrase: the folded tokens of one query word, in order (the last one a prefix).
+Phrase = tuple[str, ...]
+
+
+def fts_match_expression(phrases: Iterable[Phrase]) -> str:
+    """Every phrase quoted as an FTS5 string with a prefix star (on its last token); all are required."""
+    return " ".join('"' + " ".join(phrase).replace('"', '""') + '"*' for phrase in phrases)
 
 
 class SearchScratch:
@@ -158,16 +164,22 @@ class SearchScratch:
         self._connection.execute("CREATE VIRTUAL TABLE query_terms USING fts5vocab(query, 'instance')")
         self._connection.execute("CREATE VIRTUAL TABLE probe USING fts5(prompt)")
 
-    def terms(self, text: str) -> list[str]:
-        """The distinct terms of `text` as FTS5 indexes them (folded), in order of appearance."""
+    def phrases(self, text: str) -> list[Phrase]:
+        """The distinct phrases of `text`: per whitespace-separated word, its tokens as FTS5 indexes them (folded)."""
+        words = text.split()
+        if not words:
+            return []
         connection = self._connection
         connection.execute("BEGIN")
         try:
-            connection.execute("INSERT INTO query(rowid, text) VALUES (1, ?)", (text,))
-            rows = connection.execute("SELECT term FROM query_terms ORDER BY offset").fetchall()
+            connection.executemany("INSERT INTO query(rowid, text) VALUES (?, ?)", enumerate(words, 1))
+            rows = connection.execute("SELECT doc, term FROM query_terms ORDER BY doc, offset").fetchall()
         finally:
             connection.execute("ROLLBACK")
-        return list(dict.fromkeys(row[0] for row in rows))
+        tokens: dict[int, list[str]] = {}
+        for word, term in rows:
+            tokens.setdefault(word, []).append(term)
+        return list(dict.fromkeys(tuple(terms) for _, terms in sorted(tokens.items())))
 
     def matching(self, prompts: list[tuple[int, str]], match: str) -> set[int]:
         """The ids among `prompts` that the FTS5 expression `match` selects."""
@@ -221,15 +233,33 @@ def starts_a_word(term: str | None, lowered: str) -> bool:
     return position >= 0
 
 
-class _TermTests:
-    """For ASCII prompts: does each term start a word? Exact, since unicode61 on ASCII is `[a-z0-9]+` runs."""
+def _never(_lowered: str) -> bool:
+    return False
 
-    def __init__(self, terms: list[str]) -> None:
-        # A term with other characters can never come from ASCII text (None: never matches).
-        self.terms: list[str | None] = [term if _ASCII_TERM.fullmatch(term) else None for term in terms]
+
+def phrase_test(phrase: Phrase) -> Callable[[str], bool]:
+    """For lowercased ASCII text: does `phrase` occur (tokens adjacent, whole but the last, which starts a word)?
+
+    Exact, since unicode61 on ASCII text is its `[a-z0-9]+` runs. A token with other characters can
+    never come from ASCII text: such a phrase never matches.
+    """
+    if not all(_ASCII_TERM.fullmatch(token) for token in phrase):
+        return _never
+    if len(phrase) == 1:
+        term = phrase[0]
+        return lambda lowered: starts_a_word(term, lowered)
+    search = re.compile("(?<![a-z0-9])" + "".join(token + "[^a-z0-9]+" for token in phrase[:-1]) + phrase[-1]).search
+    return lambda lowered: search(lowered) is not None
+
+
+class _TermTests:
+    """For ASCII prompts: does each phrase occur? (see phrase_test)"""
+
+    def __init__(self, terms: list[Phrase]) -> None:
+        self.tests = [phrase_test(term) for term in terms]
 
     def all_match(self, lowered: str) -> bool:
-        return all(starts_a_word(term, lowered) for term in self.terms)
+        return all(test(lowered) for test in self.tests)
 
 
 class _Plan(namedtuple("_Plan", "index_terms checked_terms seconds")):
@@ -237,15 +267,15 @@ class _Plan(namedtuple("_Plan", "index_terms checked_terms seconds")):
 
     __slots__ = ()
     # The fields' types, for the type checker (annotations only: no class attributes).
-    index_terms: list[str]
-    checked_terms: list[str]
+    index_terms: list[Phrase]
+    checked_terms: list[Phrase]
     seconds: float
 
 
 class _IndexSearch:
     """One prefix-AND query, planned as the module docstring explains."""
 
-    def __init__(self, connection: sqlite3.Connection, scratch: SearchScratch, terms: list[str], limit: int,
+    def __init__(self, connection: sqlite3.Connection, scratch: SearchScratch, terms: list[Phrase], limit: int,
                  cwd: str | None, scan_budget: int) -> None:
         self.connection = connection
         self.scratch = scratch
@@ -338,7 +368,7 @@ class _IndexSearch:
             matches = share[index_terms[0]] * total_rows
         cwd_share = self.cwd_rows / max(self.rows_scanned, 1) if self.cwd is not None else 1.0
 
-        def cost(index: list[str], checked: list[str], index_matches: float) -> float:
+        def cost(index: list[Phrase], checked: list[Phrase], index_matches: float) -> float:
             return _plan_seconds(index, checked, index_matches, share, total_rows, wanted, cwd_share)
 
         best = _Plan(index_terms, common, cost(index_terms, common, matches))
@@ -418,8 +448,8 @@ class _IndexSearch:
                 if measure_terms:
                     self.ascii_rows_measured += 1
                     passed = True
-                    for index, term in enumerate(tests.terms):
-                        if starts_a_word(term, lowered):
+                    for index, test in enumerate(tests.tests):
+                        if test(lowered):
                             counts[index] += 1
                         else:
                             passed = False
@@ -435,7 +465,7 @@ class _IndexSearch:
         return matched, cost
 
 
-def _plan_seconds(index_terms: list[str], checked_terms: list[str], matches: float, share: dict[str, float],
+def _plan_seconds(index_terms: list[Phrase], checked_terms: list[Phrase], matches: float, share: dict[Phrase, float],
                   total_rows: int, wanted: int, cwd_share: float) -> float:
     """Estimated phase-2 time: merging the index terms' postings, then streaming either every match or,
     when `wanted` hits come sooner, that many rows plus one stop-bound check."""
@@ -464,12 +494,12 @@ def _check_pays(span: int, ids_left: int, rows_streamed: int) -> bool:
 def search_prompts(connection: sqlite3.Connection, scratch: SearchScratch, text: str, limit: int,
                    cwd: str | None = None, *, substring_fallback: bool = True,
                    scan_budget: int = DEFAULT_SCAN_BUDGET) -> list[HistoryEntry]:
-    """Prompts matching every term of `text` as a word prefix, newest first, with snippets (see module doc).
+    """Prompts holding every phrase of `text` (one per word, see the module doc), newest first, with snippets.
 
     With `substring_fallback`, a query the index answers with nothing is retried as a substring scan.
     A broken or missing FTS index also falls back to the scan.
     """
-    terms = scratch.terms(text)
+    terms = scratch.phrases(text)
     rows: list[Row] = []
     if terms:
         try:

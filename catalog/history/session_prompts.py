@@ -2,12 +2,14 @@
 
 Small and self-contained on purpose: it walks `<sessions root>/**/*.jsonl`, reads each file leniently
 (bad lines skipped, files without a valid session header skipped) and yields every user message's
-text with the session's cwd and the time it was sent.
+text with the session's cwd and the time it was sent. Only regular files are read (a FIFO or device
+would block or never end), and a file that cannot be read for any reason is skipped and counted.
 """
 
 from __future__ import annotations
 
-import math
+import os
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +20,8 @@ from sessdex.core.jsonl import parse_jsonl
 from sessdex.core.paths import session_file_entries
 from sessdex.core.records import split_session_records
 from sessdex.core.summary import message_text
+
+_MAX_EPOCH_MS = 2**53  # a timestamp beyond this (year 285,000) is not one: the entry's ISO time is used
 
 
 @dataclass
@@ -34,7 +38,10 @@ def scan_session_prompts(sessions_root: Path) -> SessionPromptScan:
     scan = SessionPromptScan()
     for entry in session_file_entries(sessions_root, recursive=True, ordered=True):
         path = Path(entry.path)
-        prompts = _file_prompts(path)
+        try:
+            prompts = _file_prompts(path) if entry.is_file() else None
+        except Exception:  # one damaged file (too deep to parse, ...) never fails the import of the others
+            prompts = None
         if prompts is None:
             scan.files_skipped += 1
         else:
@@ -46,7 +53,11 @@ def scan_session_prompts(sessions_root: Path) -> SessionPromptScan:
 def _file_prompts(path: Path) -> list[ImportedPrompt] | None:
     """The user prompts of one session file; None when it cannot be read or has no valid header."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None  # replaced by a FIFO or device since it was listed
+            data = handle.read()
     except OSError:
         return None
     records = split_session_records(parse_jsonl(data).values)
@@ -70,7 +81,8 @@ def _file_prompts(path: Path) -> list[ImportedPrompt] | None:
 def _sent_at(message: dict[str, Any], entry: dict[str, Any], header: dict[str, Any]) -> int | None:
     """Unix seconds: the message's epoch-ms timestamp, else the entry's ISO time, else the session's."""
     stamp = message.get("timestamp")
-    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and math.isfinite(stamp) and stamp > 0:
+    # Compared, not converted: NaN and infinities fail the test, and an integer of any size never overflows.
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and 0 < stamp < _MAX_EPOCH_MS:
         return int(stamp // 1000)
     for record in (entry, header):
         iso = record.get("timestamp")

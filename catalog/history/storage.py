@@ -6,9 +6,10 @@ queue that a writer thread commits in batches; `flush()`/`close()` drain it. A f
 once and its prompts stay queued; the next `add()` raises it, and `flush()`/`close()` raise while
 prompts cannot be written.
 
-Search (`sessdex.catalog.history.search`) turns the user's text into FTS5 terms with the tokenizer that
-indexed the prompts, so no input can be an FTS syntax error; every term must start a word; when
-that finds nothing, a substring search takes over (`mit` finds `commit`).
+Search (`sessdex.catalog.history.search`) turns each word of the user's text into an FTS5 phrase with the
+tokenizer that indexed the prompts, so no input can be an FTS syntax error; every phrase must occur,
+its last token as a word prefix; when that finds nothing, a substring search takes over (`mit` finds
+`commit`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from sessdex.catalog.history.search import (
 )
 from sessdex.core.errors import HistoryError
 from sessdex.core.paths import default_agent_dir
+from sessdex.core.private_files import create_private_file
 from sessdex.core.text import without_lone_surrogates
 
 __all__ = ["HistoryEntry", "HistoryStorage", "HistoryWriteError", "ImportedPrompt", "history_db_path", "trim_prompt"]
@@ -302,7 +304,8 @@ class HistoryStorage:
         self.path = path
         self._clock = clock
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                create_private_file(path)  # 0600 (and so its -wal, -shm): it holds every prompt
             write_connection = _connect(path, busy_timeout)
         except (OSError, sqlite3.Error) as exc:
             raise HistoryError(f"cannot open the prompt history {path}: {exc}") from exc
@@ -394,7 +397,7 @@ class HistoryStorage:
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT, cwd: str | None = None, *,
                substring_fallback: bool = True) -> list[HistoryEntry]:
-        """Committed prompts in which every term of `query` starts a word, newest first, each with a snippet.
+        """Committed prompts holding every word of `query` as a phrase (last token a prefix), newest first, with snippets.
 
         `cwd` keeps only prompts sent from that directory. When that finds nothing and
         `substring_fallback` is on (the agent has no such fallback), prompts containing every word

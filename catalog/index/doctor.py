@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from sessdex.catalog.index.content_index import fill_content_index
-from sessdex.catalog.index.indexer import Indexer, read_fold, storable_text, stores_content
+from sessdex.catalog.index.indexer import Indexer, open_session_file, read_fold, storable_text, stores_content
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, root_range, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
-from sessdex.catalog.store.db import CatalogDatabase, open_catalog
+from sessdex.catalog.store.db import CatalogDatabase, CatalogNotWritableError, open_catalog
 from sessdex.catalog.store.location import CatalogLocation
-from sessdex.core.errors import CatalogError
+from sessdex.core.errors import CatalogError, CatalogUnavailableError
 from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import SessionSummary
 
@@ -38,6 +38,8 @@ class DoctorReport:
     no_header: list[str] = field(default_factory=list)
     damaged: dict[str, int] = field(default_factory=dict)
     unreadable: list[str] = field(default_factory=list)
+    unindexable: dict[str, str] = field(default_factory=dict)  # path -> why reading it fails
+    undecodable_names: list[str] = field(default_factory=list)  # folders and files whose name is not UTF-8
     files: int = 0
     repaired: list[str] = field(default_factory=list)
 
@@ -58,7 +60,7 @@ def _row_disagrees(db: CatalogDatabase, row: Any) -> bool:
     def count(texts: list[str], _pending: bool) -> None:
         counts[0] += len(texts)
 
-    with open(row["path"], "rb") as handle:
+    with open_session_file(row["path"]) as handle:
         result = read_fold(handle, 0, row["size"], SessionSummary(), 0, count)
     visible = result.visible
     expected = (visible.header_valid, storable_text(visible.session_id), visible.message_count,
@@ -77,7 +79,7 @@ def diagnose(db: CatalogDatabase, paths: AgentPaths, *, reread: bool) -> DoctorR
     fill_content_index(db)
     report = DoctorReport(db.location.display, integrity_errors=db.integrity_errors())
     scope = Scope.of(root=paths.sessions_root)
-    on_disk = scan_files(scope)
+    on_disk = scan_files(scope, skipped=report.undecodable_names)
     in_catalog = catalog_files(db, scope)
     report.files = len(on_disk)
     changed, report.orphaned = diff(on_disk, in_catalog)
@@ -91,14 +93,24 @@ def diagnose(db: CatalogDatabase, paths: AgentPaths, *, reread: bool) -> DoctorR
         if not os.access(path, os.R_OK):
             report.unreadable.append(path)
             continue
+        if reread:
+            try:
+                if _row_disagrees(db, row):
+                    report.misread.append(path)
+            except Exception as exc:  # one file's content: the catalog keeps it as unreadable
+                report.unindexable[path] = _reason(exc)
+                continue
         if not row["header_valid"]:
             report.no_header.append(path)
         bad = row["unparseable_lines"] + row["pending_unparseable"]
         if bad:
             report.damaged[path] = bad
-        if reread and _row_disagrees(db, row):
-            report.misread.append(path)
     return report
+
+
+def _reason(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def repair(db: CatalogDatabase, report: DoctorReport) -> None:
@@ -112,6 +124,8 @@ def repair(db: CatalogDatabase, report: DoctorReport) -> None:
         indexer.index_path(path, force=True)
     if report.misread:
         report.repaired.append(f"re-read {len(report.misread)} misread file(s)")
+    for failure in indexer.failures:
+        report.unindexable[failure.path] = failure.reason
     if report.integrity_errors and db.rebuild_full_text():
         report.repaired.append("rebuilt the full-text indexes")
 
@@ -138,6 +152,8 @@ def run_doctor(location: CatalogLocation, paths: AgentPaths, *, check_only: bool
     unreadable = None
     try:
         db = open_catalog(location, machine=machine)
+    except (CatalogUnavailableError, CatalogNotWritableError):
+        raise  # the catalog is fine, or cannot be told: never moved aside for a permission problem
     except CatalogError as exc:
         if check_only or location.sqlite_path is None or not location.sqlite_path.exists():
             raise

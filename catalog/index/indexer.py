@@ -12,7 +12,16 @@ or still-growing last line) is "pending": it is parsed as a file scan would pars
 the listing columns, but re-read on the next pass. A value of a damaged file that spans lines is
 handled by widening the chunk until the parser no longer depends on where the chunk ends.
 A file that vanished is dropped; one that appears with the (device, inode) of a vanished row takes
-that row over (a rename), without being read again. Every searchable text becomes a `messages` row,
+that row over (a rename), without being read again.
+A message's text is stored (and so searched) up to its first MESSAGE_TEXT_MAX_CHARS characters (64 Ki):
+one huge message (a 200 MB tool output) must not stall every search that touches it. FTS5's snippet()
+grows faster than linearly with the matches in one document (a word on every line: 16 K characters
+6 ms, 64 K 50-130 ms, 256 K 1.3-3.6 s, 1 M over 10 s), so the cap is that low. Longer texts are
+almost always tool output; the session file keeps them whole and the viewer reads them from there.
+One bad file never stops the others: a file whose reading raises (a value SQLite cannot hold, a parser
+limit) is recorded like an unreadable one (listed nowhere, not read again until its stat changes,
+reported by `doctor`) and named in `Indexer.failures`; its batch is rolled back and done again without
+it. A path that is not valid UTF-8 is skipped (`Indexer.skipped_names`). Every searchable text becomes a `messages` row,
 and the FTS5 indexes are written alongside by `_Writer`.
 
 Into an empty SQLite catalog (a first index, a rebuild) the files go through a
@@ -25,7 +34,10 @@ what it had not committed is indexed again the ordinary way.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import errno
 import hashlib
+import io
 import json
 import math
 import os
@@ -35,7 +47,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, overload
+from typing import Any, BinaryIO, NamedTuple, overload
 
 import orjson
 
@@ -64,6 +76,8 @@ BATCH_FILES = 2000
 BATCH_SECONDS = 2.0
 # Texts of a new file are held back until its row exists; past this many characters a placeholder row is made.
 TEXT_BUFFER_CHARS = 8 * 1024 * 1024
+MESSAGE_TEXT_MAX_CHARS = 1 << 16  # per message: what the catalog stores and searches (see the module docstring)
+INT64_MAX = 2**63 - 1  # the largest integer SQLite stores; larger stat or usage figures are clamped to it
 _WHITESPACE = b" \t\r\n"
 
 
@@ -78,6 +92,29 @@ class Outcome(Enum):
     ABSENT = "absent"
 
 
+def clamp_int64(value: int) -> int:
+    """`value` within SQLite's INTEGER range (an mtime in year 5000 has more nanoseconds than that)."""
+    return INT64_MAX if value > INT64_MAX else -INT64_MAX if value < -INT64_MAX else value
+
+
+def storable_path(path: str) -> bool:
+    """Can `path` be a catalog key? Not when a name in it is not valid UTF-8 (decoded with surrogate escapes)."""
+    if path.isascii():
+        return True
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class FileFailure(NamedTuple):
+    """A file the indexer could not index: its path and why (one line)."""
+
+    path: str
+    reason: str
+
+
 def stat_session_file(path: str | os.PathLike[str]) -> FileStat | None:
     """The FileStat of a regular file (symlinks followed), or None when it is missing or not a file."""
     try:
@@ -86,7 +123,30 @@ def stat_session_file(path: str | os.PathLike[str]) -> FileStat | None:
         return None
     except OSError:
         return None
-    return FileStat.of(result) if stat_module.S_ISREG(result.st_mode) else None
+    if not stat_module.S_ISREG(result.st_mode):
+        return None
+    file_stat = FileStat.of(result)
+    # The catalog stores mtimes as SQLite integers: one in year 5000 is clamped (as reconcile.stat_key does).
+    return file_stat if file_stat.mtime_ns <= INT64_MAX else dataclasses.replace(file_stat, mtime_ns=INT64_MAX)
+
+
+def open_session_file(path: str | os.PathLike[str]) -> BinaryIO:
+    """`path` opened for reading without blocking; IsADirectoryError-like OSError unless it is a regular file.
+
+    Between the stat that found a regular file and this open, it may have become a FIFO (whose open
+    would block) or a device (whose read would never end): both are refused here.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        os.set_blocking(fd, True)
+        raw = io.FileIO(fd, "rb")
+        raw.name = os.fspath(path)  # as open(path) names it
+        return io.BufferedReader(raw)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def catalog_path(path: str | os.PathLike[str]) -> str:
@@ -128,6 +188,11 @@ def storable_text(text: None) -> None: ...
 def storable_text(text: str | None) -> str | None:
     """Text SQLite can store: lone surrogates (only damaged lines produce them) become U+FFFD."""
     return None if text is None else without_lone_surrogates(text)
+
+
+def message_text(text: str) -> str:
+    """A message's text as the catalog stores it: its first MESSAGE_TEXT_MAX_CHARS characters, storable."""
+    return storable_text(text[:MESSAGE_TEXT_MAX_CHARS])
 
 
 @dataclass
@@ -226,7 +291,7 @@ class _Writer:
         first_id = self._next_message_id
         self._next_message_id += len(texts)
         rows = [{"id": first_id + index, "file_id": file_id, "seq": first_seq + index, "pending": pending,
-                 "text": storable_text(text)} for index, text in enumerate(texts)]
+                 "text": message_text(text)} for index, text in enumerate(texts)]
         self.db.executemany("insert_message", rows)
         self.db.fts_executemany(fts.MESSAGE_INSERT, [(row["id"], row["text"]) for row in rows])
 
@@ -283,6 +348,8 @@ class Indexer:
         self.content = stores_content(db) if content is None else content
         self._writer = _Writer(db, content=self.content)
         self._defer_content = defer_content
+        self.failures: list[FileFailure] = []  # files whose indexing raised (recorded as unreadable), oldest first
+        self.skipped_names: list[str] = []  # paths that are not valid UTF-8, never stored
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -297,8 +364,11 @@ class Indexer:
 
         `force` re-reads the file from the start even when its stat says it is unchanged.
         """
-        with self._transaction():
-            return self._index_in_transaction(catalog_path(path), force=force)
+        key = catalog_path(path)
+        if not storable_path(key):
+            self.skipped_names.append(key)
+            return Outcome.ABSENT
+        return self._index_batch([key], 0, {}, None, 0, force=force)[0]
 
     def index_paths(self, paths: Iterable[str | os.PathLike[str]],
                     progress: Callable[[str, Outcome], None] | None = None) -> dict[Outcome, int]:
@@ -306,26 +376,75 @@ class Indexer:
 
         `progress(path, outcome)` is called once per path, in order.
         """
-        keys = [catalog_path(path) for path in paths]
+        keys = []
+        for path in paths:
+            key = catalog_path(path)
+            if storable_path(key):
+                keys.append(key)
+            else:
+                self.skipped_names.append(key)
         counts: dict[Outcome, int] = {}
         position = reported = 0
         bulk_connection = self.db.sqlite_writer() if keys else None
         if bulk_connection is not None:
             position, reported = self._index_into_empty_catalog(bulk_connection, keys, counts, progress)
         while position < len(keys):
-            started = time.monotonic()
-            with self._transaction():
-                batch_end = min(position + BATCH_FILES, len(keys))
-                while position < batch_end:
-                    key = keys[position]
-                    outcome = self._index_in_transaction(key)
-                    position += 1
-                    counts[outcome] = counts.get(outcome, 0) + 1
-                    if progress is not None and position > reported:
-                        progress(key, outcome)
-                    if time.monotonic() - started > BATCH_SECONDS:
-                        break
+            _, position, reported = self._index_batch(keys, position, counts, progress, reported)
         return counts
+
+    def _index_batch(self, keys: list[str], start: int, counts: dict[Outcome, int],
+                     progress: Callable[[str, Outcome], None] | None, reported: int,
+                     *, force: bool = False) -> tuple[Outcome, int, int]:
+        """Index keys from `start` in one transaction (up to BATCH_FILES or BATCH_SECONDS); return the last
+        outcome, where the next batch starts and how many keys were reported.
+
+        A file whose indexing raises rolls the batch back; it is then done again with that file recorded
+        as unreadable (see the module docstring). Errors of the catalog itself propagate.
+        """
+        failed: dict[str, str] = {}
+        while True:
+            batch_counts: dict[Outcome, int] = {}
+            position = start
+            current_key = None
+            try:
+                started = time.monotonic()
+                with self._transaction():
+                    batch_end = min(position + BATCH_FILES, len(keys))
+                    while position < batch_end:
+                        current_key = key = keys[position]
+                        if key in failed:
+                            outcome = self._record_failure(key)
+                        else:
+                            outcome = self._index_in_transaction(key, force=force)
+                        position += 1
+                        batch_counts[outcome] = batch_counts.get(outcome, 0) + 1
+                        if progress is not None and position > reported:
+                            progress(key, outcome)
+                            reported = position
+                        if time.monotonic() - started > BATCH_SECONDS:
+                            break
+            except Exception as exc:
+                if current_key is None or current_key in failed or not _file_error(exc):
+                    raise
+                failed[current_key] = _reason(exc)
+                continue
+            for key, reason in failed.items():
+                self.failures.append(FileFailure(key, reason))
+            for outcome, count in batch_counts.items():
+                counts[outcome] = counts.get(outcome, 0) + count
+            return outcome, position, reported
+
+    def _record_failure(self, key: str) -> Outcome:
+        """Record a file whose indexing raised as unreadable (by its current stat); ABSENT when it is gone."""
+        current = stat_session_file(key)
+        row = self._row(key)
+        if current is None:
+            if row is None:
+                return Outcome.ABSENT
+            self._writer.delete_file(row)
+            return Outcome.REMOVED
+        self._record_unreadable(key, row, current)
+        return Outcome.INDEXED
 
     # -- bulk run into an empty catalog ----------------------------------------------------------------
 
@@ -364,6 +483,10 @@ class Indexer:
                 bulk.finish()
         except (CatalogChanged, _ReadFailure):
             pass  # rolled back: the keys of the batches not committed are indexed again
+        except Exception as exc:
+            if not _file_error(exc):
+                raise
+            # A file the bulk run could not take: the ordinary way indexes the rest and isolates that file.
         reported = position
         committed = batches[:bulk.committed_batches]
         if committed:
@@ -387,7 +510,7 @@ class Indexer:
             if earlier is None or (earlier.device, earlier.inode) != identity:
                 return None  # the file at `other` was renamed to `key`: its row is taken over
         try:
-            handle = open(key, "rb")  # noqa: SIM115 - closed below; errors opening and reading differ
+            handle = open_session_file(key)
         except (FileNotFoundError, NotADirectoryError):
             return Outcome.ABSENT
         except OSError:
@@ -432,7 +555,7 @@ class Indexer:
         if unchanged and not force:
             return Outcome.MOVED if moved else Outcome.UNCHANGED
         try:
-            with open(key, "rb") as handle:
+            with open_session_file(key) as handle:
                 if row is not None and not force and self._is_append(handle, row, current):
                     self._append(handle, key, row, current)
                     return Outcome.MOVED if moved else Outcome.APPENDED
@@ -536,7 +659,7 @@ class Indexer:
     def _columns(self, key: str, current: FileStat, result: _ReadResult, prefix_state: str | None,
                  head_length: int, head_digest: str) -> dict[str, Any]:
         visible = result.visible
-        return {
+        columns = {
             "machine": self.db.machine,
             "path": key,
             "directory": os.path.dirname(key),
@@ -571,6 +694,28 @@ class Indexer:
             "cost_total": visible.cost_total,
             "indexed_at_ms": int(self._clock() * 1000),
         }
+        # Usage figures come from the file: a huge integer in one must not make the file unindexable.
+        return {name: _storable_int(value) for name, value in columns.items()}
+
+
+def _storable_int(value: Any) -> Any:
+    return clamp_int64(value) if type(value) is int else value
+
+
+def _file_error(exc: Exception) -> bool:
+    """Is `exc` about one file's content (so: skip that file), not about the catalog (so: stop)?
+
+    A value SQLite cannot take (DataError, OverflowError, UnicodeEncodeError) or a parser limit is the
+    file's; every other SQLite error (locked, I/O, a corrupt catalog) is the catalog's.
+    """
+    if isinstance(exc, sqlite3.DataError):
+        return True
+    return not isinstance(exc, sqlite3.Error | CatalogChanged)
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 class _ReadFailure(Exception):
@@ -609,7 +754,7 @@ def delete_files_texts(db: CatalogDatabase, file_ids: Iterable[int]) -> None:
 
 def _bulk_insert(bulk: BulkWriter) -> _TextInsert:
     def insert(file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
-        bulk.add_texts(file_id, first_seq, [storable_text(text) for text in texts], pending)
+        bulk.add_texts(file_id, first_seq, [message_text(text) for text in texts], pending)
     return insert
 
 

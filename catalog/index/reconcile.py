@@ -25,6 +25,7 @@ from sessdex.catalog.store.location import CatalogLocation
 from sessdex.core.paths import session_file_entries
 
 HEARTBEAT_MAX_AGE_SECONDS = 2.0
+_INT64_MAX = 2**63 - 1  # indexer.INT64_MAX (the indexer is imported lazily)
 
 # (device, inode, size, mtime_ns): what decides that a file changed.
 StatKey = tuple[int, int, int, int]
@@ -47,7 +48,8 @@ class Scope(namedtuple("Scope", "directories root", defaults=((), None))):
         return [*self.directories, *([self.root] if self.root is not None else [])]
 
 
-class ReconcileReport(namedtuple("ReconcileReport", "scanned changed vanished skipped_for_watcher", defaults=(0, [], [], False))):
+class ReconcileReport(namedtuple("ReconcileReport", "scanned changed vanished skipped_for_watcher failures",
+                                 defaults=(0, [], [], False, []))):
     """What a freshness pass found (and handed to the indexer)."""
 
     __slots__ = ()
@@ -56,10 +58,17 @@ class ReconcileReport(namedtuple("ReconcileReport", "scanned changed vanished sk
     changed: list[str]
     vanished: list[str]
     skipped_for_watcher: bool
+    failures: list  # indexer.FileFailure of the files whose indexing failed (recorded as unreadable)
 
     @property
     def up_to_date(self) -> bool:
         return not self.changed and not self.vanished
+
+
+def stat_key(result: os.stat_result) -> StatKey:
+    """The StatKey of a stat result, its mtime clamped as the catalog stores it (see indexer.FileStat)."""
+    mtime_ns = result.st_mtime_ns
+    return result.st_dev, result.st_ino, result.st_size, mtime_ns if mtime_ns <= _INT64_MAX else _INT64_MAX
 
 
 def _storable_name(name: str) -> bool:
@@ -71,34 +80,50 @@ def _storable_name(name: str) -> bool:
     return True
 
 
-def _scan_directory(directory: str, found: dict[str, StatKey | None], recursive: bool, with_stat: bool) -> None:
+def _scan_directory(directory: str, found: dict[str, StatKey | None], recursive: bool, with_stat: bool,
+                    skipped: list[str] | None = None) -> None:
     """Add the `*.jsonl` regular files of `directory` (symlinks to files followed; subfolders if recursive).
 
     With `with_stat`, each gets its stat key; without, None (a listing costs no stat for regular files).
+    Paths that are not valid UTF-8 are skipped (and added to `skipped` when given).
     """
     is_regular = stat_module.S_ISREG
     for entry in session_file_entries(directory, recursive=recursive):
-        if not (entry.name.isascii() or _storable_name(entry.name)):
+        # A path that is not valid UTF-8 (in its name or a folder's) cannot be a catalog key.
+        if not (entry.path.isascii() or _storable_name(entry.path)):
+            if skipped is not None:
+                skipped.append(entry.path)
             continue
         try:
             if with_stat:
                 result = entry.stat()
                 if is_regular(result.st_mode):
-                    found[entry.path] = (result.st_dev, result.st_ino, result.st_size, result.st_mtime_ns)
+                    found[entry.path] = stat_key(result)
             elif entry.is_file():
                 found[entry.path] = None
         except OSError:
             continue
 
 
-def scan_files(scope: Scope, *, with_stat: bool = True) -> dict[str, StatKey | None]:
-    """The session files on disk in `scope`, by absolute path, with their stat keys (None without `with_stat`)."""
+def scan_files(scope: Scope, *, with_stat: bool = True, skipped: list[str] | None = None) -> dict[str, StatKey | None]:
+    """The session files on disk in `scope`, by absolute path, with their stat keys (None without `with_stat`).
+
+    Names that are not valid UTF-8 cannot be catalog keys: they are skipped, and listed in `skipped` if given.
+    """
     found: dict[str, StatKey | None] = {}
     for directory in scope.directories:
-        _scan_directory(directory, found, False, with_stat)
+        _scan_directory(directory, found, False, with_stat, skipped)
     if scope.root is not None:
-        _scan_directory(scope.root, found, True, with_stat)
+        _scan_directory(scope.root, found, True, with_stat, skipped)
     return found
+
+
+def _storable_scope(scope: Scope) -> Scope:
+    """`scope` without the folders whose path is not valid UTF-8 (nothing under them can be in the catalog)."""
+    if all(folder.isascii() for folder in scope.folders()):
+        return scope
+    return Scope(tuple(d for d in scope.directories if _storable_name(d)),
+                 scope.root if scope.root is not None and _storable_name(scope.root) else None)
 
 
 def root_range(root: str) -> dict[str, str]:
@@ -135,21 +160,26 @@ def diff(on_disk: Mapping[str, StatKey | None], in_catalog: Mapping[str, StatKey
     return changed, vanished
 
 
-def _index(db: CatalogDatabase, paths: list[str], progress: Callable[[str, object], None] | None = None) -> None:
-    if paths:
-        from sessdex.catalog.index.indexer import Indexer
+def _index(db: CatalogDatabase, paths: list[str], progress: Callable[[str, object], None] | None = None) -> list:
+    """Index `paths`; return the indexer's failures (files skipped because reading them failed)."""
+    if not paths:
+        return []
+    from sessdex.catalog.index.indexer import Indexer
 
-        # A first index makes listings visible before the message-text index (see catalog.index.content_index).
-        Indexer(db, defer_content=True).index_paths(paths, progress=progress)
+    # A first index makes listings visible before the message-text index (see catalog.index.content_index).
+    indexer = Indexer(db, defer_content=True)
+    indexer.index_paths(paths, progress=progress)
+    return indexer.failures
 
 
 def reconcile(db: CatalogDatabase, scope: Scope, *,
               progress: Callable[[str, object], None] | None = None) -> ReconcileReport:
     """Index what changed in `scope` since the catalog last saw it; new files first so renames are followed."""
+    scope = _storable_scope(scope)
     on_disk = scan_files(scope)
     changed, vanished = diff(on_disk, catalog_files(db, scope))
-    _index(db, [*sorted(changed), *vanished], progress)
-    return ReconcileReport(len(on_disk), changed, vanished)
+    failures = _index(db, [*sorted(changed), *vanished], progress)
+    return ReconcileReport(len(on_disk), changed, vanished, failures=failures)
 
 
 def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str]) -> ReconcileReport:
@@ -157,6 +187,7 @@ def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str
 
     Falls back to `reconcile` when a file vanished (see the module docstring for the one blind spot).
     """
+    scope = _storable_scope(scope)
     listed = scan_files(scope, with_stat=False)
     known = catalog_paths(db, scope)
     if not known.issubset(listed):
@@ -167,10 +198,10 @@ def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str
             result = os.stat(path)
         except OSError:
             return reconcile(db, scope)
-        if (result.st_dev, result.st_ino, result.st_size, result.st_mtime_ns) != key:
+        if stat_key(result) != key:
             changed.append(path)
-    _index(db, changed)
-    return ReconcileReport(len(listed), changed, [])
+    failures = _index(db, changed)
+    return ReconcileReport(len(listed), changed, [], failures=failures)
 
 
 # -- the watcher's heartbeat ---------------------------------------------------------------------------

@@ -15,10 +15,21 @@ from typing import Any
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.core.usage import USAGE_FACT_COLUMNS, UsageFact
 
+# The largest integer a usage figure is stored as: JavaScript's Number.MAX_SAFE_INTEGER (the agent cannot
+# write a larger one exactly). A file claiming more (10**400 tokens) must not make SQLite's INTEGER, or the
+# sums of the rollup, overflow: one bad file never fails the index of the others.
+MAX_USAGE_INTEGER = 2**53 - 1
+
+
+def _storable_figure(value: Any) -> Any:
+    if type(value) is int and not -MAX_USAGE_INTEGER <= value <= MAX_USAGE_INTEGER:
+        return MAX_USAGE_INTEGER if value > 0 else -MAX_USAGE_INTEGER
+    return value
+
 
 def fact_values(file_id: int, fact: UsageFact, pending: bool) -> tuple[Any, ...]:
     """A fact as a row's values, in `statements.USAGE_FACT_COLUMNS` order (copied is decided later)."""
-    return (file_id, pending, False, *fact)
+    return (file_id, pending, False, *map(_storable_figure, fact))
 
 
 def insert_usage_facts(db: CatalogDatabase, file_id: int, facts: Sequence[UsageFact], pending: bool) -> None:

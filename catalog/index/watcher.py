@@ -6,6 +6,15 @@ action per path plus folders to rescan, and hands them to the indexer, which re-
 event is a hint, the file is the truth. The observer is started before the initial scan, so nothing
 written during the scan is missed (the scan and the queued events overlap harmlessly).
 
+The catalog's files can be pulled from under it (its -wal deleted): the watcher's writes would then go
+to a file nobody else sees while readers trust it. At every heartbeat it checks that its WAL file is
+still the one it opened, and otherwise reopens the catalog and reconciles everything; a batch that fails
+on the catalog itself is handled the same way, so `watch` never dies of it.
+
+A session file that is a symlink gets no event when its target (elsewhere) grows, so the watcher
+re-stats the symlinked session files under its root at every heartbeat and indexes those whose target
+changed: readers trust a live watcher and would otherwise stay stale.
+
 While it runs, the watcher holds an exclusive lock next to the catalog (a second watcher exits with a
 message) and refreshes a heartbeat file there, which tells read commands they may skip their own
 freshness check. If inotify runs out of watches it says how to raise the limit and falls back to polling.
@@ -29,15 +38,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, TextIO
+from typing import Any, Protocol
 
 from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.indexer import Indexer
-from sessdex.catalog.index.reconcile import Scope, read_heartbeat, reconcile
+from sessdex.catalog.index.reconcile import Scope, StatKey, read_heartbeat, reconcile, stat_key
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog
 from sessdex.catalog.store.location import CatalogLocation, exclusive_lock
 from sessdex.core.errors import CatalogError, CatalogUnavailableError
 from sessdex.core.paths import SESSION_SUFFIX
+from sessdex.core.private_files import write_private_text
 
 DEBOUNCE_SECONDS = 0.05
 MAX_DELAY_SECONDS = 0.2
@@ -204,12 +214,21 @@ INOTIFY_LIMIT_HELP = (
 
 # -- the watcher ------------------------------------------------------------------------------------------------
 
+class LogStream(Protocol):
+    """Where the watcher's messages go (stderr by default)."""
+
+    def write(self, text: str, /) -> object: ...
+
+    def flush(self) -> None: ...
+
+
 @dataclass
 class WatchStats:
     """What a watcher did, for its log line and for tests."""
 
     batches: int = 0
     files_indexed: int = 0
+    files_skipped: int = 0  # files whose indexing failed (each said once on the log)
     polling: bool = False
 
 
@@ -221,7 +240,7 @@ class Watcher:
                  polling_factory: Callable[[], Any] = _polling_observer,
                  quiet: float = DEBOUNCE_SECONDS, max_delay: float = MAX_DELAY_SECONDS,
                  heartbeat_interval: float = HEARTBEAT_INTERVAL_SECONDS,
-                 log: TextIO | None = None, machine: str | None = None, content: bool | None = None,
+                 log: LogStream | None = None, machine: str | None = None, content: bool | None = None,
                  retry_seconds: float = RETRY_SECONDS) -> None:
         """`machine` names this agent dir's rows (default: the host name); `content=False` indexes metadata only."""
         self.root = os.path.abspath(os.fspath(sessions_root))
@@ -233,6 +252,9 @@ class Watcher:
         self._log = log if log is not None else sys.stderr
         self._events: queue.Queue[FsEvent] = queue.Queue()
         self.stats = WatchStats()
+        self._symlinks: dict[str, StatKey | None] = {}  # symlinked session files -> their target's last stat
+        self._db: CatalogDatabase | None = None  # the open catalog (reopened when it fails under the watcher)
+        self._wal_identity: tuple[int, int] | None = None  # (device, inode) of the catalog's -wal when opened
         self.ready = threading.Event()  # set once the initial scan is done and the heartbeat published
         self.machine = machine
         self._content = content
@@ -278,7 +300,7 @@ class Watcher:
     def _publish_heartbeat(self) -> None:
         path = self.location.watcher_path
         temporary = path.with_name(path.name + f".{os.getpid()}.tmp")
-        temporary.write_text(f"{os.getpid()}\n{self.root}\n", encoding="utf-8")
+        write_private_text(temporary, f"{os.getpid()}\n{self.root}\n")
         os.replace(temporary, path)
 
     def _clear_heartbeat(self) -> None:
@@ -291,83 +313,71 @@ class Watcher:
         """Index what a batch changed: rescanned folders first (so moves are followed), then single files."""
         # Folders that exist go first: a moved folder's files are then adopted by inode, not read again.
         for folder in sorted(changes.rescan, key=lambda folder: not os.path.isdir(folder)):
-            reconcile(db, Scope.of(root=folder))
+            self._report_skipped(reconcile(db, Scope.of(root=folder)).failures)
+        for folder in changes.rescan:
+            self._symlinks.update(dict.fromkeys(_symlinked_sessions(folder)))
         ordered = [p for p, a in changes.files.items() if a is Action.INDEX]
         ordered += [p for p, a in changes.files.items() if a is Action.REMOVE]
+        for path, action in changes.files.items():
+            if action is Action.INDEX and os.path.islink(path):
+                self._symlinks[path] = None
+            elif action is Action.REMOVE:
+                self._symlinks.pop(path, None)
         if ordered:
-            Indexer(db).index_paths(ordered)
+            indexer = Indexer(db)
+            indexer.index_paths(ordered)
+            self._report_skipped(indexer.failures)
         self.stats.batches += 1
         self.stats.files_indexed += len(ordered)
 
-    def run(self, stop: threading.Event) -> WatchStats:
-        """Watch until `stop` is set: observer first, then the initial scan, then debounced batches."""
-        with self._single_watcher():
-            db = open_catalog(self.location, machine=self.machine)
-            observer = None
-            try:
-                from sessdex.catalog.index.machines import register_machine
+    def _report_skipped(self, failures: Iterable[Any]) -> None:
+        for failure in failures:
+            self.stats.files_skipped += 1
+            self._say(f"sessdex watch: skipped {failure.path}: {failure.reason} (see `sessdex doctor`)")
 
-                register_machine(db, self.root, content=self._content)
-                observer = self._start_observer()
-                report = reconcile(db, Scope.of(root=self.root))
-                self._publish_heartbeat()
-                self.ready.set()
-                mode = "polling" if self.stats.polling else "watching"
-                self._say(f"sessdex watch: {mode} {self.root} ({report.scanned} session files, "
-                          f"{len(report.changed) + len(report.vanished)} indexed); catalog {self.location.display}")
-                self._loop(db, stop)
-            finally:
-                if observer is not None:
-                    observer.stop()
-                    observer.join(timeout=5)
-                self._clear_heartbeat()
-                db.close()
-        return self.stats
+    def _apply_safely(self, changes: Changes) -> None:
+        """apply(), and when the catalog itself fails (WAL deleted, disk error), say so and reopen it.
 
-    def _loop(self, db: CatalogDatabase, stop: threading.Event) -> None:
-        next_beat = time.monotonic() + self._heartbeat_interval
-        content_complete = False
-        while not stop.is_set():
-            now = time.monotonic()
-            wait = self._batcher.wait_time(now)
-            if wait == 0:
-                changes = coalesce(self._batcher.take())
-                if changes and self._behind_since is None:
-                    if self._apply_or_fall_behind(db, changes):
-                        content_complete = False  # a batch into an emptied catalog is a first index again
-                continue
-            if self._behind_since is not None and now >= self._retry_at:
-                self._catch_up(db)
-            if now >= next_beat:
-                self._beat()
-                next_beat = now + self._heartbeat_interval
-            timeout = min(wait if wait is not None else self._heartbeat_interval, next_beat - now, 0.1)
-            if not content_complete:
-                # Between batches, a little of the message-text index a first index left (content_index);
-                # then only a look at the event queue, without waiting.
-                content_complete = fill_content_index(db, deadline=now + CONTENT_FILL_SECONDS)
-                timeout = 0.0
-            try:
-                self._batcher.add(self._events.get(timeout=max(0.0, timeout)), time.monotonic())
-            except queue.Empty:
-                pass
-
-    def _apply_or_fall_behind(self, db: CatalogDatabase, changes: Changes) -> bool:
-        """Apply a batch; True when it was, False when the catalog went away (it is caught up later)."""
+        A failing batch is not lost: the reconciliation after reopening finds what it missed.
+        """
+        assert self._db is not None
         try:
-            self.apply(db, changes)
-        except CatalogUnavailableError as exc:
+            self.apply(self._db, changes)
+            return
+        except CatalogUnavailableError as exc:  # a server gone away: caught up once it is back
             self._behind_since = time.monotonic()
             self._retry_at = self._behind_since + self._retry_seconds
             self._say(f"sessdex watch: {exc}; trying again every {self._retry_seconds:g} s, "
                       "changes are caught up when it is back")
-            return False
-        return True
+            return
+        except Exception as exc:  # anything else would end the watch and leave the catalog stale for everyone
+            self._say(f"sessdex watch: a batch of {len(changes.files)} file(s) failed ({type(exc).__name__}: "
+                      f"{exc}); reopening the catalog and going on")
+        self._reopen()
 
-    def _catch_up(self, db: CatalogDatabase) -> None:
-        """Once the catalog answers again, index everything that changed while it did not."""
+    def _fill_content_safely(self, deadline: float) -> bool:
+        """A slice of the message-text backlog (content_index); True when it is complete. A catalog that fails
+        under it is reopened, as for a batch."""
+        assert self._db is not None
         try:
-            report = reconcile(db, Scope.of(root=self.root))
+            return fill_content_index(self._db, deadline=deadline)
+        except Exception as exc:  # the watch goes on: see _apply_safely
+            self._say(f"sessdex watch: filling the message-text index failed ({type(exc).__name__}: {exc}); "
+                      "reopening the catalog and going on")
+            self._reopen()
+            return False
+
+    def _open(self) -> CatalogDatabase:
+        """Open the catalog; the -wal file it writes to is noted at the next heartbeat."""
+        self._wal_identity = None
+        db = self._db = open_catalog(self.location, machine=self.machine)
+        return db
+
+    def _catch_up(self) -> None:
+        """Once the catalog answers again, index everything that changed while it did not."""
+        assert self._db is not None
+        try:
+            report = reconcile(self._db, Scope.of(root=self.root))
         except CatalogUnavailableError:
             self._retry_at = time.monotonic() + self._retry_seconds
             return
@@ -377,11 +387,130 @@ class Watcher:
         self._say(f"sessdex watch: the catalog is back; indexed {len(report.changed) + len(report.vanished)} "
                   "file(s) changed meanwhile")
 
+    def _reopen(self) -> None:
+        """Close the catalog (quietly: it may be broken), open it again and reconcile everything."""
+        if self._db is not None:
+            with contextlib.suppress(Exception):
+                self._db.close()
+            self._db = None
+        self._report_skipped(reconcile(self._open(), Scope.of(root=self.root)).failures)
+
+    def _catalog_pulled_away(self) -> bool:
+        """Was the -wal file the catalog writes to deleted or replaced? (It lives as long as our connection.)"""
+        current = self.location.wal_identity()
+        if self._wal_identity is None:
+            self._wal_identity = current  # the first look (SQLite makes the file at the first write)
+            return False
+        return current != self._wal_identity
+
+    def run(self, stop: threading.Event) -> WatchStats:
+        """Watch until `stop` is set: observer first, then the initial scan, then debounced batches."""
+        with self._single_watcher():
+            db = self._open()
+            observer = None
+            try:
+                from sessdex.catalog.index.machines import register_machine
+
+                register_machine(db, self.root, content=self._content)
+                observer = self._start_observer()
+                report = reconcile(db, Scope.of(root=self.root))
+                self._report_skipped(report.failures)
+                self._symlinks = dict.fromkeys(_symlinked_sessions(self.root))
+                self._changed_symlinks()  # remember their targets' stat as indexed
+                self._publish_heartbeat()
+                self.ready.set()
+                mode = "polling" if self.stats.polling else "watching"
+                self._say(f"sessdex watch: {mode} {self.root} ({report.scanned} session files, "
+                          f"{len(report.changed) + len(report.vanished)} indexed); catalog {self.location.display}")
+                self._loop(stop)
+            finally:
+                if observer is not None:
+                    observer.stop()
+                    observer.join(timeout=5)
+                self._clear_heartbeat()
+                if self._db is not None:
+                    self._db.close()
+                    self._db = None
+        return self.stats
+
+    def _loop(self, stop: threading.Event) -> None:
+        """Handle event batches until `stop` is set (the heartbeat also checks symlinks and the catalog's files)."""
+        next_beat = time.monotonic() + self._heartbeat_interval
+        content_complete = False
+        while not stop.is_set():
+            now = time.monotonic()
+            wait = self._batcher.wait_time(now)
+            if wait == 0:
+                changes = coalesce(self._batcher.take())
+                if changes and self._behind_since is None:
+                    self._apply_safely(changes)
+                    content_complete = False  # a batch into an emptied catalog is a first index again
+                continue
+            if self._behind_since is not None and now >= self._retry_at:
+                self._catch_up()
+            if now >= next_beat:
+                self._beat()
+                next_beat = now + self._heartbeat_interval
+                if self._catalog_pulled_away():
+                    self._say("sessdex watch: the catalog's WAL file was removed; reopening the catalog and "
+                              "indexing again what it lost")
+                    self._reopen()
+                    content_complete = False
+                changed = self._changed_symlinks()
+                if changed:
+                    self._apply_safely(Changes(dict.fromkeys(changed, Action.INDEX)))
+                    content_complete = False
+            timeout = min(wait if wait is not None else self._heartbeat_interval, next_beat - now, 0.1)
+            if not content_complete:
+                # Between batches, a little of the message-text index a first index left (content_index);
+                # then only a look at the event queue, without waiting.
+                content_complete = self._fill_content_safely(now + CONTENT_FILL_SECONDS)
+                timeout = 0.0
+            try:
+                self._batcher.add(self._events.get(timeout=max(0.0, timeout)), time.monotonic())
+            except queue.Empty:
+                pass
+
+    def _changed_symlinks(self) -> list[str]:
+        """The symlinked session files whose target's stat changed since last looked at (forgotten when gone)."""
+        changed = []
+        for path, known in list(self._symlinks.items()):
+            try:
+                current = stat_key(os.stat(path))
+            except OSError:
+                current = None
+            if not os.path.islink(path):
+                del self._symlinks[path]  # replaced by a regular file or removed: events cover it now
+            else:
+                self._symlinks[path] = current
+            if current != known:
+                changed.append(path)
+        return changed
+
     def _beat(self) -> None:
         try:
             os.utime(self.location.watcher_path)
         except FileNotFoundError:
             self._publish_heartbeat()
+
+
+def _symlinked_sessions(root: str) -> list[str]:
+    """The session files below `root` that are symlinks (found from directory entries, without a stat each)."""
+    found: list[str] = []
+    try:
+        entries = os.scandir(root)
+    except OSError:
+        return found
+    with entries:
+        for entry in entries:
+            try:
+                if entry.name.endswith(SESSION_SUFFIX) and entry.is_symlink():
+                    found.append(entry.path)
+                elif entry.is_dir(follow_symlinks=False):
+                    found += _symlinked_sessions(entry.path)
+            except OSError:
+                continue
+    return found
 
 
 @contextlib.contextmanager

@@ -32,7 +32,7 @@ from sessdex.catalog.store.location import (
     create_catalog_engine,
 )
 from sessdex.catalog.store.machine import host_name
-from sessdex.core.errors import CatalogError, CatalogUnavailableError
+from sessdex.core.errors import CatalogError, CatalogUnavailableError, UsageError
 from sessdex.core.paths import as_path
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -114,6 +114,10 @@ def _uri_path(path: str | os.PathLike[str]) -> str:
 def connect_sqlite(path: str | os.PathLike[str], *, readonly: bool) -> sqlite3.Connection:
     """A stdlib connection to the catalog file with busy_timeout (and, read-write, WAL + foreign keys)."""
     mode = "ro" if readonly else "rwc"
+    if not readonly:
+        from sessdex.core.private_files import create_private_file  # writers only: off the read path
+
+        create_private_file(path)  # a catalog SQLite creates would follow the umask (0644)
     connection = sqlite3.connect(f"file:{_uri_path(path)}?mode={mode}", uri=True,
                                  timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                  check_same_thread=False)
@@ -476,22 +480,47 @@ def open_catalog(location: CatalogLocation, *, backend: str = "auto", machine: s
                 return SqlAlchemyCatalog(location, machine)
             return current if current is not None else SqliteCatalog(location, machine)
         return _open_server_catalog(location, machine)
+    except sqlite3.OperationalError as exc:
+        if _not_writable(exc):
+            # Not a broken catalog: a read-only folder or file (WAL needs its -shm file). Nothing to rebuild.
+            raise CatalogNotWritableError(f"cannot open the catalog {location.display}: {exc} (a read-only "
+                                          "folder or file?)") from exc
+        raise _broken(location, exc) from exc
     except sqlite3.DatabaseError as exc:
         raise _broken(location, exc) from exc
     except OSError as exc:
-        if exc.errno in (errno.EACCES, errno.EROFS, errno.ENOENT):
-            raise CatalogError(f"cannot open the catalog {location.display}: {exc.strerror}") from exc
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT):
+            raise CatalogNotWritableError(f"cannot open the catalog {location.display}: {exc.strerror}") from exc
         raise
+
+
+class CatalogNotWritableError(CatalogError):
+    """A SQLite catalog that cannot be opened for its permissions (a read-only folder or file): nothing to
+    repair or move aside; reads fall back to the files."""
+
+    exit_code = 2
+
+
+def _not_writable(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM)
+    text = str(exc)
+    return "readonly" in text or "unable to open" in text
 
 
 def _open_server_catalog(location: CatalogLocation, machine: str | None) -> SqlAlchemyCatalog:
     """A catalog on a database server (PostgreSQL), upgraded first when its revision is not this package's."""
-    from sqlalchemy.exc import DBAPIError
+    from sqlalchemy.exc import ArgumentError, DBAPIError
 
     from sessdex.catalog.store.migrate import upgrade_catalog
 
     try:
         database = SqlAlchemyCatalog(location, machine)
+    except ArgumentError as exc:  # an unparseable URL, an unknown kind of database
+        lines = str(exc).strip().splitlines()
+        raise UsageError(f"--catalog {location.display}: not a usable database URL "
+                         f"({lines[0] if lines else type(exc).__name__})") from None
     except ImportError as exc:
         raise CatalogUnavailableError(f"the catalog {location.display} needs a database driver that is not installed "
                                       f"({exc.name}); install it with: pip install 'sessdex[postgres]'") from exc

@@ -7,9 +7,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 from collections import namedtuple
 
-from sessdex.core.errors import CatalogError
+from sessdex.core.errors import CatalogError, UsageError
 from sessdex.core.paths import as_path
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -29,6 +30,7 @@ MMAP_BYTES = 256 * 1024 * 1024
 _SQLITE_URL_PREFIXES = ("sqlite://", "sqlite+pysqlite://")
 _POSTGRESQL_URL_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 CONNECT_TIMEOUT_SECONDS = 10
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 
 
 def _engine_options(url: str) -> dict[str, Any]:
@@ -109,6 +111,20 @@ class CatalogLocation(namedtuple("CatalogLocation", "url sqlite_file lock_folder
     def watcher_path(self) -> Path:
         return self.sidecar(".watcher")
 
+    def wal_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of a SQLite catalog's -wal file, None when there is none.
+
+        SQLite removes that file only when the last connection closes: while one is open, a different
+        identity means the file was deleted under it (and what it wrote there is lost to everyone else).
+        """
+        if self.sqlite_file is None:
+            return None
+        try:
+            result = os.stat(f"{self.sqlite_file}-wal")
+        except OSError:
+            return None
+        return result.st_dev, result.st_ino
+
 
 def _absolute(path: str) -> str:
     """`Path(path).expanduser().absolute()` as a string: `~` expanded, made absolute, empty and `.` parts
@@ -125,8 +141,8 @@ def _sqlite_path_from_url(url: str) -> str | None:
     if not url.startswith(_SQLITE_URL_PREFIXES):
         return None
     rest = url.split("://", 1)[1]
-    if not rest.startswith("/") or rest in ("/", "/:memory:"):
-        raise CatalogError(f"the catalog must be a database file, not {url!r}")
+    if not rest.startswith("/") or rest in ("/", "/:memory:") or rest.startswith("/:memory:?"):
+        raise UsageError(f"--catalog {url!r}: the catalog must be a database file, not an in-memory database")
     return _absolute(rest[1:].split("?", 1)[0])
 
 
@@ -134,6 +150,8 @@ def resolve_location(agent_dir: str | os.PathLike[str], configured: str | None =
     """The catalog `configured` names (a path or a SQLAlchemy URL), else `<agent dir>/catalog.db`.
 
     The environment is not read here: `sessdex.catalog.store.settings.Settings` resolves `$SESSDEX_CATALOG`.
+    A named SQLite file must be absent or a SQLite database (`check_named_catalog_file`): sessdex may
+    rebuild or move aside its catalog, and must never do that to a file that is something else.
     """
     value = configured or None
     if value == CATALOG_OFF:
@@ -143,11 +161,42 @@ def resolve_location(agent_dir: str | os.PathLike[str], configured: str | None =
         return CatalogLocation(url=f"sqlite:///{path}", sqlite_path=path, lock_dir=os.path.dirname(path))
     if "://" in value:
         url_path = _sqlite_path_from_url(value)
+        if url_path is not None:
+            check_named_catalog_file(url_path)
         lock_dir = os.path.dirname(url_path) if url_path is not None else _absolute(os.fspath(agent_dir))
         return CatalogLocation(url=value if url_path is None else f"sqlite:///{url_path}", sqlite_path=url_path,
                                lock_dir=lock_dir)
     path = _absolute(value)
+    check_named_catalog_file(path)
     return CatalogLocation(url=f"sqlite:///{path}", sqlite_path=path, lock_dir=os.path.dirname(path))
+
+
+def check_named_catalog_file(path: str) -> None:
+    """Raise UsageError unless `path` is absent, an empty file, or a file starting with the SQLite header.
+
+    A directory, a device, a FIFO, a session file or notes would otherwise be opened, "repaired" or
+    replaced as a catalog. Only the first 16 bytes are read, opened without blocking.
+    """
+    try:
+        result = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"--catalog {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(result.st_mode):
+        raise UsageError(f"--catalog {path}: not a SQLite database file (it is not a regular file)")
+    if result.st_size == 0:
+        return  # SQLite's own empty database: nothing in it to lose
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            header = os.read(fd, len(SQLITE_HEADER))
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise UsageError(f"--catalog {path}: {exc.strerror}") from None
+    if header != SQLITE_HEADER:
+        raise UsageError(f"--catalog {path}: not a SQLite database; sessdex will not use (or overwrite) it")
 
 
 # -- locks -------------------------------------------------------------------------------------------
@@ -155,8 +204,10 @@ def resolve_location(agent_dir: str | os.PathLike[str], configured: str | None =
 @contextlib.contextmanager
 def exclusive_lock(path: Path, *, blocking: bool = True) -> Iterator[int]:
     """Hold an exclusive `flock` on `path` (created if needed); raise BlockingIOError when busy and not blocking."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    from sessdex.core.private_files import make_private_dirs, open_private  # only writers lock: off the read path
+
+    make_private_dirs(path.parent)
+    fd = open_private(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         yield fd

@@ -48,6 +48,7 @@ from sessdex.catalog.tui.dates import short_date
 from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
 from sessdex.catalog.tui.picker_model import PickerModel
 from sessdex.catalog.tui.picker_preview import PREVIEW_MIN_COLUMNS, PreviewPane
+from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.catalog.tui.width import char_width, display_width
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.paths import AgentPaths
@@ -289,7 +290,8 @@ class PickerScreen:
         for number, cell in enumerate(cells):
             if number:
                 fragments.append((base, GAP))
-            fragments += [(f"{base} class:match" if marked else base, text) for text, marked in cell]
+            # Session text made terminal-safe here, after layout: each character keeps its one column.
+            fragments += [(f"{base} class:match" if marked else base, terminal_text(text)) for text, marked in cell]
         if not selected:  # unstyled trailing blanks would only be more cells for the terminal diff to compare
             while fragments and not fragments[-1][0] and not fragments[-1][1].strip():
                 fragments.pop()

@@ -17,6 +17,7 @@ from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.preview import PreviewMessage, load_messages, matching_lines
 from sessdex.catalog.queries.source import content_terms
 from sessdex.catalog.tui.picker_model import PickerModel
+from sessdex.catalog.tui.terminal_text import terminal_text
 
 PREVIEW_MIN_COLUMNS = 140  # the pane opens by itself on terminals this wide (the list keeps its CWD column)
 PREVIEW_DELAY_S = 0.08  # how long the selection rests on a row before its file is read
@@ -69,7 +70,12 @@ class PreviewPane:
             self._pending.discard(path)
 
     def fragments(self, width: int, height: int) -> StyleAndTextTuples:
-        """The pane's text for the selected row: name, facts, matching lines, then the newest messages first."""
+        """The pane's text for the selected row, made terminal-safe (session text may hold control characters)."""
+        return [(fragment[0], terminal_text(fragment[1], keep_newlines=True))
+                for fragment in self._raw_fragments(width, height)]
+
+    def _raw_fragments(self, width: int, height: int) -> StyleAndTextTuples:
+        """Name, facts, matching lines, then the newest messages first."""
         row = self.model.selected_row()
         if row is None:
             return [("class:dim", " nothing selected")]

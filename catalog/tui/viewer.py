@@ -39,6 +39,7 @@ from prompt_toolkit.lexers import Lexer
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
+from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.core.agent_session import AgentSession, Model, ModelSpec
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.errors import SessdexError
@@ -212,7 +213,8 @@ def transcript_lines(messages: list[dict[str, Any]]) -> list[Line]:
         if index:
             lines.append([])
         lines += message_lines(message) if isinstance(message, dict) else [[("class:dim", repr(message))]]
-    return lines
+    # The one place the transcript's text is made terminal-safe (each fragment is one line already).
+    return [[(style, terminal_text(text)) for style, text in line] for line in lines]
 
 
 def plain_text(lines: list[Line]) -> str:
@@ -258,7 +260,7 @@ def title_text(session: AgentSession, agent: TranscriptAgent) -> str:
     if not name:
         first_user = next((m for m in agent.messages if isinstance(m, dict) and m.get("role") == "user"), None)
         name = plain_text(_content_lines(first_user.get("content")))[:80] if first_user else "(new session)"
-    return f" {sanitize_display_name(name)} · {session.session_id}"
+    return terminal_text(f" {sanitize_display_name(name)} · {session.session_id}")
 
 
 class _TranscriptLexer(Lexer):

@@ -122,10 +122,24 @@ def cut_middle(text: str, width: int, head: int | None = None) -> str:
     return "".join(start) + ELLIPSIS + "".join(reversed(tail))
 
 
-def cut_styled(text: str, width: int) -> str:
-    """Like `cut` for text holding terminal style sequences (kept intact, not counted)."""
-    import wcwidth
-
-    if wcwidth.width(text) <= width:
+def cut_marked(text: str, width: int, markers: str) -> str:
+    """Like `cut` for text holding marker characters (`markers`: zero-width, kept); a marked run that is cut
+    is closed, so `markers` must be pairs of (start, end) characters."""
+    plain = text
+    for marker in markers:
+        plain = plain.replace(marker, "")
+    if display_width(plain) <= width:
         return text
-    return wcwidth.clip(text, 0, max(width - 1, 0)) + ELLIPSIS
+    kept, used, open_end = [], 0, ""
+    for char in text:
+        if char in markers:
+            index = markers.index(char)
+            open_end = markers[index + 1] if index % 2 == 0 else ""
+            kept.append(char)
+            continue
+        columns = char_width(char)
+        if used + columns > width - 1:
+            break
+        kept.append(char)
+        used += columns
+    return "".join(kept) + open_end + ELLIPSIS

@@ -228,12 +228,14 @@ def test_an_unopenable_file_is_recorded_as_the_ordinary_way_records_it(tmp_path,
     paths = [write_file(folder / f"{name}.jsonl", jsonl([header(f"{name}00000000000001", CWD), user(name)]))
              for name in ("a", "b")]
 
-    def refusing_open(path, *args, **kwargs):
+    real_open = indexer_module.open_session_file
+
+    def refusing_open(path):
         if str(path) == str(paths[0]):
             raise PermissionError(13, "Permission denied")
-        return open(path, *args, **kwargs)
+        return real_open(path)
 
-    monkeypatch.setattr(indexer_module, "open", refusing_open, raising=False)
+    monkeypatch.setattr(indexer_module, "open_session_file", refusing_open)
     _counts, _reported, bulk = bulk_index(tmp_path / "bulk", paths)
     assert len(bulk_calls) == 2
     assert bulk == one_by_one(tmp_path / "reference", paths)

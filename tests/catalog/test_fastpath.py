@@ -62,7 +62,8 @@ _SESSDEX_COMMON = {
     "sessdex", "sessdex.catalog", "sessdex.catalog.cli", "sessdex.catalog.cli.entry", "sessdex.catalog.cli.errors",
     "sessdex.catalog.cli.fastpath", "sessdex.catalog.cli.output", "sessdex.catalog.store",
     "sessdex.catalog.store.location", "sessdex.catalog.store.settings", "sessdex.catalog.tui",
-    "sessdex.catalog.tui.width", "sessdex.core", "sessdex.core.errors", "sessdex.core.paths",
+    # every line printed is made terminal-safe (issue 11): the sanitizer is the writer's own
+    "sessdex.catalog.tui.terminal_text", "sessdex.catalog.tui.width", "sessdex.core", "sessdex.core.errors", "sessdex.core.paths",
 }
 _CATALOG_QUERIES = {
     "sessdex.catalog.index", "sessdex.catalog.index.reconcile", "sessdex.catalog.queries",
@@ -70,6 +71,8 @@ _CATALOG_QUERIES = {
     "sessdex.catalog.store.db", "sessdex.catalog.store.fts", "sessdex.core.discovery", "sessdex.core.records",
     "sessdex.core.summary",
     "sessdex.catalog.store.machine",  # which machine's rows to read (issue 15): os and pathlib, loaded already
+    # only when the freshness pass writes to the catalog (issue 11: what sessdex creates is 0600)
+    "sessdex.core.private_files",
 }
 # Issue 13: refusals as JSON (read_guard), the one display-name rule (naming) and date style (dates).
 _LISTING = _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | {
@@ -284,7 +287,8 @@ def test_the_fast_path_prints_and_exits_exactly_as_click_does(runs) -> None:
     ambiguous = next(err for args, (_, _, err) in outcomes.items() if args[:1] == ("resume",) and "ambiguous" in err)
     assert ambiguous.startswith("sessdex: Session ") and ambiguous.count("\n") > 2
     assert any("Pass --yes" in err for _, _, err in outcomes.values())
-    assert outcomes[("recent", "-n", "0")][0] == 2 and "Error:" in outcomes[("recent", "-n", "0")][2]
+    code, _, err = outcomes[("recent", "-n", "0")]
+    assert code == 2 and err.startswith("sessdex recent: ") and err.count("\n") == 1
     searched = [out for args, (code, out, _) in outcomes.items() if args[0] == "search" and code == 0 and out]
     assert len(searched) >= 2 and all("[" in out for out in searched)  # hits, with the match marked
     assert outcomes[("history", "search", "deploy")][1].count("\n") == 2
@@ -352,19 +356,22 @@ def test_a_closed_stdout_ends_both_paths_the_same_way(corpus: Corpus) -> None:
     assert outcomes[0] == outcomes[1] == (1, "")
 
 
-def test_echo_writes_what_click_echo_wrote(capsys: pytest.CaptureFixture[str]) -> None:
+def test_echo_writes_what_click_echo_wrote_but_never_a_control_character(capsys: pytest.CaptureFixture[str]) -> None:
     import click
 
-    text = "cwd /tmp/\033[31mred\033[0m/x \033]0;title\a \u65e5\u672c"  # a colour sequence, an OSC, wide text
+    safe = "cwd /tmp/red/x \u65e5\u672c\ttab"  # wide text and a tab
+    hostile = "cwd /tmp/\033[31mred\033[0m/x \033]0;title\a \033]52;c;SGk=\a \x9b2J\x7f"
     for err in (False, True):
-        click.echo(text, err=err)
+        click.echo(safe, err=err)
         by_click = capsys.readouterr()
-        echo(text, err=err)
+        echo(safe, err=err)
         assert capsys.readouterr() == by_click
-    assert "\033[31m" not in by_click.err  # not a terminal: escape sequences removed, as click does
+        echo(hostile, err=err)
+        written = capsys.readouterr().err if err else capsys.readouterr().out
+        assert written == "cwd /tmp/\ufffd[31mred\ufffd[0m/x \ufffd]0;title\ufffd \ufffd]52;c;SGk=\ufffd \ufffd2J\ufffd\n"
 
 
-def test_echo_on_an_ascii_stream_writes_what_click_echo_wrote(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_echo_on_an_ascii_stream_writes_utf8_as_click_echo_did(monkeypatch: pytest.MonkeyPatch) -> None:
     import click
 
     written = []
@@ -375,7 +382,9 @@ def test_echo_on_an_ascii_stream_writes_what_click_echo_wrote(monkeypatch: pytes
         writer("caf\u00e9 \u65e5\u672c \udcff")  # accented, wide, and an undecodable file-name byte
         stream.flush()
         written.append(raw.getvalue())
-    assert written[0] == written[1] == "caf\u00e9 \u65e5\u672c ?\n".encode()
+    # Both recover with UTF-8 bytes; the undecodable byte is U+FFFD for echo (terminal_text), "?" for click.
+    assert written[0] == "caf\u00e9 \u65e5\u672c ?\n".encode()
+    assert written[1] == "caf\u00e9 \u65e5\u672c \ufffd\n".encode()
 
 
 @pytest.mark.parametrize("argv, expected", [

@@ -439,16 +439,21 @@ WORDS = ["commit", "comment", "common", "run", "runner", "test", "tests", "Écol
 
 
 def reference_search(connection: sqlite3.Connection, query: str, limit: int, cwd: str | None) -> list[int]:
-    """Independent answer: FTS5 itself tokenizes the query; all terms as prefixes; sort everything."""
+    """Independent answer: FTS5 itself tokenizes each word of the query; each a phrase, last token a prefix."""
     scratch = sqlite3.connect(":memory:")
     scratch.execute("CREATE VIRTUAL TABLE q USING fts5(t)")
     scratch.execute("CREATE VIRTUAL TABLE v USING fts5vocab(q, 'instance')")
-    scratch.execute("INSERT INTO q(rowid, t) VALUES (1, ?)", (query,))
-    terms = [row[0] for row in scratch.execute("SELECT term FROM v ORDER BY offset")]
+    phrases = []
+    for word in query.split():
+        scratch.execute("DELETE FROM q")
+        scratch.execute("INSERT INTO q(rowid, t) VALUES (1, ?)", (word,))
+        tokens = [row[0] for row in scratch.execute("SELECT term FROM v ORDER BY offset")]
+        if tokens:
+            phrases.append(" ".join(tokens))
     scratch.close()
-    if not terms:
+    if not phrases:
         return []
-    match = " AND ".join('"' + term.replace('"', '""') + '"*' for term in terms)
+    match = " AND ".join('"' + phrase.replace('"', '""') + '"*' for phrase in phrases)
     rows = connection.execute(
         "SELECT h.id, h.cwd FROM history h WHERE h.id IN (SELECT rowid FROM history_fts WHERE history_fts MATCH ?) "
         "ORDER BY h.created_at DESC, h.id DESC", (match,)).fetchall()
@@ -487,7 +492,7 @@ def test_planner_gives_exactly_the_fts5_answer(rows, query, limit, cwd, scan_bud
 def test_python_ascii_test_agrees_with_fts5(prompt: str, query: str) -> None:
     scratch = SearchScratch()
     try:
-        terms = scratch.terms(query)
+        terms = scratch.phrases(query)
         if terms:
             expected = scratch.matching([(1, prompt)], history_search.fts_match_expression(terms)) == {1}
             assert history_search._TermTests(terms).all_match(prompt.lower()) == expected

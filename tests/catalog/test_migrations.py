@@ -14,7 +14,7 @@ from sessdex.catalog.store.db import open_catalog
 from sessdex.catalog.store.location import BUSY_TIMEOUT_MS, CatalogLocation, create_catalog_engine, resolve_location
 from sessdex.catalog.store.migrate import alembic_on, check_catalog, upgrade_catalog
 from sessdex.catalog.store.settings import Settings
-from sessdex.core.errors import CatalogError
+from sessdex.core.errors import CatalogError, UsageError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -135,5 +135,5 @@ def test_catalog_location_rules(tmp_path: Path, monkeypatch):
     assert Settings.resolve(tmp_path).location().sqlite_path == tmp_path / "catalog.db"  # empty counts as unset
     other = resolve_location(tmp_path, "postgresql://user@host/sessdex")
     assert other == CatalogLocation("postgresql://user@host/sessdex", None, tmp_path)
-    with pytest.raises(CatalogError):
+    with pytest.raises(UsageError):  # an in-memory catalog: a usage error (exit 2), not a broken catalog
         resolve_location(tmp_path, "sqlite://")

@@ -61,7 +61,8 @@ def test_only_if_ready_declines_a_catalog_that_needs_creating(paths: AgentPaths)
 
 def test_an_unusable_catalog_warns_once_and_falls_back_to_the_files(paths: AgentPaths, tmp_path: Path) -> None:
     broken = tmp_path / "broken.db"
-    broken.write_bytes(b"this is not sqlite" * 100)
+    # A damaged SQLite database (a file that is not one at all is refused outright: --catalog never takes it).
+    broken.write_bytes(b"SQLite format 3\x00" + b"this is not sqlite" * 100)
     warnings: list[str] = []
     source = open_session_source(Settings(catalog=str(broken), paths=paths), warn=warnings.append)
     with source:
