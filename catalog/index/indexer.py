@@ -63,7 +63,7 @@ from sessdex.catalog.index.usage_writer import (
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
-from sessdex.core.jsonl import ParsedJsonl, parse_jsonl
+from sessdex.core.jsonl import ParsedJsonl, parse_jsonl, too_deep
 from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
 from sessdex.core.text import without_lone_surrogates
@@ -767,6 +767,9 @@ def parse_lines(data: bytes) -> ParsedJsonl:
     return _parse_lines(data)[0]
 
 
+_DAMAGED = object()  # a line orjson cannot read
+
+
 def _parse_lines(data: bytes) -> tuple[ParsedJsonl, int]:
     """parse_lines(data), and how many of its first values are each a whole non-blank line (before any damage)."""
     values: list[Any] = []
@@ -779,14 +782,20 @@ def _parse_lines(data: bytes) -> tuple[ParsedJsonl, int]:
         if end < 0:
             end = size
         if end > position:
+            line = view[position:end]
             try:
-                values.append(loads(view[position:end]))
+                value = loads(line)
             except orjson.JSONDecodeError:
+                value = _DAMAGED
+            # A line nested deeper than the file scan reads is damage too (orjson reads deeper than core does).
+            if value is _DAMAGED or too_deep(line, value):
                 if data[position:end].strip(_WHITESPACE):
                     rest = parse_jsonl(data[position:])
                     clean = len(values)
                     rest.values[:0] = values
                     return rest, clean
+            else:
+                values.append(value)
         position = end + 1
     return ParsedJsonl(values), len(values)
 

@@ -46,7 +46,7 @@ from sessdex.catalog.index.reconcile import Scope, StatKey, read_heartbeat, reco
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog
 from sessdex.catalog.store.location import CatalogLocation, exclusive_lock
 from sessdex.core.errors import CatalogError, CatalogUnavailableError
-from sessdex.core.paths import SESSION_SUFFIX
+from sessdex.core.paths import SESSION_SUFFIX, is_session_file_name
 from sessdex.core.private_files import write_private_text
 
 DEBOUNCE_SECONDS = 0.05
@@ -98,7 +98,8 @@ class Changes:
 
 
 def _is_session_path(path: str | None) -> bool:
-    return path is not None and path.endswith(SESSION_SUFFIX)
+    """True for a path whose name can be a session (`*.jsonl`, not a dot-file such as a rewrite's temp file)."""
+    return path is not None and is_session_file_name(os.path.basename(path))
 
 
 def coalesce(events: Iterable[FsEvent]) -> Changes:

@@ -73,3 +73,9 @@ def test_batches_wait_for_quiet_but_never_longer_than_the_maximum_delay():
     assert batcher.wait_time(1.2) == 0.0  # ...but the batch is due 200 ms after its first event
     assert len(batcher.take()) == 11
     assert batcher.wait_time(1.3) is None
+
+
+def test_dot_files_are_never_sessions_to_the_watcher():
+    changes = coalesce([FsEvent("created", "/s/p/.draft.jsonl"), FsEvent("modified", "/s/p/.x.jsonl"),
+                        FsEvent("created", "/s/p/real.jsonl")])
+    assert sorted(changes.files) == ["/s/p/real.jsonl"]

@@ -145,3 +145,24 @@ def test_parity_with_the_agents_home_relative_folder_names(tmp_path: Path):
     with open_catalog_for(paths) as catalog:
         assert [i.id for i in catalog.list_sessions(project)] == ["1234000000000002", "1234000000000001"]
         assert assert_parity(paths, catalog, [project]) > 0
+
+
+def test_a_line_deeper_than_the_file_scan_reads_counts_alike_in_the_catalog(tmp_path: Path) -> None:
+    """orjson reads 1,024 levels, core's parser fewer: the catalog must skip the same deep line the file scan skips."""
+    paths = AgentPaths.from_env(tmp_path / "agent")
+    folder = paths.project_session_dir("/p")
+    folder.mkdir(parents=True)
+    deep = "[" * 300 + "]" * 300
+    lines = ['{"type":"session","version":3,"id":"aaaa000000000001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}',
+             '{"type":"message","id":"m1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",'
+             '"message":{"role":"user","content":"first"}}',
+             '{"type":"message","id":"m2","parentId":"m1","timestamp":"2026-01-01T00:00:02.000Z",'
+             f'"message":{{"role":"user","content":"deep","extra":{deep}}}}}',
+             '{"type":"message","id":"m3","parentId":"m1","timestamp":"2026-01-01T00:00:03.000Z",'
+             '"message":{"role":"user","content":"third"}}']
+    (folder / "2026-01-01T00-00-00-000Z_aaaa000000000001.jsonl").write_text("\n".join(lines) + "\n")
+    scanned = discovery.list_sessions("/p", paths=paths)
+    with Catalog(paths) as catalog:
+        listed = catalog.list_sessions("/p")
+    assert [info.message_count for info in scanned] == [2]
+    assert [info.message_count for info in listed] == [info.message_count for info in scanned]
