@@ -11,6 +11,7 @@ file name are replaced by `_`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -19,7 +20,8 @@ from pathlib import Path
 
 from sessdex.core.discovery import most_recent_session_in, project_session_dirs
 from sessdex.core.paths import AgentPaths, is_session_file_name
-from sessdex.core.regular_files import PRIVATE_FILE_MODE, is_regular_file, make_private_dirs, read_regular_file
+from sessdex.core.private_files import make_private_dirs, open_private
+from sessdex.core.regular_files import is_regular_file, read_regular_file
 
 # Environment variables naming the terminal, in priority order, with the prefix of their terminal id.
 TERMINAL_ENV_VARS: tuple[tuple[str, str], ...] = (
@@ -91,10 +93,14 @@ def write_breadcrumb(paths: AgentPaths, cwd: str | os.PathLike[str], session_fil
         make_private_dirs(target.parent)
         content = f"{os.path.abspath(os.fspath(cwd))}\n{os.path.abspath(os.fspath(session_file))}\n"
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE_MODE)
-        with open(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
-            handle.write(content)
-        os.replace(temporary, target)
+        try:
+            with open(open_private(temporary, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8",
+                      errors="surrogateescape") as handle:
+                handle.write(content)
+            os.replace(temporary, target)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)  # gone after the rename; left over only when writing failed
     except Exception:  # noqa: BLE001 - a breadcrumb must never fail the caller
         return
 

@@ -15,10 +15,9 @@ import os
 import stat as stat_module
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
-PRIVATE_FILE_MODE = 0o600
-PRIVATE_DIR_MODE = 0o700
+from sessdex.core.private_files import PRIVATE_FILE_MODE
+
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
 
@@ -86,23 +85,6 @@ def mode_for_replacement(path: str | os.PathLike[str]) -> int:
     except OSError:
         return PRIVATE_FILE_MODE
     return stat_module.S_IMODE(current.st_mode) if stat_module.S_ISREG(current.st_mode) else PRIVATE_FILE_MODE
-
-
-def make_private_dirs(path: str | os.PathLike[str]) -> None:
-    """`mkdir -p` where every folder created is 0700 (folders that exist keep their mode)."""
-    missing: list[Path] = []
-    current = Path(path)
-    while not current.is_dir():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for folder in reversed(missing):
-        try:
-            folder.mkdir(mode=PRIVATE_DIR_MODE)
-        except FileExistsError:
-            if not folder.is_dir():
-                raise
 
 
 _LOCKS_UNSUPPORTED = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL}

@@ -21,9 +21,9 @@ from sessdex.core.context import build_session_context, path_to_leaf
 from sessdex.core.errors import EntryNotFoundError, NotASessionError, PersistenceError, SessionFileError
 from sessdex.core.jsonl import dumps_line, parse_jsonl
 from sessdex.core.migrate import migrate_session
-from sessdex.core.paths import absolute_path, current_directory, session_file_name
+from sessdex.core.paths import absolute_path, current_directory, is_session_file_name, session_file_name
+from sessdex.core.private_files import make_private_dirs
 from sessdex.core.records import CURRENT_SESSION_VERSION, split_session_records, strip_replay_payloads
-from sessdex.core.regular_files import make_private_dirs
 from sessdex.core.runtime import SessionRuntime, iso_from_ms
 from sessdex.core.size_control import limit_sizes
 from sessdex.core.storage import FileStat, MemorySessionStorage, SessionStorage, SessionStorageWriter
@@ -303,7 +303,7 @@ class SessionManager:
 
     def _may_move_aside(self, path: Path) -> bool:
         """Only a `.jsonl` inside the agent's sessions folder may be moved aside for a new session."""
-        if path.suffix != ".jsonl" or path.name.startswith("."):
+        if not is_session_file_name(path.name):
             return False
         root = os.path.realpath(self._runtime.paths.sessions_root)
         return os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep)

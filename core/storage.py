@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from sessdex.core.private_files import PRIVATE_FILE_MODE, make_private_dirs
 from sessdex.core.regular_files import (
-    PRIVATE_FILE_MODE,
     exclusive_lock,
     flock_exclusive,
     flock_release,
-    make_private_dirs,
     mode_for_replacement,
     read_regular_file,
     same_inode,

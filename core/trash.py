@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sessdex.core.errors import AmbiguousSessionError, SessdexError, SessionNotFoundError
-from sessdex.core.paths import AgentPaths
+from sessdex.core.paths import AgentPaths, session_file_entries
+from sessdex.core.private_files import make_private_dirs
 from sessdex.core.summary import SessionInfo
 
 TRASH_DIR_NAME = "trash"
@@ -27,19 +28,9 @@ def _relative_to_sessions(path: Path, paths: AgentPaths) -> Path:
             from None
 
 
-def _make_private_dirs(folder: Path) -> None:
-    """Create `folder` and its missing parents, each 0700 (the trash holds session transcripts)."""
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    for directory in reversed(missing):
-        directory.mkdir(mode=0o700, exist_ok=True)
-
-
 def _move_without_overwriting(source: Path, target: Path) -> None:
     """Rename `source` to `target`, refusing when `target` exists (link + unlink: never replaces a file)."""
-    _make_private_dirs(target.parent)
+    make_private_dirs(target.parent)
     try:
         os.link(source, target)
     except FileExistsError:
@@ -77,16 +68,15 @@ def trashed_sessions(paths: AgentPaths) -> list[TrashedSession]:
 
     root = trash_root(paths)
     found: list[TrashedSession] = []
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            if not name.endswith(".jsonl") or name.startswith("."):
-                continue
-            file = Path(folder) / name
-            info = read_session_info(file)
-            if info is None:
-                continue
-            restore_to = paths.sessions_root / file.relative_to(root)
-            found.append(TrashedSession(info, restore_to, file.stat().st_ctime * 1000))
+    for entry in session_file_entries(root, recursive=True):
+        file = Path(entry.path)
+        info = read_session_info(file)
+        try:
+            trashed_ms = entry.stat().st_ctime * 1000
+        except OSError:
+            continue  # restored or removed by another process meanwhile
+        if info is not None:
+            found.append(TrashedSession(info, paths.sessions_root / file.relative_to(root), trashed_ms))
     return sorted(found, key=lambda item: item.trashed_ms, reverse=True)
 
 

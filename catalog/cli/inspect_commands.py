@@ -57,7 +57,7 @@ def _message_text(message: dict[str, Any]) -> str:
             if isinstance(block, dict):
                 kind = block.get("type")
                 if kind == "text":
-                    parts.append(block.get("text", ""))
+                    parts.append(str(block.get("text", "")))
                 elif kind == "toolCall":
                     parts.append(f"[tool call {block.get('name')}]")
                 elif kind == "image":
@@ -86,7 +86,7 @@ def context_command(ctx: click.Context, file: str, leaf_id: str | None, as_json:
     echo(f"thinking {context['thinkingLevel']} · models {models} · mode {context['mode']}")
     for message in context["messages"]:
         text = " ".join(_message_text(message).split())
-        echo(f"{message.get('role', '?'):>17}: {text[:200]}")
+        echo(f"{str(message.get('role', '?')):>17}: {text[:200]}")
 
 
 @click.command("entries")
@@ -101,7 +101,7 @@ def entries_command(ctx: click.Context, file: str, as_json: bool) -> None:
         return
     for entry in loaded.entries:
         if isinstance(entry, dict):
-            echo(f"{entry.get('id', '-'):>8} <- {str(entry.get('parentId')):>8}  {entry.get('type')}")
+            echo(f"{str(entry.get('id', '-')):>8} <- {str(entry.get('parentId')):>8}  {entry.get('type')}")
         else:
             echo(f"{'-':>8}              (non-object record: {str(entry)[:60]})")
     if loaded.bad_records:

@@ -91,7 +91,7 @@ def fork_choice(assume_yes: bool, no_fork: bool) -> bool | None:
     return True if assume_yes else False if no_fork else None
 
 
-def _fork_confirmation(assume: bool | None) -> Callable[[SessionInfo], bool]:
+def fork_confirmation(assume: bool | None) -> Callable[[SessionInfo], bool]:
     """The confirm_fork callback: the --yes/--no-fork choice, else ask on a terminal, else decline."""
     def confirm(info: SessionInfo) -> bool:
         if assume is not None:
@@ -101,8 +101,10 @@ def _fork_confirmation(assume: bool | None) -> Callable[[SessionInfo], bool]:
             return False
         import click  # only a person at a terminal is asked: the prompt is click's
 
-        return click.confirm(f"Session {info.id} ({session_label(info)}) is in another project ({info.cwd}). "
-                             "Fork it into this project?", default=False, err=True)
+        from sessdex.catalog.tui.terminal_text import terminal_text
+
+        question = f"Session {info.id} ({session_label(info)}) is in another project ({info.cwd}). Fork it into this project?"
+        return click.confirm(terminal_text(question), default=False, err=True)
     return confirm
 
 
@@ -141,7 +143,7 @@ def _resolve(open_source: SourceOpener, paths: AgentPaths, value: str, *, assume
     from sessdex.core.resume import ResumeResult, is_path_like, resolve_resume
 
     cwd = current_directory()
-    confirm = _fork_confirmation(assume)
+    confirm = fork_confirmation(assume)
     asked: list[SessionInfo] = []
 
     def confirm_fork(info: SessionInfo) -> bool:

@@ -251,10 +251,11 @@ def run_complete_sessions(args: Sequence[str]) -> int:
     if len(args) > 1:
         raise UsageError("complete-sessions takes at most one word")
     from sessdex.catalog.queries.naming import display_name
+    from sessdex.catalog.tui.terminal_text import terminal_text
 
     word = args[0] if args else ""
     for row in session_completions(Settings.resolve(), word, COMPLETION_LIMIT):
         name = display_name(row.title, row.first_message, row.message_count, row.session_id, row.path)
-        sys.stdout.write(f"{row.session_id}\t{name}\n")
+        sys.stdout.write(f"{terminal_text(row.session_id)}\t{terminal_text(name)}\n")
     sys.stdout.flush()
     return 0

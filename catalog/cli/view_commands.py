@@ -4,29 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from sessdex.catalog.cli.click_app import command_settings
 from sessdex.catalog.cli.output import current_directory, echo
+from sessdex.catalog.cli.session_commands import fork_confirmation
 from sessdex.core.errors import SessionFileError, SessionNotFoundError
 from sessdex.core.resume import is_path_like
-from sessdex.core.summary import SessionInfo
-
-
-def _confirm_fork(assume_yes: bool) -> Callable[[SessionInfo], bool]:
-    """Fork a session of another project on --yes, else ask on a terminal, else decline."""
-    def confirm(info: SessionInfo) -> bool:
-        if assume_yes:
-            return True
-        if not sys.stdin.isatty():
-            echo("Pass --yes to fork a session from another project into this one.", err=True)
-            return False
-        return click.confirm(f"Session {info.id} is in another project ({info.cwd}). Fork it into this project?",
-                             default=False, err=True)
-    return confirm
 
 
 def _require_session_file(value: str, cwd: str) -> None:
@@ -86,7 +72,7 @@ def view_command(ctx: click.Context, session: str | None, session_dir: Path | No
         if is_path_like(session):
             _require_session_file(session, cwd)
         live, agent = open_viewer_session(lambda agent, models: AgentSession.resume(
-            session, cwd, agent, models, confirm_fork=_confirm_fork(assume_yes), session_dir=session_dir,
+            session, cwd, agent, models, confirm_fork=fork_confirmation(True if assume_yes else None), session_dir=session_dir,
             runtime=runtime))
     try:
         if print_only or not (sys.stdin.isatty() and sys.stdout.isatty()):

@@ -226,8 +226,10 @@ def read_heartbeat(location: CatalogLocation, *, max_age: float = HEARTBEAT_MAX_
         with open(path, encoding="utf-8") as handle:
             pid_text, root = handle.read().split("\n", 2)[:2]
         pid = int(pid_text)
+        if pid <= 0:
+            return None  # 0 and -1 would ask about a process group, and always find one
         os.kill(pid, 0)
-    except (OSError, ValueError):
+    except (OSError, ValueError, OverflowError):
         return None
     return Heartbeat(pid, root)
 

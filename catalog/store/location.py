@@ -197,6 +197,26 @@ def check_named_catalog_file(path: str) -> None:
         raise UsageError(f"--catalog {path}: {exc.strerror}") from None
     if header != SQLITE_HEADER:
         raise UsageError(f"--catalog {path}: not a SQLite database; sessdex will not use (or overwrite) it")
+    if _holds_other_tables(path):
+        raise UsageError(f"--catalog {path}: a SQLite database that is not a sessdex catalog (it has tables but "
+                         "no catalog revision); sessdex will not use (or overwrite) it")
+
+
+def _holds_other_tables(path: str) -> bool:
+    """True for a readable SQLite database with tables but no Alembic revision: another program's data (the
+    agent's history.db, say). A database sessdex cannot read is left to the catalog's own recovery."""
+    import sqlite3
+
+    try:
+        connection = sqlite3.connect(f"file:{path.replace('%', '%25').replace('?', '%3f').replace('#', '%23')}"
+                                     "?mode=ro", uri=True)
+        try:
+            names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError:
+        return False
+    return bool(names) and "alembic_version" not in names
 
 
 # -- locks -------------------------------------------------------------------------------------------

@@ -8,10 +8,12 @@ host name. Storing it keeps the rows of an agent dir under one name even if the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from sessdex.catalog.store.location import MACHINE_ENV, MACHINES_ENV
 from sessdex.core.errors import UsageError
+from sessdex.core.private_files import write_private_text
 
 TYPE_CHECKING = False  # pathlib stays off the hot commands' imports
 if TYPE_CHECKING:
@@ -79,14 +81,12 @@ def remember_machine(agent_dir: str | os.PathLike[str], name: str) -> None:
     if stored_machine(agent_dir) is not None or not target.parent.is_dir():
         return
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, (name + "\n").encode("utf-8"))
+        write_private_text(temporary, name + "\n")
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, target)  # never replaces a name another process stored meanwhile
+    except OSError:
+        pass  # best effort: the name is looked up again next time
     finally:
-        os.close(fd)
-    try:
-        os.link(temporary, target)  # never replaces a name another process stored meanwhile
-    except FileExistsError:
-        pass
-    finally:
-        temporary.unlink()
+        with contextlib.suppress(OSError):
+            temporary.unlink()

@@ -151,3 +151,35 @@ def test_reads_of_a_current_catalog_import_neither_sqlalchemy_nor_alembic(sessde
                             cwd=proj, capture_output=True, text=True, env={**os.environ, "HOME": str(paths.home)})
     assert result.returncode == 0, result.stderr
     assert result.stderr.endswith("HEAVY="), result.stderr
+
+
+def test_catalog_refuses_another_programs_sqlite_database(tmp_path: Path) -> None:
+    """`--catalog history.db index --rebuild` must neither delete nor add tables to a database that is not a catalog."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    agent = tmp_path / "agent"
+    (agent / "sessions").mkdir(parents=True)
+    foreign = agent / "history.db"
+    with sqlite3.connect(foreign) as connection:
+        connection.execute("CREATE TABLE history (id INTEGER PRIMARY KEY, prompt TEXT)")
+        connection.execute("INSERT INTO history (prompt) VALUES ('keep me')")
+    connection.close()
+    before = foreign.read_bytes()
+    for args in (["index", "--rebuild"], ["doctor"], ["list"]):
+        result = subprocess.run([sys.executable, "-m", "sessdex.catalog", "--agent-dir", str(agent),
+                                 "--catalog", str(foreign), *args], capture_output=True, text=True, check=False)
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stderr.count("\n") == 1 and "not a sessdex catalog" in result.stderr, result.stderr
+    assert foreign.read_bytes() == before
+
+
+def test_a_heartbeat_naming_no_real_process_is_not_a_live_watcher(tmp_path: Path) -> None:
+    from sessdex.catalog.index.reconcile import read_heartbeat
+    from sessdex.catalog.store.location import resolve_location
+
+    location = resolve_location(tmp_path)
+    for pid in ("0", "-1", "99999999999999999999"):
+        Path(location.sidecar_file(".watcher")).write_text(f"{pid}\n{tmp_path}\n", encoding="utf-8")
+        assert read_heartbeat(location) is None, pid
