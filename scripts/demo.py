@@ -104,7 +104,7 @@ def show_catalog(agent_dir: Path, catalog: Path) -> None:
     cwd = Path(newest.cwd) if newest.cwd and Path(newest.cwd).is_dir() else REPO
     sessdex(agent_dir, "recent", "-n", "5", catalog=catalog, cwd=cwd)
     sessdex(agent_dir, "list", catalog=catalog, cwd=cwd)
-    sessdex(agent_dir, "resume", "--no-fork", newest.id[:12], catalog=catalog, cwd=cwd)
+    sessdex(agent_dir, "resume", "--no-fork", newest.id, catalog=catalog, cwd=cwd)
     words = [word for word in newest.first_message.split() if word.isalpha() and len(word) > 3]
     sessdex(agent_dir, "search", "--all", words[-1] if words else newest.id[:8], catalog=catalog)
 
