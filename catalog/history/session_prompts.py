@@ -8,8 +8,6 @@ would block or never end), and a file that cannot be read for any reason is skip
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +17,7 @@ from sessdex.catalog.history.storage import ImportedPrompt
 from sessdex.core.jsonl import parse_jsonl
 from sessdex.core.paths import session_file_entries
 from sessdex.core.records import split_session_records
+from sessdex.core.regular_files import read_regular_file
 from sessdex.core.summary import message_text
 
 _MAX_EPOCH_MS = 2**53  # a timestamp beyond this (year 285,000) is not one: the entry's ISO time is used
@@ -53,11 +52,7 @@ def scan_session_prompts(sessions_root: Path) -> SessionPromptScan:
 def _file_prompts(path: Path) -> list[ImportedPrompt] | None:
     """The user prompts of one session file; None when it cannot be read or has no valid header."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None  # replaced by a FIFO or device since it was listed
-            data = handle.read()
+        data = read_regular_file(path)  # a FIFO or device (replaced since it was listed) is an OSError
     except OSError:
         return None
     records = split_session_records(parse_jsonl(data).values)

@@ -35,7 +35,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite dat
 
 def _engine_options(url: str) -> dict[str, Any]:
     """Engine options per dialect: a PostgreSQL server that does not answer fails fast instead of hanging."""
-    if url.startswith(_POSTGRESQL_URL_PREFIXES):
+    if is_postgresql_url(url):
         return {"connect_args": {"connect_timeout": CONNECT_TIMEOUT_SECONDS}, "pool_pre_ping": True}
     return {}
 
