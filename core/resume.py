@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from sessdex.core.discovery import list_all_sessions, list_sessions, sanitize_display_name, truncate_name
 from sessdex.core.errors import (
     AmbiguousSessionError,
+    ForkSourceNotFoundError,
     NotASessionError,
     PersistenceError,
     SessionFileError,
@@ -169,10 +170,15 @@ def find_session_by_id(value: str, cwd: str | os.PathLike[str], session_dir: str
 
 
 def fork_with_session_manager(source: Path, cwd: str, session_dir: Path | None, paths: AgentPaths) -> Path:
-    """Fork `source` into the project at `cwd` with SessionManager.fork_from and return the new file."""
+    """Fork `source` into the project at `cwd` with SessionManager.fork_from and return the new file.
+
+    A source gone since it was found is a ForkSourceNotFoundError: fork_from would make an empty session of it.
+    """
     from sessdex.core.runtime import SessionRuntime
     from sessdex.core.session_manager import SessionManager  # lazy: discovery must not pay for the writer
 
+    if not os.path.isfile(source):
+        raise ForkSourceNotFoundError(f"{source}: the session file is gone; nothing to fork")
     manager = SessionManager.fork_from(source, cwd, session_dir, runtime=SessionRuntime(paths=paths))
     try:
         manager.flush()

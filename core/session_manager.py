@@ -18,7 +18,7 @@ from typing import Any
 
 from sessdex.core.blobs import BlobStore, externalize_images, resolve_blob_references
 from sessdex.core.context import build_session_context, path_to_leaf
-from sessdex.core.errors import EntryNotFoundError, ForkSourceNotFoundError, NotASessionError, PersistenceError, SessionFileError
+from sessdex.core.errors import EntryNotFoundError, NotASessionError, PersistenceError, SessionFileError
 from sessdex.core.jsonl import dumps_line, parse_jsonl
 from sessdex.core.migrate import migrate_session
 from sessdex.core.paths import absolute_path, current_directory, is_session_file_name, session_file_name
@@ -182,13 +182,11 @@ class SessionManager:
                   runtime: SessionRuntime | None = None) -> SessionManager:
         """A new session in `target_cwd`'s project holding a copy of another session's entries.
 
-        A source that does not exist is a ForkSourceNotFoundError: forking it would make an empty session.
+        A source that does not exist gives a new empty session, as the agent does (conformance case fork_from).
         """
         runtime = runtime or SessionRuntime.default()
         target_cwd = absolute_path(target_cwd)
         storage = runtime.file_storage()
-        if not storage.exists_sync(Path(source_path)):
-            raise ForkSourceNotFoundError(f"{os.fspath(source_path)}: no such session file to fork from")
         directory = Path(session_dir) if session_dir else cls._default_dir(target_cwd, runtime, create=False)
         manager = cls(target_cwd, directory, None, runtime=runtime, storage=storage, persist=True)
         source = load_session_file(Path(source_path), storage, manager._blobs, runtime.ids.entry_id)

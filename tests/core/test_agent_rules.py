@@ -9,11 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
-import pytest
 
 from sessdex.core.context import build_session_context
 from sessdex.core.discovery import list_all_sessions, list_sessions, read_session_info
-from sessdex.core.errors import ForkSourceNotFoundError
 from sessdex.core.jsonl import MAX_NESTING, parse_jsonl
 from sessdex.core.records import is_listable_session
 from sessdex.core.session_manager import SessionManager
@@ -109,13 +107,6 @@ def test_fork_from_writes_labels_in_the_order_they_were_last_set(runtime, projec
     assert [fork.get_label(entry_id) for entry_id in ids] == ["first again", "second renamed", "third"]
     kinds = [r.get("type") for r in parse_jsonl(fork.get_session_file().read_bytes()).values]
     assert kinds == ["session"] + ["message"] * 4 + ["label"] * 3
-
-
-def test_fork_from_a_missing_file_is_an_error_and_writes_nothing(runtime, project, tmp_path) -> None:
-    sessions_before = sorted(p for p in tmp_path.rglob("*.jsonl"))
-    with pytest.raises(ForkSourceNotFoundError, match="no such session file"):
-        SessionManager.fork_from(tmp_path / "gone.jsonl", project, runtime=runtime)
-    assert sorted(p for p in tmp_path.rglob("*.jsonl")) == sessions_before
 
 
 # -- S10: which files are sessions, parentSessionPath ---------------------------------------------------

@@ -7,7 +7,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from sessdex.core.errors import AmbiguousSessionError, SessionInOtherProjectError, SessionNotFoundError, UsageError
+from sessdex.core.errors import (
+    AmbiguousSessionError,
+    ForkSourceNotFoundError,
+    SessionInOtherProjectError,
+    SessionNotFoundError,
+    UsageError,
+)
 from sessdex.core.resume import ResumeResult, find_session_by_id, is_path_like, resolve_resume
 from sessdex.core.summary import SessionInfo
 from tests.core.sessiontree import BASE_MS, Tree, make_tree
@@ -235,3 +241,16 @@ def test_default_fork_writes_a_copy_into_this_project(tree: Tree) -> None:
     header = next(line for line in lines if line.get("type") == "session")
     assert header["cwd"] == str(proj) and header["parentSession"] == "cd34000000000000"
     assert [line["message"]["role"] for line in lines if line.get("type") == "message"] == ["user", "assistant"]
+
+
+def test_a_source_gone_before_the_fork_is_an_error_not_an_empty_session(tree: Tree) -> None:
+    proj, other = tree.project("proj"), tree.project("other")
+    source = tree.session(other, "cd34000000000000")
+
+    def answer_after_the_file_is_gone(info: SessionInfo) -> bool:
+        source.unlink()
+        return True
+
+    with pytest.raises(ForkSourceNotFoundError, match="gone"):
+        resolve_resume("cd34", proj, paths=tree.paths, confirm_fork=answer_after_the_file_is_gone)
+    assert list(tree.paths.project_session_dir(proj).glob("*.jsonl")) == []
