@@ -242,8 +242,9 @@ class Watcher:
                  quiet: float = DEBOUNCE_SECONDS, max_delay: float = MAX_DELAY_SECONDS,
                  heartbeat_interval: float = HEARTBEAT_INTERVAL_SECONDS,
                  log: LogStream | None = None, machine: str | None = None, content: bool | None = None,
-                 retry_seconds: float = RETRY_SECONDS) -> None:
-        """`machine` names this agent dir's rows (default: the host name); `content=False` indexes metadata only."""
+                 retry_seconds: float = RETRY_SECONDS, home: str | None = None) -> None:
+        """`machine` names this agent dir's rows (default: the host name); `content=False` indexes metadata only;
+        `home` is recorded as the machine's home directory (see sessdex.catalog.index.machines)."""
         self.root = os.path.abspath(os.fspath(sessions_root))
         self.location = location
         self._observer_factory = observer_factory
@@ -259,6 +260,7 @@ class Watcher:
         self.ready = threading.Event()  # set once the initial scan is done and the heartbeat published
         self.machine = machine
         self._content = content
+        self._home = home
         self._retry_seconds = retry_seconds
         self._behind_since: float | None = None  # set while the catalog cannot be reached
         self._retry_at = 0.0
@@ -412,7 +414,7 @@ class Watcher:
             try:
                 from sessdex.catalog.index.machines import register_machine
 
-                register_machine(db, self.root, content=self._content)
+                register_machine(db, self.root, content=self._content, home=self._home)
                 observer = self._start_observer()
                 report = reconcile(db, Scope.of(root=self.root))
                 self._report_skipped(report.failures)
