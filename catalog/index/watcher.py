@@ -544,15 +544,25 @@ class Watcher:
             self._publish_heartbeat()
 
 
+# A server that answers a connection with one of these FATAL errors is on its way up or down, or full: waiting helps.
+_PASSING_REFUSALS = ("starting up", "shutting down", "recovery mode", "not yet accepting connections",
+                     "too many clients")
+
+
 def server_unreachable(exc: CatalogUnavailableError) -> bool:
-    """True when the catalog's server could not be reached at all (refused, timed out, starting up or shutting
-    down: no SQLSTATE, or classes 08 and 57P), False when it answered with a refusal (wrong password, no such
-    database) or the database driver is missing."""
+    """True when the catalog's server could not be reached (refused, timed out, starting up or shutting down,
+    full), False when it answered with a refusal that waiting will not lift (wrong password, no such database)
+    or the database driver is missing. libpq gives no SQLSTATE for a failed connection: the server's own
+    answers are the messages it marks FATAL."""
     cause = exc.__cause__
     if cause is None or isinstance(cause, ImportError):
         return False
-    sqlstate = getattr(getattr(cause, "orig", None), "sqlstate", None)
-    return sqlstate is None or sqlstate.startswith(("08", "57P"))
+    error = getattr(cause, "orig", None) or cause
+    sqlstate = getattr(error, "sqlstate", None)
+    if sqlstate is not None:
+        return sqlstate.startswith(("08", "57P", "53300"))
+    text = str(error)
+    return "FATAL:" not in text or any(words in text for words in _PASSING_REFUSALS)
 
 
 def _symlinked_sessions(root: str) -> list[str]:
