@@ -241,7 +241,7 @@ SQL: dict[str, str] = {
     'usage_outside_root': (
         'SELECT usage_rollup.id \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory != :root_dir AND (usage_rollup.directory <= :root_lo OR usage_rollup.directory >= :root_hi)\n'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory < :root_dir OR usage_rollup.machine = :machine AND usage_rollup.directory > :root_dir AND usage_rollup.directory <= :root_lo OR usage_rollup.machine = :machine AND usage_rollup.directory >= :root_hi\n'
         ' LIMIT :limit OFFSET :offset'
     ),
     'usage_totals_prune': (

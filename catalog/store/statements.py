@@ -205,9 +205,12 @@ def _totals_statements() -> dict[str, ClauseElement]:
             select(*values).where(~exists(select(_t.id).where(match)))),
         # A usage row of a file outside the machine's sessions root (a --session-dir listing indexed it): then
         # the machine-wide totals are not "every project" and the reports of every project sum the rollup.
+        # Three ranges, each with the machine, so that each is one search of the rollup's index.
         "usage_outside_root": select(_r.id).where(
-            (_r.machine == bindparam("machine")) & (_r.directory != bindparam("root_dir"))
-            & ((_r.directory <= bindparam("root_lo")) | (_r.directory >= bindparam("root_hi"))))
+            ((_r.machine == bindparam("machine")) & (_r.directory < bindparam("root_dir")))
+            | ((_r.machine == bindparam("machine")) & (_r.directory > bindparam("root_dir"))
+               & (_r.directory <= bindparam("root_lo")))
+            | ((_r.machine == bindparam("machine")) & (_r.directory >= bindparam("root_hi"))))
         .limit(bindparam("limit")).offset(bindparam("offset")),
         "usage_totals_prune": delete(usage_totals).where(match & (_t.sessions <= literal_column("0"))),
         "delete_machine_usage_totals": delete(usage_totals).where(_t.machine == bindparam("machine")),

@@ -183,7 +183,7 @@ def test_this_project_on_another_machine_is_the_same_directory_relative_to_its_h
     there = _project(devbox, "2bbb000000000001", "Devbox parser work", "deploy the parser")
     assert laptop.project_dir_name(here) != devbox.project_dir_name(there)  # named from different homes
     # Look-alikes on the devbox that are other projects: the same repository name elsewhere under its home,
-    # and the laptop's absolute path, which the devbox's home does not hold.
+    # and a directory outside its home.
     for session_id, cwd in (("3ccc000000000001", devbox.home / "forks" / "proj"),
                             ("4ddd000000000001", tmp_path / "elsewhere" / "proj")):
         cwd.mkdir(parents=True)
