@@ -177,9 +177,7 @@ SQL: dict[str, str] = {
     'usage_parent_ids': (
         'SELECT session_files.id \n'
         'FROM session_files \n'
-        'WHERE (session_files.session_id = :parent OR session_files.path = :parent) AND session_files.id != :file_id AND session_files.machine = (SELECT child_file.machine \n'
-        'FROM session_files AS child_file \n'
-        'WHERE child_file.id = :file_id)'
+        'WHERE (session_files.machine = :machine AND session_files.session_id = :parent OR session_files.machine = :machine AND session_files.path = :parent) AND session_files.id != :file_id'
     ),
     'usage_child_ids': (
         'SELECT session_files.id \n'

@@ -85,7 +85,7 @@ session_files = Table(
     Index("ix_session_files_machine_path", "machine", "path", "device", "inode", "size", "mtime_ns"),
     Index("ix_session_files_machine_session_id", "machine", "session_id"),
     Index("ix_session_files_machine_device_inode", "machine", "device", "inode"),
-    Index(None, "parent_session"),  # a file's forks, whose copied usage depends on it
+    Index(None, "machine", "parent_session"),  # a file's forks, whose copied usage depends on it
 )
 
 # The searchable text of every record, in file order. Rows with `pending` set come from an

@@ -239,7 +239,6 @@ def _usage_statements() -> dict[str, ClauseElement]:
     """The indexer's writes of usage facts and rollups, and every report's two queries per scope."""
     u = usage_facts.c
     parent = usage_facts.alias("parent_fact")
-    child = session_files.alias("child_file")
     rollup_source = (select(u.file_id, _f.machine, _f.directory, func.coalesce(_f.cwd, literal_column("''")), u.day_local,
                             u.week_local, u.provider, u.model, *(func.sum(u[name]) for name in USAGE_FIGURES),
                             func.count())
@@ -253,11 +252,12 @@ def _usage_statements() -> dict[str, ClauseElement]:
         "delete_usage_facts_of_file": delete(usage_facts).where(u.file_id == bindparam("file_id")),
         "delete_pending_usage_facts": delete(usage_facts).where(
             (u.file_id == bindparam("file_id")) & (u.pending == true())),
-        # A fork's parent is looked for on the fork's own machine only: another machine's session of the same
-        # id or path (a copied agent dir) is another file, whose entries this one did not copy.
+        # A fork's parent is looked for on the fork's own machine (this one: the indexer refreshes its own files)
+        # only: another machine's session of the same id or path (a copied agent dir) is another file, whose
+        # entries this one did not copy. The machine is in each alternative, so each is one index search.
         "usage_parent_ids": select(_f.id).where(
-            ((_f.session_id == bindparam("parent")) | (_f.path == bindparam("parent"))) & (_f.id != bindparam("file_id"))
-            & (_f.machine == select(child.c.machine).where(child.c.id == bindparam("file_id")).scalar_subquery())),
+            ((_mine() & (_f.session_id == bindparam("parent"))) | (_mine() & (_f.path == bindparam("parent"))))
+            & (_f.id != bindparam("file_id"))),
         "usage_child_ids": select(_f.id).where(
             _mine() & ((_f.parent_session == bindparam("session_id")) | (_f.parent_session == bindparam("path")))),
         "usage_parent_of_file": select(_f.parent_session).where(_f.id == bindparam("file_id")),

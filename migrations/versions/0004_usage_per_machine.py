@@ -11,6 +11,8 @@ Create Date: 2026-12-01
   without reading a session file. On the way the fork copies are marked again within each machine only (a
   parent session of the same id or path on another machine no longer counts).
 - `machines.home`: where another machine finds the same project (`~/proj` there as here).
+- `session_files (machine, parent_session)` replaces the index on `parent_session`: a file's forks are looked
+  for on its machine.
 
 The SQL below is this revision's own, frozen copy of what the indexer computes (sessdex.catalog.index.usage_writer):
 migrations are never edited once released.
@@ -90,18 +92,25 @@ def _totals_table(with_machine: bool) -> None:
 
 
 def _mark_copies(same_machine: bool) -> None:
-    """Mark every fork's facts copied from its parent session (named by id or path), within one machine
-    (`same_machine`, this revision) or across them (before it)."""
-    machine = "AND parent_file.machine = child.machine " if same_machine else ""
-    op.execute(
-        "UPDATE usage_facts SET copied = EXISTS ("
-        " SELECT 1 FROM session_files child"
-        " JOIN session_files parent_file ON parent_file.id <> child.id " + machine +
-        "  AND (parent_file.session_id = child.parent_session OR parent_file.path = child.parent_session)"
-        " JOIN usage_facts parent_fact ON parent_fact.file_id = parent_file.id"
-        " WHERE child.id = usage_facts.file_id AND parent_fact.entry_id = usage_facts.entry_id"
-        "  AND parent_fact.entry_timestamp = usage_facts.entry_timestamp)"
-        " WHERE file_id IN (SELECT id FROM session_files WHERE parent_session IS NOT NULL)")
+    """Mark every fork's facts copied from its parent session (named by id or by path), within one machine
+    (`same_machine`, this revision) or across them (before it).
+
+    One EXISTS per way of naming the parent, so that each finds the parent through an index
+    (`machine, session_id` / `machine, path`) rather than by reading every file row for every fact.
+    """
+    machine = "parent_file.machine = child.machine AND " if same_machine else ""
+
+    def copied_from(parent_column: str) -> str:
+        return (" EXISTS (SELECT 1 FROM session_files child"
+                " JOIN session_files parent_file ON " + machine +
+                f"parent_file.{parent_column} = child.parent_session AND parent_file.id <> child.id"
+                " JOIN usage_facts parent_fact ON parent_fact.file_id = parent_file.id"
+                "  AND parent_fact.entry_id = usage_facts.entry_id"
+                "  AND parent_fact.entry_timestamp = usage_facts.entry_timestamp"
+                " WHERE child.id = usage_facts.file_id)")
+
+    op.execute("UPDATE usage_facts SET copied = (" + copied_from("session_id") + " OR" + copied_from("path") + ")"
+               " WHERE file_id IN (SELECT id FROM session_files WHERE parent_session IS NOT NULL)")
 
 
 def _fill_rollup(with_machine: bool) -> None:
@@ -158,10 +167,15 @@ def _remake_usage(with_machine: bool) -> None:
 def upgrade() -> None:
     with op.batch_alter_table("machines") as batch:
         batch.add_column(sa.Column("home", sa.Text(), nullable=True))
+    # A file's forks are looked for among its machine's files.
+    op.drop_index("ix_session_files_parent_session", table_name="session_files")
+    op.create_index("ix_session_files_machine_parent_session", "session_files", ["machine", "parent_session"])
     _remake_usage(with_machine=True)
 
 
 def downgrade() -> None:
     _remake_usage(with_machine=False)
+    op.drop_index("ix_session_files_machine_parent_session", table_name="session_files")
+    op.create_index("ix_session_files_parent_session", "session_files", ["parent_session"])
     with op.batch_alter_table("machines") as batch:
         batch.drop_column("home")
