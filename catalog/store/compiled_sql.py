@@ -177,7 +177,9 @@ SQL: dict[str, str] = {
     'usage_parent_ids': (
         'SELECT session_files.id \n'
         'FROM session_files \n'
-        'WHERE (session_files.machine = :machine AND session_files.session_id = :parent OR session_files.machine = :machine AND session_files.path = :parent) AND session_files.id != :file_id'
+        'WHERE session_files.machine = :machine AND session_files.session_id = :parent AND session_files.id != :file_id UNION SELECT session_files.id \n'
+        'FROM session_files \n'
+        'WHERE session_files.machine = :machine AND session_files.path = :parent AND session_files.id != :file_id'
     ),
     'usage_child_ids': (
         'SELECT session_files.id \n'

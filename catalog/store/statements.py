@@ -29,6 +29,7 @@ from sqlalchemy import (
     literal_column,
     select,
     true,
+    union,
     update,
 )
 from sqlalchemy.dialects import sqlite
@@ -254,10 +255,10 @@ def _usage_statements() -> dict[str, ClauseElement]:
             (u.file_id == bindparam("file_id")) & (u.pending == true())),
         # A fork's parent is looked for on the fork's own machine (this one: the indexer refreshes its own files)
         # only: another machine's session of the same id or path (a copied agent dir) is another file, whose
-        # entries this one did not copy. The machine is in each alternative, so each is one index search.
-        "usage_parent_ids": select(_f.id).where(
-            ((_mine() & (_f.session_id == bindparam("parent"))) | (_mine() & (_f.path == bindparam("parent"))))
-            & (_f.id != bindparam("file_id"))),
+        # entries this one did not copy. One query per way of naming the parent: each is one index search.
+        "usage_parent_ids": union(*(select(_f.id).where(_mine() & (named == bindparam("parent"))
+                                                       & (_f.id != bindparam("file_id")))
+                                    for named in (_f.session_id, _f.path))),
         "usage_child_ids": select(_f.id).where(
             _mine() & ((_f.parent_session == bindparam("session_id")) | (_f.parent_session == bindparam("path")))),
         "usage_parent_of_file": select(_f.parent_session).where(_f.id == bindparam("file_id")),
