@@ -63,8 +63,15 @@ def catalog_usage_report(db: Any, kind: ReportKind, scope_name: str, parts: Sequ
     """A report from the catalog; `scope_name` is "in_directories" or "under_root", and `parts` holds, for each
     machine the report covers (this one first), its `machine` and its scope's parameters (`dir0..dir2`, or
     `root_lo`/`root_hi`); a machine may have several parts (disjoint sets of folders). The parts' reports
-    are added up."""
-    reports = [_machine_report(db, kind, scope_name, params, days) for params in parts]
+    are added up. A session row of another machine says whose it is (`machine`, as listings do)."""
+    reports = []
+    for params in parts:
+        report = _machine_report(db, kind, scope_name, params, days)
+        if kind == "session" and params["machine"] != db.machine:
+            for row in report.rows:
+                if row.session is not None:
+                    row.session["machine"] = params["machine"]
+        reports.append(report)
     return reports[0] if len(reports) == 1 else merge_reports(kind, reports)
 
 

@@ -208,7 +208,8 @@ def test_this_project_on_another_machine_is_the_same_directory_relative_to_its_h
         ids = [item["id"] if "id" in item else item["session"]["id"] for item in found]
         assert sorted(ids) == ["1aaa000000000001", "2bbb000000000001"], args
     usage = json.loads(sessdex(laptop, "laptop", "--machines", "all", "usage", "session", "--json").out)
-    assert sorted(row["session"] for row in usage["rows"]) == ["1aaa000000000001", "2bbb000000000001"]
+    assert sorted((row["session"], row.get("machine")) for row in usage["rows"]) == [
+        ("1aaa000000000001", None), ("2bbb000000000001", "devbox")]  # another machine's session says whose it is
     # From the devbox, the laptop's project is found the same way.
     found = json.loads(sessdex(devbox, "devbox", "--machines", "all", "list", "--json").out)
     assert sorted(item["id"] for item in found) == ["1aaa000000000001", "2bbb000000000001"]
