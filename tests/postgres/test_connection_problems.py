@@ -14,6 +14,7 @@ from sessdex.catalog.index.watcher import Watcher
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.location import resolve_location
 from sessdex.core.paths import AgentPaths
+from sessdex.core.usage import DateRange
 from tests.catalog.catalog_support import BASE_MS, append_bytes, assistant, header, jsonl, session_fields, user, write_file
 from tests.cli_support import run_cli
 from tests.postgres_server import PASSWORD, PostgresServer, free_port
@@ -149,6 +150,10 @@ def test_a_watcher_started_while_the_server_is_down_says_so_once_and_catches_up_
             assert {i.id for i in shared.list_all_sessions()} == {"4ddd000000000001", "4ddd000000000002",
                                                                    "4ddd000000000004"}
             assert shared.db.scalar("count_messages") == own_sqlite.db.scalar("count_messages") == 4
+            assert shared.db.scalar("count_usage_facts") == own_sqlite.db.scalar("count_usage_facts") == 1
+            for kind in ("daily", "session"):
+                assert shared.usage_report(kind, paths.home, all_projects=True, days=DateRange()).to_json(True) == \
+                    own_sqlite.usage_report(kind, paths.home, all_projects=True, days=DateRange()).to_json(True)
             assert shared.db.fetchall("machine_get")[0]["sessions_root"] == str(paths.sessions_root)
     finally:
         server.destroy()
