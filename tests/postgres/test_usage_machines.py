@@ -139,7 +139,10 @@ def test_reindex_and_rebuild_of_one_machine_leave_the_other_machines_usage_alone
         assert run_cli(machines.cli("laptop", "index", *rebuild, catalog=postgres_url), capsys).code == 0
         for kind in KINDS:
             assert _answer(machines, capsys, "devbox", postgres_url, kind, "--all") == devbox[kind]  # not one bit moved
-        _check_against_sqlite(machines, capsys, postgres_url, own)
+        for kind in ("daily", "session"):
+            assert _same_report(_answer(machines, capsys, "laptop", postgres_url, kind, "--all"),
+                                _answer(machines, capsys, "laptop", own["laptop"], kind, "--all")), (kind, rebuild)
+    _check_against_sqlite(machines, capsys, postgres_url, own)
 
 
 def test_a_shared_catalog_at_revision_0003_upgrades_to_usage_per_machine(machines: Machines, capsys, monkeypatch,
