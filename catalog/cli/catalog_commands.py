@@ -81,7 +81,8 @@ def open_machine_catalog(settings: Settings, content: bool | None) -> CatalogDat
     remember_machine(settings.paths.agent_dir, settings.machine_name)
     db = open_catalog(settings.location(), machine=settings.machine_name)
     try:
-        register_machine(db, os.path.abspath(settings.paths.sessions_root), content=content)
+        register_machine(db, os.path.abspath(settings.paths.sessions_root), content=content,
+                         home=os.path.abspath(settings.paths.home))
     except BaseException:
         db.close()
         raise
@@ -118,8 +119,11 @@ def _index_once(settings: Settings, content: bool | None, scope: Scope, *, rebui
     db = open_machine_catalog(settings, content)
     try:
         if rebuild and location.sqlite_path is None:
+            from sessdex.catalog.index.usage_writer import forget_machine_usage
+
             with db.write():
                 db.execute("delete_machine_files")
+                forget_machine_usage(db)
         writer = db.sqlite_writer()  # opened now (SQLite makes the -wal file), so the file can be watched
         if writer is not None:
             writer.execute("SELECT 1 FROM session_files LIMIT 1").fetchall()
@@ -167,7 +171,7 @@ def watch_command(ctx: click.Context, poll: bool, content: bool | None) -> None:
     remember_machine(paths.agent_dir, machine)
     watcher = Watcher(paths.sessions_root, location, log=_TerminalSafeLog(),
                       observer_factory=_polling_observer if poll else _native_observer, machine=machine,
-                      content=content)
+                      content=content, home=os.path.abspath(paths.home))
     stop = threading.Event()
     with stop_on_signals(stop):
         stats = watcher.run(stop)

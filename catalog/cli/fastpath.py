@@ -12,8 +12,9 @@ from a current catalog. `run_fast` answers exactly these argument shapes:
     [--agent-dir DIR] [--catalog X] history search WORD... [--here] [--json] [-n N | --limit N]
     [--agent-dir DIR] [--catalog X] usage [REPORT] [--since DAY] [--until DAY] [--all] [--breakdown] [--json]
 
-(options in any order after the command, `--opt=value` forms included, $PI_CODING_AGENT_DIR and
-$SESSDEX_CATALOG read as click reads them), when the catalog is a SQLite file at the current schema
+(`--machines this|all` may stand among the root options too; options in any order after the command,
+`--opt=value` forms included, $PI_CODING_AGENT_DIR, $SESSDEX_CATALOG and $SESSDEX_MACHINES read as click
+reads them), when the catalog is a SQLite file at the current schema
 revision, or is turned off (search: a SQLite catalog at the current revision; history search: an existing
 history.db holding the agent's schema). Anything else (help, other commands or options, `--session-dir`, `resume`
 without a value, a repeated option, a value click would reject, a catalog to create or migrate) is
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 
 # click answers shell-completion requests itself when this is set (its `_<PROG>_COMPLETE` convention).
 COMPLETION_ENV = "_SESSDEX_COMPLETE"
-ROOT_OPTIONS = ("--agent-dir", "--catalog")
+ROOT_OPTIONS = ("--agent-dir", "--catalog", "--machines")
+MACHINES_CHOICES = ("this", "all")  # --machines (click.Choice in click_app): anything else is click's to reject
 # Per command: each flag token -> the flag it sets.
 COMMAND_FLAGS: dict[str, dict[str, str]] = {
     "resume": {"--yes": "yes", "-y": "yes", "--no-fork": "no_fork", "--json": "json", "--own-dir": "own_dir",
@@ -56,8 +58,8 @@ WORD_COMMANDS = ("search", "history search")
 MAX_COUNT = 1_000_000_000  # sessdex.catalog.cli.output.MAX_COUNT (that module is not imported before it is needed)
 
 
-class CommandLine(namedtuple("CommandLine", "command agent_dir catalog flags value limit options",
-                             defaults=(None, None, ()))):
+class CommandLine(namedtuple("CommandLine", "command agent_dir catalog flags value limit options machines",
+                             defaults=(None, None, (), None))):
     """One parsed invocation in a shape the fast path answers."""
 
     __slots__ = ()
@@ -69,6 +71,7 @@ class CommandLine(namedtuple("CommandLine", "command agent_dir catalog flags val
     value: str | None  # resume's VALUE, usage's REPORT, the words of search and history search, joined
     limit: int | None  # -n of recent, search and history search
     options: tuple[tuple[str, str], ...]  # (option, value) of COMMAND_VALUE_OPTIONS
+    machines: str | None  # the root --machines: this or all
 
 
 def _positive_count(text: str) -> int | None:
@@ -92,7 +95,7 @@ def _root_options(args: Sequence[str]) -> tuple[dict[str, str], int] | None:
             if position == len(args):
                 return None
             value = args[position]
-        if not value or value.startswith("-"):
+        if not value or value.startswith("-") or (name == "--machines" and value not in MACHINES_CHOICES):
             return None
         options[name] = value
         position += 1
@@ -154,7 +157,7 @@ def parse_command_line(args: Sequence[str]) -> CommandLine | None:
         if not values:
             return None  # click: a missing argument
         return CommandLine(command, options.get("--agent-dir"), options.get("--catalog"), frozenset(flags),
-                           " ".join(values), limit)
+                           " ".join(values), limit, (), options.get("--machines"))
     if command not in POSITIONAL_COMMANDS and values:
         return None  # click: an unexpected extra argument
     if command == "resume" and (len(values) != 1 or not values[0]):
@@ -162,7 +165,7 @@ def parse_command_line(args: Sequence[str]) -> CommandLine | None:
     if command == "usage" and len(values) > 1:
         return None
     return CommandLine(command, options.get("--agent-dir"), options.get("--catalog"), frozenset(flags),
-                       values[0] if values else None, limit, tuple(valued.items()))
+                       values[0] if values else None, limit, tuple(valued.items()), options.get("--machines"))
 
 
 def run_fast(args: Sequence[str]) -> int | None:
@@ -183,7 +186,7 @@ def run_fast(args: Sequence[str]) -> int | None:
         days = date_range(valued.get("--since"), valued.get("--until"))
     from sessdex.catalog.store.settings import Settings
 
-    settings = Settings.resolve(line.agent_dir, line.catalog)
+    settings = Settings.resolve(line.agent_dir, line.catalog, machines=line.machines)
     if settings.agent_dir is not None and os.path.isfile(settings.agent_dir):
         return None  # click.Path(file_okay=False) rejects it, with click's message
     if line.command == "history search":

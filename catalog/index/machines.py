@@ -1,7 +1,8 @@
 """The `machines` table: each machine that writes to the catalog records where its sessions are and how to reach it.
 
-Other machines use the record to scope their reads of its rows (`--machines all`) and to tell a user
-where a session lives (`ssh HOST xcsh --resume PATH`). `content` is false for a machine that indexes
+Other machines use the record to scope their reads of its rows (`--machines all`: its sessions root, and
+its home directory for the same project there) and to tell a user where a session lives
+(`ssh HOST xcsh --resume PATH`). `content` is false for a machine that indexes
 metadata only (`--no-content`): its rows then carry no message text, which is deleted when it turns so.
 """
 
@@ -20,17 +21,20 @@ def machine_row(db: CatalogDatabase) -> Any:
     return rows[0] if rows else None
 
 
-def register_machine(db: CatalogDatabase, sessions_root: str, *, content: bool | None = None) -> None:
-    """Record (or update) this machine's sessions root and host; `content` switches message text on or off.
+def register_machine(db: CatalogDatabase, sessions_root: str, *, content: bool | None = None,
+                     home: str | None = None) -> None:
+    """Record (or update) this machine's sessions root, host and home (None: keep the one recorded);
+    `content` switches message text on or off.
 
     Turning content off deletes the message text this machine stored before (in the same transaction);
     turning it back on makes the next freshness pass read every file of this machine again.
     """
     row = machine_row(db)
     wanted = {"machine": db.machine, "host": host_name(), "sessions_root": sessions_root,
-              "content": (True if row is None else bool(row["content"])) if content is None else content}
-    if row is not None and (row["host"], row["sessions_root"], bool(row["content"])) == (
-            wanted["host"], wanted["sessions_root"], wanted["content"]):
+              "content": (True if row is None else bool(row["content"])) if content is None else content,
+              "home": home if home is not None else (None if row is None else row["home"])}
+    if row is not None and (row["host"], row["sessions_root"], bool(row["content"]), row["home"]) == (
+            wanted["host"], wanted["sessions_root"], wanted["content"], wanted["home"]):
         return
     with db.write():
         if row is None:

@@ -5,6 +5,10 @@ session depends on two files, so after any change to a file both it and the file
 `parentSession` (its forks) get their `copied` flags and their rollup rows recomputed
 (`refresh_usage_around`). The bulk run into an empty catalog writes fact rows only and calls
 `refresh_all_usage` once at its end.
+
+Every write here is about the catalog's own machine (`db.machine`): a fork's parent is looked for on the
+fork's machine, the rollup and usage_totals rows carry the machine, and a rebuild or a re-index of one
+machine never reads or writes another machine's usage rows.
 """
 
 from __future__ import annotations
@@ -53,23 +57,25 @@ def _mark_copies(db: CatalogDatabase, file_id: int, parent: str | None) -> None:
 
 
 _TOTAL_FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost", "messages")
-_KEY_NAMES = ("t_kind", "t_scope", "t_key", "t_model")
+_KEY_NAMES = ("t_machine", "t_kind", "t_scope", "t_key", "t_model")
+TotalKey = tuple[str, str, str, str, str]  # (machine, kind, scope, key, model) of a usage_totals row
 
 
-def _contributions(file_id: int, rollup: Sequence[Sequence[Any]]) -> dict[tuple[str, str, str, str], list[float]]:
-    """What a file's rollup rows add to usage_totals: (kind, scope, key, model) -> figures + [1 session].
+def _contributions(file_id: int, rollup: Sequence[Sequence[Any]]) -> dict[TotalKey, list[float]]:
+    """What a file's rollup rows add to usage_totals: (machine, kind, scope, key, model) -> figures + [1 session].
 
     Every report row the file has facts under counts it once in `sessions`, whatever its number of rows there.
     """
-    sums: dict[tuple[str, str, str, str], list[float]] = {}
-    for directory, cwd, day, week, provider, model, *figures in rollup:
+    sums: dict[TotalKey, list[float]] = {}
+    for machine, directory, cwd, day, week, provider, model, *figures in rollup:
         name = f"{provider}/{model}"
         keys = [("daily", day), ("weekly", week), ("monthly", day[:7]), ("project", cwd), ("total", "")]
         for scope in (directory, ""):
-            targets = [(kind, scope, key, split) for kind, key in keys for split in ("", name)]
-            targets.append(("model", scope, name, ""))
+            targets = [(machine, kind, scope, key, split) for kind, key in keys for split in ("", name)]
+            targets.append((machine, "model", scope, name, ""))
             if scope:
-                targets += [("session", scope, str(file_id), ""), ("session", scope, str(file_id), name)]
+                targets += [(machine, "session", scope, str(file_id), ""),
+                            (machine, "session", scope, str(file_id), name)]
             for target in targets:
                 total = sums.setdefault(target, [0.0] * len(_TOTAL_FIGURES) + [1])
                 for index, value in enumerate(figures):
@@ -83,14 +89,14 @@ HUGE_FIGURE = 1e300
 
 
 def _summable(rollup: Sequence[Sequence[Any]]) -> bool:
-    return all(abs(value) < HUGE_FIGURE for row in rollup for value in row[6:])
+    return all(abs(value) < HUGE_FIGURE for row in rollup for value in row[7:])
 
 
 def rebuild_usage_totals(db: CatalogDatabase) -> None:
-    """Sum usage_totals again from the whole rollup."""
+    """Sum this machine's usage_totals again from its whole rollup."""
     from sessdex.catalog.store.compiled_sql import SQL
 
-    db.execute("delete_all_usage_totals")
+    db.execute("delete_machine_usage_totals")
     for name in SQL:
         if name.startswith("rebuild_usage_totals_"):
             db.execute(name)
@@ -99,8 +105,9 @@ def rebuild_usage_totals(db: CatalogDatabase) -> None:
 def _apply_totals(db: CatalogDatabase, file_id: int, rollup: Sequence[Sequence[Any]], sign: int) -> None:
     """Add (`sign` 1) or subtract (-1) a file's rollup rows to or from usage_totals."""
     rows = []
-    for (kind, scope, key, model), values in _contributions(file_id, rollup).items():
-        row: dict[str, Any] = dict(zip(_KEY_NAMES, (kind, scope, key, model)))
+    for total_key, values in _contributions(file_id, rollup).items():
+        row: dict[str, Any] = dict(zip(_KEY_NAMES, total_key))
+        kind = total_key[1]
         row.update({f"t_{name}": sign * value for name, value in zip((*_TOTAL_FIGURES, "sessions"), values)})
         row["t_file_id"] = file_id if kind == "session" else None
         rows.append(row)
@@ -150,9 +157,16 @@ def refresh_usage_around(db: CatalogDatabase, file_id: int | None, session_id: s
 
 
 def refresh_all_usage(db: CatalogDatabase) -> None:
-    """Mark every fork's copies, rebuild every rollup row and usage_totals (after a bulk run into an empty catalog)."""
+    """Mark every fork's copies, rebuild every rollup row and usage_totals of this machine (after a bulk run
+    into an empty catalog)."""
     for file_id, parent in db.fetch_tuples("usage_files_with_parent"):
         _mark_copies(db, file_id, parent)
-    db.execute("delete_all_usage_rollups")
-    db.execute("insert_all_usage_rollups")
+    db.execute("delete_machine_usage_rollups")
+    db.execute("insert_machine_usage_rollups")
     rebuild_usage_totals(db)
+
+
+def forget_machine_usage(db: CatalogDatabase) -> None:
+    """Drop this machine's usage_totals rows (with its file rows, by `index --rebuild` on a shared catalog: the
+    file rows' deletion takes their facts and rollups along, never the pre-summed rows)."""
+    db.execute("delete_machine_usage_totals")

@@ -22,7 +22,12 @@ freshness check. If inotify runs out of watches it says how to raise the limit a
 A catalog on a server (PostgreSQL) can go away under the watcher. It then says so once, stops applying
 batches and tries again every RETRY_SECONDS; once the server answers, one freshness pass over the whole
 root catches up: it compares every file's stat with the catalog, so whatever changed meanwhile is
-indexed exactly once (a batch cut off mid-way was rolled back as a whole).
+indexed exactly once (a batch cut off mid-way was rolled back as a whole). A watcher started while the
+server cannot be reached (refused, timed out, starting up or shutting down) does the same: one line, then
+it watches the files and retries, and its first pass once the server answers is its initial scan; it
+publishes its heartbeat only then, so readers keep their own freshness check meanwhile. A server that
+answers but refuses it (wrong password, no such database) or a missing driver is a mistake waiting will
+not fix: the watcher then exits with one line and status 2, like every command.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from typing import Any, Protocol
 
 from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.indexer import Indexer
-from sessdex.catalog.index.reconcile import Scope, StatKey, read_heartbeat, reconcile, stat_key
+from sessdex.catalog.index.reconcile import ReconcileReport, Scope, StatKey, read_heartbeat, reconcile, stat_key
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog
 from sessdex.catalog.store.location import CatalogLocation, exclusive_lock
 from sessdex.core.errors import CatalogError, CatalogUnavailableError
@@ -242,8 +247,9 @@ class Watcher:
                  quiet: float = DEBOUNCE_SECONDS, max_delay: float = MAX_DELAY_SECONDS,
                  heartbeat_interval: float = HEARTBEAT_INTERVAL_SECONDS,
                  log: LogStream | None = None, machine: str | None = None, content: bool | None = None,
-                 retry_seconds: float = RETRY_SECONDS) -> None:
-        """`machine` names this agent dir's rows (default: the host name); `content=False` indexes metadata only."""
+                 retry_seconds: float = RETRY_SECONDS, home: str | None = None) -> None:
+        """`machine` names this agent dir's rows (default: the host name); `content=False` indexes metadata only;
+        `home` is recorded as the machine's home directory (see sessdex.catalog.index.machines)."""
         self.root = os.path.abspath(os.fspath(sessions_root))
         self.location = location
         self._observer_factory = observer_factory
@@ -256,12 +262,15 @@ class Watcher:
         self._symlinks: dict[str, StatKey | None] = {}  # symlinked session files -> their target's last stat
         self._db: CatalogDatabase | None = None  # the open catalog (reopened when it fails under the watcher)
         self._wal_identity: tuple[int, int] | None = None  # (device, inode) of the catalog's -wal when opened
-        self.ready = threading.Event()  # set once the initial scan is done and the heartbeat published
+        # Set once the initial scan is done and the heartbeat published, or the server could not be reached for it.
+        self.ready = threading.Event()
         self.machine = machine
         self._content = content
+        self._home = home
         self._retry_seconds = retry_seconds
         self._behind_since: float | None = None  # set while the catalog cannot be reached
         self._retry_at = 0.0
+        self._reached = False  # the catalog answered once (its machine recorded, its initial scan done)
 
     def _say(self, message: str) -> None:
         self._log.write(message + "\n")
@@ -346,15 +355,19 @@ class Watcher:
             self.apply(self._db, changes)
             return
         except CatalogUnavailableError as exc:  # a server gone away: caught up once it is back
-            self._behind_since = time.monotonic()
-            self._retry_at = self._behind_since + self._retry_seconds
-            self._say(f"sessdex watch: {exc}; trying again every {self._retry_seconds:g} s, "
-                      "changes are caught up when it is back")
+            self._fall_behind(exc)
             return
         except Exception as exc:  # anything else would end the watch and leave the catalog stale for everyone
             self._say(f"sessdex watch: a batch of {len(changes.files)} file(s) failed ({type(exc).__name__}: "
                       f"{exc}); reopening the catalog and going on")
         self._reopen()
+
+    def _fall_behind(self, exc: CatalogUnavailableError) -> None:
+        """The server cannot be reached: say so once, and try again every RETRY_SECONDS (see _catch_up)."""
+        self._behind_since = time.monotonic()
+        self._retry_at = self._behind_since + self._retry_seconds
+        self._say(f"sessdex watch: {exc}; trying again every {self._retry_seconds:g} s, "
+                  "changes are caught up when it is back")
 
     def _fill_content_safely(self, deadline: float) -> bool:
         """A slice of the message-text backlog (content_index); True when it is complete. A catalog that fails
@@ -362,6 +375,9 @@ class Watcher:
         assert self._db is not None
         try:
             return fill_content_index(self._db, deadline=deadline)
+        except CatalogUnavailableError as exc:
+            self._fall_behind(exc)
+            return False
         except Exception as exc:  # the watch goes on: see _apply_safely
             self._say(f"sessdex watch: filling the message-text index failed ({type(exc).__name__}: {exc}); "
                       "reopening the catalog and going on")
@@ -374,12 +390,41 @@ class Watcher:
         db = self._db = open_catalog(self.location, machine=self.machine)
         return db
 
+    def _connect(self) -> ReconcileReport:
+        """Open the catalog (if not open), record this machine in it and reconcile the whole root: the initial
+        scan, or the catch-up after the server was away."""
+        if self._db is None:
+            self._open()
+        assert self._db is not None
+        if not self._reached:
+            from sessdex.catalog.index.machines import register_machine
+
+            register_machine(self._db, self.root, content=self._content, home=self._home)
+        report = reconcile(self._db, Scope.of(root=self.root))
+        self._report_skipped(report.failures)
+        if not self._reached:
+            self._reached = True
+            self._publish_heartbeat()
+        return report
+
+    def _first_scan(self) -> ReconcileReport | None:
+        """The initial scan; None (said once, tried again in the loop) when the server cannot be reached."""
+        try:
+            return self._connect()
+        except CatalogUnavailableError as exc:
+            if not server_unreachable(exc):
+                raise
+            self._close_quietly()
+            self._fall_behind(exc)
+            return None
+
     def _catch_up(self) -> None:
         """Once the catalog answers again, index everything that changed while it did not."""
-        assert self._db is not None
         try:
-            report = reconcile(self._db, Scope.of(root=self.root))
+            report = self._connect()
         except CatalogUnavailableError:
+            if not self._reached:
+                self._close_quietly()  # opened again at the next try
             self._retry_at = time.monotonic() + self._retry_seconds
             return
         self._behind_since = None
@@ -388,13 +433,19 @@ class Watcher:
         self._say(f"sessdex watch: the catalog is back; indexed {len(report.changed) + len(report.vanished)} "
                   "file(s) changed meanwhile")
 
-    def _reopen(self) -> None:
-        """Close the catalog (quietly: it may be broken), open it again and reconcile everything."""
+    def _close_quietly(self) -> None:
         if self._db is not None:
             with contextlib.suppress(Exception):
                 self._db.close()
             self._db = None
-        self._report_skipped(reconcile(self._open(), Scope.of(root=self.root)).failures)
+
+    def _reopen(self) -> None:
+        """Close the catalog (quietly: it may be broken), open it again and reconcile everything."""
+        self._close_quietly()
+        try:
+            self._report_skipped(reconcile(self._open(), Scope.of(root=self.root)).failures)
+        except CatalogUnavailableError as exc:
+            self._fall_behind(exc)
 
     def _catalog_pulled_away(self) -> bool:
         """Was the -wal file the catalog writes to deleted or replaced? (It lives as long as our connection.)"""
@@ -407,22 +458,18 @@ class Watcher:
     def run(self, stop: threading.Event) -> WatchStats:
         """Watch until `stop` is set: observer first, then the initial scan, then debounced batches."""
         with self._single_watcher():
-            db = self._open()
             observer = None
             try:
-                from sessdex.catalog.index.machines import register_machine
-
-                register_machine(db, self.root, content=self._content)
-                observer = self._start_observer()
-                report = reconcile(db, Scope.of(root=self.root))
-                self._report_skipped(report.failures)
+                observer = self._start_observer()  # before the initial scan: nothing written during it is missed
+                report = self._first_scan()
                 self._symlinks = dict.fromkeys(_symlinked_sessions(self.root))
                 self._changed_symlinks()  # remember their targets' stat as indexed
-                self._publish_heartbeat()
                 self.ready.set()
-                mode = "polling" if self.stats.polling else "watching"
-                self._say(f"sessdex watch: {mode} {self.root} ({report.scanned} session files, "
-                          f"{len(report.changed) + len(report.vanished)} indexed); catalog {self.location.display}")
+                if report is not None:
+                    mode = "polling" if self.stats.polling else "watching"
+                    self._say(f"sessdex watch: {mode} {self.root} ({report.scanned} session files, "
+                              f"{len(report.changed) + len(report.vanished)} indexed); "
+                              f"catalog {self.location.display}")
                 self._loop(stop)
             finally:
                 if observer is not None:
@@ -458,11 +505,11 @@ class Watcher:
                     self._reopen()
                     content_complete = False
                 changed = self._changed_symlinks()
-                if changed:
+                if changed and self._behind_since is None:  # else the catch-up's pass re-stats them
                     self._apply_safely(Changes(dict.fromkeys(changed, Action.INDEX)))
                     content_complete = False
             timeout = min(wait if wait is not None else self._heartbeat_interval, next_beat - now, 0.1)
-            if not content_complete:
+            if not content_complete and self._behind_since is None:
                 # Between batches, a little of the message-text index a first index left (content_index);
                 # then only a look at the event queue, without waiting.
                 content_complete = self._fill_content_safely(now + CONTENT_FILL_SECONDS)
@@ -489,10 +536,33 @@ class Watcher:
         return changed
 
     def _beat(self) -> None:
+        if not self._reached:
+            return  # no heartbeat before the initial scan: readers keep their own freshness check
         try:
             os.utime(self.location.watcher_path)
         except FileNotFoundError:
             self._publish_heartbeat()
+
+
+# A server that answers a connection with one of these FATAL errors is on its way up or down, or full: waiting helps.
+_PASSING_REFUSALS = ("starting up", "shutting down", "recovery mode", "not yet accepting connections",
+                     "too many clients")
+
+
+def server_unreachable(exc: CatalogUnavailableError) -> bool:
+    """True when the catalog's server could not be reached (refused, timed out, starting up or shutting down,
+    full), False when it answered with a refusal that waiting will not lift (wrong password, no such database)
+    or the database driver is missing. libpq gives no SQLSTATE for a failed connection: the server's own
+    answers are the messages it marks FATAL."""
+    cause = exc.__cause__
+    if cause is None or isinstance(cause, ImportError):
+        return False
+    error = getattr(cause, "orig", None) or cause
+    sqlstate = getattr(error, "sqlstate", None)
+    if sqlstate is not None:
+        return sqlstate.startswith(("08", "57P", "53300"))
+    text = str(error)
+    return "FATAL:" not in text or any(words in text for words in _PASSING_REFUSALS)
 
 
 def _symlinked_sessions(root: str) -> list[str]:

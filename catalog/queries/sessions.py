@@ -237,7 +237,7 @@ class Catalog:
         if not self._machines_known:
             from sessdex.catalog.index.machines import register_machine
 
-            register_machine(self._database(), self.sessions_root)
+            register_machine(self._database(), self.sessions_root, home=os.path.abspath(self.paths.home))
             self._machines_known = True
 
     def other_machines(self) -> list[Any]:
@@ -246,26 +246,34 @@ class Catalog:
             return []
         return [row for row in self._database().fetchall("machines_all") if row["name"] != self.machine]
 
-    def machine_folders(self, machine: Any, folders: Sequence[str]) -> list[str]:
-        """Where `folders` (of this machine) are on `machine`: the same place relative to its sessions root."""
-        prefix = self.sessions_root.rstrip("/") + "/"
-        translated = []
-        for folder in folders:
-            if folder.startswith(prefix):
-                translated.append(machine["sessions_root"].rstrip("/") + "/" + folder[len(prefix):])
-            elif folder == self.sessions_root:
-                translated.append(machine["sessions_root"])
-        return list(dict.fromkeys(translated))
+    def machine_folders(self, machine: Any, folders: Sequence[str], cwd: str | os.PathLike[str] | None = None) -> list[str]:
+        """Where `folders` (of this machine; the project at `cwd`, if known) are on `machine`: the same place
+        relative to its sessions root and, with `cwd`, the same directory relative to its home
+        (sessdex.catalog.queries.machine_scope)."""
+        from sessdex.catalog.queries.machine_scope import folders_on_machine
 
-    def _rows_in_folders(self, name: str, folders: Sequence[str], params: dict[str, Any]) -> list[Any]:
-        """Rows of a listing statement over `folders` of this machine and, with all_machines, the same folders elsewhere."""
-        db = self._database()
-        rows = list(db.fetchall(name, {**_scope_params(folders), **params}))
+        return folders_on_machine(folders, self.sessions_root, machine_root=machine["sessions_root"],
+                                  cwd=None if cwd is None else os.fspath(cwd), home=os.fspath(self.paths.home),
+                                  machine_home=machine["home"])
+
+    def machine_scopes(self, folders: Sequence[str], cwd: str | os.PathLike[str] | None = None) -> list[dict[str, str]]:
+        """The project scope as statement parameters (`machine`, `dir0..dir2`): `folders` of this machine and,
+        with all_machines, the same project's folders on every other machine, three folders at most a part."""
+        parts = [{**_scope_params(folders), "machine": self.machine}]
         for machine in self.other_machines():
-            theirs = self.machine_folders(machine, folders)
+            theirs = self.machine_folders(machine, folders, cwd)
             for start in range(0, len(theirs), 3):
-                rows += db.fetchall(name, {**_scope_params(theirs[start:start + 3]), **params,
-                                           "machine": machine["name"]})
+                parts.append({**_scope_params(theirs[start:start + 3]), "machine": machine["name"]})
+        return parts
+
+    def _rows_in_folders(self, name: str, folders: Sequence[str], params: dict[str, Any],
+                         cwd: str | os.PathLike[str] | None = None) -> list[Any]:
+        """Rows of a listing statement over `folders` of this machine and, with all_machines, the same project
+        (at `cwd`, if known) elsewhere."""
+        db = self._database()
+        rows: list[Any] = []
+        for part in self.machine_scopes(folders, cwd):
+            rows += db.fetchall(name, {**params, **part})
         return rows
 
     def _rows_under_roots(self, name: str, params: dict[str, Any]) -> list[Any]:
@@ -321,7 +329,8 @@ class Catalog:
         folders = self.project_dirs(cwd, session_dir)
         self.refresh(Scope.of(folders))
         return self._infos(self._rows_in_folders("infos_in_directories", folders,
-                                                 {"min_messages": 0 if include_empty else 1}))
+                                                 {"min_messages": 0 if include_empty else 1},
+                                                 cwd if session_dir is None else None))
 
     def list_all_sessions(self, *, include_empty: bool = False) -> list[SessionInfo]:
         """`list_all()` from the catalog: every session below the sessions root, newest first."""
@@ -340,7 +349,8 @@ class Catalog:
             folders = self.project_dirs(cwd, session_dir)
             self.refresh(Scope.of(folders), _id_range(prefix))
             rows = self._rows_in_folders("infos_by_id_in_directories", folders,
-                                         {**_id_range(prefix), "min_messages": 0})
+                                         {**_id_range(prefix), "min_messages": 0},
+                                         cwd if session_dir is None else None)
         return self._infos(row for row in rows if row["session_id"].startswith(prefix))
 
     def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
@@ -481,12 +491,8 @@ class Catalog:
         folders = self.project_dirs(cwd, session_dir)
         if check_freshness:
             self.refresh(Scope.of(folders))
-        scopes = [("directories", {**_scope_params(folders[:3]), "machine": self.machine})]
-        for machine in self.other_machines():
-            theirs = self.machine_folders(machine, folders[:3])
-            if theirs:
-                scopes.append(("directories", {**_scope_params(theirs), "machine": machine["name"]}))
-        return scopes
+        return [("directories", part)
+                for part in self.machine_scopes(folders[:3], cwd if session_dir is None else None)]
 
     def _search_sqlite(self, reader: sqlite3.Connection, query: str, scopes: list[tuple[str, dict[str, Any]]],
                        limit: int, snippet_tokens: int) -> list[tuple[int, str, str, float]]:
@@ -642,15 +648,19 @@ class Catalog:
 
     def usage_report(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
                      days: DateRange) -> UsageReport:
-        """`sessdex usage KIND` from the catalog's rollup: this project's sessions, or every project's."""
+        """`sessdex usage KIND` from the catalog's rollup: this project's sessions, or every project's (of this
+        machine, or of every machine with all_machines)."""
         from sessdex.catalog.queries.usage import catalog_usage_report
 
         if all_projects:
             self.refresh(Scope.of(root=self.sessions_root))
-            return catalog_usage_report(self._database(), kind, "under_root", root_range(self.sessions_root), days)
+            roots = [{**root_range(self.sessions_root), "machine": self.machine}]
+            roots += [{**root_range(machine["sessions_root"]), "machine": machine["name"]}
+                      for machine in self.other_machines()]
+            return catalog_usage_report(self._database(), kind, "under_root", roots, days)
         folders = self.project_dirs(cwd, None)
         self.refresh(Scope.of(folders))
-        return catalog_usage_report(self._database(), kind, "in_directories", _scope_params(folders), days)
+        return catalog_usage_report(self._database(), kind, "in_directories", self.machine_scopes(folders, cwd), days)
 
 
 def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str | None = None) -> Catalog:

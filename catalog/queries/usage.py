@@ -3,7 +3,9 @@
 The catalog reads a report without a date range from `usage_totals`, where the indexer keeps every
 report's rows summed ahead: only the result rows are read, whatever the number of sessions. With
 --since/--until it runs two grouped queries over `usage_rollup` (one row per file, local day and
-model): the rows with their distinct sessions, and the same rows split per model. The file
+model): the rows with their distinct sessions, and the same rows split per model. Both are per machine:
+with `--machines all` each machine's report is read and the reports are added up (a session belongs to
+one machine, so the session counts add; the session report's rows are its sessions, never merged). The file
 answer (`scan_usage_report`) reads every session file below the sessions root, because a fork's
 parent may live in another project, and then keeps the scope's files: it is the reference the parity
 tests compare the catalog with. Both build `sessdex.core.usage.UsageReport` values.
@@ -56,13 +58,62 @@ def _row_key(kind: str, keys: Sequence[Any]) -> tuple[Any, str]:
     return keys[0], keys[0] if keys[0] is not None else ""
 
 
-def catalog_usage_report(db: Any, kind: ReportKind, scope_name: str, scope_params: dict[str, str],
+def catalog_usage_report(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],
                          days: DateRange) -> UsageReport:
-    """A report from the catalog; `scope_name` is "in_directories" or "under_root" with its parameters.
+    """A report from the catalog; `scope_name` is "in_directories" or "under_root", and `parts` holds, for each
+    machine the report covers (this one first), its `machine` and its scope's parameters (`dir0..dir2`, or
+    `root_lo`/`root_hi`); a machine may have several parts (disjoint sets of folders). The parts' reports
+    are added up. A session row of another machine says whose it is (`machine`, as listings do)."""
+    reports = []
+    for params in parts:
+        report = _machine_report(db, kind, scope_name, params, days)
+        if kind == "session" and params["machine"] != db.machine:
+            for row in report.rows:
+                if row.session is not None:
+                    row.session["machine"] = params["machine"]
+        reports.append(report)
+    return reports[0] if len(reports) == 1 else merge_reports(kind, reports)
+
+
+def merge_reports(kind: ReportKind, reports: Sequence[UsageReport]) -> UsageReport:
+    """The sum of reports over disjoint sets of sessions (other machines, other folders): rows of the same key
+    add up, figures and session counts alike; the session report's rows (one per session file) are kept apart."""
+    rows: list[UsageRow] = []
+    by_key: dict[str, UsageRow] = {}
+    total = UsageRow("", UsageTotals())
+    for report in reports:
+        _add_row(total, report.totals)
+        for row in report.rows:
+            if kind == "session":
+                rows.append(row)
+                continue
+            known = by_key.get(row.key)
+            if known is None:
+                by_key[row.key] = known = UsageRow(row.key, UsageTotals())
+                rows.append(known)
+            _add_row(known, row)
+    return UsageReport(kind, order_rows(kind, rows), total)
+
+
+def _add_row(into: UsageRow, row: UsageRow) -> None:
+    """Add a row's figures and per-model figures to another's."""
+    _add_totals(into.totals, row.totals)
+    for model, figures in row.models.items():
+        _add_totals(into.models.setdefault(model, UsageTotals()), figures)
+
+
+def _add_totals(into: UsageTotals, figures: UsageTotals) -> None:
+    _add_figures(into, (figures.input, figures.output, figures.cache_read, figures.cache_write, figures.cost,
+                        figures.messages, figures.sessions))
+
+
+def _machine_report(db: Any, kind: ReportKind, scope_name: str, scope_params: dict[str, str],
+                    days: DateRange) -> UsageReport:
+    """One machine's report (`scope_params["machine"]`).
 
     Without --since/--until the rows were summed ahead (usage_totals), so only they are read; with a date
-    range, or for every project when the catalog also holds files outside the sessions root, the rollup
-    rows are summed here.
+    range, or for every project when the catalog also holds files of the machine outside its sessions root,
+    the rollup rows are summed here.
     """
     params = {**scope_params, "since": days.since or "", "until": days.until or DAY_CEILING}
     if "root_lo" in params:
@@ -83,12 +134,12 @@ def _usage_outside_root(db: Any, params: dict[str, Any]) -> bool:
 
 
 def _report_from_totals(db: Any, kind: ReportKind, scope_name: str, scope_params: dict[str, str]) -> UsageReport:
-    """A report read from usage_totals: the catalog-wide rows for every project, else the project folders' rows
-    added up (a file is in one folder, so figures and session counts add)."""
-    if scope_name == "under_root":
-        scopes = {"dir0": "", "dir1": "", "dir2": ""}
+    """A report read from one machine's usage_totals: its machine-wide rows for every project, else the project
+    folders' rows added up (a file is in one folder, so figures and session counts add)."""
+    if scope_name == "under_root":  # the machine-wide rows
+        scopes = {"dir0": "", "dir1": "", "dir2": "", "machine": scope_params["machine"]}
     else:
-        scopes = {name: scope_params[name] for name in ("dir0", "dir1", "dir2")}
+        scopes = {name: scope_params[name] for name in ("dir0", "dir1", "dir2", "machine")}
     rows: dict[str, UsageRow] = {}
     total = UsageRow("", UsageTotals())
     # The session rows come from their own query (with the sessions' names): here only the total.

@@ -4,7 +4,7 @@ The SQLite fast path runs these strings with the stdlib sqlite3 module so that r
 catalog never imports SQLAlchemy or Alembic; tests/catalog/test_schema.py checks they still match.
 """
 
-SCHEMA_REVISION = '0003_machines'
+SCHEMA_REVISION = '0004_usage_per_machine'
 
 SQL: dict[str, str] = {
     'file_by_path': (
@@ -177,12 +177,14 @@ SQL: dict[str, str] = {
     'usage_parent_ids': (
         'SELECT session_files.id \n'
         'FROM session_files \n'
-        'WHERE (session_files.session_id = :parent OR session_files.path = :parent) AND session_files.id != :file_id'
+        'WHERE session_files.machine = :machine AND session_files.session_id = :parent AND session_files.id != :file_id UNION SELECT session_files.id \n'
+        'FROM session_files \n'
+        'WHERE session_files.machine = :machine AND session_files.path = :parent AND session_files.id != :file_id'
     ),
     'usage_child_ids': (
         'SELECT session_files.id \n'
         'FROM session_files \n'
-        'WHERE session_files.parent_session = :session_id OR session_files.parent_session = :path'
+        'WHERE session_files.machine = :machine AND (session_files.parent_session = :session_id OR session_files.parent_session = :path)'
     ),
     'usage_parent_of_file': (
         'SELECT session_files.parent_session \n'
@@ -192,7 +194,7 @@ SQL: dict[str, str] = {
     'usage_files_with_parent': (
         'SELECT session_files.id, session_files.parent_session \n'
         'FROM session_files \n'
-        'WHERE session_files.parent_session IS NOT NULL'
+        'WHERE session_files.machine = :machine AND session_files.parent_session IS NOT NULL'
     ),
     'reset_usage_copies': (
         'UPDATE usage_facts SET copied=0 WHERE usage_facts.file_id = :owner_id'
@@ -206,169 +208,192 @@ SQL: dict[str, str] = {
         'DELETE FROM usage_rollup WHERE usage_rollup.file_id = :file_id'
     ),
     'insert_usage_rollup_of_file': (
-        "INSERT INTO usage_rollup (file_id, directory, cwd, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages) SELECT usage_facts.file_id, session_files.directory, coalesce(session_files.cwd, '') AS coalesce_1, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, sum(usage_facts.input_tokens) AS sum_1, sum(usage_facts.output_tokens) AS sum_2, sum(usage_facts.cache_read_tokens) AS sum_3, sum(usage_facts.cache_write_tokens) AS sum_4, sum(usage_facts.cost) AS sum_5, count(*) AS count_1 \n"
+        "INSERT INTO usage_rollup (file_id, machine, directory, cwd, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages) SELECT usage_facts.file_id, session_files.machine, session_files.directory, coalesce(session_files.cwd, '') AS coalesce_1, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, sum(usage_facts.input_tokens) AS sum_1, sum(usage_facts.output_tokens) AS sum_2, sum(usage_facts.cache_read_tokens) AS sum_3, sum(usage_facts.cache_write_tokens) AS sum_4, sum(usage_facts.cost) AS sum_5, count(*) AS count_1 \n"
         'FROM usage_facts JOIN session_files ON session_files.id = usage_facts.file_id \n'
-        'WHERE usage_facts.copied = 0 AND usage_facts.file_id = :file_id GROUP BY usage_facts.file_id, session_files.directory, session_files.cwd, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model'
+        'WHERE usage_facts.copied = 0 AND usage_facts.file_id = :file_id GROUP BY usage_facts.file_id, session_files.machine, session_files.directory, session_files.cwd, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model'
     ),
-    'delete_all_usage_rollups': (
-        'DELETE FROM usage_rollup'
+    'delete_machine_usage_rollups': (
+        'DELETE FROM usage_rollup WHERE usage_rollup.machine = :machine'
     ),
-    'insert_all_usage_rollups': (
-        "INSERT INTO usage_rollup (file_id, directory, cwd, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages) SELECT usage_facts.file_id, session_files.directory, coalesce(session_files.cwd, '') AS coalesce_1, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, sum(usage_facts.input_tokens) AS sum_1, sum(usage_facts.output_tokens) AS sum_2, sum(usage_facts.cache_read_tokens) AS sum_3, sum(usage_facts.cache_write_tokens) AS sum_4, sum(usage_facts.cost) AS sum_5, count(*) AS count_1 \n"
+    'insert_machine_usage_rollups': (
+        "INSERT INTO usage_rollup (file_id, machine, directory, cwd, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages) SELECT usage_facts.file_id, session_files.machine, session_files.directory, coalesce(session_files.cwd, '') AS coalesce_1, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, sum(usage_facts.input_tokens) AS sum_1, sum(usage_facts.output_tokens) AS sum_2, sum(usage_facts.cache_read_tokens) AS sum_3, sum(usage_facts.cache_write_tokens) AS sum_4, sum(usage_facts.cost) AS sum_5, count(*) AS count_1 \n"
         'FROM usage_facts JOIN session_files ON session_files.id = usage_facts.file_id \n'
-        'WHERE usage_facts.copied = 0 GROUP BY usage_facts.file_id, session_files.directory, session_files.cwd, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model'
+        'WHERE usage_facts.copied = 0 AND session_files.machine = :machine GROUP BY usage_facts.file_id, session_files.machine, session_files.directory, session_files.cwd, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model'
     ),
     'count_usage_facts': (
         'SELECT count(*) AS count_1 \n'
         'FROM usage_facts'
     ),
     'usage_rollup_of_file': (
-        'SELECT usage_rollup.directory, usage_rollup.cwd, usage_rollup.day_local, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, usage_rollup.input_tokens, usage_rollup.output_tokens, usage_rollup.cache_read_tokens, usage_rollup.cache_write_tokens, usage_rollup.cost, usage_rollup.messages \n'
+        'SELECT usage_rollup.machine, usage_rollup.directory, usage_rollup.cwd, usage_rollup.day_local, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, usage_rollup.input_tokens, usage_rollup.output_tokens, usage_rollup.cache_read_tokens, usage_rollup.cache_write_tokens, usage_rollup.cost, usage_rollup.messages \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.file_id = :file_id'
     ),
     'usage_totals_add': (
-        'UPDATE usage_totals SET input_tokens=(usage_totals.input_tokens + :t_input_tokens), output_tokens=(usage_totals.output_tokens + :t_output_tokens), cache_read_tokens=(usage_totals.cache_read_tokens + :t_cache_read_tokens), cache_write_tokens=(usage_totals.cache_write_tokens + :t_cache_write_tokens), cost=(usage_totals.cost + :t_cost), messages=(usage_totals.messages + :t_messages), sessions=(usage_totals.sessions + :t_sessions) WHERE usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model'
+        'UPDATE usage_totals SET input_tokens=(usage_totals.input_tokens + :t_input_tokens), output_tokens=(usage_totals.output_tokens + :t_output_tokens), cache_read_tokens=(usage_totals.cache_read_tokens + :t_cache_read_tokens), cache_write_tokens=(usage_totals.cache_write_tokens + :t_cache_write_tokens), cost=(usage_totals.cost + :t_cost), messages=(usage_totals.messages + :t_messages), sessions=(usage_totals.sessions + :t_sessions) WHERE usage_totals.machine = :t_machine AND usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model'
     ),
     'usage_totals_insert_missing': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT :t_kind AS anon_1, :t_scope AS anon_2, :t_key AS anon_3, :t_model AS anon_4, :t_file_id AS anon_5, :t_input_tokens AS anon_6, :t_output_tokens AS anon_7, :t_cache_read_tokens AS anon_8, :t_cache_write_tokens AS anon_9, :t_cost AS anon_10, :t_messages AS anon_11, :t_sessions AS anon_12 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT :t_machine AS anon_1, :t_kind AS anon_2, :t_scope AS anon_3, :t_key AS anon_4, :t_model AS anon_5, :t_file_id AS anon_6, :t_input_tokens AS anon_7, :t_output_tokens AS anon_8, :t_cache_read_tokens AS anon_9, :t_cache_write_tokens AS anon_10, :t_cost AS anon_11, :t_messages AS anon_12, :t_sessions AS anon_13 \n'
         'WHERE NOT (EXISTS (SELECT usage_totals.id \n'
         'FROM usage_totals \n'
-        'WHERE usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model))'
+        'WHERE usage_totals.machine = :t_machine AND usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model))'
     ),
     'usage_outside_root': (
         'SELECT usage_rollup.id \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory != :root_dir AND (usage_rollup.directory <= :root_lo OR usage_rollup.directory >= :root_hi)\n'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory < :root_dir OR usage_rollup.machine = :machine AND usage_rollup.directory > :root_dir AND usage_rollup.directory <= :root_lo OR usage_rollup.machine = :machine AND usage_rollup.directory >= :root_hi\n'
         ' LIMIT :limit OFFSET :offset'
     ),
     'usage_totals_prune': (
-        'DELETE FROM usage_totals WHERE usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model AND usage_totals.sessions <= 0'
+        'DELETE FROM usage_totals WHERE usage_totals.machine = :t_machine AND usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model AND usage_totals.sessions <= 0'
     ),
-    'delete_all_usage_totals': (
-        'DELETE FROM usage_totals'
+    'delete_machine_usage_totals': (
+        'DELETE FROM usage_totals WHERE usage_totals.machine = :machine'
     ),
     'usage_totals_in_scopes': (
         'SELECT usage_totals.kind, usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions \n'
         'FROM usage_totals \n'
-        "WHERE usage_totals.kind IN (:kind, 'total') AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
+        "WHERE usage_totals.kind IN (:kind, 'total') AND usage_totals.machine = :machine AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
     ),
     'usage_totals_sessions_in_scopes': (
         'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
         'FROM usage_totals JOIN session_files ON session_files.id = usage_totals.file_id \n'
-        "WHERE usage_totals.model = '' AND usage_totals.kind = 'session' AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
+        "WHERE usage_totals.model = '' AND usage_totals.kind = 'session' AND usage_totals.machine = :machine AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
     ),
     'usage_totals_sessions_under_root': (
         'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
         'FROM usage_totals JOIN session_files ON session_files.id = usage_totals.file_id \n'
-        "WHERE usage_totals.model = '' AND usage_totals.kind = 'session' AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi)"
+        "WHERE usage_totals.model = '' AND usage_totals.kind = 'session' AND usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi)"
     ),
     'usage_totals_session_models_in_scopes': (
         'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions \n'
         'FROM usage_totals \n'
-        "WHERE usage_totals.model != '' AND usage_totals.kind = 'session' AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
+        "WHERE usage_totals.model != '' AND usage_totals.kind = 'session' AND usage_totals.machine = :machine AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
     ),
     'usage_totals_session_models_under_root': (
         'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions \n'
         'FROM usage_totals \n'
-        "WHERE usage_totals.model != '' AND usage_totals.kind = 'session' AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi)"
+        "WHERE usage_totals.model != '' AND usage_totals.kind = 'session' AND usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi)"
     ),
     'rebuild_usage_totals_daily': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'daily\', \'\', usage_rollup.day_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.day_local'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'daily\', \'\', usage_rollup.day_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.day_local'
     ),
     'rebuild_usage_totals_daily_per_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'daily\', \'\', usage_rollup.day_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'daily\', \'\', usage_rollup.day_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_daily_per_folder': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'daily\', usage_rollup.directory, usage_rollup.day_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.day_local'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'daily\', usage_rollup.directory, usage_rollup.day_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.day_local'
     ),
     'rebuild_usage_totals_daily_per_folder_per_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'daily\', usage_rollup.directory, usage_rollup.day_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'daily\', usage_rollup.directory, usage_rollup.day_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_weekly': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'weekly\', \'\', usage_rollup.week_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.week_local'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'weekly\', \'\', usage_rollup.week_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.week_local'
     ),
     'rebuild_usage_totals_weekly_per_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'weekly\', \'\', usage_rollup.week_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'weekly\', \'\', usage_rollup.week_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_weekly_per_folder': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'weekly\', usage_rollup.directory, usage_rollup.week_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.week_local'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'weekly\', usage_rollup.directory, usage_rollup.week_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.week_local'
     ),
     'rebuild_usage_totals_weekly_per_folder_per_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'weekly\', usage_rollup.directory, usage_rollup.week_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'weekly\', usage_rollup.directory, usage_rollup.week_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_monthly': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'monthly\', \'\', substr(usage_rollup.day_local, 1, 7) AS substr_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY substr(usage_rollup.day_local, 1, 7)'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'monthly\', \'\', substr(usage_rollup.day_local, 1, 7) AS substr_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, substr(usage_rollup.day_local, 1, 7)'
     ),
     'rebuild_usage_totals_monthly_per_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'monthly\', \'\', substr(usage_rollup.day_local, 1, 7) AS substr_1, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'monthly\', \'\', substr(usage_rollup.day_local, 1, 7) AS substr_1, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_monthly_per_folder': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'monthly\', usage_rollup.directory, substr(usage_rollup.day_local, 1, 7) AS substr_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory, substr(usage_rollup.day_local, 1, 7)'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'monthly\', usage_rollup.directory, substr(usage_rollup.day_local, 1, 7) AS substr_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, substr(usage_rollup.day_local, 1, 7)'
     ),
     'rebuild_usage_totals_monthly_per_folder_per_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'monthly\', usage_rollup.directory, substr(usage_rollup.day_local, 1, 7) AS substr_1, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory, substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'monthly\', usage_rollup.directory, substr(usage_rollup.day_local, 1, 7) AS substr_1, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_project': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'project\', \'\', usage_rollup.cwd, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.cwd'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'project\', \'\', usage_rollup.cwd, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.cwd'
     ),
     'rebuild_usage_totals_project_per_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'project\', \'\', usage_rollup.cwd, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'project\', \'\', usage_rollup.cwd, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_project_per_folder': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'project\', usage_rollup.directory, usage_rollup.cwd, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.cwd'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'project\', usage_rollup.directory, usage_rollup.cwd, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.cwd'
     ),
     'rebuild_usage_totals_project_per_folder_per_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'project\', usage_rollup.directory, usage_rollup.cwd, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'project\', usage_rollup.directory, usage_rollup.cwd, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'model\', \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        "FROM usage_rollup GROUP BY usage_rollup.provider || '/' || usage_rollup.model"
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'model\', \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        "WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.provider || '/' || usage_rollup.model"
     ),
     'rebuild_usage_totals_model_per_folder': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'model\', usage_rollup.directory, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        "FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.provider || '/' || usage_rollup.model"
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'model\', usage_rollup.directory, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        "WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.provider || '/' || usage_rollup.model"
     ),
     'rebuild_usage_totals_session_per_folder': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'session\', usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT) AS file_id, \'\', usage_rollup.file_id AS file_id_1, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT), usage_rollup.file_id'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'session\', usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT) AS file_id, \'\', usage_rollup.file_id AS file_id_1, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT), usage_rollup.file_id'
     ),
     'rebuild_usage_totals_session_per_folder_per_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'session\', usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT) AS file_id, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, usage_rollup.file_id AS file_id_1, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT), usage_rollup.provider, usage_rollup.model, usage_rollup.file_id'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'session\', usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT) AS file_id, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, usage_rollup.file_id AS file_id_1, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT), usage_rollup.provider, usage_rollup.model, usage_rollup.file_id'
     ),
     'rebuild_usage_totals_total': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'total\', \'\', \'\', \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'total\', \'\', \'\', \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
-        'HAVING count(*) > 0'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine'
     ),
     'rebuild_usage_totals_total_per_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'total\', \'\', \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.provider, usage_rollup.model'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'total\', \'\', \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_total_per_folder': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'total\', usage_rollup.directory, \'\', \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'total\', usage_rollup.directory, \'\', \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory'
     ),
     'rebuild_usage_totals_total_per_folder_per_model': (
-        'INSERT INTO usage_totals (kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT \'total\', usage_rollup.directory, \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
-        'FROM usage_rollup GROUP BY usage_rollup.directory, usage_rollup.provider, usage_rollup.model'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'total\', usage_rollup.directory, \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.provider, usage_rollup.model'
     ),
     'session_usage_by_model': (
         'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages \n'
@@ -378,146 +403,146 @@ SQL: dict[str, str] = {
     'usage_daily_in_directories': (
         'SELECT usage_rollup.day_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local'
     ),
     'usage_daily_by_model_in_directories': (
         'SELECT usage_rollup.day_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_daily_under_root': (
         'SELECT usage_rollup.day_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local'
     ),
     'usage_daily_by_model_under_root': (
         'SELECT usage_rollup.day_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_weekly_in_directories': (
         'SELECT usage_rollup.week_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local'
     ),
     'usage_weekly_by_model_in_directories': (
         'SELECT usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_weekly_under_root': (
         'SELECT usage_rollup.week_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local'
     ),
     'usage_weekly_by_model_under_root': (
         'SELECT usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_monthly_in_directories': (
         'SELECT substr(usage_rollup.day_local, 1, 7) AS month, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7)'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7)'
     ),
     'usage_monthly_by_model_in_directories': (
         'SELECT substr(usage_rollup.day_local, 1, 7) AS month, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
     ),
     'usage_monthly_under_root': (
         'SELECT substr(usage_rollup.day_local, 1, 7) AS month, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7)'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7)'
     ),
     'usage_monthly_by_model_under_root': (
         'SELECT substr(usage_rollup.day_local, 1, 7) AS month, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
     ),
     'usage_session_in_directories': (
         'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200)'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200)'
     ),
     'usage_session_by_model_in_directories': (
         'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200), usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200), usage_rollup.provider, usage_rollup.model'
     ),
     'usage_session_under_root': (
         'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200)'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200)'
     ),
     'usage_session_by_model_under_root': (
         'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200), usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200), usage_rollup.provider, usage_rollup.model'
     ),
     'usage_project_in_directories': (
         'SELECT usage_rollup.cwd, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd'
     ),
     'usage_project_by_model_in_directories': (
         'SELECT usage_rollup.cwd, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_project_under_root': (
         'SELECT usage_rollup.cwd, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd'
     ),
     'usage_project_by_model_under_root': (
         'SELECT usage_rollup.cwd, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_model_in_directories': (
         'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
     ),
     'usage_model_under_root': (
         'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
     ),
     'usage_total_in_directories': (
         'SELECT sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until'
     ),
     'usage_total_by_model_in_directories': (
         'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
     ),
     'usage_total_under_root': (
         'SELECT sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until'
     ),
     'usage_total_by_model_under_root': (
         'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
-        'WHERE (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
+        'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
     ),
     'machine_get': (
-        'SELECT machines.name, machines.host, machines.sessions_root, machines.content \n'
+        'SELECT machines.name, machines.host, machines.sessions_root, machines.content, machines.home \n'
         'FROM machines \n'
         'WHERE machines.name = :machine'
     ),
     'machines_all': (
-        'SELECT machines.name, machines.host, machines.sessions_root, machines.content \n'
+        'SELECT machines.name, machines.host, machines.sessions_root, machines.content, machines.home \n'
         'FROM machines ORDER BY machines.name'
     ),
     'machine_insert': (
-        'INSERT INTO machines (name, host, sessions_root, content) VALUES (:machine, :host, :sessions_root, :content)'
+        'INSERT INTO machines (name, host, sessions_root, content, home) VALUES (:machine, :host, :sessions_root, :content, :home)'
     ),
     'machine_update': (
-        'UPDATE machines SET host=:host, sessions_root=:sessions_root, content=:content WHERE machines.name = :machine'
+        'UPDATE machines SET host=:host, sessions_root=:sessions_root, content=:content, home=:home WHERE machines.name = :machine'
     ),
 }

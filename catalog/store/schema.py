@@ -85,7 +85,7 @@ session_files = Table(
     Index("ix_session_files_machine_path", "machine", "path", "device", "inode", "size", "mtime_ns"),
     Index("ix_session_files_machine_session_id", "machine", "session_id"),
     Index("ix_session_files_machine_device_inode", "machine", "device", "inode"),
-    Index(None, "parent_session"),  # a file's forks, whose copied usage depends on it
+    Index(None, "machine", "parent_session"),  # a file's forks, whose copied usage depends on it
 )
 
 # The searchable text of every record, in file order. Rows with `pending` set come from an
@@ -129,13 +129,15 @@ usage_facts = Table(
 
 # The counted (not copied) facts of each file summed per local day and model: what the usage reports
 # read, so that a report over 10,000 sessions reads a few small rows per session instead of every message.
-# `directory` and `cwd` repeat the file's (rebuilt with its rollup whenever the file's row changes), so
-# that the reports filter and group without reading the wide `session_files` rows.
+# `machine`, `directory` and `cwd` repeat the file's (rebuilt with its rollup whenever the file's row
+# changes), so that the reports filter and group without reading the wide `session_files` rows.
+# (usage_facts carry no machine of their own: they are only ever reached through their file.)
 usage_rollup = Table(
     "usage_rollup",
     metadata,
     Column("id", Integer, primary_key=True),
     Column("file_id", Integer, ForeignKey("session_files.id", ondelete="CASCADE"), nullable=False),
+    Column("machine", Text, nullable=False),
     Column("directory", Text, nullable=False),
     Column("cwd", Text, nullable=False),
     Column("day_local", Text, nullable=False),
@@ -149,19 +151,21 @@ usage_rollup = Table(
     Column("cost", Float, nullable=False),
     Column("messages", Integer, nullable=False),
     Index(None, "file_id"),
-    Index(None, "directory", "day_local"),
+    Index("ix_usage_rollup_machine_directory_day_local", "machine", "directory", "day_local"),
 )
 
-# Every report's rows summed ahead (without --since/--until): per `kind` (daily, weekly, monthly, project,
-# model, session, total) and `key` (the day, week, month, cwd, "provider/model", file id, or ""), over all
-# models (`model` "") and per model, for one folder (`scope` = a directory) and for the whole catalog
-# (`scope` ""; session rows are kept per folder only). `sessions` counts the files with facts under the
-# key: a file is in one folder, so folders add up. The indexer keeps it in step with `usage_rollup` by
-# subtracting a file's old rollup and adding its new one, so a report reads its result rows only.
+# Every report's rows summed ahead (without --since/--until), per `machine`: per `kind` (daily, weekly,
+# monthly, project, model, session, total) and `key` (the day, week, month, cwd, "provider/model", file id,
+# or ""), over all models (`model` "") and per model, for one folder (`scope` = a directory) and for all of
+# the machine's files (`scope` ""; session rows are kept per folder only). `sessions` counts the files with
+# facts under the key: a file is in one folder of one machine, so folders and machines add up. The indexer
+# keeps it in step with `usage_rollup` by subtracting a file's old rollup and adding its new one, so a
+# report reads its result rows only.
 usage_totals = Table(
     "usage_totals",
     metadata,
     Column("id", Integer, primary_key=True),
+    Column("machine", Text, nullable=False),
     Column("kind", Text, nullable=False),
     Column("scope", Text, nullable=False),
     Column("key", Text, nullable=False),
@@ -174,7 +178,7 @@ usage_totals = Table(
     Column("cost", Float, nullable=False),
     Column("messages", Integer, nullable=False),
     Column("sessions", Integer, nullable=False),
-    Index(None, "kind", "scope", "key", "model", unique=True),
+    Index(None, "machine", "kind", "scope", "key", "model", unique=True),
 )
 
 # Small facts about the catalog itself (for example the sessions root of the last full scan).
@@ -188,6 +192,8 @@ catalog_meta = Table(
 
 # Every machine that wrote to the catalog: where its sessions live (to scope its rows) and the host to reach
 # it at; `content` is false when it indexes metadata only (`--no-content`: no message text in the catalog).
+# `home` is its home directory (NULL until it writes with sessdex 0004 or later): another machine finds the
+# same project there by the path relative to the home (sessdex.catalog.queries.machine_scope).
 machines = Table(
     "machines",
     metadata,
@@ -195,6 +201,7 @@ machines = Table(
     Column("host", Text, nullable=False),
     Column("sessions_root", Text, nullable=False),
     Column("content", Boolean, nullable=False),
+    Column("home", Text),
 )
 
 # PostgreSQL keeps its full-text columns (generated tsvectors) and their GIN / trigram indexes out of the

@@ -29,6 +29,7 @@ from sqlalchemy import (
     literal_column,
     select,
     true,
+    union,
     update,
 )
 from sqlalchemy.dialects import sqlite
@@ -114,7 +115,7 @@ USAGE_REPORT_KEYS = {
 
 def _usage_report(kind: str, scope: str, by_model: bool) -> Select:
     """A report's rows (or, `by_model`, its rows split per model): key columns, then the summed figures,
-    message count and distinct sessions, over the rollup rows of valid sessions in scope and in the days."""
+    message count and distinct sessions, over one machine's rollup rows in scope and in the days."""
     keys = USAGE_REPORT_KEYS[kind]
     if by_model and kind != "model":
         keys = (*keys, _r.provider, _r.model)
@@ -125,7 +126,8 @@ def _usage_report(kind: str, scope: str, by_model: bool) -> Select:
     else:  # the root itself, or any folder below it
         where = (_r.directory == bindparam("root_dir")) | (
             (_r.directory > bindparam("root_lo")) & (_r.directory < bindparam("root_hi")))
-    where = where & (_r.day_local >= bindparam("since")) & (_r.day_local <= bindparam("until"))
+    where = ((_r.machine == bindparam("machine")) & where & (_r.day_local >= bindparam("since"))
+             & (_r.day_local <= bindparam("until")))
     statement = select(*keys, *figures, func.sum(_r.messages).label("messages"),
                        func.count(distinct(_r.file_id)).label("sessions"))
     # Only the session report needs the file's own columns; the others read the narrow rollup rows alone.
@@ -157,53 +159,62 @@ _TOTAL_KEY_OF_ROLLUP = {
 
 
 def _rebuild_totals(kind: str, per_folder: bool, per_model: bool) -> ClauseElement:
-    """INSERT the usage_totals rows of one kind (whole catalog or per folder, over all models or per model)
-    summed from the whole rollup (after a bulk run)."""
+    """INSERT one machine's usage_totals rows of one kind (all its files or per folder, over all models or per
+    model) summed from its whole rollup (after a bulk run)."""
     key = _TOTAL_KEY_OF_ROLLUP[kind]
     scope = _r.directory if per_folder else _EMPTY
     model = _model_name() if per_model else _EMPTY
-    columns = [literal_column(f"'{kind}'"), scope, key if key is not None else _EMPTY, model,
+    columns = [_r.machine, literal_column(f"'{kind}'"), scope, key if key is not None else _EMPTY, model,
                _r.file_id if kind == "session" else literal_column("NULL"),
                *(func.sum(_r[name]) for name in USAGE_FIGURES), func.sum(_r.messages), func.count(distinct(_r.file_id))]
-    group = [column for column, used in ((_r.directory, per_folder), (key, key is not None), (_r.provider, per_model),
-                                         (_r.model, per_model)) if used]
+    group = [column for column, used in ((_r.machine, True), (_r.directory, per_folder), (key, key is not None),
+                                         (_r.provider, per_model), (_r.model, per_model)) if used]
     if kind == "session":
         group.append(_r.file_id)
-    # Without a GROUP BY an aggregate over no rows still gives a row (of NULLs): HAVING keeps it out.
-    rows = select(*columns).group_by(*group) if group else select(*columns).having(func.count() > literal_column("0"))
-    return insert(usage_totals).from_select([*TOTAL_KEYS, "file_id", *TOTAL_FIGURES], rows)
+    # Grouped by machine at least: an aggregate over no rows gives no row.
+    rows = select(*columns).where(_r.machine == bindparam("machine")).group_by(*group)
+    return insert(usage_totals).from_select(["machine", *TOTAL_KEYS, "file_id", *TOTAL_FIGURES], rows)
 
 
 def _totals_statements() -> dict[str, ClauseElement]:
-    """usage_totals: the indexer's add / insert / prune of one key, the rebuild, and the reports' reads."""
-    match = ((_t.kind == bindparam("t_kind", type_=Text)) & (_t.scope == bindparam("t_scope", type_=Text))
-             & (_t.key == bindparam("t_key", type_=Text)) & (_t.model == bindparam("t_model", type_=Text)))
-    values: list[Any] = [bindparam(f"t_{name}", type_=Text) for name in TOTAL_KEYS]
+    """usage_totals: the indexer's add / insert / prune of one key, the rebuild, and the reports' reads (each
+    about one machine's rows)."""
+    # (`t_machine`: an UPDATE may not name a parameter after a column of its table.)
+    match = ((_t.machine == bindparam("t_machine", type_=Text)) & (_t.kind == bindparam("t_kind", type_=Text))
+             & (_t.scope == bindparam("t_scope", type_=Text)) & (_t.key == bindparam("t_key", type_=Text))
+             & (_t.model == bindparam("t_model", type_=Text)))
+    values: list[Any] = [bindparam(f"t_{name}", type_=Text) for name in ("machine", *TOTAL_KEYS)]
     values += [bindparam("t_file_id", type_=Integer()), *(bindparam(f"t_{name}") for name in TOTAL_FIGURES)]
     figures = [_t[name] for name in TOTAL_FIGURES]
-    scopes = _t.scope.in_([bindparam(name) for name in SCOPE_DIRECTORY_PARAMS])
-    under_root = (_t.scope == bindparam("root_dir")) | ((_t.scope > bindparam("root_lo")) & (_t.scope < bindparam("root_hi")))
+    mine = _t.machine == bindparam("machine")
+    scopes = mine & _t.scope.in_([bindparam(name) for name in SCOPE_DIRECTORY_PARAMS])
+    under_root = mine & ((_t.scope == bindparam("root_dir"))
+                         | ((_t.scope > bindparam("root_lo")) & (_t.scope < bindparam("root_hi"))))
     # The session report: one row per session with its names (joined), then its per-model rows (not joined).
     sessions = (select(_t.key, _t.model, *figures, _f.session_id, _f.path, _f.cwd, _f.title, _first_message_start())
                 .select_from(usage_totals.join(session_files, _f.id == _t.file_id))
                 .where(_t.model == _EMPTY))
     session_models = select(_t.key, _t.model, *figures).where(_t.model != _EMPTY)
     statements: dict[str, ClauseElement] = {
-        "usage_rollup_of_file": select(_r.directory, _r.cwd, _r.day_local, _r.week_local, _r.provider, _r.model,
+        "usage_rollup_of_file": select(_r.machine, _r.directory, _r.cwd, _r.day_local, _r.week_local, _r.provider, _r.model,
                                        *(_r[name] for name in USAGE_FIGURES), _r.messages)
         .where(_r.file_id == bindparam("file_id")),
         "usage_totals_add": update(usage_totals).where(match)
         .values({name: _t[name] + bindparam(f"t_{name}") for name in TOTAL_FIGURES}),
         "usage_totals_insert_missing": insert(usage_totals).from_select(
-            [*TOTAL_KEYS, "file_id", *TOTAL_FIGURES], select(*values).where(~exists(select(_t.id).where(match)))),
-        # A usage row of a file outside the sessions root (a --session-dir listing indexed it): then the
-        # catalog-wide totals are not "every project" and the reports of every project sum the rollup.
+            ["machine", *TOTAL_KEYS, "file_id", *TOTAL_FIGURES],
+            select(*values).where(~exists(select(_t.id).where(match)))),
+        # A usage row of a file outside the machine's sessions root (a --session-dir listing indexed it): then
+        # the machine-wide totals are not "every project" and the reports of every project sum the rollup.
+        # Three ranges, each with the machine, so that each is one search of the rollup's index.
         "usage_outside_root": select(_r.id).where(
-            (_r.directory != bindparam("root_dir"))
-            & ((_r.directory <= bindparam("root_lo")) | (_r.directory >= bindparam("root_hi"))))
+            ((_r.machine == bindparam("machine")) & (_r.directory < bindparam("root_dir")))
+            | ((_r.machine == bindparam("machine")) & (_r.directory > bindparam("root_dir"))
+               & (_r.directory <= bindparam("root_lo")))
+            | ((_r.machine == bindparam("machine")) & (_r.directory >= bindparam("root_hi"))))
         .limit(bindparam("limit")).offset(bindparam("offset")),
         "usage_totals_prune": delete(usage_totals).where(match & (_t.sessions <= literal_column("0"))),
-        "delete_all_usage_totals": delete(usage_totals),
+        "delete_machine_usage_totals": delete(usage_totals).where(_t.machine == bindparam("machine")),
         "usage_totals_in_scopes": select(_t.kind, _t.key, _t.model, *figures).where(
             _t.kind.in_([bindparam("kind"), literal_column("'total'")]) & scopes),
         "usage_totals_sessions_in_scopes": sessions.where((_t.kind == literal_column("'session'")) & scopes),
@@ -229,25 +240,29 @@ def _usage_statements() -> dict[str, ClauseElement]:
     """The indexer's writes of usage facts and rollups, and every report's two queries per scope."""
     u = usage_facts.c
     parent = usage_facts.alias("parent_fact")
-    rollup_source = (select(u.file_id, _f.directory, func.coalesce(_f.cwd, literal_column("''")), u.day_local,
+    rollup_source = (select(u.file_id, _f.machine, _f.directory, func.coalesce(_f.cwd, literal_column("''")), u.day_local,
                             u.week_local, u.provider, u.model, *(func.sum(u[name]) for name in USAGE_FIGURES),
                             func.count())
                      .select_from(usage_facts.join(session_files, _f.id == u.file_id))
                      .where(u.copied == false()))
-    rollup_columns = ["file_id", "directory", "cwd", "day_local", "week_local", "provider", "model", *USAGE_FIGURES,
+    rollup_columns = ["file_id", "machine", "directory", "cwd", "day_local", "week_local", "provider", "model", *USAGE_FIGURES,
                       "messages"]
-    rollup_group = (u.file_id, _f.directory, _f.cwd, u.day_local, u.week_local, u.provider, u.model)
+    rollup_group = (u.file_id, _f.machine, _f.directory, _f.cwd, u.day_local, u.week_local, u.provider, u.model)
     statements: dict[str, ClauseElement] = {
         "insert_usage_fact": insert(usage_facts).values({name: bindparam(name) for name in USAGE_FACT_COLUMNS}),
         "delete_usage_facts_of_file": delete(usage_facts).where(u.file_id == bindparam("file_id")),
         "delete_pending_usage_facts": delete(usage_facts).where(
             (u.file_id == bindparam("file_id")) & (u.pending == true())),
-        "usage_parent_ids": select(_f.id).where(
-            ((_f.session_id == bindparam("parent")) | (_f.path == bindparam("parent"))) & (_f.id != bindparam("file_id"))),
+        # A fork's parent is looked for on the fork's own machine (this one: the indexer refreshes its own files)
+        # only: another machine's session of the same id or path (a copied agent dir) is another file, whose
+        # entries this one did not copy. One query per way of naming the parent: each is one index search.
+        "usage_parent_ids": union(*(select(_f.id).where(_mine() & (named == bindparam("parent"))
+                                                       & (_f.id != bindparam("file_id")))
+                                    for named in (_f.session_id, _f.path))),
         "usage_child_ids": select(_f.id).where(
-            (_f.parent_session == bindparam("session_id")) | (_f.parent_session == bindparam("path"))),
+            _mine() & ((_f.parent_session == bindparam("session_id")) | (_f.parent_session == bindparam("path")))),
         "usage_parent_of_file": select(_f.parent_session).where(_f.id == bindparam("file_id")),
-        "usage_files_with_parent": select(_f.id, _f.parent_session).where(_f.parent_session.is_not(None)),
+        "usage_files_with_parent": select(_f.id, _f.parent_session).where(_mine() & _f.parent_session.is_not(None)),
         # (`owner_id`: an UPDATE may not name a parameter after a column of its table.)
         "reset_usage_copies": update(usage_facts).where(u.file_id == bindparam("owner_id")).values(copied=false()),
         "mark_usage_copies": update(usage_facts).where(
@@ -257,8 +272,9 @@ def _usage_statements() -> dict[str, ClauseElement]:
         "delete_usage_rollup_of_file": delete(usage_rollup).where(_r.file_id == bindparam("file_id")),
         "insert_usage_rollup_of_file": insert(usage_rollup).from_select(
             rollup_columns, rollup_source.where(u.file_id == bindparam("file_id")).group_by(*rollup_group)),
-        "delete_all_usage_rollups": delete(usage_rollup),
-        "insert_all_usage_rollups": insert(usage_rollup).from_select(rollup_columns, rollup_source.group_by(*rollup_group)),
+        "delete_machine_usage_rollups": delete(usage_rollup).where(_r.machine == bindparam("machine")),
+        "insert_machine_usage_rollups": insert(usage_rollup).from_select(
+            rollup_columns, rollup_source.where(_mine()).group_by(*rollup_group)),
         "count_usage_facts": select(func.count()).select_from(usage_facts),
         **_totals_statements(),
         "session_usage_by_model": select(_r.provider, _r.model, *(func.sum(_r[name]).label(name) for name in USAGE_FIGURES),
@@ -339,13 +355,15 @@ def build_statements() -> dict[str, ClauseElement]:
         # -- usage (core.usage) ---------------------------------------------------------------------------
         **_usage_statements(),
         # -- machines ----------------------------------------------------------------------------------
-        "machine_get": select(_m.name, _m.host, _m.sessions_root, _m.content).where(_m.name == bindparam("machine")),
-        "machines_all": select(_m.name, _m.host, _m.sessions_root, _m.content).order_by(_m.name),
+        "machine_get": select(_m.name, _m.host, _m.sessions_root, _m.content, _m.home)
+        .where(_m.name == bindparam("machine")),
+        "machines_all": select(_m.name, _m.host, _m.sessions_root, _m.content, _m.home).order_by(_m.name),
         "machine_insert": insert(machines).values(name=bindparam("machine"), host=bindparam("host"),
                                                   sessions_root=bindparam("sessions_root"),
-                                                  content=bindparam("content")),
+                                                  content=bindparam("content"), home=bindparam("home")),
         "machine_update": update(machines).where(_m.name == bindparam("machine")).values(
-            host=bindparam("host"), sessions_root=bindparam("sessions_root"), content=bindparam("content")),
+            host=bindparam("host"), sessions_root=bindparam("sessions_root"), content=bindparam("content"),
+            home=bindparam("home")),
     }
 
 

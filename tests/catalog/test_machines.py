@@ -184,3 +184,26 @@ def test_the_fast_path_reads_the_stored_machines_rows(paths, tmp_path: Path):
             ("laptop", 1)]  # not indexed a second time under the host name
     finally:
         connection.close()
+
+
+def test_this_projects_folders_on_another_machine():
+    from sessdex.catalog.queries.machine_scope import folders_on_machine
+
+    here_root, there_root = "/home/alice/.xcsh/agent/sessions", "/srv/devbox/agent/sessions"
+    folders = [f"{here_root}/--home-alice-proj--", f"{here_root}/-proj"]
+
+    def there(cwd: str, *, home: str | None = "/home/alice", machine_home: str | None = "/Users/alice") -> list[str]:
+        return folders_on_machine(folders, here_root, machine_root=there_root, cwd=cwd, home=home,
+                                  machine_home=machine_home)
+
+    same_names = [f"{there_root}/--home-alice-proj--", f"{there_root}/-proj"]
+    # ~/proj here is ~/proj there: the folder of the same name, and the folders named from the devbox's home.
+    assert there("/home/alice/proj") == [*same_names, f"{there_root}/--Users-alice-proj--"]
+    assert there("/home/alice") == [*same_names, f"{there_root}/--Users-alice--", f"{there_root}/-"]
+    # Outside the home, or a home that is not known: the folders of the same name only.
+    assert there("/srv/proj") == same_names
+    assert there("/home/alice/proj", machine_home=None) == same_names
+    assert there("/home/alice/proj", home=None) == same_names
+    assert folders_on_machine(folders, here_root, machine_root=there_root) == same_names
+    assert folders_on_machine([here_root], here_root, machine_root=there_root) == [there_root]
+    assert folders_on_machine(["/elsewhere/--p--"], here_root, machine_root=there_root) == []  # a --session-dir

@@ -516,3 +516,198 @@ def test_the_session_report_names_each_session_alike_from_the_catalog_and_from_t
         assert named[0] == named[1] and len(named[0]) > 20
         assert all(first is None or len(first) <= 200 for _, _, _, _, first in named[0].values())
         assert any(title is None and first for _, _, _, title, first in named[0].values())
+
+
+# -- machines: one catalog shared by two agent dirs ------------------------------------------------------------
+
+class Machines:
+    """The `agent` fixture's dir as machine `laptop`, and another generated agent dir as machine `devbox`, with
+    its own home, indexed into the same SQLite catalog file. The devbox also holds copies of two laptop forks
+    (one naming its parent by id, one by path) whose parents are on the laptop only: on the devbox they copied
+    nothing, so they count in full there."""
+
+    def __init__(self, laptop: Agent, root: Path) -> None:
+        self.laptop = laptop
+        self.devbox_home = root / "devbox" / "home"
+        self.devbox_agent = self.devbox_home / ".xcsh" / "agent"
+        generate_corpus(self.devbox_agent, sessions=30, projects=3, total_bytes=900_000, seed=8,
+                        home=self.devbox_home, now=NOW, fork_rate=0.35)
+        forks = [usage for usage in counted_files(laptop.sessions_root) if usage["parent"] and usage["copied"]]
+        for parent_by_path in (False, True):
+            fork = next(usage for usage in forks if usage["parent"].startswith("/") == parent_by_path)
+            copy = self.devbox_root / Path(fork["folder"]).name / Path(fork["path"]).name
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(Path(fork["path"]).read_bytes())
+        # The laptop's project (under its home) at the same place under the devbox's home: the devbox's folder
+        # for it is named from its own home (documented naming), unlike any folder of the laptop.
+        relative = laptop.project.relative_to(laptop.home)
+        self.devbox_project_folder = self.devbox_root / ("--" + str(self.devbox_home / relative).lstrip("/")
+                                                         .replace("/", "-") + "--")
+        self.devbox_project_folder.mkdir()
+        _append(self.devbox_project_folder / "2026-02-16T08-00-00-000Z_d0000000000000aa.jsonl", [
+            {"type": "session", "version": 3, "id": "d0000000000000aa", "timestamp": "2026-02-16T08:00:00.000Z",
+             "cwd": str(self.devbox_home / relative)},
+            _assistant("e0000001", "2026-02-16T08:30:00.000Z", "openai", "gpt-5", 0.5),
+            _assistant("e0000002", "2026-02-16T08:40:00.000Z", "anthropic", "claude-opus-4-1", 1.5)])
+
+    @property
+    def devbox_root(self) -> Path:
+        return self.devbox_agent / "sessions"
+
+    def cli(self, machine: str, *args: str, catalog: str | None = None) -> list[str]:
+        agent_dir = self.laptop.agent if machine == "laptop" else self.devbox_agent
+        return ["--agent-dir", str(agent_dir), "--catalog", catalog or str(self.laptop.catalog), "--machine", machine,
+                *args]
+
+    def index(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+              catalog: str | None = None) -> None:
+        for machine, home in (("laptop", self.laptop.home), ("devbox", self.devbox_home)):
+            monkeypatch.setenv("HOME", str(home))  # the home each machine records
+            assert run_cli(self.cli(machine, "index", catalog=catalog), capsys).code == 0
+        monkeypatch.setenv("HOME", str(self.laptop.home))
+
+
+@pytest.fixture
+def machines(agent: Agent, tmp_path: Path) -> Machines:
+    return Machines(agent, tmp_path)
+
+
+def _machine_report(machines: Machines, capsys, machine: str, kind: str, *extra: str,
+                    catalog: str | None = None) -> dict[str, Any]:
+    """`sessdex usage KIND ...` run as `machine`: that machine's sessions only."""
+    result = run_cli(machines.cli(machine, "usage", kind, "--breakdown", "--json", *extra, catalog=catalog), capsys)
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+def _check_machines(machines: Machines, capsys, catalog: str | None = None, *, homes_known: bool = True) -> None:
+    """Every report of each machine, and of both with --machines all (the project too when both machines
+    recorded their home) equals the files summed."""
+    laptop, devbox = counted_files(machines.laptop.sessions_root), counted_files(machines.devbox_root)
+    both = laptop + devbox
+    project = machines.laptop.project_folders
+    for kind in KINDS:
+        assert_report_matches(_machine_report(machines, capsys, "laptop", kind, "--all", catalog=catalog),
+                              expected_report(laptop, kind, None), kind)
+        assert_report_matches(_machine_report(machines, capsys, "devbox", kind, "--all", catalog=catalog),
+                              expected_report(devbox, kind, None), kind)
+        assert_report_matches(_machine_report(machines, capsys, "laptop", kind, catalog=catalog),
+                              expected_report(laptop, kind, project), kind)
+        for machine in ("laptop", "devbox"):
+            assert_report_matches(_machine_report_all(machines, capsys, machine, kind, "--all", catalog=catalog),
+                                  expected_report(both, kind, None), kind)
+        if not homes_known:
+            continue
+        # This project on every machine: the devbox's folder of the same home-relative directory.
+        assert_report_matches(_machine_report_all(machines, capsys, "laptop", kind, catalog=catalog),
+                              expected_report(both, kind, project | {str(machines.devbox_project_folder)}), kind)
+
+
+def _machine_report_all(machines: Machines, capsys, machine: str, kind: str, *extra: str,
+                        catalog: str | None = None) -> dict[str, Any]:
+    """`sessdex --machines all usage KIND ...` run as `machine`."""
+    args = machines.cli(machine, "usage", kind, "--breakdown", "--json", *extra, catalog=catalog)
+    result = run_cli(["--machines", "all", *args], capsys)
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+def test_usage_defaults_to_this_machine_and_machines_all_adds_every_machines(machines: Machines, capsys,
+                                                                             monkeypatch) -> None:
+    machines.index(capsys, monkeypatch)
+    _check_machines(machines, capsys)
+    laptop, devbox = counted_files(machines.laptop.sessions_root), counted_files(machines.devbox_root)
+    # The laptop forks copied to the devbox count in full there: their parents are on another machine.
+    copies = [usage for usage in devbox if usage["parent"] and Path(usage["path"]).name in
+              {Path(fork["path"]).name for fork in laptop if fork["copied"]}]
+    assert len(copies) == 2 and all(usage["copied"] == 0 for usage in copies)
+    # With a date range the rollup is summed per machine (not the sums kept ahead).
+    days = sorted({fact["day"].isoformat() for usage in laptop + devbox for fact in usage["facts"]})
+    since, until = days[len(days) // 4], days[3 * len(days) // 4]
+    for kind in ("daily", "session", "project"):
+        assert_report_matches(_machine_report_all(machines, capsys, "laptop", kind, "--all", "--since", since,
+                                                  "--until", until),
+                              expected_report(laptop + devbox, kind, None, since, until), kind)
+        assert_report_matches(_machine_report(machines, capsys, "devbox", kind, "--all", "--since", since,
+                                              "--until", until),
+                              expected_report(devbox, kind, None, since, until), kind)
+
+
+def test_reindexing_one_machine_leaves_the_other_machines_usage_alone(machines: Machines, capsys,
+                                                                      monkeypatch) -> None:
+    machines.index(capsys, monkeypatch)
+    devbox_before = {kind: _machine_report(machines, capsys, "devbox", kind, "--all") for kind in KINDS}
+    laptop_files = counted_files(machines.laptop.sessions_root)
+    # The laptop's parent of a fork goes (its fork counts its copies again), and a session grows.
+    fork = next(usage for usage in laptop_files if usage["parent"] and usage["copied"]
+                and not usage["parent"].startswith("/"))
+    parent = next(usage for usage in laptop_files if usage["id"] == fork["parent"])
+    Path(parent["path"]).unlink()
+    _append(Path(fork["path"]), [_assistant("e00000ff", "2026-02-16T09:30:00.000Z", "openai", "gpt-5", 3.0)])
+    assert run_cli(machines.cli("laptop", "index"), capsys).code == 0
+    for kind in KINDS:
+        assert _machine_report(machines, capsys, "devbox", kind, "--all") == devbox_before[kind]
+    _check_machines(machines, capsys)
+
+
+def test_a_catalog_at_revision_0003_upgrades_in_place_and_answers_as_a_fresh_one(machines: Machines, capsys,
+                                                                                  monkeypatch) -> None:
+    import sqlite3
+
+    from alembic import command
+
+    from sessdex.catalog.store.migrate import alembic_on
+
+    machines.index(capsys, monkeypatch)
+    with alembic_on(resolve_location(machines.laptop.agent, str(machines.laptop.catalog))) as config:
+        command.downgrade(config, "0003_machines")  # usage summed over both machines, as 0003 kept it
+    connection = sqlite3.connect(machines.laptop.catalog)
+    try:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == ("0003_machines",)
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(usage_totals)")}
+        assert "machine" not in columns
+        # 0003 marked copies across machines: the two laptop forks copied to the devbox counted nothing there.
+        copied_on_devbox = connection.execute(
+            "SELECT count(*) FROM usage_facts u JOIN session_files f ON f.id = u.file_id "
+            "WHERE f.machine = 'devbox' AND u.copied").fetchone()[0]
+        stats_before = connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall()
+    finally:
+        connection.close()
+    devbox = counted_files(machines.devbox_root)
+    assert copied_on_devbox > sum(usage["copied"] for usage in devbox)
+    # Opening upgrades, in SQL: no file is read again. The machines' homes are not known before each records it.
+    _check_machines(machines, capsys, homes_known=False)
+    connection = sqlite3.connect(machines.laptop.catalog)
+    try:
+        assert connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall() == stats_before
+    finally:
+        connection.close()
+    machines.index(capsys, monkeypatch)  # nothing to index: each machine records its home
+    _check_machines(machines, capsys)
+    fresh = str(machines.laptop.catalog.with_name("fresh.db"))
+    machines.index(capsys, monkeypatch, catalog=fresh)
+    for kind in KINDS:
+        for machine in ("laptop", "devbox"):
+            assert _same_report(_machine_report(machines, capsys, machine, kind, "--all"),
+                                _machine_report(machines, capsys, machine, kind, "--all", catalog=fresh))
+        assert _same_report(_machine_report_all(machines, capsys, "laptop", kind),
+                            _machine_report_all(machines, capsys, "laptop", kind, catalog=fresh))
+
+
+def test_the_fast_path_takes_machines_among_the_root_options(machines: Machines, capsys, monkeypatch) -> None:
+    from sessdex.catalog.cli.fastpath import parse_command_line
+
+    assert parse_command_line(["--machines", "all", "usage", "--json"]).machines == "all"
+    assert parse_command_line(["--machines=this", "list"]).machines == "this"
+    for refused in (["--machines", "some", "usage"], ["--machines", "all", "--machines", "all", "usage"],
+                    ["usage", "--machines", "all"]):
+        assert parse_command_line(refused) is None  # click reports (or takes) these
+    machines.index(capsys, monkeypatch)
+    env = {**os.environ, "TZ": ZONE}
+    both = counted_files(machines.laptop.sessions_root) + counted_files(machines.devbox_root)
+    fast = subprocess.run([sys.executable, "-c", "from sessdex.catalog.cli.entry import main; main()",
+                           "--machines", "all", *machines.cli("laptop", "usage", "weekly", "--all", "--breakdown",
+                                                              "--json")],
+                          cwd=machines.laptop.project, env=env, capture_output=True, text=True, timeout=60)
+    assert fast.returncode == 0, fast.stderr
+    assert_report_matches(json.loads(fast.stdout), expected_report(both, "weekly", None), "weekly")

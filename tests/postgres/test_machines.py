@@ -169,3 +169,50 @@ def test_no_content_keeps_conversation_text_out_of_the_catalog(tmp_path: Path, p
         assert catalog.db.scalar("count_messages") == 0
     assert sessdex("index", "--content").code == 0
     assert "3ccc0000 " in sessdex("search", "done").out  # read again from the start
+
+
+def test_this_project_on_another_machine_is_the_same_directory_relative_to_its_home(tmp_path: Path, postgres_url: str,
+                                                                                    capsys, monkeypatch):
+    """The laptop's home is /…/laptop, the devbox's /…/devbox: with the documented folder naming the same
+    project `~/proj` has differently named folders on the two machines, yet `--machines all` finds both."""
+    for variable in ("SESSDEX_CATALOG", "PI_CODING_AGENT_DIR", "SESSDEX_MACHINE", "SESSDEX_MACHINES"):
+        monkeypatch.delenv(variable, raising=False)
+    laptop = AgentPaths(agent_dir=tmp_path / "laptop" / ".xcsh" / "agent", home=tmp_path / "laptop")
+    devbox = AgentPaths(agent_dir=tmp_path / "devbox" / ".xcsh" / "agent", home=tmp_path / "devbox")
+    here = _project(laptop, "1aaa000000000001", "Laptop parser work", "tune the parser")
+    there = _project(devbox, "2bbb000000000001", "Devbox parser work", "deploy the parser")
+    assert laptop.project_dir_name(here) != devbox.project_dir_name(there)  # named from different homes
+    # Look-alikes on the devbox that are other projects: the same repository name elsewhere under its home,
+    # and a directory outside its home.
+    for session_id, cwd in (("3ccc000000000001", devbox.home / "forks" / "proj"),
+                            ("4ddd000000000001", tmp_path / "elsewhere" / "proj")):
+        cwd.mkdir(parents=True)
+        (cwd / ".git").mkdir()
+        write_file(devbox.project_session_dir(cwd) / f"{session_id}.jsonl",
+                   jsonl([header(session_id, cwd, title="Other parser"), user("the parser"), assistant("ok")]),
+                   BASE_MS)
+    (here / ".git").mkdir()
+
+    def sessdex(paths: AgentPaths, machine: str, *args: str):
+        monkeypatch.setenv("HOME", str(paths.home))  # each machine records its own home
+        monkeypatch.chdir(here if paths is laptop else there)
+        return run_cli(["--agent-dir", str(paths.agent_dir), "--catalog", postgres_url, "--machine", machine, *args],
+                       capsys)
+
+    assert sessdex(laptop, "laptop", "index").code == 0
+    assert sessdex(devbox, "devbox", "index").code == 0
+    mine = json.loads(sessdex(laptop, "laptop", "list", "--json").out)
+    assert [item["id"] for item in mine] == ["1aaa000000000001"]
+    for args in (("list", "--json"), ("search", "parser", "--json")):
+        found = json.loads(sessdex(laptop, "laptop", "--machines", "all", *args).out)
+        ids = [item["id"] if "id" in item else item["session"]["id"] for item in found]
+        assert sorted(ids) == ["1aaa000000000001", "2bbb000000000001"], args
+    usage = json.loads(sessdex(laptop, "laptop", "--machines", "all", "usage", "session", "--json").out)
+    assert sorted((row["session"], row.get("machine")) for row in usage["rows"]) == [
+        ("1aaa000000000001", None), ("2bbb000000000001", "devbox")]  # another machine's session says whose it is
+    # From the devbox, the laptop's project is found the same way.
+    found = json.loads(sessdex(devbox, "devbox", "--machines", "all", "list", "--json").out)
+    assert sorted(item["id"] for item in found) == ["1aaa000000000001", "2bbb000000000001"]
+    # Every project of every machine holds the look-alikes too.
+    every = json.loads(sessdex(laptop, "laptop", "--machines", "all", "list", "--all", "--json").out)
+    assert len(every) == 4
