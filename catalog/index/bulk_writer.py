@@ -31,6 +31,7 @@ import math
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -125,6 +126,7 @@ class _Part:
     odd_messages: list[tuple[Any, ...]] = field(default_factory=list)
     usage_rows: list[bytes] = field(default_factory=list)
     odd_usage: list[tuple[Any, ...]] = field(default_factory=list)
+    file_usage: list[tuple[int, list[tuple[Any, ...]]]] = field(default_factory=list)  # (file_id, rows) to bind
     # The ids of a part's rows are consecutive: files are added, and their texts numbered, in id order.
     file_ids: tuple[int, int] | None = None
     message_ids: tuple[int, int] | None = None
@@ -142,8 +144,11 @@ class BulkWriter:
     `committed_batches` are called from the indexing thread only.
     """
 
-    def __init__(self, connection: sqlite3.Connection, version: int, *, defer_message_fts: bool = False) -> None:
-        """`version` is `data_version(connection)` read before the caller found the catalog empty."""
+    def __init__(self, connection: sqlite3.Connection, version: int, *, defer_message_fts: bool = False,
+                 threaded: bool = True) -> None:
+        """`version` is `data_version(connection)` read before the caller found the catalog empty. `threaded=False`
+        executes the statements in the calling thread (when the files are read by other processes, it has
+        nothing else to do meanwhile, and one thread never waits for the GIL)."""
         self._connection = connection
         self._version = version
         self._file_columns: tuple[str, ...] = ()
@@ -157,14 +162,18 @@ class BulkWriter:
         self._queue: queue.Queue[_Part | str | None] = queue.Queue(maxsize=QUEUED_PARTS)
         self._failure: BaseException | None = None
         self.committed_batches = 0
-        self._thread = threading.Thread(target=self._run, name="sessdex-bulk-writer", daemon=True)
+        self.cpu_seconds = 0.0  # CPU time spent executing statements (a benchmark figure)
+        self._thread = threading.Thread(target=self._run, name="sessdex-bulk-writer", daemon=True) if threaded else None
 
     def __enter__(self) -> Self:
-        self._thread.start()
+        if self._thread is not None:
+            self._thread.start()
         return self
 
     def __exit__(self, *_exception: object) -> None:
-        if self._thread.is_alive():
+        if self._thread is None:
+            self._end()
+        elif self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
 
@@ -204,6 +213,13 @@ class BulkWriter:
             else:
                 part.usage_rows.append(row)
 
+    def add_file_usage(self, file_id: int, rows: list[tuple[Any, ...]]) -> None:
+        """Queue `usage_facts` rows of a file added in this batch, values in USAGE_FACT_COLUMNS order but for the
+        first, file_id, which is replaced by `file_id`. They are bound as parameters: for a writer that
+        executes its statements itself (`threaded=False`), cheaper than making JSON of them."""
+        if rows:
+            self._part.file_usage.append((file_id, rows))
+
     def add_file(self, file_id: int, columns: Mapping[str, Any]) -> None:
         """Queue the `session_files` row of a file whose texts were all added; every row has the same columns."""
         if not self._file_columns:
@@ -227,7 +243,8 @@ class BulkWriter:
     def finish(self) -> None:
         """Wait until every batch is written; raise the writer's failure (CatalogChanged or a database error)."""
         self._put(None)
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         if self._failure is not None:
             raise self._failure
 
@@ -239,7 +256,10 @@ class BulkWriter:
     def _put(self, item: _Part | str | None) -> None:
         if self._failure is not None:
             raise self._failure
-        self._queue.put(item)
+        if self._thread is not None:
+            self._queue.put(item)
+        elif item is not None:
+            self._execute(item)
 
     # -- the writer thread ----------------------------------------------------------------------------
 
@@ -248,15 +268,25 @@ class BulkWriter:
             item = self._queue.get()
             if item is None:
                 break
-            if self._failure is not None:
-                continue  # keep draining so that the indexing thread never blocks on a full queue
-            try:
-                if item is _COMMIT:
-                    self._commit()
-                else:
-                    self._write(item)  # type: ignore[arg-type]
-            except BaseException as exc:  # noqa: BLE001 - handed to the indexing thread
-                self._failure = exc
+            if self._failure is None:  # else keep draining so that the indexing thread never blocks on a full queue
+                self._execute(item)
+        self._end()
+
+    def _execute(self, item: _Part | str) -> None:
+        started = time.thread_time()
+        try:
+            if item is _COMMIT:
+                self._commit()
+            else:
+                self._write(item)  # type: ignore[arg-type]
+        except BaseException as exc:  # noqa: BLE001 - handed to the indexing thread (or raised by the next call)
+            self._failure = exc
+            if self._thread is None:
+                raise
+        finally:
+            self.cpu_seconds += time.thread_time() - started
+
+    def _end(self) -> None:
         if self._connection.in_transaction:
             self._connection.rollback()  # a batch that was not ended
 
@@ -277,6 +307,9 @@ class BulkWriter:
             connection.execute(INSERT_USAGE_FACTS_JSON, (b"[" + b",".join(part.usage_rows) + b"]",))
         for row in part.odd_usage:
             connection.execute(INSERT_USAGE_FACT, row)
+        if part.file_usage:
+            connection.executemany(INSERT_USAGE_FACT, [(file_id, *row[1:]) for file_id, rows in part.file_usage
+                                                       for row in rows])
         if part.messages:
             connection.execute(INSERT_MESSAGES_JSON, (orjson.dumps(part.messages),))
         for row in part.odd_messages:
