@@ -55,7 +55,11 @@ def available_cpus() -> int:
 
 def parse_worker_count(keys: Sequence[str]) -> int:
     """How many worker processes should read `keys` for a bulk run: 0 when they are too few bytes to gain from
-    workers or when there is only one CPU, else one per CPU but one (the writer's), at least 1, at most MAX_WORKERS."""
+    workers or when there is only one CPU, else one per CPU but one (the writer's), at least 1, at most MAX_WORKERS.
+    $SESSDEX_PARSE_WORKERS (a number) overrides that."""
+    chosen = os.environ.get("SESSDEX_PARSE_WORKERS", "")
+    if chosen.isdigit():
+        return int(chosen)  # a benchmark's (or a user's) choice
     cpus = available_cpus()
     if cpus < 2 or not sys.executable:
         return 0
