@@ -1,21 +1,26 @@
 """Worker processes that read a bulk run's files while this process writes them, so that both use a core.
 
 Reading a session file for the catalog (orjson parsing, the `SessionSummary` fold, usage facts, the
-row's values) is Python work that holds the GIL; writing it (b-tree and FTS5 inserts) is SQLite work.
-In one process the two share a core. A bulk run large enough to gain from it (PARALLEL_MIN_BYTES)
-therefore hands its files to worker processes, each running `file_reader.read_new_files` over its
-share and sending the items back through a pipe, pickled in frames of about FRAME_CHARS characters
-of text; this process only turns items into rows and writes them, in the order of the keys, so the
-catalog is the one the single-process path writes.
+row's values) is Python work; writing it (b-tree and FTS5 inserts) is SQLite work. In one process they
+share a core (the BulkWriter thread overlaps only SQLite's own part). A bulk run large enough to gain
+from it (PARALLEL_MIN_BYTES) therefore hands its files to worker processes, each running
+`file_reader.read_new_files` over its share and sending the items back through a pipe, pickled in
+frames of about FRAME_CHARS characters of text (usage facts already as row values). This process only
+turns items into rows and executes the statements (the BulkWriter inline: one thread, no GIL hand-over),
+in the order of the keys, so the catalog is exactly the one the single-process path writes.
+
+How many: one per CPU but the writer's, at most MAX_WORKERS (1). Measured on the 10,000-session corpus
+(2 cores), a second worker only competes with the writer for the same cores, costs 1-3 s more CPU in all
+and 63 MB more memory: the processes' peaks would sum past the indexer's 200 MB budget.
+$SESSDEX_PARSE_WORKERS overrides the count (benchmarks).
 
 The workers are new interpreters (`python -P -m sessdex.catalog.index.parse_workers`), not forks: a
-fork would copy this process's open SQLite connections and threads. They ignore SIGINT (Ctrl+C
-reaches the whole process group; this process stops them), send nothing to stderr, and end when their
-pipe closes. Each worker has a thread here that reads its frames into a queue of QUEUED_FRAMES, which
-bounds memory: a worker blocks when this process falls behind. `ParseWorkers.close()` kills what is
-still running and joins every process and thread, whatever happened (an error, a rolled back run, a
-KeyboardInterrupt). A worker that dies or sends garbage raises WorkerFailure, and the bulk run ends
-there like at a read error: what it had not committed is indexed again the ordinary way.
+fork would copy this process's open SQLite connections and threads. They ignore SIGINT (Ctrl+C reaches
+the whole process group; this process stops them), send nothing to stderr, and end when their pipe
+closes. A worker can be ahead of the writer by one pipe (PIPE_BYTES), which bounds memory.
+`ParseWorkers.close()` kills what is still running and waits for it, whatever happened (an error, a
+rolled back run, a KeyboardInterrupt). A worker that dies or sends garbage raises WorkerFailure, and
+the bulk run ends there like at a read error: what it had not committed is indexed again the ordinary way.
 """
 
 from __future__ import annotations
@@ -29,13 +34,18 @@ from collections.abc import Generator, Sequence
 from typing import IO, Any
 
 # A run with fewer bytes than this is read in the indexing process: starting a worker (a new interpreter
-# importing the reader, about 60-100 ms of CPU) would cost more than it saves. Measured: see scripts/bench_catalog.py.
+# importing the reader: 0.1-0.15 s measured) costs more than handing it the parsing saves below 15-20 MB
+# (the worker takes about 9 ms/MB of CPU off the writing process).
 PARALLEL_MIN_BYTES = 24 << 20
-MAX_WORKERS = 2  # more readers than this outrun one writer (measured on the benchmark corpus)
+MAX_WORKERS = 1  # see the module docstring
 FRAME_CHARS = 1 << 20  # a worker sends its items in frames of about this many characters of text...
 FRAME_ITEMS = 256  # ...or this many items, whichever comes first
 PIPE_BYTES = 1 << 20  # what a worker may send ahead of this process's reading (Linux's default limit for a pipe)
 SHARE_BYTES = 2 << 20  # with several workers, consecutive files of about this many bytes go to one worker
+# glibc malloc settings of a worker: its multi-megabyte buffers (chunks read, lines sliced) are otherwise each
+# mapped and unmapped again, and every page faulted in anew (measured: 386,000 page faults, 1.4 s of system time,
+# against 13,000 and 0.4 s with these) for a few megabytes more of resident memory.
+_WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(128 << 20)}
 _HEADER = struct.Struct("<Q")
 _TERMINAL = frozenset(("absent", "unreadable", "read_rows", "read_error"))  # each key's last item
 _END = "end"
@@ -100,7 +110,7 @@ class _Channel:
         self._next = 0
         self.process = subprocess.Popen(
             [sys.executable, "-P", "-m", "sessdex.catalog.index.parse_workers"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True, env={**os.environ, **_WORKER_MALLOC})
         assert self.process.stdin is not None and self.process.stdout is not None
         for stream in (self.process.stdin, self.process.stdout):
             _widen_pipe(stream.fileno())
