@@ -16,7 +16,10 @@ orjson-parsing the same session files for indexing figures. Figures, each with i
 - the picker (scripts/bench_picker.py run by the installed interpreter): first paint including imports
   (goal <= 150 ms), keystroke redraw p95 (goal <= 16 ms), content matches after the last key (goal <= 150 ms);
 - the full index (`sessdex index` on an empty catalog, as `--rebuild` does) against read + parse, wall and
-  CPU (goal <= 2.0x), and its peak RSS (goal <= 200 MB);
+  CPU (goal <= 2.0x; CPU includes the parse worker processes), and its peak RSS (goal <= 200 MB) of the
+  largest process and summed over the processes; with each run, how the bulk run used the processes
+  ($SESSDEX_INDEX_STATS: parse workers, their CPU time and peak RSS, the main process's, the time spent
+  executing statements);
 - first use: `sessdex resume PREFIX` on an empty catalog (it indexes listings first) against read + parse
   (goal <= 1.5x), and how long the message-text index then takes to complete;
 - a freshness check over the unchanged corpus (in-process) and how long an appended line takes to show
