@@ -118,7 +118,8 @@ def _json_exact(values: tuple[Any, ...]) -> bool:
 
 @dataclass
 class _Part:
-    """Rows for one round of statements; `*_json` rows are JSON arrays, `odd_*` rows are bound one by one."""
+    """Rows for one round of statements; `*_rows` are JSON arrays, `odd_*` rows are bound as parameters (the rows
+    JSON cannot carry exactly; with an inline writer, every file and message row: see BulkWriter.__init__)."""
 
     file_rows: list[bytes] = field(default_factory=list)
     odd_files: list[tuple[Any, ...]] = field(default_factory=list)
@@ -148,7 +149,9 @@ class BulkWriter:
                  threaded: bool = True) -> None:
         """`version` is `data_version(connection)` read before the caller found the catalog empty. `threaded=False`
         executes the statements in the calling thread (when the files are read by other processes, it has
-        nothing else to do meanwhile, and one thread never waits for the GIL)."""
+        nothing else to do meanwhile, and one thread never waits for the GIL); few statements then matter
+        less than cheap ones, so file, message and usage rows are bound as parameters (executemany)
+        rather than made JSON and parsed again by SQLite (measured: a tenth less statement time)."""
         self._connection = connection
         self._version = version
         self._file_columns: tuple[str, ...] = ()
@@ -192,9 +195,10 @@ class BulkWriter:
         part = self._part
         first_id = self._next_message_id
         self._next_message_id += len(texts)
+        bind_all = self._thread is None
         for message_id, seq, text in zip(range(first_id, self._next_message_id), range(first_seq, first_seq + len(texts)),
                                          texts):
-            if "\x00" in text:
+            if bind_all or "\x00" in text:
                 part.odd_messages.append((message_id, file_id, seq, pending, text))
             else:
                 part.messages.append([message_id, file_id, seq, pending, text])
@@ -228,7 +232,7 @@ class BulkWriter:
             self._insert_file = _insert_values("session_files", self._file_columns)
         values = (file_id, *columns.values())
         part = self._part
-        row = _json_row(values)
+        row = _json_row(values) if self._thread is not None else None
         if row is None:
             part.odd_files.append(values)
         else:
@@ -299,8 +303,8 @@ class BulkWriter:
             connection.execute("PRAGMA defer_foreign_keys = ON")
         if part.file_rows:
             connection.execute(self._insert_files_json, (b"[" + b",".join(part.file_rows) + b"]",))
-        for row in part.odd_files:
-            connection.execute(self._insert_file, row)
+        if part.odd_files:
+            connection.executemany(self._insert_file, part.odd_files)
         if part.file_ids:
             connection.execute(SESSION_FTS_FROM_ROWS, part.file_ids)
         if part.usage_rows:
@@ -312,8 +316,8 @@ class BulkWriter:
                                                        for row in rows])
         if part.messages:
             connection.execute(INSERT_MESSAGES_JSON, (orjson.dumps(part.messages),))
-        for row in part.odd_messages:
-            connection.execute(INSERT_MESSAGE, row)
+        if part.odd_messages:
+            connection.executemany(INSERT_MESSAGE, part.odd_messages)
         if part.message_ids:
             self._last_written_message_id = part.message_ids[1]
             if not self._defer_message_fts:
