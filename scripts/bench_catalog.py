@@ -577,7 +577,8 @@ def describe_index_figures(figures: dict | None, total: Run) -> str:
     worker_rss = [kb / 1024 for kb in figures["worker_peak_rss_kb"]]
     main_rss = figures["main_peak_rss_kb"] / 1024
     reading = (f"{workers} parse worker process(es), {figures['worker_cpu_seconds']:.2f} s CPU reading, peak RSS "
-               f"{' + '.join(f'{mb:.0f}' for mb in worker_rss)} MB" if workers else
+               f"{' + '.join(f'{mb:.0f}' for mb in worker_rss)} MB, {figures['files_read_by_main']} of "
+               f"{figures['files']} files read by the main process" if workers else
                "read in the main process (no workers)")
     return (f"{reading}; main process {figures['main_cpu_seconds']:.2f} s CPU, of which "
             f"{figures['writer_cpu_seconds']:.2f} s executing statements, peak RSS {main_rss:.0f} MB; "

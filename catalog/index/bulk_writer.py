@@ -127,7 +127,6 @@ class _Part:
     odd_messages: list[tuple[Any, ...]] = field(default_factory=list)
     usage_rows: list[bytes] = field(default_factory=list)
     odd_usage: list[tuple[Any, ...]] = field(default_factory=list)
-    file_usage: list[tuple[int, list[tuple[Any, ...]]]] = field(default_factory=list)  # (file_id, rows) to bind
     # The ids of a part's rows are consecutive: files are added, and their texts numbered, in id order.
     file_ids: tuple[int, int] | None = None
     message_ids: tuple[int, int] | None = None
@@ -211,7 +210,7 @@ class BulkWriter:
         """Queue `usage_facts` rows (values in USAGE_FACT_COLUMNS order) of a file added in this batch."""
         part = self._part
         for values in rows:
-            row = _json_row(values)
+            row = _json_row(values) if self._thread is not None else None
             if row is None:
                 part.odd_usage.append(values)
             else:
@@ -221,8 +220,7 @@ class BulkWriter:
         """Queue `usage_facts` rows of a file added in this batch, values in USAGE_FACT_COLUMNS order but for the
         first, file_id, which is replaced by `file_id`. They are bound as parameters: for a writer that
         executes its statements itself (`threaded=False`), cheaper than making JSON of them."""
-        if rows:
-            self._part.file_usage.append((file_id, rows))
+        self._part.odd_usage.extend((file_id, *row[1:]) for row in rows)
 
     def add_file(self, file_id: int, columns: Mapping[str, Any]) -> None:
         """Queue the `session_files` row of a file whose texts were all added; every row has the same columns."""
@@ -309,11 +307,8 @@ class BulkWriter:
             connection.execute(SESSION_FTS_FROM_ROWS, part.file_ids)
         if part.usage_rows:
             connection.execute(INSERT_USAGE_FACTS_JSON, (b"[" + b",".join(part.usage_rows) + b"]",))
-        for row in part.odd_usage:
-            connection.execute(INSERT_USAGE_FACT, row)
-        if part.file_usage:
-            connection.executemany(INSERT_USAGE_FACT, [(file_id, *row[1:]) for file_id, rows in part.file_usage
-                                                       for row in rows])
+        if part.odd_usage:
+            connection.executemany(INSERT_USAGE_FACT, part.odd_usage)
         if part.messages:
             connection.execute(INSERT_MESSAGES_JSON, (orjson.dumps(part.messages),))
         if part.odd_messages:

@@ -447,6 +447,7 @@ class Indexer:
         import resource  # only for this report
 
         figures = {"files": files, "parse_workers": workers.count if workers else 0,
+                   "files_read_by_main": workers.files_read_here if workers else files,
                    "worker_cpu_seconds": workers.cpu_seconds if workers else 0.0,
                    "worker_peak_rss_kb": workers.peak_rss_kb if workers else [],
                    "writer_cpu_seconds": bulk.cpu_seconds,

@@ -5,9 +5,11 @@ row's values) is Python work; writing it (b-tree and FTS5 inserts) is SQLite wor
 share a core (the BulkWriter thread overlaps only SQLite's own part). A bulk run large enough to gain
 from it (PARALLEL_MIN_BYTES) therefore hands its files to worker processes, each running
 `file_reader.read_new_files` over its share and sending the items back through a pipe, pickled in
-frames of about FRAME_CHARS characters of text (usage facts already as row values). This process only
-turns items into rows and executes the statements (the BulkWriter inline: one thread, no GIL hand-over),
-in the order of the keys, so the catalog is exactly the one the single-process path writes.
+frames of about FRAME_CHARS characters of text (usage facts already as row values). This process turns
+items into rows and executes the statements (the BulkWriter inline: one thread, no GIL hand-over), in
+the order of the keys, so the catalog is exactly the one the single-process path writes. Writing takes
+less time than reading, so this process also reads every LOCAL_SHARE_EVERY-th share of files itself
+(small ones: meanwhile a worker fills its pipe).
 
 How many: one per CPU but the writer's, at most MAX_WORKERS (1). Measured on the 10,000-session corpus
 (2 cores), a second worker only competes with the writer for the same cores, costs 1-3 s more CPU in all
@@ -33,6 +35,8 @@ import sys
 from collections.abc import Generator, Sequence
 from typing import IO, Any
 
+from sessdex.catalog.index.file_reader import read_new_files
+
 # A run with fewer bytes than this is read in the indexing process: starting a worker (a new interpreter
 # importing the reader: 0.1-0.15 s measured) costs more than handing it the parsing saves below 15-20 MB
 # (the worker takes about 9 ms/MB of CPU off the writing process).
@@ -41,13 +45,14 @@ MAX_WORKERS = 1  # see the module docstring
 FRAME_CHARS = 1 << 20  # a worker sends its items in frames of about this many characters of text...
 FRAME_ITEMS = 256  # ...or this many items, whichever comes first
 PIPE_BYTES = 1 << 20  # what a worker may send ahead of this process's reading (Linux's default limit for a pipe)
-SHARE_BYTES = 2 << 20  # with several workers, consecutive files of about this many bytes go to one worker
+SHARE_BYTES = 2 << 20  # consecutive files of about this many bytes go to one reader (within what a pipe holds)
+LOCAL_SHARE_EVERY = 5  # this process reads every fifth share itself (see _schedule)
 # glibc malloc settings of a worker: its multi-megabyte buffers (chunks read, lines sliced) are otherwise each
 # mapped and unmapped again, and every page faulted in anew (measured: 386,000 page faults, 1.4 s of system time,
 # against 13,000 and 0.4 s with these) for a few megabytes more of resident memory.
 _WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(128 << 20)}
 _HEADER = struct.Struct("<Q")
-_TERMINAL = frozenset(("absent", "unreadable", "read_rows", "read_error"))  # each key's last item
+_TERMINAL = frozenset(("absent", "unreadable", "read", "read_rows", "read_error"))  # each key's last item
 _END = "end"
 
 
@@ -84,22 +89,48 @@ def parse_worker_count(keys: Sequence[str]) -> int:
     return 0
 
 
-def _shares(keys: Sequence[str], count: int) -> list[list[str]]:
-    """`keys` cut into runs of consecutive keys (about SHARE_BYTES each with several workers; one run for one)."""
-    if count == 1:
-        return [list(keys)]
-    shares: list[list[str]] = [[]]
-    size = 0
+def _shares(keys: Sequence[str]) -> list[tuple[list[str], int]]:
+    """`keys` cut into runs of consecutive keys of about SHARE_BYTES (a larger file makes a run of its own), with
+    their sizes."""
+    shares: list[tuple[list[str], int]] = [([], 0)]
     for key in keys:
         try:
-            size += os.stat(key).st_size
+            size = os.stat(key).st_size
         except OSError:
-            pass
-        shares[-1].append(key)
-        if size >= SHARE_BYTES:
-            shares.append([])
             size = 0
-    return [share for share in shares if share]
+        run, total = shares[-1]
+        run.append(key)
+        shares[-1] = (run, total + size)
+        if total + size >= SHARE_BYTES:
+            shares.append(([], 0))
+    return [share for share in shares if share[0]]
+
+
+def _schedule(shares: list[tuple[list[str], int]], count: int) -> list[int]:
+    """Who reads each share: a worker (0 to count - 1) in turn, or this process (`count`) for every
+    LOCAL_SHARE_EVERY-th share that is not large (it would otherwise wait for the workers meanwhile)."""
+    schedule = []
+    turn = 0
+    for position, (_keys, size) in enumerate(shares):
+        if position % LOCAL_SHARE_EVERY == LOCAL_SHARE_EVERY - 1 and size <= 2 * SHARE_BYTES:
+            schedule.append(count)
+        else:
+            schedule.append(turn % count)
+            turn += 1
+    return schedule
+
+
+class _Local:
+    """The shares this process reads itself, as a channel."""
+
+    def __init__(self, keys: list[str], content: bool) -> None:
+        self._items = read_new_files(keys, content)
+
+    def next_item(self) -> Any:
+        return next(self._items)
+
+    def close(self) -> None:
+        self._items.close()  # closes the file it may have open
 
 
 class _Channel:
@@ -170,23 +201,30 @@ def _widen_pipe(fd: int) -> None:
 class ParseWorkers:
     """Worker processes reading a bulk run's keys; `items()` gives read_new_files' items for all keys, in order.
 
-    Always `close()` it (in a `finally`): that stops and joins every process and thread.
+    A few small shares are read in this process (`_schedule`). Always `close()` it (in a `finally`): that
+    stops and waits for every process.
     """
 
     def __init__(self, keys: Sequence[str], content: bool, count: int) -> None:
         self.count = count
-        self._shares = _shares(keys, count)
+        self._shares = _shares(keys)
+        self._schedule = _schedule(self._shares, count)
         self._channels: list[_Channel] = []
+        self._local = _Local([key for (share, _size), reader in zip(self._shares, self._schedule) if reader == count
+                              for key in share], content)
+        self.files_read_here = sum(len(share) for (share, _size), reader in zip(self._shares, self._schedule)
+                                   if reader == count)
         self.cpu_seconds = 0.0  # the workers' CPU time, once they all finished
         self.peak_rss_kb: list[int] = []  # each worker's peak resident memory, once they all finished
 
     @classmethod
     def start(cls, keys: Sequence[str], content: bool, count: int) -> ParseWorkers:
-        """Start `count` workers reading `keys` (their items then wait in the pipes)."""
+        """Start `count` workers reading their shares of `keys` (their items then wait in the pipes)."""
         workers = cls(keys, content, count)
         try:
             for index in range(count):
-                assigned = [key for share in workers._shares[index::count] for key in share]
+                assigned = [key for (share, _size), reader in zip(workers._shares, workers._schedule)
+                            if reader == index for key in share]
                 workers._channels.append(_Channel(assigned, content))
         except BaseException:
             workers.close()
@@ -195,8 +233,8 @@ class ParseWorkers:
 
     def items(self) -> Generator[tuple[Any, ...], None, None]:
         """Every key's items in key order (see file_reader.read_new_files)."""
-        for index, share in enumerate(self._shares):
-            channel = self._channels[index % self.count]
+        for (share, _size), reader in zip(self._shares, self._schedule):
+            channel: _Channel | _Local = self._local if reader == self.count else self._channels[reader]
             remaining = len(share)
             while remaining:
                 item = channel.next_item()
@@ -215,7 +253,8 @@ class ParseWorkers:
                 self.peak_rss_kb.append(item[2])
 
     def close(self) -> None:
-        """Stop every worker still running and wait for all of them and their threads."""
+        """Stop every worker still running and wait for all of them; close the file read here, if any."""
+        self._local.close()
         for channel in self._channels:
             channel.close()
 
@@ -236,7 +275,6 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
     import resource
     import time
 
-    from sessdex.catalog.index.file_reader import read_new_files
     from sessdex.catalog.index.usage_writer import fact_values
 
     keys, content = pickle.load(stdin)
