@@ -580,7 +580,7 @@ def describe_index_figures(figures: dict | None, total: Run) -> str:
                f"{' + '.join(f'{mb:.0f}' for mb in worker_rss)} MB, {figures['files_read_by_main']} of "
                f"{figures['files']} files read by the main process" if workers else
                "read in the main process (no workers)")
-    return (f"{reading}; main process {figures['main_cpu_seconds']:.2f} s CPU, of which "
+    return (f"{reading}; main process {figures['main_cpu_seconds']:.2f} s CPU to the end of the usage refresh, of which "
             f"{figures['writer_cpu_seconds']:.2f} s executing statements, peak RSS {main_rss:.0f} MB; "
             f"peak RSS summed over the processes <= {main_rss + sum(worker_rss):.0f} MB; whole run "
             f"{total.cpu_seconds:.2f} s CPU")

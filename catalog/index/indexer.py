@@ -417,16 +417,16 @@ class Indexer:
         finally:
             items.close()
             if workers is not None:
-                with contextlib.suppress(Exception):
-                    self._report_bulk_run(workers, bulk, position, complete=position == len(keys))
+                if position == len(keys) and os.environ.get("SESSDEX_INDEX_STATS"):
+                    with contextlib.suppress(WorkerFailure):
+                        workers.read_figures()  # the workers' last items, sent after every key's
                 workers.close()
-        if workers is None:
-            self._report_bulk_run(None, bulk, position, complete=True)
         reported = position
         committed = batches[:bulk.committed_batches]
         if committed:
             with self._transaction(), _page_cache(connection, REFRESH_CACHE_KIB):
                 refresh_all_usage(self.db)
+        _report_bulk_run(workers, bulk, position)
         for _end, done in committed:
             for outcome, count in done.items():
                 counts[outcome] = counts.get(outcome, 0) + count
@@ -436,25 +436,6 @@ class Indexer:
         """Worker processes reading `keys` for a bulk run, or None when the run is too small to gain from them."""
         count = self.parse_workers if self.parse_workers is not None else parse_worker_count(keys)
         return ParseWorkers.start(keys, self.content, count) if count else None
-
-    def _report_bulk_run(self, workers: ParseWorkers | None, bulk: BulkWriter, files: int, *, complete: bool) -> None:
-        """Append the run's figures to the file $SESSDEX_INDEX_STATS names (for scripts/bench_catalog.py)."""
-        stats_path = os.environ.get("SESSDEX_INDEX_STATS")
-        if not stats_path:
-            return
-        if workers is not None and complete:
-            workers.read_figures()  # the workers' last items: sent after every key's
-        import resource  # only for this report
-
-        figures = {"files": files, "parse_workers": workers.count if workers else 0,
-                   "files_read_by_main": workers.files_read_here if workers else files,
-                   "worker_cpu_seconds": workers.cpu_seconds if workers else 0.0,
-                   "worker_peak_rss_kb": workers.peak_rss_kb if workers else [],
-                   "writer_cpu_seconds": bulk.cpu_seconds,
-                   "main_cpu_seconds": time.process_time(),
-                   "main_peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
-        with open(stats_path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(figures) + "\n")
 
     def _index_new(self, key: str, items: Generator[tuple[Any, ...], None, None], bulk: BulkWriter,
                    run: _BulkRun) -> Outcome | None:
@@ -647,6 +628,26 @@ def _file_error(exc: Exception) -> bool:
 def _reason(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _report_bulk_run(workers: ParseWorkers | None, bulk: BulkWriter, files: int) -> None:
+    """Append a bulk run's figures to the file $SESSDEX_INDEX_STATS names, if any (for scripts/bench_catalog.py):
+    how the files were read, the CPU time of the workers, of executing statements and of this process so far,
+    the processes' peak RSS."""
+    stats_path = os.environ.get("SESSDEX_INDEX_STATS")
+    if not stats_path:
+        return
+    import resource  # only for this report
+
+    figures = {"files": files, "parse_workers": workers.count if workers else 0,
+               "files_read_by_main": workers.files_read_here if workers else files,
+               "worker_cpu_seconds": workers.cpu_seconds if workers else 0.0,
+               "worker_peak_rss_kb": workers.peak_rss_kb if workers else [],
+               "writer_cpu_seconds": bulk.cpu_seconds,
+               "main_cpu_seconds": time.process_time(),
+               "main_peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+    with open(stats_path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(figures) + "\n")
 
 
 @contextlib.contextmanager
