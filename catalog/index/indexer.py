@@ -388,8 +388,13 @@ class Indexer:
         run = _BulkRun()
         position = batch_start = 0
         workers = self._start_parse_workers(keys)
+        try:
+            bulk = BulkWriter(connection, version, defer_message_fts=self._defer_content, threaded=workers is None)
+        except BaseException:
+            if workers is not None:
+                workers.close()
+            raise
         items = workers.items() if workers is not None else read_new_files(keys, self.content)
-        bulk = BulkWriter(connection, version, defer_message_fts=self._defer_content, threaded=workers is None)
         try:
             with bulk:
                 started = time.monotonic()
