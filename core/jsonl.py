@@ -59,20 +59,13 @@ def nesting_depth(value: Any, stop_above: int | None = None) -> int:
     return deepest
 
 
-def too_deep(line: bytes, value: Any, start: int = 0, end: int | None = None) -> bool:
-    """True when `value`, parsed from `line[start:end]`, nests deeper than MAX_NESTING: such a line is a bad line.
+def too_deep(line: bytes | memoryview, value: Any) -> bool:
+    """True when `value`, parsed from `line`, nests deeper than MAX_NESTING: such a line is a bad line.
 
     orjson reads up to 1024 levels, so a reader with its own orjson fast path must ask this too to
-    agree with `parse_jsonl`. Only a line with more than MAX_NESTING opening brackets can be that deep
-    (counting them is far cheaper than walking the value); other lines are not walked.
+    agree with `parse_jsonl`. Short lines cannot be that deep, and are not walked.
     """
-    end = len(line) if end is None else end
-    if end - start <= 2 * MAX_NESTING:
-        return False
-    objects = line.count(b"{", start, end)  # text full of braces needs no second count: it is walked anyway
-    if objects <= MAX_NESTING and objects + line.count(b"[", start, end) <= MAX_NESTING:
-        return False
-    return nesting_depth(value, MAX_NESTING) > MAX_NESTING
+    return len(line) > 2 * MAX_NESTING and nesting_depth(value, MAX_NESTING) > MAX_NESTING
 
 
 @dataclass

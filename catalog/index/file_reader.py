@@ -172,7 +172,7 @@ def _parse_lines(data: bytes) -> tuple[ParsedJsonl, int]:
             except orjson.JSONDecodeError:
                 value = _DAMAGED
             # A line nested deeper than the file scan reads is damage too (orjson reads deeper than core does).
-            if value is _DAMAGED or too_deep(data, value, position, end):
+            if value is _DAMAGED or too_deep(line, value):
                 if data[position:end].strip(_WHITESPACE):
                     rest = parse_jsonl(data[position:])
                     clean = len(values)
