@@ -66,7 +66,13 @@ from sessdex.catalog.index.file_reader import (
     storable_text,
     unreadable_columns,
 )
-from sessdex.catalog.index.parse_workers import ParseWorkers, WorkerFailure, parse_worker_count
+from sessdex.catalog.index.parse_workers import (
+    LOCAL_EVERY,
+    LOCAL_EVERY_DEFERRED,
+    ParseWorkers,
+    WorkerFailure,
+    parse_worker_count,
+)
 from sessdex.catalog.index.usage_writer import (
     delete_usage_facts,
     fact_values,
@@ -440,7 +446,10 @@ class Indexer:
     def _start_parse_workers(self, keys: list[str]) -> ParseWorkers | None:
         """Worker processes reading `keys` for a bulk run, or None when the run is too small to gain from them."""
         count = self.parse_workers if self.parse_workers is not None else parse_worker_count(keys)
-        return ParseWorkers.start(keys, self.content, count) if count else None
+        if not count:
+            return None
+        return ParseWorkers.start(keys, self.content, count,
+                                  local_every=LOCAL_EVERY_DEFERRED if self._defer_content else LOCAL_EVERY)
 
     def _index_new(self, key: str, items: Generator[tuple[Any, ...], None, None], bulk: BulkWriter,
                    run: _BulkRun) -> Outcome | None:

@@ -8,8 +8,8 @@ from it (PARALLEL_MIN_BYTES) therefore hands its files to worker processes, each
 frames of about FRAME_CHARS characters of text (usage facts already as row values). This process turns
 items into rows and executes the statements (the BulkWriter inline: one thread, no GIL hand-over), in
 the order of the keys, so the catalog is exactly the one the single-process path writes. Writing takes
-less time than reading, so this process also reads every LOCAL_SHARE_EVERY-th share of files itself
-(small ones: meanwhile a worker fills its pipe).
+less time than reading, so this process also reads a share of the files itself (every `local_every`-th
+run of files, small ones: meanwhile a worker fills its pipe): more when it writes no full-text index.
 
 How many: one per CPU but the writer's, at most MAX_WORKERS (1). Measured on the 10,000-session corpus
 (2 cores), a second worker only competes with the writer for the same cores, costs 1-3 s more CPU in all
@@ -46,7 +46,11 @@ FRAME_CHARS = 1 << 20  # a worker sends its items in frames of about this many c
 FRAME_ITEMS = 256  # ...or this many items, whichever comes first
 PIPE_BYTES = 1 << 20  # what a worker may send ahead of this process's reading (Linux's default limit for a pipe)
 SHARE_BYTES = 2 << 20  # consecutive files of about this many bytes go to one reader (within what a pipe holds)
-LOCAL_SHARE_EVERY = 5  # this process reads every fifth share itself (see _schedule)
+# This process reads every LOCAL_EVERY-th share itself (see _schedule); every LOCAL_EVERY_DEFERRED-th when the
+# run leaves the full-text index for later (less to write). Measured on the benchmark corpus, a worker took
+# 8-9 s of CPU and this process 6 s to write with the FTS index (so it can read a quarter), 4 s without.
+LOCAL_EVERY = 4
+LOCAL_EVERY_DEFERRED = 3
 # glibc malloc settings of a worker: its multi-megabyte buffers (chunks read, lines sliced) are otherwise each
 # mapped and unmapped again, and every page faulted in anew (measured: 386,000 page faults, 1.4 s of system time,
 # against 13,000 and 0.4 s with these) for a few megabytes more of resident memory.
@@ -106,13 +110,13 @@ def _shares(keys: Sequence[str]) -> list[tuple[list[str], int]]:
     return [share for share in shares if share[0]]
 
 
-def _schedule(shares: list[tuple[list[str], int]], count: int) -> list[int]:
+def _schedule(shares: list[tuple[list[str], int]], count: int, local_every: int) -> list[int]:
     """Who reads each share: a worker (0 to count - 1) in turn, or this process (`count`) for every
-    LOCAL_SHARE_EVERY-th share that is not large (it would otherwise wait for the workers meanwhile)."""
+    `local_every`-th share that is not large (it would otherwise wait for the workers meanwhile)."""
     schedule = []
     turn = 0
     for position, (_keys, size) in enumerate(shares):
-        if position % LOCAL_SHARE_EVERY == LOCAL_SHARE_EVERY - 1 and size <= 2 * SHARE_BYTES:
+        if position % local_every == local_every - 1 and size <= 2 * SHARE_BYTES:
             schedule.append(count)
         else:
             schedule.append(turn % count)
@@ -205,10 +209,10 @@ class ParseWorkers:
     stops and waits for every process.
     """
 
-    def __init__(self, keys: Sequence[str], content: bool, count: int) -> None:
+    def __init__(self, keys: Sequence[str], content: bool, count: int, local_every: int) -> None:
         self.count = count
         self._shares = _shares(keys)
-        self._schedule = _schedule(self._shares, count)
+        self._schedule = _schedule(self._shares, count, local_every)
         self._channels: list[_Channel] = []
         self._local = _Local([key for (share, _size), reader in zip(self._shares, self._schedule) if reader == count
                               for key in share], content)
@@ -218,9 +222,10 @@ class ParseWorkers:
         self.peak_rss_kb: list[int] = []  # each worker's peak resident memory, once they all finished
 
     @classmethod
-    def start(cls, keys: Sequence[str], content: bool, count: int) -> ParseWorkers:
-        """Start `count` workers reading their shares of `keys` (their items then wait in the pipes)."""
-        workers = cls(keys, content, count)
+    def start(cls, keys: Sequence[str], content: bool, count: int, *, local_every: int = LOCAL_EVERY) -> ParseWorkers:
+        """Start `count` workers reading their shares of `keys` (their items then wait in the pipes); this
+        process reads every `local_every`-th share."""
+        workers = cls(keys, content, count, local_every)
         try:
             for index in range(count):
                 assigned = [key for (share, _size), reader in zip(workers._shares, workers._schedule)

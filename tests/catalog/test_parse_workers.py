@@ -101,8 +101,8 @@ def started_workers(monkeypatch) -> list[workers_module.ParseWorkers]:
     started: list[workers_module.ParseWorkers] = []
     real_start = workers_module.ParseWorkers.start.__func__  # type: ignore[attr-defined]
 
-    def start(cls, *args: Any) -> workers_module.ParseWorkers:
-        workers = real_start(cls, *args)
+    def start(cls, *args: Any, **options: Any) -> workers_module.ParseWorkers:
+        workers = real_start(cls, *args, **options)
         started.append(workers)
         return workers
 
