@@ -380,11 +380,13 @@ class Indexer:
     # -- bulk run into an empty catalog ----------------------------------------------------------------
 
     def _index_into_empty_catalog(self, connection: sqlite3.Connection, keys: list[str], counts: dict[Outcome, int],
-                                  progress: Callable[[str, Outcome], None] | None) -> tuple[int, int]:
+                                  progress: Callable[[str, Outcome], None] | None,
+                                  *, workers_allowed: bool = True) -> tuple[int, int]:
         """Bulk-index the leading `keys` that are certainly new to an empty catalog (see the module docstring).
 
         Returns (how many keys are committed, how many were reported to `progress`); the caller indexes
-        the keys from the first number on, reporting only those from the second.
+        the keys from the first number on, reporting only those from the second. Workers that fail before
+        the first file (an interpreter that cannot run them) leave the run to this process.
         """
         version = data_version(connection)  # read first: a commit after it is caught by the writer
         if self.db.scalar("count_files"):
@@ -393,7 +395,7 @@ class Indexer:
         batch_counts: dict[Outcome, int] = {}
         run = _BulkRun()
         position = batch_start = 0
-        workers = self._start_parse_workers(keys)
+        workers = self._start_parse_workers(keys) if workers_allowed else None
         try:
             bulk = BulkWriter(connection, version, defer_message_fts=self._defer_content, threaded=workers is None)
         except BaseException:
@@ -401,6 +403,7 @@ class Indexer:
                 workers.close()
             raise
         items = workers.items() if workers is not None else read_new_files(keys, self.content)
+        workers_failed_at_once = False
         try:
             with bulk:
                 started = time.monotonic()
@@ -419,7 +422,10 @@ class Indexer:
                 bulk.end_batch()
                 batches.append((position, batch_counts))
                 bulk.finish()
-        except (CatalogChanged, _ReadFailure, WorkerFailure):
+        except WorkerFailure:
+            if position == 0:
+                workers_failed_at_once = True
+        except (CatalogChanged, _ReadFailure):
             pass  # rolled back: the keys of the batches not committed are indexed again
         except Exception as exc:
             if not _file_error(exc):
@@ -432,6 +438,8 @@ class Indexer:
                     with contextlib.suppress(WorkerFailure):
                         workers.read_figures()  # the workers' last items, sent after every key's
                 workers.close()
+        if workers_failed_at_once:
+            return self._index_into_empty_catalog(connection, keys, counts, progress, workers_allowed=False)
         reported = position
         committed = batches[:bulk.committed_batches]
         if committed:

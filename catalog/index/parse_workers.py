@@ -80,8 +80,8 @@ def parse_worker_count(keys: Sequence[str]) -> int:
     if chosen.isdigit():
         return int(chosen)  # a benchmark's (or a user's) choice
     cpus = available_cpus()
-    if cpus < 2 or not sys.executable:
-        return 0
+    if cpus < 2 or not sys.executable or getattr(sys, "frozen", False):
+        return 0  # a frozen application's executable is no interpreter to run the worker module with
     total = 0
     for key in keys:
         try:

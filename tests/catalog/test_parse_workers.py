@@ -197,3 +197,14 @@ def test_the_usage_refresh_after_a_bulk_run_gives_the_page_cache_back(tmp_path, 
         assert connection.execute("PRAGMA cache_size").fetchone()[0] == before
     finally:
         database.close()
+
+
+def test_workers_that_cannot_start_leave_the_bulk_run_to_the_indexing_process(tmp_path, corpus, monkeypatch,
+                                                                            started_workers):
+    index_into(tmp_path / "single", corpus, parse_workers=0)
+    monkeypatch.setattr(workers_module.sys, "executable", "/bin/false")  # an interpreter that runs nothing
+    counts, failures = index_into(tmp_path / "parallel", corpus, parse_workers=1)
+    assert started_workers and all(process.returncode is not None for process in processes(started_workers))
+    assert counts[Outcome.INDEXED] == len(corpus) - 3 and not failures
+    assert whole_catalog(resolve_location(tmp_path / "parallel").sqlite_path) == \
+        whole_catalog(resolve_location(tmp_path / "single").sqlite_path)
