@@ -581,7 +581,8 @@ def describe_index_figures(figures: dict | None, total: Run) -> str:
                f"{figures['files']} files read by the main process" if workers else
                "read in the main process (no workers)")
     return (f"{reading}; main process {figures['main_cpu_seconds']:.2f} s CPU to the end of the usage refresh, of which "
-            f"{figures['writer_cpu_seconds']:.2f} s executing statements, peak RSS {main_rss:.0f} MB; "
+            f"{figures['writer_cpu_seconds']:.2f} s executing statements and {figures['usage_refresh_cpu_seconds']:.2f} s "
+            f"refreshing usage (refresh_all_usage), peak RSS {main_rss:.0f} MB; "
             f"peak RSS summed over the processes <= {main_rss + sum(worker_rss):.0f} MB; whole run "
             f"{total.cpu_seconds:.2f} s CPU")
 

@@ -442,10 +442,11 @@ class Indexer:
             return self._index_into_empty_catalog(connection, keys, counts, progress, workers_allowed=False)
         reported = position
         committed = batches[:bulk.committed_batches]
+        refresh_started = time.process_time()
         if committed:
             with self._transaction(), _page_cache(connection, REFRESH_CACHE_KIB):
                 refresh_all_usage(self.db)
-        _report_bulk_run(workers, bulk, position)
+        _report_bulk_run(workers, bulk, position, time.process_time() - refresh_started)
         for _end, done in committed:
             for outcome, count in done.items():
                 counts[outcome] = counts.get(outcome, 0) + count
@@ -652,10 +653,10 @@ def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-def _report_bulk_run(workers: ParseWorkers | None, bulk: BulkWriter, files: int) -> None:
+def _report_bulk_run(workers: ParseWorkers | None, bulk: BulkWriter, files: int, refresh_cpu_seconds: float) -> None:
     """Append a bulk run's figures to the file $SESSDEX_INDEX_STATS names, if any (for scripts/bench_catalog.py):
-    how the files were read, the CPU time of the workers, of executing statements and of this process so far,
-    the processes' peak RSS."""
+    how the files were read, the CPU time of the workers, of executing statements, of the usage refresh and of
+    this process so far, the processes' peak RSS."""
     stats_path = os.environ.get("SESSDEX_INDEX_STATS")
     if not stats_path:
         return
@@ -666,6 +667,7 @@ def _report_bulk_run(workers: ParseWorkers | None, bulk: BulkWriter, files: int)
                "worker_cpu_seconds": workers.cpu_seconds if workers else 0.0,
                "worker_peak_rss_kb": workers.peak_rss_kb if workers else [],
                "writer_cpu_seconds": bulk.cpu_seconds,
+               "usage_refresh_cpu_seconds": refresh_cpu_seconds,
                "main_cpu_seconds": time.process_time(),
                "main_peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
     with open(stats_path, "a", encoding="utf-8") as handle:
