@@ -576,6 +576,7 @@ def describe_index_figures(figures: dict | None, total: Run) -> str:
     workers = figures["parse_workers"]
     worker_rss = [kb / 1024 for kb in figures["worker_peak_rss_kb"]]
     main_rss = figures["main_peak_rss_kb"] / 1024
+    at_once = sum_of_peaks(figures)
     reading = (f"{workers} parse worker process(es), {figures['worker_cpu_seconds']:.2f} s CPU reading, peak RSS "
                f"{' + '.join(f'{mb:.0f}' for mb in worker_rss)} MB, {figures['files_read_by_main']} of "
                f"{figures['files']} files read by the main process" if workers else
@@ -583,7 +584,7 @@ def describe_index_figures(figures: dict | None, total: Run) -> str:
     return (f"{reading}; main process {figures['main_cpu_seconds']:.2f} s CPU to the end of the usage refresh, of which "
             f"{figures['writer_cpu_seconds']:.2f} s executing statements and {figures['usage_refresh_cpu_seconds']:.2f} s "
             f"refreshing usage (refresh_all_usage), peak RSS {main_rss:.0f} MB; "
-            f"peak RSS summed over the processes <= {main_rss + sum(worker_rss):.0f} MB; whole run "
+            f"peak RSS of the processes running at once <= {at_once:.0f} MB; whole run "
             f"{total.cpu_seconds:.2f} s CPU")
 
 
@@ -622,16 +623,19 @@ def measure_full_index(workdir: Path, agent: Path, catalog_db: Path, catalog_cli
     rss_mb = max(indexed.max_rss_kb for _baseline, indexed in pairs) / 1024
     summed_mb = max(summed_rss)
     results.append(f"indexer peak RSS: {rss_mb:.0f} MB, the largest process (goal <= 200 MB): {verdict(rss_mb <= 200)}; "
-                   f"summed over the processes (sum of their peaks) {summed_mb:.0f} MB: {verdict(summed_mb <= 200)}")
+                   f"summed over the processes running at once (an upper bound from their peaks) {summed_mb:.0f} MB: "
+                   f"{verdict(summed_mb <= 200)}")
     print(results[-2], results[-1], sep="\n", flush=True)
     return True
 
 
 def sum_of_peaks(figures: dict | None) -> float:
-    """The sum of the peak RSS (MB) of a bulk run's processes (an upper bound of their summed RSS), 0 if unknown."""
+    """An upper bound (MB) of the summed RSS of a bulk run's processes running at once, 0 if unknown: the main
+    process's peak until the workers ended plus theirs, or its own peak after (the usage refresh)."""
     if figures is None:
         return 0.0
-    return (figures["main_peak_rss_kb"] + sum(figures["worker_peak_rss_kb"])) / 1024
+    while_reading = figures["main_peak_rss_kb_while_reading"] + sum(figures["worker_peak_rss_kb"])
+    return max(while_reading, figures["main_peak_rss_kb"]) / 1024
 
 
 def measure_freshness(paths: AgentPaths, catalog_db: Path, session_count: int, runs: int,

@@ -97,9 +97,10 @@ BATCH_SECONDS = 2.0
 # Texts of a new file are held back until its row exists; past this many characters a placeholder row is made.
 TEXT_BUFFER_CHARS = 8 * 1024 * 1024
 # The page cache (KiB) of the usage refresh after a bulk run: its fork-parent lookups scan session_files once
-# per fork, which SQLite's default 2 MB cache reads from the file each time (measured on 10,000 sessions with
-# 310 forks: 2.3-2.8 s of CPU, against 0.8-1.1 s with this).
-REFRESH_CACHE_KIB = 32 * 1024
+# per fork, which SQLite's default 2 MB cache reads from the file each time. Measured on 10,000 sessions with
+# 310 forks (session_files: 35 MB): 4.8 s for the refresh, 2.8 s with a 32 MB cache, 2.3 s with this
+# (the workers have ended by then: the processes' memory at once stays within the indexer's 200 MB).
+REFRESH_CACHE_KIB = 48 * 1024
 
 
 class Outcome(Enum):
@@ -442,11 +443,12 @@ class Indexer:
             return self._index_into_empty_catalog(connection, keys, counts, progress, workers_allowed=False)
         reported = position
         committed = batches[:bulk.committed_batches]
+        bulk_peak_rss_kb = _peak_rss_kb()  # the workers ran alongside this much at most (they are gone now)
         refresh_started = time.process_time()
         if committed:
             with self._transaction(), _page_cache(connection, REFRESH_CACHE_KIB):
                 refresh_all_usage(self.db)
-        _report_bulk_run(workers, bulk, position, time.process_time() - refresh_started)
+        _report_bulk_run(workers, bulk, position, time.process_time() - refresh_started, bulk_peak_rss_kb)
         for _end, done in committed:
             for outcome, count in done.items():
                 counts[outcome] = counts.get(outcome, 0) + count
@@ -653,15 +655,24 @@ def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-def _report_bulk_run(workers: ParseWorkers | None, bulk: BulkWriter, files: int, refresh_cpu_seconds: float) -> None:
+def _peak_rss_kb() -> int:
+    """This process's peak resident memory so far (KiB; 0 where the platform cannot tell)."""
+    try:
+        import resource
+    except ImportError:
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _report_bulk_run(workers: ParseWorkers | None, bulk: BulkWriter, files: int, refresh_cpu_seconds: float,
+                     bulk_peak_rss_kb: int) -> None:
     """Append a bulk run's figures to the file $SESSDEX_INDEX_STATS names, if any (for scripts/bench_catalog.py):
     how the files were read, the CPU time of the workers, of executing statements, of the usage refresh and of
-    this process so far, the processes' peak RSS."""
+    this process so far, the processes' peak RSS (this process's also at the end of the reading, while the
+    workers ran)."""
     stats_path = os.environ.get("SESSDEX_INDEX_STATS")
     if not stats_path:
         return
-    import resource  # only for this report
-
     figures = {"files": files, "parse_workers": workers.count if workers else 0,
                "files_read_by_main": workers.files_read_here if workers else files,
                "worker_cpu_seconds": workers.cpu_seconds if workers else 0.0,
@@ -669,7 +680,8 @@ def _report_bulk_run(workers: ParseWorkers | None, bulk: BulkWriter, files: int,
                "writer_cpu_seconds": bulk.cpu_seconds,
                "usage_refresh_cpu_seconds": refresh_cpu_seconds,
                "main_cpu_seconds": time.process_time(),
-               "main_peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+               "main_peak_rss_kb": _peak_rss_kb(),
+               "main_peak_rss_kb_while_reading": bulk_peak_rss_kb}
     with open(stats_path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(figures) + "\n")
 
