@@ -94,8 +94,8 @@ def parse_worker_count(keys: Sequence[str]) -> int:
 
 
 def _shares(keys: Sequence[str]) -> list[tuple[list[str], int]]:
-    """`keys` cut into runs of consecutive keys of about SHARE_BYTES (a larger file makes a run of its own), with
-    their sizes."""
+    """`keys` cut into runs of consecutive keys, each ending at the file that makes it reach SHARE_BYTES, with
+    their sizes in bytes."""
     shares: list[tuple[list[str], int]] = [([], 0)]
     for key in keys:
         try:
