@@ -96,11 +96,6 @@ BATCH_FILES = 2000
 BATCH_SECONDS = 2.0
 # Texts of a new file are held back until its row exists; past this many characters a placeholder row is made.
 TEXT_BUFFER_CHARS = 8 * 1024 * 1024
-# The page cache (KiB) of the usage refresh after a bulk run: its fork-parent lookups scan session_files once
-# per fork, which SQLite's default 2 MB cache reads from the file each time. Measured on 10,000 sessions with
-# 310 forks (session_files: 35 MB): 4.8 s for the refresh, 2.8 s with a 32 MB cache, 2.3 s with this
-# (the workers have ended by then: the processes' memory at once stays within the indexer's 200 MB).
-REFRESH_CACHE_KIB = 48 * 1024
 
 
 class Outcome(Enum):
@@ -446,7 +441,7 @@ class Indexer:
         bulk_peak_rss_kb = _peak_rss_kb()  # the workers ran alongside this much at most (they are gone now)
         refresh_started = time.process_time()
         if committed:
-            with self._transaction(), _page_cache(connection, REFRESH_CACHE_KIB):
+            with self._transaction():
                 refresh_all_usage(self.db)
         _report_bulk_run(workers, bulk, position, time.process_time() - refresh_started, bulk_peak_rss_kb)
         for _end, done in committed:
@@ -684,18 +679,6 @@ def _report_bulk_run(workers: ParseWorkers | None, bulk: BulkWriter, files: int,
                "main_peak_rss_kb_while_reading": bulk_peak_rss_kb}
     with open(stats_path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(figures) + "\n")
-
-
-@contextlib.contextmanager
-def _page_cache(connection: sqlite3.Connection, kib: int) -> Iterator[None]:
-    """A page cache of `kib` KiB on `connection` for the time of the block (then its size before, and the pages
-    beyond it freed)."""
-    before = connection.execute("PRAGMA cache_size").fetchone()[0]
-    connection.execute(f"PRAGMA cache_size = {-kib}")
-    try:
-        yield
-    finally:
-        connection.execute(f"PRAGMA cache_size = {int(before)}")
 
 
 class _ReadFailure(Exception):

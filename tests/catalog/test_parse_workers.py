@@ -186,19 +186,6 @@ def test_only_a_run_of_enough_bytes_starts_workers(tmp_path, monkeypatch):
     assert workers_module.parse_worker_count([str(path) for path in paths]) == 0
 
 
-def test_the_usage_refresh_after_a_bulk_run_gives_the_page_cache_back(tmp_path, corpus):
-    database = open_catalog(resolve_location(tmp_path / "catalog"))
-    try:
-        connection = database.sqlite_writer()
-        assert connection is not None
-        before = connection.execute("PRAGMA cache_size").fetchone()[0]
-        Indexer(database, clock=clock, parse_workers=0).index_paths(corpus)
-        assert database.scalar("count_files") == len(corpus) - 3
-        assert connection.execute("PRAGMA cache_size").fetchone()[0] == before
-    finally:
-        database.close()
-
-
 def test_workers_that_cannot_start_leave_the_bulk_run_to_the_indexing_process(tmp_path, corpus, monkeypatch,
                                                                             started_workers):
     index_into(tmp_path / "single", corpus, parse_workers=0)
