@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections import namedtuple
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -103,12 +104,40 @@ def _epoch_ms(entry: dict[str, Any], message: dict[str, Any]) -> int | None:
     return None
 
 
+# Day keys already computed (a corpus has many messages and few days): days since the epoch -> the UTC day,
+# and a local (year, month, day) -> (that day, the Monday of its week). Emptied past _REMEMBERED_DAYS entries.
+_UTC_DAYS: dict[int, str] = {}
+_LOCAL_DAYS: dict[tuple[int, int, int], tuple[str, str]] = {}
+_REMEMBERED_DAYS = 50_000
+_EPOCH_DATE = date(1970, 1, 1)
+
+
 def day_keys(ts_ms: int) -> tuple[str, str, str]:
-    """(UTC day, local day, Monday of the local week) of an epoch-ms time, as YYYY-MM-DD."""
-    seconds = ts_ms / 1000
-    local = datetime.fromtimestamp(seconds).date()
-    monday = local - timedelta(days=local.weekday())
-    return (datetime.fromtimestamp(seconds, tz=UTC).date().isoformat(), local.isoformat(), monday.isoformat())
+    """(UTC day, local day, Monday of the local week) of an epoch-ms time, as YYYY-MM-DD.
+
+    Raises OverflowError, OSError or ValueError for a time the platform or the calendar (years 1-9999)
+    cannot place. The local day is the process's time zone's (read at each call: tests switch it).
+    """
+    seconds = ts_ms // 1000  # the second a datetime made from ts_ms / 1000 falls in
+    local = time.localtime(seconds)
+    if local.tm_year == 1 and time.localtime(seconds - 86_400).tm_year < 1:
+        raise ValueError("year 0 is out of range")  # datetime.fromtimestamp's probe of the day before fails too
+    local_key = (local.tm_year, local.tm_mon, local.tm_mday)
+    local_days = _LOCAL_DAYS.get(local_key)
+    if local_days is None:
+        day = date(*local_key)  # ValueError outside years 1-9999, as datetime.fromtimestamp
+        local_days = (day.isoformat(), (day - timedelta(days=day.weekday())).isoformat())
+        if len(_LOCAL_DAYS) >= _REMEMBERED_DAYS:
+            _LOCAL_DAYS.clear()
+        _LOCAL_DAYS[local_key] = local_days
+    days = seconds // 86_400
+    utc_day = _UTC_DAYS.get(days)
+    if utc_day is None:
+        utc_day = (_EPOCH_DATE + timedelta(days=days)).isoformat()  # OverflowError outside years 1-9999
+        if len(_UTC_DAYS) >= _REMEMBERED_DAYS:
+            _UTC_DAYS.clear()
+        _UTC_DAYS[days] = utc_day
+    return utc_day, local_days[0], local_days[1]
 
 
 def usage_fact(entry: Any) -> UsageFact | None:
@@ -140,11 +169,13 @@ def usage_facts(values: Iterable[Any]) -> list[UsageFact]:
     """The facts among parsed records (file order); the caller checks that the file's header is valid."""
     facts = []
     for value in values:
-        # The cheap test first: most records are not assistant messages with usage.
+        # The cheap tests first: most records are not assistant messages with usage.
         if type(value) is dict and value.get("type") == "message":
-            fact = usage_fact(value)
-            if fact is not None:
-                facts.append(fact)
+            message = value.get("message")
+            if type(message) is dict and message.get("role") == "assistant":
+                fact = usage_fact(value)
+                if fact is not None:
+                    facts.append(fact)
     return facts
 
 

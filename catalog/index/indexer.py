@@ -26,32 +26,53 @@ and the FTS5 indexes are written alongside by `_Writer`.
 
 Into an empty SQLite catalog (a first index, a rebuild) the files go through a
 `sessdex.catalog.index.bulk_writer.BulkWriter` instead, for as long as each path is certainly new: its SQLite work
-then overlaps the parsing of the next files. A path the run itself already wrote a row for, a
-rename within the run, a read error or another process writing to the catalog ends the bulk run;
-what it had not committed is indexed again the ordinary way.
+then overlaps the parsing of the next files. A run large enough to gain from it has its files read
+(parsed, folded, turned into row values) by worker processes (`sessdex.catalog.index.parse_workers`), so
+that reading and writing use a core each; a small one reads them in this process. Both give the same
+catalog. A path the run itself already wrote a row for, a rename within the run, a read error (or a
+worker that died) or another process writing to the catalog ends the bulk run; what it had not
+committed is indexed again the ordinary way.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import errno
-import hashlib
-import io
 import json
-import math
 import os
 import sqlite3
-import stat as stat_module
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Iterable, Iterator
 from enum import Enum
-from typing import Any, BinaryIO, NamedTuple, overload
-
-import orjson
+from typing import Any, NamedTuple
 
 from sessdex.catalog.index.bulk_writer import BulkWriter, CatalogChanged, data_version
+from sessdex.catalog.index.file_reader import (
+    CHUNK_BYTES,
+    HEAD_BYTES,
+    INT64_MAX,
+    MESSAGE_TEXT_MAX_CHARS,
+    HeadValues,
+    ReadResult,
+    clamp_int64,
+    digest,
+    file_columns,
+    head_columns,
+    message_text,
+    open_session_file,
+    parse_lines,
+    read_fold,
+    read_new_files,
+    stat_session_file,
+    storable_text,
+    unreadable_columns,
+)
+from sessdex.catalog.index.parse_workers import (
+    LOCAL_EVERY,
+    LOCAL_EVERY_DEFERRED,
+    ParseWorkers,
+    WorkerFailure,
+    parse_worker_count,
+)
 from sessdex.catalog.index.usage_writer import (
     delete_usage_facts,
     fact_values,
@@ -62,23 +83,19 @@ from sessdex.catalog.index.usage_writer import (
 )
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase
-from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
-from sessdex.core.jsonl import ParsedJsonl, parse_jsonl, too_deep
 from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
-from sessdex.core.text import without_lone_surrogates
-from sessdex.core.usage import UsageFact, usage_facts
 
-CHUNK_BYTES = 4 * 1024 * 1024
-HEAD_BYTES = RECENT_PREFIX_BYTES
+# Names of the file-reading half (catalog.index.file_reader) that callers of this module use.
+__all__ = ["CHUNK_BYTES", "HEAD_BYTES", "INT64_MAX", "MESSAGE_TEXT_MAX_CHARS", "HeadValues", "clamp_int64",
+           "head_columns", "message_text", "open_session_file", "parse_lines", "read_fold", "stat_session_file",
+           "storable_text"]
+
 # A batch of small files shares one write transaction; it ends after this many files or seconds.
 BATCH_FILES = 2000
 BATCH_SECONDS = 2.0
 # Texts of a new file are held back until its row exists; past this many characters a placeholder row is made.
 TEXT_BUFFER_CHARS = 8 * 1024 * 1024
-MESSAGE_TEXT_MAX_CHARS = 1 << 16  # per message: what the catalog stores and searches (see the module docstring)
-INT64_MAX = 2**63 - 1  # the largest integer SQLite stores; larger stat or usage figures are clamped to it
-_WHITESPACE = b" \t\r\n"
 
 
 class Outcome(Enum):
@@ -90,11 +107,6 @@ class Outcome(Enum):
     MOVED = "moved"
     REMOVED = "removed"
     ABSENT = "absent"
-
-
-def clamp_int64(value: int) -> int:
-    """`value` within SQLite's INTEGER range (an mtime in year 5000 has more nanoseconds than that)."""
-    return INT64_MAX if value > INT64_MAX else -INT64_MAX if value < -INT64_MAX else value
 
 
 def storable_path(path: str) -> bool:
@@ -115,98 +127,9 @@ class FileFailure(NamedTuple):
     reason: str
 
 
-def stat_session_file(path: str | os.PathLike[str]) -> FileStat | None:
-    """The FileStat of a regular file (symlinks followed), or None when it is missing or not a file."""
-    try:
-        result = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError:
-        return None
-    if not stat_module.S_ISREG(result.st_mode):
-        return None
-    file_stat = FileStat.of(result)
-    # The catalog stores mtimes as SQLite integers: one in year 5000 is clamped (as reconcile.stat_key does).
-    return file_stat if file_stat.mtime_ns <= INT64_MAX else dataclasses.replace(file_stat, mtime_ns=INT64_MAX)
-
-
-def open_session_file(path: str | os.PathLike[str]) -> BinaryIO:
-    """`path` opened for reading without blocking; IsADirectoryError-like OSError unless it is a regular file.
-
-    Between the stat that found a regular file and this open, it may have become a FIFO (whose open
-    would block) or a device (whose read would never end): both are refused here.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
-        os.set_blocking(fd, True)
-        raw = io.FileIO(fd, "rb")
-        raw.name = os.fspath(path)  # as open(path) names it
-        return io.BufferedReader(raw)
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def catalog_path(path: str | os.PathLike[str]) -> str:
     """The key a file is stored under: its absolute path, symlinks kept (as a directory scan names it)."""
     return os.path.abspath(os.fspath(path))
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _dumps(state: dict[str, Any]) -> str:
-    """A fold state as JSON text that json.loads gives back exactly."""
-    if _finite(state):  # orjson would write an infinite sum of usage figures as null
-        try:
-            return orjson.dumps(state).decode()
-        except TypeError:
-            pass  # orjson refuses lone surrogates (a damaged line can hold them)
-    # ASCII JSON keeps lone surrogates as escapes and infinities as Infinity, losslessly.
-    return json.dumps(state, separators=(",", ":"))
-
-
-def _finite(container: dict[str, Any] | list[Any]) -> bool:
-    """True when no float in `container`, at any depth, is infinite or NaN."""
-    for item in container.values() if type(container) is dict else container:
-        kind = type(item)
-        if kind is float:
-            if not math.isfinite(float(item)):
-                return False
-        elif (kind is dict or kind is list) and not _finite(item):  # type: ignore[arg-type]
-            return False
-    return True
-
-
-@overload
-def storable_text(text: str) -> str: ...
-@overload
-def storable_text(text: None) -> None: ...
-def storable_text(text: str | None) -> str | None:
-    """Text SQLite can store: lone surrogates (only damaged lines produce them) become U+FFFD."""
-    return None if text is None else without_lone_surrogates(text)
-
-
-def message_text(text: str) -> str:
-    """A message's text as the catalog stores it: its first MESSAGE_TEXT_MAX_CHARS characters, storable."""
-    return storable_text(text[:MESSAGE_TEXT_MAX_CHARS])
-
-
-@dataclass
-class _ReadResult:
-    """Reading a file from an offset: the committed fold state, and the view including the pending tail."""
-
-    committed_offset: int
-    committed_bad: int
-    committed_state: dict[str, Any]
-    pending_bad: int
-    visible: SessionSummary
-    visible_state: dict[str, Any]
-    facts: list[UsageFact] = field(default_factory=list)  # usage of the committed lines
-    pending_facts: list[UsageFact] = field(default_factory=list)  # usage of the pending tail
 
 
 # insert(file_id, first_seq, texts, pending): store texts as message rows numbered from first_seq.
@@ -323,7 +246,7 @@ class _Writer:
         self.db.execute("delete_file", {"file_id": row["id"]})
         refresh_usage_around(self.db, None, row["session_id"], row["path"])  # its forks count their copies now
 
-    def replace_usage(self, file_id: int, result: _ReadResult, old: Any, key: str, *, append: bool) -> None:
+    def replace_usage(self, file_id: int, result: ReadResult, old: Any, key: str, *, append: bool) -> None:
         """Store a file's facts after a read (all of them, or with `append` the new ones) and refresh its
         usage and its forks' (`old`: the row before the read, None for a new file)."""
         delete_usage_facts(self.db, file_id, pending_only=append)
@@ -339,15 +262,19 @@ class Indexer:
     """Brings catalog rows up to date with session files; every method writes inside its own transaction."""
 
     def __init__(self, db: CatalogDatabase, *, clock: Callable[[], float] = time.time,
-                 defer_content: bool = False, content: bool | None = None) -> None:
+                 defer_content: bool = False, content: bool | None = None,
+                 parse_workers: int | None = None) -> None:
         """`defer_content`: a bulk run into an empty catalog leaves message_fts to
         `sessdex.catalog.index.content_index.fill_content_index`, so that listings are visible sooner.
-        `content=False` indexes metadata only (no message text); None: as this machine is registered."""
+        `content=False` indexes metadata only (no message text); None: as this machine is registered.
+        `parse_workers`: how many worker processes read the files of a bulk run (0: none, read here);
+        None: as `sessdex.catalog.index.parse_workers.parse_worker_count` decides from the run's size."""
         self.db = db
         self._clock = clock
         self.content = stores_content(db) if content is None else content
         self._writer = _Writer(db, content=self.content)
         self._defer_content = defer_content
+        self.parse_workers = parse_workers
         self.failures: list[FileFailure] = []  # files whose indexing raised (recorded as unreadable), oldest first
         self.skipped_names: list[str] = []  # paths that are not valid UTF-8, never stored
 
@@ -449,11 +376,13 @@ class Indexer:
     # -- bulk run into an empty catalog ----------------------------------------------------------------
 
     def _index_into_empty_catalog(self, connection: sqlite3.Connection, keys: list[str], counts: dict[Outcome, int],
-                                  progress: Callable[[str, Outcome], None] | None) -> tuple[int, int]:
+                                  progress: Callable[[str, Outcome], None] | None,
+                                  *, workers_allowed: bool = True) -> tuple[int, int]:
         """Bulk-index the leading `keys` that are certainly new to an empty catalog (see the module docstring).
 
         Returns (how many keys are committed, how many were reported to `progress`); the caller indexes
-        the keys from the first number on, reporting only those from the second.
+        the keys from the first number on, reporting only those from the second. Workers that fail before
+        the first file (an interpreter that cannot run them) leave the run to this process.
         """
         version = data_version(connection)  # read first: a commit after it is caught by the writer
         if self.db.scalar("count_files"):
@@ -462,12 +391,20 @@ class Indexer:
         batch_counts: dict[Outcome, int] = {}
         run = _BulkRun()
         position = batch_start = 0
-        bulk = BulkWriter(connection, version, defer_message_fts=self._defer_content)
+        workers = self._start_parse_workers(keys) if workers_allowed else None
+        try:
+            bulk = BulkWriter(connection, version, defer_message_fts=self._defer_content, threaded=workers is None)
+        except BaseException:
+            if workers is not None:
+                workers.close()
+            raise
+        items = workers.items() if workers is not None else read_new_files(keys, self.content)
+        workers_failed_at_once = False
         try:
             with bulk:
                 started = time.monotonic()
                 while position < len(keys):
-                    outcome = self._index_new(keys[position], bulk, run)
+                    outcome = self._index_new(keys[position], items, bulk, run)
                     if outcome is None:
                         break  # not certainly new: the ordinary way from here
                     position += 1
@@ -481,54 +418,88 @@ class Indexer:
                 bulk.end_batch()
                 batches.append((position, batch_counts))
                 bulk.finish()
+        except WorkerFailure:
+            if position == 0:
+                workers_failed_at_once = True
         except (CatalogChanged, _ReadFailure):
             pass  # rolled back: the keys of the batches not committed are indexed again
         except Exception as exc:
             if not _file_error(exc):
                 raise
             # A file the bulk run could not take: the ordinary way indexes the rest and isolates that file.
+        finally:
+            items.close()
+            if workers is not None:
+                if position == len(keys) and os.environ.get("SESSDEX_INDEX_STATS"):
+                    with contextlib.suppress(WorkerFailure):
+                        workers.read_figures()  # the workers' last items, sent after every key's
+                workers.close()
+        if workers_failed_at_once:
+            return self._index_into_empty_catalog(connection, keys, counts, progress, workers_allowed=False)
         reported = position
         committed = batches[:bulk.committed_batches]
+        bulk_peak_rss_kb = _peak_rss_kb()  # the workers ran alongside this much at most (they are gone now)
+        refresh_started = time.process_time()
         if committed:
             with self._transaction():
                 refresh_all_usage(self.db)
+        _report_bulk_run(workers, bulk, position, time.process_time() - refresh_started, bulk_peak_rss_kb)
         for _end, done in committed:
             for outcome, count in done.items():
                 counts[outcome] = counts.get(outcome, 0) + count
         return (committed[-1][0] if committed else 0), reported
 
-    def _index_new(self, key: str, bulk: BulkWriter, run: _BulkRun) -> Outcome | None:
-        """Index `key` through `bulk` as the ordinary way would index it; None when that would touch an existing row."""
+    def _start_parse_workers(self, keys: list[str]) -> ParseWorkers | None:
+        """Worker processes reading `keys` for a bulk run, or None when the run is too small to gain from them."""
+        count = self.parse_workers if self.parse_workers is not None else parse_worker_count(keys)
+        if not count:
+            return None
+        return ParseWorkers.start(keys, self.content, count,
+                                  local_every=LOCAL_EVERY_DEFERRED if self._defer_content else LOCAL_EVERY)
+
+    def _index_new(self, key: str, items: Generator[tuple[Any, ...], None, None], bulk: BulkWriter,
+                   run: _BulkRun) -> Outcome | None:
+        """Index `key` through `bulk` from its items (`file_reader.read_new_files`) as the ordinary way would
+        index it; None when that would touch an existing row."""
         if key in run.paths:
             return None
-        current = stat_session_file(key)
-        if current is None:
+        item = next(items)
+        kind = item[0]
+        if item[1] != key:
+            raise WorkerFailure(f"the items of {item[1]!r} came where those of {key!r} were due")
+        if kind == "absent":
             return Outcome.ABSENT
+        if kind == "read_error":
+            raise _ReadFailure(key)
+        current: FileStat = item[2]
         identity = (current.device, current.inode)
         for other in run.inodes.get(identity, ()):
             earlier = stat_session_file(other)
             if earlier is None or (earlier.device, earlier.inode) != identity:
                 return None  # the file at `other` was renamed to `key`: its row is taken over
-        try:
-            handle = open_session_file(key)
-        except (FileNotFoundError, NotADirectoryError):
-            return Outcome.ABSENT
-        except OSError:
-            bulk.add_file(bulk.new_file_id(), self._unreadable_columns(key, current))
+        file_id = bulk.new_file_id()
+        if kind == "unreadable":
+            bulk.add_file(file_id, self._unreadable_columns(key, current))
             run.add(key, identity)
             return Outcome.INDEXED
-        with handle:
-            file_id = bulk.new_file_id()
-            try:
-                head = HeadValues(min(current.size, HEAD_BYTES))
-                result = read_fold(handle, 0, current.size, SessionSummary(), 0,
-                                   _TextSink(_bulk_insert(bulk) if self.content else _no_texts, file_id, 0), head)
-                head_length, head_digest, prefix = head_columns(handle, current.size, head)
-            except OSError as exc:
-                raise _ReadFailure(key) from exc
-        bulk.add_file(file_id, self._columns(key, current, result, prefix, head_length, head_digest))
-        bulk.add_usage([fact_values(file_id, fact, pending) for facts, pending in
-                        ((result.facts, False), (result.pending_facts, True)) for fact in facts])
+        seq = 0
+        while True:
+            item = next(items)
+            kind = item[0]
+            if kind == "texts":
+                texts = item[1]
+                bulk.add_texts(file_id, seq, texts, item[2])
+                seq += len(texts)
+            elif kind == "read" or kind == "read_rows":
+                break
+            else:
+                raise _ReadFailure(key)
+        bulk.add_file(file_id, self._stamped(item[1]))
+        if kind == "read":
+            bulk.add_usage([fact_values(file_id, fact, pending) for found, pending in
+                            ((item[2], False), (item[3], True)) for fact in found])
+        else:  # from a worker: fact_values rows with file id 0
+            bulk.add_file_usage(file_id, item[2])
         run.add(key, identity)
         return Outcome.INDEXED
 
@@ -593,7 +564,7 @@ class Indexer:
         if current.size < row["size"] or current.size < row["indexed_offset"]:
             return False
         head = handle.read(row["head_length"])
-        if _digest(head) != row["head_digest"]:
+        if digest(head) != row["head_digest"]:
             return False
         offset = row["indexed_offset"]
         if offset > 0:
@@ -652,54 +623,15 @@ class Indexer:
 
     def _unreadable_columns(self, key: str, current: FileStat) -> dict[str, Any]:
         """The columns of a file nothing was read from (unreadable, or a placeholder row of a large new file)."""
-        empty = SessionSummary()
-        state = empty.to_state()
-        return self._columns(key, current, _ReadResult(0, 0, state, 0, empty, state), None, 0, _digest(b""))
+        return self._stamped(unreadable_columns(key, current))
 
-    def _columns(self, key: str, current: FileStat, result: _ReadResult, prefix_state: str | None,
+    def _columns(self, key: str, current: FileStat, result: ReadResult, prefix_state: str | None,
                  head_length: int, head_digest: str) -> dict[str, Any]:
-        visible = result.visible
-        columns = {
-            "machine": self.db.machine,
-            "path": key,
-            "directory": os.path.dirname(key),
-            "device": current.device,
-            "inode": current.inode,
-            "size": current.size,
-            "mtime_ns": current.mtime_ns,
-            "indexed_offset": result.committed_offset,
-            "head_length": head_length,
-            "head_digest": head_digest,
-            "summary_state": _dumps(result.committed_state),
-            "unparseable_lines": result.committed_bad,
-            "pending_unparseable": result.pending_bad,
-            "header_valid": visible.header_valid,
-            "session_id": storable_text(visible.session_id),
-            "cwd": storable_text(visible.cwd),
-            "title": storable_text(visible.title),
-            "header_title": storable_text(visible.header_title),
-            "short_summary": storable_text(result.visible_state["compaction_short_summary"]),
-            "parent_session": storable_text(visible.parent_session),
-            "created": storable_text(visible.created),
-            "message_count": visible.message_count,
-            "entry_count": visible.entry_count,
-            "first_message": storable_text(visible.first_message),
-            "prefix_state": prefix_state,
-            "last_entry_id": storable_text(visible.last_entry_id),
-            "last_model": storable_text(visible.last_model),
-            "input_tokens": visible.input_tokens,
-            "output_tokens": visible.output_tokens,
-            "cache_read_tokens": visible.cache_read_tokens,
-            "cache_write_tokens": visible.cache_write_tokens,
-            "cost_total": visible.cost_total,
-            "indexed_at_ms": int(self._clock() * 1000),
-        }
-        # Usage figures come from the file: a huge integer in one must not make the file unindexable.
-        return {name: _storable_int(value) for name, value in columns.items()}
+        return self._stamped(file_columns(key, current, result, prefix_state, head_length, head_digest))
 
-
-def _storable_int(value: Any) -> Any:
-    return clamp_int64(value) if type(value) is int else value
+    def _stamped(self, columns: dict[str, Any]) -> dict[str, Any]:
+        """A row's columns from file_columns with this catalog's machine and the time of indexing added."""
+        return {"machine": self.db.machine, **columns, "indexed_at_ms": clamp_int64(int(self._clock() * 1000))}
 
 
 def _file_error(exc: Exception) -> bool:
@@ -716,6 +648,37 @@ def _file_error(exc: Exception) -> bool:
 def _reason(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _peak_rss_kb() -> int:
+    """This process's peak resident memory so far (KiB; 0 where the platform cannot tell)."""
+    try:
+        import resource
+    except ImportError:
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _report_bulk_run(workers: ParseWorkers | None, bulk: BulkWriter, files: int, refresh_cpu_seconds: float,
+                     bulk_peak_rss_kb: int) -> None:
+    """Append a bulk run's figures to the file $SESSDEX_INDEX_STATS names, if any (for scripts/bench_catalog.py):
+    how the files were read, the CPU time of the workers, of executing statements, of the usage refresh and of
+    this process so far, the processes' peak RSS (this process's also at the end of the reading, while the
+    workers ran)."""
+    stats_path = os.environ.get("SESSDEX_INDEX_STATS")
+    if not stats_path:
+        return
+    figures = {"files": files, "parse_workers": workers.count if workers else 0,
+               "files_read_by_main": workers.files_read_here if workers else files,
+               "worker_cpu_seconds": workers.cpu_seconds if workers else 0.0,
+               "worker_peak_rss_kb": workers.peak_rss_kb if workers else [],
+               "writer_cpu_seconds": bulk.cpu_seconds,
+               "usage_refresh_cpu_seconds": refresh_cpu_seconds,
+               "main_cpu_seconds": time.process_time(),
+               "main_peak_rss_kb": _peak_rss_kb(),
+               "main_peak_rss_kb_while_reading": bulk_peak_rss_kb}
+    with open(stats_path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(figures) + "\n")
 
 
 class _ReadFailure(Exception):
@@ -740,160 +703,9 @@ def stores_content(db: CatalogDatabase) -> bool:
     return not rows or bool(rows[0]["content"])
 
 
-def _no_texts(file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
-    """The text sink of a metadata-only (`--no-content`) run: message text is not stored."""
-
-
 def delete_files_texts(db: CatalogDatabase, file_ids: Iterable[int]) -> None:
     """Delete these files' message rows and their full-text entries (inside `db.write()`)."""
     writer = _Writer(db)
     writer.begin()  # reads the backlog: rows without full-text entries must not be deleted from message_fts
     for file_id in file_ids:
         writer.delete_texts(file_id)
-
-
-def _bulk_insert(bulk: BulkWriter) -> _TextInsert:
-    def insert(file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
-        bulk.add_texts(file_id, first_seq, [message_text(text) for text in texts], pending)
-    return insert
-
-
-def parse_lines(data: bytes) -> ParsedJsonl:
-    """Exactly `sessdex.core.jsonl.parse_jsonl(data)`, faster on well-formed data: orjson on each line, in place.
-
-    From the first line orjson rejects (and that is not blank) the rest goes to parse_jsonl itself:
-    its state at a line start is fresh, so the result is the same, and damage is rare.
-    """
-    return _parse_lines(data)[0]
-
-
-_DAMAGED = object()  # a line orjson cannot read
-
-
-def _parse_lines(data: bytes) -> tuple[ParsedJsonl, int]:
-    """parse_lines(data), and how many of its first values are each a whole non-blank line (before any damage)."""
-    values: list[Any] = []
-    loads = orjson.loads
-    view = memoryview(data)  # lines are parsed where they lie: copying them out costs more than finding them
-    find = data.find
-    position, size = 0, len(data)
-    while position < size:
-        end = find(b"\n", position)
-        if end < 0:
-            end = size
-        if end > position:
-            line = view[position:end]
-            try:
-                value = loads(line)
-            except orjson.JSONDecodeError:
-                value = _DAMAGED
-            # A line nested deeper than the file scan reads is damage too (orjson reads deeper than core does).
-            if value is _DAMAGED or too_deep(line, value):
-                if data[position:end].strip(_WHITESPACE):
-                    rest = parse_jsonl(data[position:])
-                    clean = len(values)
-                    rest.values[:0] = values
-                    return rest, clean
-            else:
-                values.append(value)
-        position = end + 1
-    return ParsedJsonl(values), len(values)
-
-
-class HeadValues:
-    """A file's head, and the values in it, taken from the full read: the prefix fold then needs no parse of its own.
-
-    get_recent_sessions folds `summarize_bytes(head)` (head: the first HEAD_BYTES). That parse finds the
-    values of the head's complete lines, which the full read parsed already, then tries the line the
-    head ends inside; it finds no value there when that whole line is one JSON object, array or
-    string (a piece of one never is a value). `values` is the head's values when that can be told
-    from the full read, else None (head_columns then parses the head itself).
-    """
-
-    def __init__(self, head_length: int) -> None:
-        self._head_length = head_length
-        self.head: bytes | None = None
-        self.values: list[Any] | None = None
-
-    def see(self, complete: bytes, values: list[Any], clean: int) -> None:
-        """`complete`: the file's first complete lines; `values`: their values, the first `clean` one per non-blank line."""
-        self.head = self.values = None
-        if len(complete) < self._head_length:
-            return
-        self.head = head = complete[:self._head_length]
-        cut = head.rfind(b"\n") + 1
-        count = sum(1 for line in head[:cut].split(b"\n") if line.strip(_WHITESPACE))
-        torn = head[cut:]
-        if torn.strip(_WHITESPACE):
-            if clean <= count or type(values[count]) not in (dict, list, str):
-                return
-            line_end = complete.find(b"\n", cut)
-            if len(torn) >= len(complete[cut:line_end].rstrip(_WHITESPACE)):
-                return  # the head holds that line whole
-        elif clean < count:
-            return
-        self.values = values[:count]
-
-
-def read_fold(handle, offset: int, end: int, fold: SessionSummary, committed_bad: int,
-              sink: Callable[[list[str], bool], None], head: HeadValues | None = None) -> _ReadResult:
-    """Fold the bytes [offset, end) of an open file into `fold` chunk by chunk, handing texts to `sink`.
-
-    Complete lines are committed (`sink(texts, False)`); what follows the last newline, or a damaged
-    value still open at the end of the file, is pending: folded into a copy (`sink(texts, True)`).
-    Memory stays bounded by the chunk size plus the longest line. Reading from offset 0, `head` is
-    shown the first lines parsed.
-    """
-    handle.seek(offset)
-    committed = offset
-    buffer = b""
-    facts: list[UsageFact] = []
-    while committed + len(buffer) < end:
-        data = handle.read(min(CHUNK_BYTES, end - committed - len(buffer)))
-        if not data:
-            break  # the file shrank while being read; the next pass sees the new stat
-        buffer = buffer + data if buffer else data
-        last_newline = buffer.rfind(b"\n")
-        if last_newline < 0:
-            continue
-        complete = buffer[:last_newline + 1]
-        parsed, clean = _parse_lines(complete)
-        if parsed.torn_tail:
-            continue  # a damaged value runs to the chunk's end: decide once more bytes are in
-        if head is not None and committed == 0:
-            head.see(complete, parsed.values, clean)
-        sink(fold.feed_all(parsed.values), False)
-        if fold.header_valid:
-            facts += usage_facts(parsed.values)
-        committed_bad += parsed.bad_records
-        committed += len(complete)
-        buffer = buffer[last_newline + 1:]
-    committed_state = fold.to_state()
-    if not buffer:
-        return _ReadResult(committed, committed_bad, committed_state, 0, fold, committed_state, facts)
-    visible = SessionSummary.from_state(committed_state)
-    parsed = parse_lines(buffer)
-    sink(visible.feed_all(parsed.values), True)
-    pending_facts = usage_facts(parsed.values) if visible.header_valid else []
-    return _ReadResult(committed, committed_bad, committed_state, parsed.bad_records, visible, visible.to_state(),
-                       facts, pending_facts)
-
-
-def head_columns(handle, size: int, known: HeadValues | None = None) -> tuple[int, str, str | None]:
-    """(head_length, head_digest, prefix_state) of a file.
-
-    The head is what an append check compares later; prefix_state is the fold of the first 4 KB as
-    get_recent_sessions reads them (JSON), None without a valid header there. What `known` holds
-    (HeadValues shown the full read) is not read or parsed again.
-    """
-    length = min(size, HEAD_BYTES)
-    head = known.head if known is not None else None
-    if head is None:
-        handle.seek(0)
-        head = handle.read(length)
-    if known is not None and known.values is not None:
-        summary = SessionSummary()
-        summary.feed_all(known.values)
-    else:
-        summary = summarize_bytes(head)[0]
-    return length, _digest(head), _dumps(summary.to_state()) if summary.header_valid else None

@@ -16,6 +16,7 @@ import pytest
 from gen_corpus import generate_corpus
 
 import sessdex.catalog.index.bulk_writer as bulk_module
+import sessdex.catalog.index.file_reader as reader_module
 import sessdex.catalog.index.indexer as indexer_module
 from sessdex.catalog.index.indexer import Indexer, Outcome
 from sessdex.catalog.store import fts
@@ -207,16 +208,16 @@ def test_a_file_renamed_during_the_run_keeps_its_row(tmp_path):
 
 def test_a_read_error_sends_the_batch_the_ordinary_way(tmp_path, corpus, monkeypatch):
     monkeypatch.setattr(indexer_module, "BATCH_FILES", 4)
-    real_read_fold = indexer_module.read_fold
+    real_fold_chunks = reader_module.fold_chunks
     failed = []
 
-    def flaky_read_fold(handle, *args, **kwargs):
+    def flaky_fold_chunks(handle, *args, **kwargs):
         if handle.name == str(corpus[9]) and not failed:
             failed.append(handle.name)
             raise OSError(5, "Input/output error")
-        return real_read_fold(handle, *args, **kwargs)
+        return real_fold_chunks(handle, *args, **kwargs)
 
-    monkeypatch.setattr(indexer_module, "read_fold", flaky_read_fold)
+    monkeypatch.setattr(reader_module, "fold_chunks", flaky_fold_chunks)  # the bulk run's reader
     counts, reported, bulk = bulk_index(tmp_path / "bulk", corpus)
     assert failed and counts == {Outcome.INDEXED: len(corpus) - 1, Outcome.ABSENT: 1}
     assert reported == [str(path) for path in corpus]
@@ -235,7 +236,8 @@ def test_an_unopenable_file_is_recorded_as_the_ordinary_way_records_it(tmp_path,
             raise PermissionError(13, "Permission denied")
         return real_open(path)
 
-    monkeypatch.setattr(indexer_module, "open_session_file", refusing_open)
+    monkeypatch.setattr(indexer_module, "open_session_file", refusing_open)  # the ordinary way's
+    monkeypatch.setattr(reader_module, "open_session_file", refusing_open)  # the bulk run's
     _counts, _reported, bulk = bulk_index(tmp_path / "bulk", paths)
     assert len(bulk_calls) == 2
     assert bulk == one_by_one(tmp_path / "reference", paths)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import sessdex.catalog.index.file_reader as reader_module
 import sessdex.catalog.index.indexer as indexer_module
 from sessdex.catalog.index.indexer import Indexer, Outcome
 from sessdex.catalog.store import fts
@@ -231,8 +232,8 @@ def test_incremental_indexing_equals_a_whole_file_scan(tmp_path_factory, lines, 
     root = tmp_path_factory.mktemp("prop")
     shutil.copyfile(template / "catalog.db", root / "catalog.db")
     database = open_catalog(resolve_location(root))
-    original_chunk = indexer_module.CHUNK_BYTES
-    indexer_module.CHUNK_BYTES = chunk
+    original_chunk = reader_module.CHUNK_BYTES
+    reader_module.CHUNK_BYTES = chunk
     try:
         data = jsonl([header("0123456789abcdef", CWD)]) + b"".join(lines) + tail
         path = root / "s.jsonl"
@@ -249,7 +250,7 @@ def test_incremental_indexing_equals_a_whole_file_scan(tmp_path_factory, lines, 
         assert database.scalar("count_messages") == 0
         assert_fts_in_step(database)
     finally:
-        indexer_module.CHUNK_BYTES = original_chunk
+        reader_module.CHUNK_BYTES = original_chunk
         database.close()
 
 
@@ -261,7 +262,7 @@ _PIECES = [b'{"a":1}', b"[1,2]", b"   ", b"", b"garbage", b'{"a":', b"1}", b'"\\
 @given(st.lists(st.sampled_from(_PIECES), max_size=12), st.lists(st.sampled_from([b"\n", b""]), min_size=12, max_size=12))
 def test_parse_lines_is_exactly_parse_jsonl(pieces, separators):
     data = b"".join(piece + separator for piece, separator in zip(pieces, separators))
-    fast, reference = indexer_module.parse_lines(data), parse_jsonl(data)
+    fast, reference = reader_module.parse_lines(data), parse_jsonl(data)
     assert (fast.values, fast.bad_records, fast.torn_tail) == (reference.values, reference.bad_records, reference.torn_tail)
 
 
@@ -289,8 +290,8 @@ _HEAD_LINES = [
        lines=st.lists(st.sampled_from(_HEAD_LINES), max_size=8), head_length=st.integers(1, 400))
 def test_head_values_give_the_prefix_fold_of_summarize_bytes(first, lines, head_length):
     data = first + b"".join(lines) + jsonl([user("the last line")])
-    parsed, clean = indexer_module._parse_lines(data)
-    head = indexer_module.HeadValues(min(len(data), head_length))
+    parsed, clean = reader_module._parse_lines(data)
+    head = reader_module.HeadValues(min(len(data), head_length))
     head.see(data, parsed.values, clean)
     assert head.head == data[:head_length]
     if head.values is not None:
@@ -302,12 +303,12 @@ def test_head_values_give_the_prefix_fold_of_summarize_bytes(first, lines, head_
 def test_head_values_are_known_when_the_head_ends_inside_an_object_string_or_array(tmp_path: Path):
     for torn_line in (jsonl([user("x" * 300)]), b'"' + b"y" * 300 + b'"\n', b"[" + b"1," * 150 + b"1]\n"):
         data = jsonl([header("0123456789abcdef", CWD), user("first")]) + torn_line
-        parsed, clean = indexer_module._parse_lines(data)
-        head = indexer_module.HeadValues(len(data) - 100)
+        parsed, clean = reader_module._parse_lines(data)
+        head = reader_module.HeadValues(len(data) - 100)
         head.see(data, parsed.values, clean)
         assert head.values == parsed.values[:2]
     number_cut = jsonl([header("0123456789abcdef", CWD)]) + b"1234567890\n"
-    parsed, clean = indexer_module._parse_lines(number_cut)
-    head = indexer_module.HeadValues(len(number_cut) - 4)
+    parsed, clean = reader_module._parse_lines(number_cut)
+    head = reader_module.HeadValues(len(number_cut) - 4)
     head.see(number_cut, parsed.values, clean)
     assert head.values is None  # a piece of a number is a number: summarize_bytes decides

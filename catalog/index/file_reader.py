@@ -1,0 +1,403 @@
+"""Reading session files for the catalog: the chunked fold, the head, the columns of a file's row (S17).
+
+This is the half of indexing that needs no database: `read_fold` folds a file's bytes chunk by chunk
+(see `sessdex.catalog.index.indexer` for the rules on appends and pending tails), `file_columns` turns
+the result into the columns of its `session_files` row, and `read_new_files` reads whole new files
+for a bulk run as a stream of small items. The parse worker processes
+(`sessdex.catalog.index.parse_workers`) run `read_new_files` on their share of the files; so this module
+imports only the core and orjson, for a quick start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import hashlib
+import io
+import json
+import math
+import os
+import stat as stat_module
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, overload
+
+import orjson
+
+from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
+from sessdex.core.jsonl import ParsedJsonl, parse_jsonl, too_deep
+from sessdex.core.storage import FileStat
+from sessdex.core.summary import SessionSummary
+from sessdex.core.text import without_lone_surrogates
+from sessdex.core.usage import UsageFact, usage_facts
+
+CHUNK_BYTES = 4 * 1024 * 1024
+HEAD_BYTES = RECENT_PREFIX_BYTES
+MESSAGE_TEXT_MAX_CHARS = 1 << 16  # per message: what the catalog stores and searches (see catalog.index.indexer)
+INT64_MAX = 2**63 - 1  # the largest integer SQLite stores; larger stat or usage figures are clamped to it
+_WHITESPACE = b" \t\r\n"
+
+
+def clamp_int64(value: int) -> int:
+    """`value` within SQLite's INTEGER range (an mtime in year 5000 has more nanoseconds than that)."""
+    return INT64_MAX if value > INT64_MAX else -INT64_MAX if value < -INT64_MAX else value
+
+
+
+def stat_session_file(path: str | os.PathLike[str]) -> FileStat | None:
+    """The FileStat of a regular file (symlinks followed), or None when it is missing or not a file."""
+    try:
+        result = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return None
+    if not stat_module.S_ISREG(result.st_mode):
+        return None
+    file_stat = FileStat.of(result)
+    # The catalog stores mtimes as SQLite integers: one in year 5000 is clamped (as reconcile.stat_key does).
+    return file_stat if file_stat.mtime_ns <= INT64_MAX else dataclasses.replace(file_stat, mtime_ns=INT64_MAX)
+
+
+def open_session_file(path: str | os.PathLike[str]) -> BinaryIO:
+    """`path` opened for reading without blocking; IsADirectoryError-like OSError unless it is a regular file.
+
+    Between the stat that found a regular file and this open, it may have become a FIFO (whose open
+    would block) or a device (whose read would never end): both are refused here.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        os.set_blocking(fd, True)
+        raw = io.FileIO(fd, "rb")
+        raw.name = os.fspath(path)  # as open(path) names it
+        return io.BufferedReader(raw)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+
+def digest(data: bytes) -> str:
+    """The digest a file's head is compared by (append detection)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def state_json(state: dict[str, Any]) -> str:
+    """A fold state as JSON text that json.loads gives back exactly."""
+    if _finite(state):  # orjson would write an infinite sum of usage figures as null
+        try:
+            return orjson.dumps(state).decode()
+        except TypeError:
+            pass  # orjson refuses lone surrogates (a damaged line can hold them)
+    # ASCII JSON keeps lone surrogates as escapes and infinities as Infinity, losslessly.
+    return json.dumps(state, separators=(",", ":"))
+
+
+def _finite(container: dict[str, Any] | list[Any]) -> bool:
+    """True when no float in `container`, at any depth, is infinite or NaN."""
+    for item in container.values() if type(container) is dict else container:
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(float(item)):
+                return False
+        elif (kind is dict or kind is list) and not _finite(item):  # type: ignore[arg-type]
+            return False
+    return True
+
+
+@overload
+def storable_text(text: str) -> str: ...
+@overload
+def storable_text(text: None) -> None: ...
+def storable_text(text: str | None) -> str | None:
+    """Text SQLite can store: lone surrogates (only damaged lines produce them) become U+FFFD."""
+    return None if text is None else without_lone_surrogates(text)
+
+
+def message_text(text: str) -> str:
+    """A message's text as the catalog stores it: its first MESSAGE_TEXT_MAX_CHARS characters, storable."""
+    return storable_text(text[:MESSAGE_TEXT_MAX_CHARS])
+
+
+@dataclass
+class ReadResult:
+    """Reading a file from an offset: the committed fold state, and the view including the pending tail."""
+
+    committed_offset: int
+    committed_bad: int
+    committed_state: dict[str, Any]
+    pending_bad: int
+    visible: SessionSummary
+    visible_state: dict[str, Any]
+    facts: list[UsageFact] = field(default_factory=list)  # usage of the committed lines
+    pending_facts: list[UsageFact] = field(default_factory=list)  # usage of the pending tail
+
+
+
+def storable_int(value: Any) -> Any:
+    """An integer column value within SQLite's range (other values as they are)."""
+    return clamp_int64(value) if type(value) is int else value
+
+
+
+def parse_lines(data: bytes) -> ParsedJsonl:
+    """Exactly `sessdex.core.jsonl.parse_jsonl(data)`, faster on well-formed data: orjson on each line, in place.
+
+    From the first line orjson rejects (and that is not blank) the rest goes to parse_jsonl itself:
+    its state at a line start is fresh, so the result is the same, and damage is rare.
+    """
+    return _parse_lines(data)[0]
+
+
+_DAMAGED = object()  # a line orjson cannot read
+
+
+def _parse_lines(data: bytes) -> tuple[ParsedJsonl, int]:
+    """parse_lines(data), and how many of its first values are each a whole non-blank line (before any damage)."""
+    values: list[Any] = []
+    loads = orjson.loads
+    view = memoryview(data)  # lines are parsed where they lie: copying them out costs more than finding them
+    find = data.find
+    position, size = 0, len(data)
+    while position < size:
+        end = find(b"\n", position)
+        if end < 0:
+            end = size
+        if end > position:
+            line = view[position:end]
+            try:
+                value = loads(line)
+            except orjson.JSONDecodeError:
+                value = _DAMAGED
+            # A line nested deeper than the file scan reads is damage too (orjson reads deeper than core does).
+            if value is _DAMAGED or too_deep(line, value):
+                if data[position:end].strip(_WHITESPACE):
+                    rest = parse_jsonl(data[position:])
+                    clean = len(values)
+                    rest.values[:0] = values
+                    return rest, clean
+            else:
+                values.append(value)
+        position = end + 1
+    return ParsedJsonl(values), len(values)
+
+
+class HeadValues:
+    """A file's head, and the values in it, taken from the full read: the prefix fold then needs no parse of its own.
+
+    get_recent_sessions folds `summarize_bytes(head)` (head: the first HEAD_BYTES). That parse finds the
+    values of the head's complete lines, which the full read parsed already, then tries the line the
+    head ends inside; it finds no value there when that whole line is one JSON object, array or
+    string (a piece of one never is a value). `values` is the head's values when that can be told
+    from the full read, else None (head_columns then parses the head itself).
+    """
+
+    def __init__(self, head_length: int) -> None:
+        self._head_length = head_length
+        self.head: bytes | None = None
+        self.values: list[Any] | None = None
+
+    def see(self, complete: bytes, values: list[Any], clean: int) -> None:
+        """`complete`: the file's first complete lines; `values`: their values, the first `clean` one per non-blank line."""
+        self.head = self.values = None
+        if len(complete) < self._head_length:
+            return
+        self.head = head = complete[:self._head_length]
+        cut = head.rfind(b"\n") + 1
+        count = sum(1 for line in head[:cut].split(b"\n") if line.strip(_WHITESPACE))
+        torn = head[cut:]
+        if torn.strip(_WHITESPACE):
+            if clean <= count or type(values[count]) not in (dict, list, str):
+                return
+            line_end = complete.find(b"\n", cut)
+            if len(torn) >= len(complete[cut:line_end].rstrip(_WHITESPACE)):
+                return  # the head holds that line whole
+        elif clean < count:
+            return
+        self.values = values[:count]
+
+
+def read_fold(handle, offset: int, end: int, fold: SessionSummary, committed_bad: int,
+              sink: Callable[[list[str], bool], None], head: HeadValues | None = None) -> ReadResult:
+    """Fold the bytes [offset, end) of an open file into `fold` chunk by chunk, handing texts to `sink`.
+
+    Complete lines are committed (`sink(texts, False)`); what follows the last newline, or a damaged
+    value still open at the end of the file, is pending: folded into a copy (`sink(texts, True)`).
+    Memory stays bounded by the chunk size plus the longest line. Reading from offset 0, `head` is
+    shown the first lines parsed.
+    """
+    chunks = fold_chunks(handle, offset, end, fold, committed_bad, head)
+    while True:
+        try:
+            texts, pending = next(chunks)
+        except StopIteration as stop:
+            return stop.value
+        sink(texts, pending)
+
+
+def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_bad: int,
+                head: HeadValues | None = None) -> Generator[tuple[list[str], bool], None, ReadResult]:
+    """read_fold as a generator: yields (texts, pending) as read_fold hands them to its sink, returns the ReadResult."""
+    handle.seek(offset)
+    committed = offset
+    buffer = b""
+    facts: list[UsageFact] = []
+    while committed + len(buffer) < end:
+        data = handle.read(min(CHUNK_BYTES, end - committed - len(buffer)))
+        if not data:
+            break  # the file shrank while being read; the next pass sees the new stat
+        buffer = buffer + data if buffer else data
+        last_newline = buffer.rfind(b"\n")
+        if last_newline < 0:
+            continue
+        complete = buffer[:last_newline + 1]
+        parsed, clean = _parse_lines(complete)
+        if parsed.torn_tail:
+            continue  # a damaged value runs to the chunk's end: decide once more bytes are in
+        if head is not None and committed == 0:
+            head.see(complete, parsed.values, clean)
+        texts = fold.feed_all(parsed.values)
+        if fold.header_valid:
+            facts += usage_facts(parsed.values)
+        committed_bad += parsed.bad_records
+        committed += len(complete)
+        buffer = buffer[last_newline + 1:]
+        del parsed, complete
+        if texts:
+            yield texts, False
+    committed_state = fold.to_state()
+    if not buffer:
+        return ReadResult(committed, committed_bad, committed_state, 0, fold, committed_state, facts)
+    visible = SessionSummary.from_state(committed_state)
+    parsed = parse_lines(buffer)
+    texts = visible.feed_all(parsed.values)
+    if texts:
+        yield texts, True
+    pending_facts = usage_facts(parsed.values) if visible.header_valid else []
+    return ReadResult(committed, committed_bad, committed_state, parsed.bad_records, visible, visible.to_state(),
+                      facts, pending_facts)
+
+
+def head_columns(handle, size: int, known: HeadValues | None = None) -> tuple[int, str, str | None]:
+    """(head_length, head_digest, prefix_state) of a file.
+
+    The head is what an append check compares later; prefix_state is the fold of the first 4 KB as
+    get_recent_sessions reads them (JSON), None without a valid header there. What `known` holds
+    (HeadValues shown the full read) is not read or parsed again.
+    """
+    length = min(size, HEAD_BYTES)
+    head = known.head if known is not None else None
+    if head is None:
+        handle.seek(0)
+        head = handle.read(length)
+    if known is not None and known.values is not None:
+        summary = SessionSummary()
+        summary.feed_all(known.values)
+    else:
+        summary = summarize_bytes(head)[0]
+    return length, digest(head), state_json(summary.to_state()) if summary.header_valid else None
+
+
+
+def file_columns(key: str, current: FileStat, result: ReadResult, prefix_state: str | None, head_length: int,
+                 head_digest: str) -> dict[str, Any]:
+    """The columns of a file's `session_files` row that come from the file (all but machine and indexed_at_ms)."""
+    visible = result.visible
+    columns = {
+        "path": key,
+        "directory": os.path.dirname(key),
+        "device": current.device,
+        "inode": current.inode,
+        "size": current.size,
+        "mtime_ns": current.mtime_ns,
+        "indexed_offset": result.committed_offset,
+        "head_length": head_length,
+        "head_digest": head_digest,
+        "summary_state": state_json(result.committed_state),
+        "unparseable_lines": result.committed_bad,
+        "pending_unparseable": result.pending_bad,
+        "header_valid": visible.header_valid,
+        "session_id": storable_text(visible.session_id),
+        "cwd": storable_text(visible.cwd),
+        "title": storable_text(visible.title),
+        "header_title": storable_text(visible.header_title),
+        "short_summary": storable_text(result.visible_state["compaction_short_summary"]),
+        "parent_session": storable_text(visible.parent_session),
+        "created": storable_text(visible.created),
+        "message_count": visible.message_count,
+        "entry_count": visible.entry_count,
+        "first_message": storable_text(visible.first_message),
+        "prefix_state": prefix_state,
+        "last_entry_id": storable_text(visible.last_entry_id),
+        "last_model": storable_text(visible.last_model),
+        "input_tokens": visible.input_tokens,
+        "output_tokens": visible.output_tokens,
+        "cache_read_tokens": visible.cache_read_tokens,
+        "cache_write_tokens": visible.cache_write_tokens,
+        "cost_total": visible.cost_total,
+    }
+    # Usage figures come from the file: a huge integer in one must not make the file unindexable.
+    return {name: storable_int(value) for name, value in columns.items()}
+
+
+def unreadable_columns(key: str, current: FileStat) -> dict[str, Any]:
+    """file_columns of a file nothing was read from (unreadable, or a placeholder row of a large new file)."""
+    empty = SessionSummary()
+    state = empty.to_state()
+    return file_columns(key, current, ReadResult(0, 0, state, 0, empty, state), None, 0, digest(b""))
+
+
+# -- whole new files, as a stream of items (a bulk run's input) ------------------------------------------------
+# Per path, in order, read_new_files yields one of:
+#   ("absent", path)                      no regular file there;
+#   ("unreadable", path, stat)            a file that cannot be opened (recorded as unreadable);
+#   ("open", path, stat), then ("texts", texts, pending)... and ("read", columns, facts, pending_facts):
+#                                         a file read whole (texts storable and capped, columns from file_columns);
+#   ("read_error", path)                  reading it failed part-way (the bulk run ends there).
+# A worker process groups items into frames; so the main process pays for a file's texts only once.
+
+
+def read_new_files(keys: Iterable[str], content: bool) -> Generator[tuple[Any, ...], None, None]:
+    """Read each of `keys` (catalog keys of files new to the catalog) whole, yielding the items above.
+
+    Lazy: a path is looked at only when the items of the previous one were taken. `content=False` sends
+    no texts (a metadata-only catalog).
+    """
+    for key in keys:
+        current = stat_session_file(key)
+        if current is None:
+            yield ("absent", key)
+            continue
+        try:
+            handle = open_session_file(key)
+        except (FileNotFoundError, NotADirectoryError):
+            yield ("absent", key)
+            continue
+        except OSError:
+            yield ("unreadable", key, current)
+            continue
+        with handle:  # closed also when the consumer stops at the "open" item (the generator is closed there)
+            yield ("open", key, current)
+            try:
+                head = HeadValues(min(current.size, HEAD_BYTES))
+                chunks = fold_chunks(handle, 0, current.size, SessionSummary(), 0, head)
+                while True:
+                    try:
+                        texts, pending = next(chunks)
+                    except StopIteration as stop:
+                        result: ReadResult = stop.value
+                        break
+                    if content:
+                        yield ("texts", [message_text(text) for text in texts], pending)
+                head_length, head_digest, prefix = head_columns(handle, current.size, head)
+            except Exception:  # noqa: BLE001 - a failure to read one file ends the bulk run, never the index
+                read_error = True
+            else:
+                read_error = False
+        if read_error:
+            yield ("read_error", key)
+            continue
+        yield ("read", file_columns(key, current, result, prefix, head_length, head_digest), result.facts,
+               result.pending_facts)
