@@ -19,9 +19,9 @@ thread) and loading another scope's rows (in a worker thread).
 from __future__ import annotations
 
 import asyncio
-import os
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,7 +29,6 @@ from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.filters import Condition
-from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.key_binding.bindings.basic import load_basic_bindings
@@ -43,43 +42,21 @@ from prompt_toolkit.styles import Style
 
 from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.picker_source import PickerSource
-from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN, PickerRow, Scope
-from sessdex.catalog.tui.dates import short_date
-from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
+from sessdex.catalog.queries.source import PickerRow, Scope
 from sessdex.catalog.tui.picker_model import PickerModel
+from sessdex.catalog.tui.picker_paint import RESTORE_CURSOR, SAVE_CURSOR, LinePainter, StyleCodes
 from sessdex.catalog.tui.picker_preview import PREVIEW_MIN_COLUMNS, PreviewPane
-from sessdex.catalog.tui.terminal_text import terminal_text
-from sessdex.catalog.tui.width import char_width, display_width
+from sessdex.catalog.tui.picker_screen import FIXED_LINES, STYLE_RULES, PickerScreen
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.paths import AgentPaths
-from sessdex.core.usage import format_cost
 
-ELLIPSIS = "…"
 ESCAPE_TIMEOUT_S = 0.05  # how long a lone Esc waits for the rest of an escape sequence
 # Typing pauses this long before the message text is searched: short enough for matches to arrive within
 # 150 ms of the last key, long enough not to search for every character of a word typed at speed.
 CONTENT_DEBOUNCE_S = 0.06
 RANKING_CHUNK_ROWS = 1_000
-FIXED_LINES = 5  # header, query, column titles, detail, help
-AGO_WIDTH = 10  # "2025-12-31"
-COUNT_WIDTH = 9  # "9999 msgs"
-COST_WIDTH = 9  # "$1,234.56"
-COST_COLUMN_MIN_WIDTH = 100
-MIN_TITLE_WIDTH = 12
-GAP = "  "
 
-STYLE = Style.from_dict({
-    "header": "bold",
-    "scope.active": "reverse bold",
-    "dim": "fg:ansibrightblack",
-    "match": "fg:ansiyellow bold",
-    "row.selected": "reverse",
-    "prompt": "bold fg:ansicyan",
-    "columns": "fg:ansibrightblack underline",
-    "empty": "italic",
-    "notice": "fg:ansired",
-    "question": "bold fg:ansiyellow",
-})
+STYLE = Style.from_dict(STYLE_RULES)
 
 
 class SessionActions:
@@ -107,247 +84,6 @@ class PickerResult:
 
     outcome: Literal["selected", "cancelled", "exit"]
     row: PickerRow | None = None
-
-
-# -- text layout helpers ------------------------------------------------------------------------------
-
-def fit_runs(runs: list[tuple[str, bool]], width: int) -> list[tuple[str, bool]]:
-    """Highlight runs cut to `width` columns (ending in `…` when cut) and padded with spaces to exactly `width`."""
-    total = sum(display_width(text) for text, _ in runs)
-    if total > width:
-        kept: list[tuple[str, bool]] = []
-        room = max(width - 1, 0)
-        for text, marked in runs:
-            if text.isascii():
-                piece = text[:room]
-            else:
-                characters = []
-                used = 0
-                for char in text:
-                    used += char_width(char)
-                    if used > room:
-                        break
-                    characters.append(char)
-                piece = "".join(characters)
-            if piece:
-                kept.append((piece, marked))
-                room -= display_width(piece)
-            if len(piece) < len(text):
-                break
-        runs = kept + [(ELLIPSIS, False)]
-        total = sum(display_width(text) for text, _ in runs)
-    return runs + [(" " * (width - total), False)] if total < width else runs
-
-
-def highlighted(text: str, query: str, width: int) -> list[tuple[str, bool]]:
-    """`text` fitted to `width` with the characters matching `query` marked."""
-    match = fuzzy_match(query, text) if query.strip() else None
-    return fit_runs(highlight_runs(text, match.positions if match else ()), width)
-
-
-def marked_snippet_runs(snippet: str) -> list[tuple[str, bool]]:
-    """A source snippet (matches between MATCH_OPEN and MATCH_CLOSE) as highlight runs."""
-    runs: list[tuple[str, bool]] = []
-    for index, piece in enumerate(snippet.split(MATCH_OPEN)):
-        inside, _, after = piece.partition(MATCH_CLOSE) if index else ("", "", piece)
-        runs += [(inside, True)] if inside else []
-        runs += [(after, False)] if after else []
-    return runs
-
-
-def short_path(path: str, width: int) -> str:
-    """`path` with the home folder as `~`, keeping its end (`…` in front) when longer than `width` columns."""
-    home = os.path.expanduser("~").rstrip("/")
-    if home and (path == home or path.startswith(home + "/")):
-        path = "~" + path[len(home):]
-    if display_width(path) <= width:
-        return path
-    start, used = len(path), 0
-    while start > 0 and used + display_width(path[start - 1]) <= width - 1:
-        start -= 1
-        used += display_width(path[start])
-    return ELLIPSIS + path[start:]
-
-
-def message_count_label(count: int) -> str:
-    """'1 msg', '12 msgs'."""
-    return f"{count} msg" if count == 1 else f"{count} msgs"
-
-
-@dataclass(frozen=True)
-class _Columns:
-    title: int
-    session_id: int
-    cwd: int
-    cost: bool
-
-    @classmethod
-    def for_width(cls, width: int, id_length: int, *, by_cost: bool = False) -> _Columns:
-        """Column widths for `width`; the cost column shows on a wide screen, or whenever rows are ordered by cost."""
-        cwd = min(32, width // 4) if width >= 80 else 0
-        cost = by_cost or width >= COST_COLUMN_MIN_WIDTH
-        fixed = (2 + len(GAP) * (3 + (1 if cost else 0) + (1 if cwd else 0)) + id_length + AGO_WIDTH + COUNT_WIDTH
-                 + (COST_WIDTH if cost else 0) + cwd)
-        return cls(max(width - fixed, MIN_TITLE_WIDTH), id_length, cwd, cost)
-
-
-# -- the screen ----------------------------------------------------------------------------------------
-
-class PickerScreen:
-    """Turns a PickerModel into the fragments of each screen line (pure: no terminal, no event loop)."""
-
-    def __init__(self, model: PickerModel, *, heading: str, cwd: str, now_ms: float,
-                 repo_root: str | None = None) -> None:
-        self.model = model
-        self.heading = heading
-        self.cwd = cwd
-        self.repo_root = repo_root
-        self.now_ms = now_ms
-        self.notice = ""
-        self.question = ""  # a yes/no question the next key answers (trash confirmation)
-        self.updating: set[Scope] = set()  # scopes whose rows the source is bringing up to date
-
-    def count_text(self) -> str:
-        """The result count ("3 of 12", "3+ of 12" while ranking) and what is still running."""
-        model = self.model
-        count = ("" if model.loading
-                 else f"{len(model.results)}{'' if model.search_complete else '+'} of {len(model.rows)}")
-        if model.content_pending:
-            count = "searching messages…  " + count
-        if model.scope in self.updating:
-            count = "checking for changes…  " + count
-        return count
-
-    def scope_label(self, scope: Scope, width: int) -> str:
-        """How the header names a scope: the project's folder, the repository's name, or all projects."""
-        if scope == "project":
-            return f"This project ({short_path(self.cwd, max(width // 3, 10))})"
-        if scope == "repo":
-            return f"This repo ({os.path.basename(self.repo_root or '') or '?'})"
-        return "All projects"
-
-    def header(self, width: int) -> StyleAndTextTuples:
-        """Heading, the scopes with the active one marked (◉, reverse video), and the result count.
-
-        On a narrow terminal the other scopes, then the heading, then the long label go first: the count and
-        the active scope always stay visible."""
-        model = self.model
-        count = self.count_text()
-        short = {"project": "project", "repo": "repo", "all": "all"}
-
-        def chip(scope: Scope, label: str) -> StyleAndTextTuples:
-            active = scope == model.scope
-            return [("class:scope.active" if active else "", f" {'◉' if active else '○'} {label} "), ("", " ")]
-
-        def every_scope(with_heading: bool) -> StyleAndTextTuples:
-            fragments: StyleAndTextTuples = [("class:header", f" {self.heading}  ")] if with_heading else []
-            for scope in model.scopes:
-                fragments += chip(scope, self.scope_label(scope, width))
-            return [*fragments, ("class:dim", " Tab switches")]
-
-        active_only = [*chip(model.scope, self.scope_label(model.scope, width)), ("class:dim", "Tab")]
-        layouts = [every_scope(True), [*every_scope(True)[:-1]], [("class:header", f" {self.heading}  "), *active_only],
-                   active_only, chip(model.scope, short[model.scope])]
-        room = width - display_width(count) - 1
-        left = next((layout for layout in layouts
-                     if sum(display_width(fragment[1]) for fragment in layout) < room), layouts[-1])
-        used = sum(display_width(fragment[1]) for fragment in left)
-        return [*left, ("", " " * max(width - used - display_width(count) - 1, 1)), ("class:dim", count)]
-
-    def placeholder(self) -> str:
-        """What the empty query line says."""
-        return "type to filter: id, title, cwd, first message, path, message text"
-
-    def column_titles(self, width: int) -> StyleAndTextTuples:
-        """The column headings over the rows."""
-        columns = _Columns.for_width(width, self.model.id_length, by_cost=self.model.by_cost)
-        cells = ["  " + "TITLE / FIRST MESSAGE".ljust(columns.title), "ID".ljust(columns.session_id),
-                 "MODIFIED".rjust(AGO_WIDTH), "MSGS".rjust(COUNT_WIDTH)]
-        cells += [("COST ▼" if self.model.by_cost else "COST").rjust(COST_WIDTH)] if columns.cost else []
-        cells += ["CWD"] if columns.cwd else []
-        return [("class:columns", GAP.join(cells)[:width])]
-
-    def row(self, position: int, width: int) -> StyleAndTextTuples:
-        """One result line: marker, title or first message, id prefix, time ago, message count, cwd."""
-        model = self.model
-        row_index = model.results[position]
-        row = model.rows[row_index]
-        columns = _Columns.for_width(width, model.id_length, by_cost=model.by_cost)
-        query = model.query
-        selected = position == model.selected
-        base = "class:row.selected" if selected else ""
-        cells: list[list[tuple[str, bool]]] = [
-            highlighted(row_name(row), query, columns.title),
-            highlighted(row.session_id[:columns.session_id], query, columns.session_id),
-            [(short_date(row.modified_ms, self.now_ms).rjust(AGO_WIDTH), False)],
-            [(message_count_label(row.message_count).rjust(COUNT_WIDTH), False)],
-        ]
-        if columns.cost:
-            cells.append([(format_cost(row.cost).rjust(COST_WIDTH), False)])
-        if columns.cwd:
-            cells.append(highlighted(short_path(row.cwd, columns.cwd), query, columns.cwd))
-        fragments: StyleAndTextTuples = [(base, "❯ " if selected else "  ")]
-        for number, cell in enumerate(cells):
-            if number:
-                fragments.append((base, GAP))
-            # Session text made terminal-safe here, after layout: each character keeps its one column.
-            fragments += [(f"{base} class:match" if marked else base, terminal_text(text)) for text, marked in cell]
-        if not selected:  # unstyled trailing blanks would only be more cells for the terminal diff to compare
-            while fragments and not fragments[-1][0] and not fragments[-1][1].strip():
-                fragments.pop()
-            if fragments and not fragments[-1][0]:
-                fragments[-1] = ("", fragments[-1][1].rstrip())
-        return fragments
-
-    def empty_message(self) -> str:
-        """What the list says when it has no row to show."""
-        model = self.model
-        if model.loading:
-            return {"all": "Loading the sessions of all projects…",
-                    "repo": "Loading the sessions of this repository…"}.get(model.scope, "Loading sessions…")
-        if not model.rows:
-            return {"project": "No sessions in this project. Press Tab for more scopes.",
-                    "repo": "No sessions in this repository. Press Tab for all projects."}.get(
-                        model.scope, "No sessions found.")
-        if model.content_pending:
-            return f"No title, id or path matches “{model.query.strip()}”; searching message text…"
-        return f"No sessions match “{model.query.strip()}”."
-
-    def body(self, width: int, height: int) -> StyleAndTextTuples:
-        """The list area, exactly `height` lines: the rows (or the empty-list message), then blank lines."""
-        positions = self.model.window(height)
-        fragments: StyleAndTextTuples = []
-        if positions:
-            for position in positions:
-                fragments += self.row(position, width)
-                fragments.append(("", "\n"))
-        else:
-            fragments += [("class:empty", "  " + self.empty_message()), ("", "\n")]
-        fragments.append(("", "\n" * (height - max(len(positions), 1) - 1)))
-        return fragments
-
-    def detail(self, width: int) -> StyleAndTextTuples:
-        """About the selected row: the matching message text when it was found there, else its file path."""
-        model = self.model
-        index = model.selected_row_index()
-        if index is None:
-            return []
-        snippet = model.snippet(index)
-        if snippet is not None:
-            runs = fit_runs([("in messages: ", False), *marked_snippet_runs(snippet)], max(width - 1, 1))
-        else:
-            runs = highlighted(short_path(model.rows[index].path, width - 1), model.query, max(width - 1, 1))
-        return [("class:match" if marked else "class:dim", text) for text, marked in runs]
-
-    def help_line(self, width: int) -> StyleAndTextTuples:
-        """The keys, or a question being asked, or the latest notice (what an action did, or a failure)."""
-        if self.question:
-            return [("class:question", self.question[:width])]
-        if self.notice:
-            return [("class:notice", self.notice[:width])]
-        text = ("↑↓ move  Enter open  Tab scope  Ctrl+/ preview  Ctrl+R rename  Ctrl+D trash  Ctrl+O cost order  "
-                "Esc cancel  PgUp/PgDn page  Ctrl+Home/End first/last")
-        return [("class:dim", text[:width])]
 
 
 # -- the application --------------------------------------------------------------------------------------
@@ -390,6 +126,13 @@ class SessionPicker:
         self.app.ttimeoutlen = self.app.timeoutlen = ESCAPE_TIMEOUT_S
         self.preview = PreviewPane(self.app, self.model, self.screen)
         self.preview.visible = preview if preview is not None else self._size().columns >= PREVIEW_MIN_COLUMNS
+        self.painter = LinePainter(StyleCodes(colours=self.app.color_depth.value != "DEPTH_1_BIT"))
+        self._painted_size: Size | None = None
+        self._painted_preview = self.preview.visible
+        self._holding_flush = False
+        self._flush = self.app.output.flush
+        self.app.before_render += self._before_render
+        self.app.after_render += self._paint
 
     # -- layout ---------------------------------------------------------------------------------------
 
@@ -397,14 +140,9 @@ class SessionPicker:
         return self.app.output.get_size()
 
     def _layout(self) -> Layout:
-        """Header, the query line (prompt_toolkit's own line editor), column titles, the list beside the
-        optional preview, the detail line and the key help.
-
-        Every window gets its exact size: left to measure, prompt_toolkit would build the list's fragments once
-        more per redraw just to learn its preferred width and height."""
-        def line(get_fragments: Callable[[], StyleAndTextTuples]) -> Window:
-            return Window(FormattedTextControl(get_fragments), height=1, wrap_lines=False)
-
+        """The query line (prompt_toolkit's own line editor) and the optional preview pane; every other line
+        (header, column titles, the list, the detail line, the key help) is an empty window of its exact size,
+        drawn by `_paint` after prompt_toolkit's own drawing."""
         def rest_of_line(after: int) -> Callable[[], int]:
             return lambda: max(self._size().columns - after, 1)
 
@@ -420,8 +158,7 @@ class SessionPicker:
             Window(BufferControl(self.rename_buffer), height=1, width=rest_of_line(11)),
         ])
         body = VSplit([
-            Window(FormattedTextControl(lambda: self.screen.body(self._list_width(), self._body_height())),
-                   wrap_lines=False, width=lambda: self._list_width(), height=lambda: self._body_height()),
+            Window(width=lambda: self._list_width(), height=lambda: self._body_height()),
             ConditionalContainer(VSplit([
                 Window(width=1, char="│", style="class:dim", height=lambda: self._body_height()),
                 Window(FormattedTextControl(lambda: self.preview.fragments(self._preview_width(),
@@ -430,15 +167,60 @@ class SessionPicker:
             ]), filter=Condition(lambda: self.preview.visible)),
         ], height=lambda: self._body_height())
         root = HSplit([
-            line(lambda: self.screen.header(self._size().columns)),
+            Window(height=1),
             ConditionalContainer(query_line, filter=searching),
             ConditionalContainer(rename_line, filter=~searching),
-            line(lambda: self.screen.column_titles(self._list_width())),
+            Window(height=1),
             body,
-            line(lambda: self.screen.detail(self._size().columns)),
-            line(lambda: self.screen.help_line(self._size().columns)),
+            Window(height=1),
+            Window(height=1),
         ])
         return Layout(root, focused_element=self.query_buffer)
+
+    def painted_lines(self) -> list[tuple[int, int, int, list[tuple[str, str]]]]:
+        """The lines `_paint` draws: (screen row, column, width, fragments)."""
+        columns = self._size().columns
+        list_width = self._list_width()
+        body_height = self._body_height()
+        screen = self.screen
+        lines = [(0, 0, columns, screen.header(columns)), (2, 0, list_width, screen.column_titles(list_width))]
+        lines += [(3 + number, 0, list_width, line)
+                  for number, line in enumerate(screen.body_lines(list_width, body_height))]
+        lines += [(3 + body_height, 0, columns, screen.detail(columns)),
+                  (4 + body_height, 0, columns, screen.help_line(columns))]
+        return lines
+
+    def _before_render(self, _app: object) -> None:
+        """Hold prompt_toolkit's flush until `_paint` has added its lines (one write: a full redraw, which erases
+        the screen first, never shows half a frame), and note when it will redraw everything."""
+        size = self._size()
+        if (self.app.renderer.last_rendered_screen is None or size != self._painted_size
+                or self.preview.visible != self._painted_preview):
+            # Erased, resized, or the preview's cells on the rows changed: prompt_toolkit may have cleared lines.
+            self.painter.forget()
+            self._painted_size = size
+            self._painted_preview = self.preview.visible
+        self._holding_flush = True
+
+    def _paint(self, _app: object) -> None:
+        """Draw the picker's own lines that changed, then flush them with prompt_toolkit's output."""
+        self._holding_flush = False
+        output = self.app.output
+        if self.app.is_done:  # the last frame: prompt_toolkit is leaving the alternate screen
+            self._flush()
+            return
+        size = self._size()
+        if size.rows >= FIXED_LINES + 1:  # else prompt_toolkit says the window is too small
+            if self.painter.codes.colours != (self.app.color_depth.value != "DEPTH_1_BIT"):
+                self.painter = LinePainter(StyleCodes(colours=not self.painter.codes.colours))
+            text = self.painter.paint(self.painted_lines(), size.rows)
+            if text:
+                output.write_raw(SAVE_CURSOR + text + RESTORE_CURSOR)
+        self._flush()
+
+    def _flush_when_painted(self) -> None:
+        if not self._holding_flush:
+            self._flush()
 
     def _body_height(self) -> int:
         return max(self._size().rows - FIXED_LINES, 1)
@@ -661,10 +443,25 @@ class SessionPicker:
 
     # -- running ---------------------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _flush_held_while_rendering(self) -> Iterator[None]:
+        """Route the output's flush through `_flush_when_painted` while the picker runs (see `_before_render`);
+        the output may be shared (the viewer's): it gets its own flush back, and anything held goes out."""
+        output = self.app.output
+        output.flush = self._flush_when_painted  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            del output.flush
+            self._holding_flush = False
+            output.flush()
+
     async def run_async(self) -> PickerResult:
         """Show the picker until a session is selected, Esc or Ctrl+C."""
-        return await self.app.run_async(pre_run=self._warm_up)
+        with self._flush_held_while_rendering():
+            return await self.app.run_async(pre_run=self._warm_up)
 
     def run(self) -> PickerResult:
         """Show the picker (blocking) until a session is selected, Esc or Ctrl+C."""
-        return self.app.run(pre_run=self._warm_up)
+        with self._flush_held_while_rendering():
+            return self.app.run(pre_run=self._warm_up)
