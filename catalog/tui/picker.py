@@ -36,7 +36,7 @@ from prompt_toolkit.key_binding.bindings.emacs import load_emacs_bindings
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
-from prompt_toolkit.layout.processors import AfterInput, ConditionalProcessor
+from prompt_toolkit.layout.processors import AfterInput, BeforeInput, ConditionalProcessor
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
@@ -45,8 +45,17 @@ from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.source import PickerRow, Scope
 from sessdex.catalog.tui.picker_model import PickerModel
 from sessdex.catalog.tui.picker_paint import RESTORE_CURSOR, SAVE_CURSOR, LinePainter, StyleCodes
-from sessdex.catalog.tui.picker_preview import PREVIEW_MIN_COLUMNS, PreviewPane
-from sessdex.catalog.tui.picker_screen import FIXED_LINES, STYLE_RULES, PickerScreen
+from sessdex.catalog.tui.picker_preview import PreviewPane
+from sessdex.catalog.tui.picker_screen import (
+    FIXED_LINES,
+    PREVIEW_MIN_COLUMNS,
+    STYLE_RULES,
+    PickerScreen,
+    body_height,
+    list_width,
+    painted_lines,
+    preview_width,
+)
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.paths import AgentPaths
 
@@ -143,20 +152,15 @@ class SessionPicker:
         """The query line (prompt_toolkit's own line editor) and the optional preview pane; every other line
         (header, column titles, the list, the detail line, the key help) is an empty window of its exact size,
         drawn by `_paint` after prompt_toolkit's own drawing."""
-        def rest_of_line(after: int) -> Callable[[], int]:
-            return lambda: max(self._size().columns - after, 1)
-
         searching = Condition(lambda: self.mode != "rename")
         placeholder = ConditionalProcessor(AfterInput(lambda: self.screen.placeholder(), style="class:dim"),
                                            filter=Condition(lambda: not self.query_buffer.text))
-        query_line = VSplit([
-            Window(FormattedTextControl([("class:prompt", "> ")]), width=2, height=1),
-            Window(BufferControl(self.query_buffer, input_processors=[placeholder]), height=1, width=rest_of_line(2)),
-        ])
-        rename_line = VSplit([
-            Window(FormattedTextControl([("class:prompt", "Rename to: ")]), width=11, height=1),
-            Window(BufferControl(self.rename_buffer), height=1, width=rest_of_line(11)),
-        ])
+        query_line = Window(BufferControl(self.query_buffer,
+                                          input_processors=[BeforeInput("> ", style="class:prompt"), placeholder]),
+                            height=1)
+        rename_line = Window(BufferControl(self.rename_buffer,
+                                           input_processors=[BeforeInput("Rename to: ", style="class:prompt")]),
+                             height=1)
         body = VSplit([
             Window(width=lambda: self._list_width(), height=lambda: self._body_height()),
             ConditionalContainer(VSplit([
@@ -172,23 +176,14 @@ class SessionPicker:
             ConditionalContainer(rename_line, filter=~searching),
             Window(height=1),
             body,
-            Window(height=1),
-            Window(height=1),
+            Window(height=2),  # the detail line and the key help
         ])
         return Layout(root, focused_element=self.query_buffer)
 
     def painted_lines(self) -> list[tuple[int, int, int, list[tuple[str, str]]]]:
         """The lines `_paint` draws: (screen row, column, width, fragments)."""
-        columns = self._size().columns
-        list_width = self._list_width()
-        body_height = self._body_height()
-        screen = self.screen
-        lines = [(0, 0, columns, screen.header(columns)), (2, 0, list_width, screen.column_titles(list_width))]
-        lines += [(3 + number, 0, list_width, line)
-                  for number, line in enumerate(screen.body_lines(list_width, body_height))]
-        lines += [(3 + body_height, 0, columns, screen.detail(columns)),
-                  (4 + body_height, 0, columns, screen.help_line(columns))]
-        return lines
+        size = self._size()
+        return painted_lines(self.screen, size.columns, size.rows, self.preview.visible)
 
     def _before_render(self, _app: object) -> None:
         """Hold prompt_toolkit's flush until `_paint` has added its lines (one write: a full redraw, which erases
@@ -223,14 +218,13 @@ class SessionPicker:
             self._flush()
 
     def _body_height(self) -> int:
-        return max(self._size().rows - FIXED_LINES, 1)
+        return body_height(self._size().rows)
 
     def _preview_width(self) -> int:
-        return max(self._size().columns * 2 // 5, 20)
+        return preview_width(self._size().columns)
 
     def _list_width(self) -> int:
-        columns = self._size().columns
-        return columns - self._preview_width() - 1 if self.preview.visible else columns
+        return list_width(self._size().columns, self.preview.visible)
 
     # -- keys -------------------------------------------------------------------------------------------
 

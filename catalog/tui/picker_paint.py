@@ -161,7 +161,7 @@ class LinePainter:
 
     def __init__(self, codes: StyleCodes) -> None:
         self.codes = codes
-        self._painted: dict[tuple[int, int], str] = {}
+        self._painted: dict[tuple[int, int], tuple[Fragments, int, str]] = {}
 
     def forget(self) -> None:
         """The screen was cleared: write every line next time."""
@@ -173,8 +173,11 @@ class LinePainter:
         for row, column, width, fragments in lines:
             if row >= screen_rows or width <= 0:
                 continue
+            painted = self._painted.get((row, column))
+            if painted is not None and painted[0] is fragments and painted[1] == width:
+                continue  # the very same line as last time (the screen keeps row lines between redraws)
             text = line_text(self.codes, fragments, width)
-            if self._painted.get((row, column)) != text:
-                self._painted[(row, column)] = text
+            self._painted[(row, column)] = (fragments, width, text)
+            if painted is None or painted[2] != text:
                 out.append(f"\x1b[{row + 1};{column + 1}H{text}")
         return "".join(out)

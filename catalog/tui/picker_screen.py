@@ -35,6 +35,7 @@ COST_WIDTH = 9  # "$1,234.56"
 COST_COLUMN_MIN_WIDTH = 100
 MIN_TITLE_WIDTH = 12
 GAP = "  "
+PREVIEW_MIN_COLUMNS = 140  # the preview pane opens by itself on terminals this wide (the list keeps its CWD column)
 ROW_CACHE_LINES = 512  # row lines kept between redraws (a few pages' worth for each recent query)
 
 # The picker's style classes, as prompt_toolkit's Style.from_dict takes them (and picker_paint turns into SGR).
@@ -113,6 +114,58 @@ def short_path(path: str, width: int) -> str:
 def message_count_label(count: int) -> str:
     """'1 msg', '12 msgs'."""
     return f"{count} msg" if count == 1 else f"{count} msgs"
+
+
+def body_height(screen_rows: int) -> int:
+    """How many rows the list shows on a screen `screen_rows` tall."""
+    return max(screen_rows - FIXED_LINES, 1)
+
+
+def preview_width(screen_columns: int) -> int:
+    """The preview pane's width on a screen `screen_columns` wide."""
+    return max(screen_columns * 2 // 5, 20)
+
+
+def list_width(screen_columns: int, preview_visible: bool) -> int:
+    """The list's width: the screen's, less the preview pane and its separator when shown."""
+    return screen_columns - preview_width(screen_columns) - 1 if preview_visible else screen_columns
+
+
+def painted_lines(screen: PickerScreen, columns: int, rows: int,
+                  preview_visible: bool) -> list[tuple[int, int, int, Fragments]]:
+    """The lines drawn as whole strings (see picker_paint): (screen row, column, width, fragments) of the header,
+    the column titles, the list, the detail line and the key help. The query line (row 1) and the preview pane
+    are prompt_toolkit's."""
+    width = list_width(columns, preview_visible)
+    height = body_height(rows)
+    lines = [(0, 0, columns, screen.header(columns)), (2, 0, width, screen.column_titles(width))]
+    lines += [(3 + number, 0, width, line) for number, line in enumerate(screen.body_lines(width, height))]
+    lines += [(3 + height, 0, columns, screen.detail(columns)), (4 + height, 0, columns, screen.help_line(columns))]
+    return lines
+
+
+def preview_heading(model: PickerModel) -> Fragments | None:
+    """The top of the preview pane for the selected row (its name, id, message count, cwd); None with no row."""
+    row = model.selected_row()
+    if row is None:
+        return None
+    return [("class:header", f" {row_name(row)}\n"),
+            ("class:dim", f" {row.session_id[:model.id_length]} · {row.message_count} msgs · {row.cwd}\n")]
+
+
+def preview_safe(fragments: Fragments) -> Fragments:
+    """Preview fragments made terminal-safe (session text may hold control characters; newlines stay)."""
+    return [(style, terminal_text(text, keep_newlines=True)) for style, text in fragments]
+
+
+def preview_while_loading(model: PickerModel) -> Fragments:
+    """The preview pane before the selected session's messages are read (as on the first frame)."""
+    heading = preview_heading(model)
+    return preview_safe(NOTHING_SELECTED if heading is None else [*heading, LOADING])
+
+
+NOTHING_SELECTED = [("class:dim", " nothing selected")]
+LOADING = ("class:dim", "\n loading…")
 
 
 class _Columns:
