@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from sessdex.catalog.tui.picker_screen import STYLE_RULES
-from sessdex.catalog.tui.width import char_width
+from sessdex.catalog.tui.width import char_width, display_width
 
 TYPE_CHECKING = False  # typing stays off the first frame's imports
 if TYPE_CHECKING:
@@ -115,14 +115,16 @@ def line_text(codes: StyleCodes, fragments: Fragments, width: int) -> str:
             text = text[:width - used]
             columns = len(text)
         else:
-            kept = []
-            columns = 0
-            for char in text:
-                if used + columns >= width:
-                    break
-                kept.append(char)
-                columns += char_width(char)
-            text = "".join(kept)
+            columns = display_width(text)
+            if used + columns > width:  # cut as prompt_toolkit cuts: every character starting inside the width
+                kept = []
+                columns = 0
+                for char in text:
+                    if used + columns >= width:
+                        break
+                    kept.append(char)
+                    columns += char_width(char)
+                text = "".join(kept)
         if fragment_style != style:
             out.append(codes.escape(fragment_style))
             style = fragment_style

@@ -17,7 +17,7 @@ from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN
 from sessdex.catalog.tui.dates import short_date
 from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
 from sessdex.catalog.tui.terminal_text import terminal_text
-from sessdex.catalog.tui.width import char_width, display_width
+from sessdex.catalog.tui.width import char_width, cut, display_width
 from sessdex.core.usage import format_cost
 
 TYPE_CHECKING = False  # typing stays off the first frame's imports
@@ -296,7 +296,9 @@ class PickerScreen:
                      message_count_label(row.message_count).rjust(COUNT_WIDTH)]
             if columns.cost:
                 fixed.append(format_cost(row.cost).rjust(COST_WIDTH))
-            cells = self._cells[key] = (columns, row_name(row), row.session_id[:columns.session_id], GAP.join(fixed),
+            # The name is cut to its column first: matches are looked for (and highlighted) in what shows.
+            cells = self._cells[key] = (columns, cut(row_name(row), columns.title), row.session_id[:columns.session_id],
+                                        GAP.join(fixed),
                                         short_path(row.cwd, columns.cwd) if columns.cwd else "")
         return cells
 

@@ -23,9 +23,9 @@ are a small share of the rows, its whole-list regex scans become per-row tests o
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Sequence
-from itertools import accumulate
+from itertools import compress, repeat
+from operator import contains
 
 from sessdex.catalog.queries.picker_source import PickerRow
 from sessdex.catalog.tui.fuzzy import fold, normalize_query
@@ -55,11 +55,10 @@ def mark_word_starts(text: str) -> str:
     return _WORD_START.sub(WORD_START_MARK, text)
 
 
-def fuzzy_pattern(needle: str, *, whole_line: bool = False) -> re.Pattern[str]:
+def fuzzy_pattern(needle: str) -> re.Pattern[str]:
     """A regex finding the characters of `needle` (spaces dropped) in order inside one field.
 
     Possessive gaps (`[^c...]*+`) make each attempt linear: the engine never backtracks into a gap.
-    With `whole_line`, a match also takes the rest of its line, so a scan finds each line at most once.
     """
     chars = needle.replace(" ", "")
     parts = []
@@ -67,22 +66,23 @@ def fuzzy_pattern(needle: str, *, whole_line: bool = False) -> re.Pattern[str]:
         if position:
             parts.append(f"[^{re.escape(char)}\n{FIELD_SEPARATOR}]*+")
         parts.append(re.escape(char))
-    if whole_line:
-        parts.append("[^\n]*+")
     return re.compile("".join(parts))
 
 
 class _Lines:
-    """Many strings joined by newlines, so that C-level scans (str.find, regex) cover them all in one call."""
+    """Many strings, tested at C speed: map() over a C-level test per string, no Python step per string (a
+    one-letter query matches nearly every row, and a Python step per match would cost more than the tests)."""
 
     def __init__(self, texts: list[str]) -> None:
-        self.joined = "\n".join(texts)
-        self.starts = list(accumulate((len(text) + 1 for text in texts), initial=0))
+        self.texts = texts
 
-    def matching(self, whole_line_pattern: re.Pattern[str]) -> set[int]:
-        """Indices of the strings holding a match (the pattern must consume the rest of its line)."""
-        starts = self.starts
-        return {bisect_right(starts, found.start()) - 1 for found in whole_line_pattern.finditer(self.joined)}
+    def searched(self, pattern: re.Pattern[str]) -> set[int]:
+        """Indices of the strings where `pattern` is found: one C-level search per string (short strings)."""
+        return set(compress(range(len(self.texts)), map(pattern.search, self.texts)))
+
+    def containing(self, needle: str) -> set[int]:
+        """Indices of the strings holding `needle`: one C-level `in` per string, whether few or all match."""
+        return set(compress(range(len(self.texts)), map(contains, self.texts, repeat(needle))))
 
 
 class SearchIndex:
@@ -113,10 +113,11 @@ class SearchIndex:
                            + separator + _flat(self._relative_path(row.path))) for row in self.rows]
         self._strong_lines = _Lines(self._strong)
         self._weak_lines = _Lines(self._weak)
-        self._marked_strong = mark_word_starts(self._strong_lines.joined).split("\n")
+        self._marked_strong = mark_word_starts("\n".join(self._strong)).split("\n")
         self._marked_strong_lines = _Lines(self._marked_strong)
 
-    def _few(self, candidates: Sequence[int] | None) -> bool:
+    def few(self, candidates: Sequence[int] | None) -> bool:
+        """True when `candidates` are few enough to test one by one rather than by scans over every row."""
         return candidates is not None and len(candidates) < NARROW_SHARE * len(self.rows)
 
     def strong_fuzzy_rows(self, needle: str, candidates: Sequence[int] | None = None) -> set[int]:
@@ -125,25 +126,27 @@ class SearchIndex:
         One regex pass over all rows, or a test per candidate when they are few.
         """
         self.build()
-        if self._few(candidates):
+        if self.few(candidates):
             search, strong = fuzzy_pattern(needle).search, self.strong
             return {row for row in candidates if search(strong[row])}  # type: ignore[union-attr]
-        return self._strong_lines.matching(fuzzy_pattern(needle, whole_line=True))
+        characters = needle.replace(" ", "")
+        if len(characters) == 1:  # one character in order is that character anywhere
+            return self._strong_lines.containing(characters)
+        return self._strong_lines.searched(fuzzy_pattern(needle))
 
     def strong_word_start_rows(self, needle: str, candidates: Sequence[int] | None = None) -> set[int]:
         """The rows (of `candidates`, default all) whose id or title holds `needle` starting at a word start."""
         self.build()
         marked_needle = mark_word_starts(needle)
-        if self._few(candidates):
+        if self.few(candidates):
             marked = self._marked_strong
             return {row for row in candidates if marked_needle in marked[row]}  # type: ignore[union-attr]
-        return self._marked_strong_lines.matching(re.compile(re.escape(marked_needle) + "[^\n]*+"))
+        return self._marked_strong_lines.containing(marked_needle)
 
     def substring_rows(self, needle: str, *, strong: bool) -> set[int]:
         """Every row whose strong (else weak) string holds `needle` (one scan over all rows)."""
         self.build()
-        lines = self._strong_lines if strong else self._weak_lines
-        return lines.matching(re.compile(re.escape(needle) + "[^\n]*+"))
+        return (self._strong_lines if strong else self._weak_lines).containing(needle)
 
     @property
     def strong(self) -> list[str]:
@@ -189,6 +192,9 @@ class Search:
         if narrowed is None and candidates == range(len(self.index.rows)):
             self._first_pass_over_all(strong_fuzzy_rows, strong_word_rows)
             return
+        if not self.index.few(narrowed):  # still most rows: the same scans, kept to the candidates
+            self._first_pass_over_all(strong_fuzzy_rows, strong_word_rows, set(candidates))
+            return
         at_word, inner, weak_substring, strong_fuzzy = (rank.append for rank in self._ranks[:4])
         pending = self._pending.append
         for row in candidates:
@@ -206,17 +212,23 @@ class Search:
             else:
                 pending(row)
 
-    def _first_pass_over_all(self, strong_fuzzy_rows: set[int], strong_word_rows: set[int]) -> None:
-        """`_first_pass` over every row, as set operations on whole-list scans instead of a test per row."""
+    def _first_pass_over_all(self, strong_fuzzy_rows: set[int], strong_word_rows: set[int],
+                             candidates: set[int] | None = None) -> None:
+        """`_first_pass` over every row (or, when many, the `candidates`), as set operations on whole-list scans
+        instead of a test per row."""
         in_strong = self.index.substring_rows(self.needle, strong=True)
         in_weak = self.index.substring_rows(self.needle, strong=False)
+        if candidates is not None:
+            strong_fuzzy_rows &= candidates
+            in_weak &= candidates
         fuzzy_elsewhere = strong_fuzzy_rows - strong_word_rows
         not_inner = fuzzy_elsewhere - in_strong
         ranks = (strong_fuzzy_rows & strong_word_rows, fuzzy_elsewhere & in_strong,
                  (not_inner & in_weak) | (in_weak - strong_fuzzy_rows), not_inner - in_weak)
         for rank, rows in zip(self._ranks, ranks):
             rank.extend(sorted(rows))
-        self._pending = sorted(set(range(len(self.index.rows))) - strong_fuzzy_rows - in_weak)
+        every_row = set(range(len(self.index.rows))) if candidates is None else candidates
+        self._pending = sorted(every_row - strong_fuzzy_rows - in_weak)
 
     @property
     def complete(self) -> bool:
