@@ -283,8 +283,9 @@ class PickerScreen:
             fragments = self._row_lines[key] = self._layout_row(row, selected, width)
         return fragments
 
-    def _row_cells(self, row: PickerRow, width: int) -> tuple[_Columns, str, str, str, str]:
-        """A row's columns and its query-independent texts: name, id prefix, the fixed cells, the short cwd."""
+    def _row_cells(self, row: PickerRow, width: int) -> tuple[list[tuple[str, int]], str]:
+        """A row's query-independent layout: its highlightable cells (terminal-safe text cut to its column, and
+        the blanks that pad it) and the fixed cells between them (time, messages, cost), kept per width."""
         model = self.model
         key = (row, width, model.id_length, model.by_cost)
         cells = self._cells.get(key)
@@ -296,30 +297,34 @@ class PickerScreen:
                      message_count_label(row.message_count).rjust(COUNT_WIDTH)]
             if columns.cost:
                 fixed.append(format_cost(row.cost).rjust(COST_WIDTH))
-            # The name is cut to its column first: matches are looked for (and highlighted) in what shows.
-            cells = self._cells[key] = (columns, cut(row_name(row), columns.title), row.session_id[:columns.session_id],
-                                        GAP.join(fixed),
-                                        short_path(row.cwd, columns.cwd) if columns.cwd else "")
+            # Each text is cut to its column first: matches are looked for (and highlighted) in what shows. Made
+            # terminal-safe before matching: each character keeps its one column.
+            texts = [(cut(row_name(row), columns.title), columns.title),
+                     (row.session_id[:columns.session_id], columns.session_id)]
+            if columns.cwd:
+                texts.append((short_path(row.cwd, columns.cwd), columns.cwd))
+            cells = self._cells[key] = ([(terminal_text(text), column - display_width(text)) for text, column in texts],
+                                        GAP.join(fixed))
         return cells
 
     def _layout_row(self, row: PickerRow, selected: bool, width: int) -> Fragments:
-        columns, name, session_id, fixed, cwd = self._row_cells(row, width)
-        query = self.model.query
+        highlightable, fixed = self._row_cells(row, width)
+        query = self.model.query if self.model.needle else ""
         base = "class:row.selected" if selected else ""
-        cells: list[list[tuple[str, bool]]] = [
-            highlighted(name, query, columns.title),
-            highlighted(session_id, query, columns.session_id),
-            [(fixed, False)],
-        ]
-        if columns.cwd:
-            cells.append(highlighted(cwd, query, columns.cwd))
-        fragments: Fragments = [(base, "❯ " if selected else "  ")]
         match = f"{base} class:match" if base else "class:match"
-        for number, cell in enumerate(cells):
+        fragments: Fragments = [(base, "❯ " if selected else "  ")]
+        for number, (text, padding) in enumerate(highlightable):
             if number:
                 fragments.append((base, GAP))
-            # Session text made terminal-safe here, after layout: each character keeps its one column.
-            fragments += [(match if marked else base, terminal_text(text)) for text, marked in cell]
+            found = fuzzy_match(query, text) if query else None
+            if found is not None and found.positions:
+                fragments += [(match if marked else base, piece) for piece, marked in highlight_runs(text, found.positions)]
+            else:
+                fragments.append((base, text))
+            if padding > 0:
+                fragments.append((base, " " * padding))
+            if number == 1:
+                fragments += [(base, GAP), (base, fixed)]
         if not selected:  # unstyled trailing blanks would only be more cells to draw
             while fragments and not fragments[-1][0] and not fragments[-1][1].strip():
                 fragments.pop()
