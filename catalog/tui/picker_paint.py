@@ -108,28 +108,29 @@ def line_text(codes: StyleCodes, fragments: Fragments, width: int) -> str:
     out: list[str] = []
     used = 0
     style = None
-    for fragment_style, text in (run for fragment in fragments for run in displayed(*fragment)):
-        if not text or used >= width:
-            continue
-        if text.isascii():
-            text = text[:width - used]
-            columns = len(text)
-        else:
-            columns = display_width(text)
-            if used + columns > width:  # cut as prompt_toolkit cuts: every character starting inside the width
-                kept = []
-                columns = 0
-                for char in text:
-                    if used + columns >= width:
-                        break
-                    kept.append(char)
-                    columns += char_width(char)
-                text = "".join(kept)
-        if fragment_style != style:
-            out.append(codes.escape(fragment_style))
-            style = fragment_style
-        out.append(text)
-        used += columns
+    for fragment in fragments:
+        for fragment_style, text in ((fragment,) if fragment[1].isprintable() else displayed(*fragment)):
+            if not text or used >= width:
+                continue
+            if text.isascii():
+                text = text[:width - used]
+                columns = len(text)
+            else:
+                columns = display_width(text)
+                if used + columns > width:  # cut as prompt_toolkit cuts: every character starting inside the width
+                    kept = []
+                    columns = 0
+                    for char in text:
+                        if used + columns >= width:
+                            break
+                        kept.append(char)
+                        columns += char_width(char)
+                    text = "".join(kept)
+            if fragment_style != style:
+                out.append(codes.escape(fragment_style))
+                style = fragment_style
+            out.append(text)
+            used += columns
     if style:
         out.append(RESET)
     if used < width:

@@ -104,6 +104,8 @@ def short_path(path: str, width: int) -> str:
         path = "~" + path[len(home):]
     if display_width(path) <= width:
         return path
+    if path.isascii():
+        return ELLIPSIS + (path[-(width - 1):] if width > 1 else "")
     start, used = len(path), 0
     while start > 0 and used + display_width(path[start - 1]) <= width - 1:
         start -= 1
