@@ -23,12 +23,16 @@ are a small share of the rows, its whole-list regex scans become per-row tests o
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import contains
 
-from sessdex.catalog.queries.picker_source import PickerRow
 from sessdex.catalog.tui.fuzzy import fold, normalize_query
+
+TYPE_CHECKING = False  # typing stays off the first frame's imports
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sessdex.catalog.queries.source import PickerRow
 
 FIELD_SEPARATOR = "\x1f"
 RANK_COUNT = 5
