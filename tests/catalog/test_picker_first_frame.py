@@ -8,18 +8,26 @@ lines the picker paints itself.
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
+import select
+import struct
+import termios
+import threading
 from pathlib import Path
 from typing import Any
 
 import pyte
 import pytest
 from prompt_toolkit.data_structures import Size
-from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.input import create_input, create_pipe_input
+from prompt_toolkit.output import create_output
 from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.output.vt100 import Vt100_Output
 
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.sessions import Catalog
+from sessdex.catalog.tui import picker_first_frame as frame
 from sessdex.catalog.tui.picker import PickerResult, SessionPicker
 from sessdex.catalog.tui.picker_first_frame import first_frame_text, first_screen
 from sessdex.catalog.tui.picker_screen import body_height
@@ -201,3 +209,69 @@ def test_the_catalogs_first_screen_is_the_start_of_its_rows(tree: Tree) -> None:
             assert rows == every_row[:7] and sorted(ids) == sorted(row.session_id for row in every_row)
     finally:
         catalog.close()
+
+
+def test_keys_typed_between_the_first_frame_and_the_application_reach_the_query_line(tree: Tree) -> None:
+    """On a real pseudo-terminal: the first frame puts the terminal in raw mode, keys are typed before the
+    application exists, and the application (taking the screen over without switching screens again) finds them."""
+    populate(tree)
+    source = PickerSource(Catalog(tree.paths), tree.project("proj"))
+    leader, follower = os.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    shown = bytearray()
+    stop = threading.Event()
+
+    def drain() -> None:  # the terminal's screen side: read everything drawn
+        while not stop.is_set():
+            if select.select([leader], [], [], 0.02)[0]:
+                try:
+                    shown.extend(os.read(leader, 65536))
+                except OSError:
+                    return
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    terminal = os.fdopen(os.dup(follower), "w", encoding="utf-8")
+    keyboard = os.fdopen(os.dup(follower), "r")
+    before = termios.tcgetattr(follower)
+    previous = frame.raw_input(follower)
+    try:
+        raw = termios.tcgetattr(follower)[3]
+        assert not raw & (termios.ECHO | termios.ICANON | termios.ISIG)  # typed keys are neither shown nor signals
+        rows = source.rows("project")
+        screen = first_screen("project", rows[:body_height(24)], total=len(rows),
+                              id_length=id_prefix_length([row.session_id for row in rows]), scopes=("project", "all"),
+                              heading=HEADING, cwd=source.cwd, repo_root=None, now_ms=NOW_MS, screen_rows=24)
+        terminal.write(first_frame_text(screen, 100, 24))
+        terminal.flush()
+        os.write(leader, b"deploy")  # typed while no application reads the terminal yet
+        picker_input, picker_output = create_input(keyboard), create_output(terminal)
+        frame.adopt_alternate_screen(picker_output)
+        picker = SessionPicker(source, "project", heading=HEADING, rows=rows, now_ms=NOW_MS, input=picker_input,
+                               output=picker_output)
+
+        async def run() -> PickerResult:
+            task = asyncio.ensure_future(picker.run_async())
+            for _ in range(1000):  # wait (up to 10 s) for the typed query to arrive
+                if picker.query_buffer.text == "deploy":
+                    break
+                await asyncio.sleep(0.01)
+            assert picker.query_buffer.text == "deploy"
+            os.write(leader, b"\r")
+            return await asyncio.wait_for(task, 10)
+
+        result = asyncio.run(run())
+    finally:
+        frame.restore_input(follower, previous)
+        restored = termios.tcgetattr(follower)
+        stop.set()
+        reader.join()
+        terminal.close()
+        keyboard.close()
+        os.close(follower)
+        os.close(leader)
+        source.close()
+    assert result.outcome == "selected" and result.row is not None and result.row.title == "Deploy the API"
+    assert restored == before
+    # One switch to the alternate screen (the first frame's) and one back (the application's, on leaving).
+    assert shown.count(b"\x1b[?1049h") == 1 and shown.count(b"\x1b[?1049l") == 1
