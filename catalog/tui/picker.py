@@ -29,6 +29,7 @@ from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.key_binding.bindings.basic import load_basic_bindings
@@ -165,8 +166,7 @@ class SessionPicker:
             Window(width=lambda: self._list_width(), height=lambda: self._body_height()),
             ConditionalContainer(VSplit([
                 Window(width=1, char="│", style="class:dim", height=lambda: self._body_height()),
-                Window(FormattedTextControl(lambda: self.preview.fragments(self._preview_width(),
-                                                                           self._body_height())),
+                Window(FormattedTextControl(self._preview_fragments),
                        width=lambda: self._preview_width(), height=lambda: self._body_height(), wrap_lines=True),
             ]), filter=Condition(lambda: self.preview.visible)),
         ], height=lambda: self._body_height())
@@ -179,6 +179,10 @@ class SessionPicker:
             Window(height=2),  # the detail line and the key help
         ])
         return Layout(root, focused_element=self.query_buffer)
+
+    def _preview_fragments(self) -> StyleAndTextTuples:
+        fragments: StyleAndTextTuples = [*self.preview.fragments(self._preview_width(), self._body_height())]
+        return fragments
 
     def painted_lines(self) -> list[tuple[int, int, int, list[tuple[str, str]]]]:
         """The lines `_paint` draws: (screen row, column, width, fragments)."""

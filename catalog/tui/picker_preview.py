@@ -11,12 +11,10 @@ import asyncio
 from collections import OrderedDict
 from typing import Any
 
-from prompt_toolkit.formatted_text import StyleAndTextTuples
-
 from sessdex.catalog.queries.preview import PreviewMessage, load_messages, matching_lines
 from sessdex.catalog.queries.source import content_terms
 from sessdex.catalog.tui.picker_model import PickerModel
-from sessdex.catalog.tui.picker_screen import LOADING, NOTHING_SELECTED, preview_heading, preview_safe
+from sessdex.catalog.tui.picker_screen import LOADING, NOTHING_SELECTED, Fragments, preview_heading, preview_safe
 
 PREVIEW_DELAY_S = 0.08  # how long the selection rests on a row before its file is read
 PREVIEW_CACHE_FILES = 64
@@ -67,17 +65,17 @@ class PreviewPane:
         finally:
             self._pending.discard(path)
 
-    def fragments(self, width: int, height: int) -> StyleAndTextTuples:
+    def fragments(self, width: int, height: int) -> Fragments:
         """The pane's text for the selected row, made terminal-safe (session text may hold control characters)."""
         return preview_safe(self._raw_fragments(width, height))
 
-    def _raw_fragments(self, width: int, height: int) -> StyleAndTextTuples:
+    def _raw_fragments(self, width: int, height: int) -> Fragments:
         """Name, facts, matching lines, then the newest messages first."""
         row = self.model.selected_row()
         heading = preview_heading(self.model)
         if row is None or heading is None:
             return list(NOTHING_SELECTED)
-        fragments: StyleAndTextTuples = list(heading)
+        fragments: Fragments = list(heading)
         messages = self.messages(row.path)
         if messages is None:
             return [*fragments, LOADING]

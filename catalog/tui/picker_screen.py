@@ -207,7 +207,7 @@ class PickerScreen:
         self.question = ""  # a yes/no question the next key answers (trash confirmation)
         self.updating: set[Scope] = set()  # scopes whose rows the source is bringing up to date
         self._row_lines: dict[tuple[object, ...], Fragments] = {}
-        self._cells: dict[tuple[object, ...], tuple[_Columns, str, str, str, str]] = {}
+        self._cells: dict[tuple[object, ...], tuple[list[tuple[str, int]], str]] = {}
 
     def count_text(self) -> str:
         """The result count ("3 of 12", "3+ of 12" while ranking) and what is still running."""
