@@ -382,6 +382,7 @@ class SessionPicker:
 
     async def _finish_ranking(self) -> None:
         # Rank-4 rows only ever go below what is shown, so redraw for them only while the page is not full.
+        await asyncio.sleep(0)  # the keystroke's own redraw (scheduled after this task) goes first
         while not self.model.advance_search(RANKING_CHUNK_ROWS):
             if len(self.model.results) < self.model.top + self._body_height():
                 self.app.invalidate()
