@@ -35,9 +35,12 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bin
 from prompt_toolkit.key_binding.bindings.basic import load_basic_bindings
 from prompt_toolkit.key_binding.bindings.emacs import load_emacs_bindings
 from prompt_toolkit.keys import Keys
-from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, Window
+from prompt_toolkit.layout import ConditionalContainer, Dimension, HSplit, Layout, VSplit, Window
+from prompt_toolkit.layout.containers import Container
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+from prompt_toolkit.layout.mouse_handlers import MouseHandlers
 from prompt_toolkit.layout.processors import AfterInput, BeforeInput, ConditionalProcessor
+from prompt_toolkit.layout.screen import Screen, WritePosition
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
@@ -96,6 +99,31 @@ class PickerResult:
     row: PickerRow | None = None
 
 
+class _Blank(Container):
+    """Space the picker paints itself (picker_paint): laid out like a window of this exact size, but nothing is
+    drawn there, not even the styles and mouse handlers a Window sets cell by cell on every redraw."""
+
+    def __init__(self, height: Callable[[], int], width: Callable[[], int] | None = None) -> None:
+        self.height = height
+        self.width = width
+
+    def reset(self) -> None:
+        """Nothing to reset."""
+
+    def preferred_width(self, max_available_width: int) -> Dimension:
+        return Dimension() if self.width is None else Dimension.exact(self.width())
+
+    def preferred_height(self, width: int, max_available_height: int) -> Dimension:
+        return Dimension.exact(self.height())
+
+    def write_to_screen(self, screen: Screen, mouse_handlers: MouseHandlers, write_position: WritePosition,
+                        parent_style: str, erase_bg: bool, z_index: int | None) -> None:
+        """Draws nothing."""
+
+    def get_children(self) -> list[Container]:
+        return []
+
+
 # -- the application --------------------------------------------------------------------------------------
 
 class SessionPicker:
@@ -151,8 +179,8 @@ class SessionPicker:
 
     def _layout(self) -> Layout:
         """The query line (prompt_toolkit's own line editor) and the optional preview pane; every other line
-        (header, column titles, the list, the detail line, the key help) is an empty window of its exact size,
-        drawn by `_paint` after prompt_toolkit's own drawing."""
+        (header, column titles, the list, the detail line, the key help) is blank space of its exact size, drawn
+        by `_paint` after prompt_toolkit's own drawing."""
         searching = Condition(lambda: self.mode != "rename")
         placeholder = ConditionalProcessor(AfterInput(lambda: self.screen.placeholder(), style="class:dim"),
                                            filter=Condition(lambda: not self.query_buffer.text))
@@ -163,7 +191,7 @@ class SessionPicker:
                                            input_processors=[BeforeInput("Rename to: ", style="class:prompt")]),
                              height=1)
         body = VSplit([
-            Window(width=lambda: self._list_width(), height=lambda: self._body_height()),
+            _Blank(height=self._body_height, width=self._list_width),
             ConditionalContainer(VSplit([
                 Window(width=1, char="│", style="class:dim", height=lambda: self._body_height()),
                 Window(FormattedTextControl(self._preview_fragments),
@@ -171,12 +199,12 @@ class SessionPicker:
             ]), filter=Condition(lambda: self.preview.visible)),
         ], height=lambda: self._body_height())
         root = HSplit([
-            Window(height=1),
+            _Blank(height=lambda: 1),  # the header
             ConditionalContainer(query_line, filter=searching),
             ConditionalContainer(rename_line, filter=~searching),
-            Window(height=1),
+            _Blank(height=lambda: 1),  # the column titles
             body,
-            Window(height=2),  # the detail line and the key help
+            _Blank(height=lambda: 2),  # the detail line and the key help
         ])
         return Layout(root, focused_element=self.query_buffer)
 
