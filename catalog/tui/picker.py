@@ -11,6 +11,11 @@ Esc cancels; Ctrl+C is the hard exit (the caller exits with status 0); Tab switc
 project and all projects; Ctrl+O orders the rows by cost (and back to newest first); typing,
 Backspace, Ctrl+W and Ctrl+U edit the query.
 
+prompt_toolkit draws the query line and the preview pane; every other line is drawn by `picker_paint` as one
+ANSI string per line, written only when it changed, right after prompt_toolkit's own drawing and in the same
+write (prompt_toolkit's cell-by-cell screen diff was most of a keystroke's time). The lines themselves come from
+`picker_screen`, which the first frame (`picker_first_frame`, drawn before this module is imported) shares.
+
 Work that does not fit in a keystroke runs in the background on the picker's event loop: the rest of
 the weak-fuzzy ranking (in chunks between keystrokes), the content search (debounced, in a worker
 thread) and loading another scope's rows (in a worker thread).
@@ -166,7 +171,6 @@ class SessionPicker:
         self.preview.visible = preview if preview is not None else self._size().columns >= PREVIEW_MIN_COLUMNS
         self.painter = LinePainter(StyleCodes(colours=self.app.color_depth.value != "DEPTH_1_BIT"))
         self._painted_size: Size | None = None
-        self._painted_preview = self.preview.visible
         self._holding_flush = False
         self._flush = self.app.output.flush
         self.app.before_render += self._before_render
@@ -221,12 +225,10 @@ class SessionPicker:
         """Hold prompt_toolkit's flush until `_paint` has added its lines (one write: a full redraw, which erases
         the screen first, never shows half a frame), and note when it will redraw everything."""
         size = self._size()
-        if (self.app.renderer.last_rendered_screen is None or size != self._painted_size
-                or self.preview.visible != self._painted_preview):
-            # Erased, resized, or the preview's cells on the rows changed: prompt_toolkit may have cleared lines.
+        if self.app.renderer.last_rendered_screen is None or size != self._painted_size:
+            # Erased or resized: prompt_toolkit draws its whole frame on a cleared screen.
             self.painter.forget()
             self._painted_size = size
-            self._painted_preview = self.preview.visible
         self._holding_flush = True
 
     def _paint(self, _app: object) -> None:
@@ -286,7 +288,7 @@ class SessionPicker:
         on("escape")(lambda: self.app.exit(result=PickerResult("cancelled")))
         on("tab")(self._toggle_scope)
         on("c-o")(self._toggle_cost_order)
-        on("c-_")(lambda: self.preview.toggle())  # Ctrl+/ (the terminal sends it as Ctrl+_), as fzf's preview toggle
+        on("c-_")(self._toggle_preview)  # Ctrl+/ (the terminal sends it as Ctrl+_), as fzf's preview toggle
         on("c-r")(self._start_rename)
         on("c-d")(self._ask_trash)
         on("enter", when=renaming)(self._finish_rename)
@@ -310,6 +312,14 @@ class SessionPicker:
             return  # setting the text calls back with the clean one
         self.model.set_query(text)
         self._schedule_background_work()
+
+    def _toggle_preview(self) -> None:
+        """Show or hide the preview. The list changes width, so the whole screen is drawn anew: prompt_toolkit,
+        comparing with its own last frame, would leave the old list's text where the pane has blank cells. The
+        erase waits for the next frame's flush: erased and redrawn in one write, no blank frame."""
+        self.preview.toggle()
+        self._holding_flush = True
+        self.app.renderer.erase(leave_alternate_screen=False)
 
     def _toggle_cost_order(self) -> None:
         self.model.toggle_cost_order()

@@ -185,7 +185,12 @@ def test_narrow_terminal_keeps_count_and_scope_and_wide_one_previews(run_in_tmux
     screen = wide.wait_for(lambda s: "last messages" in s, "the preview pane at 160 columns")
     assert "│" in screen and "xcsh: sure" in screen and "you: rewrite" in screen
     wide.keys("\x1f", literal=True)  # Ctrl+/
-    wide.wait_for(lambda s: "last messages" not in s, "the preview hidden by Ctrl+/")
+    screen = wide.wait_for(lambda s: "last messages" not in s, "the preview hidden by Ctrl+/")
+    assert row_lines(screen)[0].rstrip().endswith("~/proj")  # the list takes the whole width again
+    wide.keys("\x1f", literal=True)
+    screen = wide.wait_for(lambda s: "last messages" in s, "the preview shown again")
+    # Nothing of the wide list is left in the pane (its cwd column was where the pane's blank cells are now).
+    assert not any(line.rstrip().endswith("~/proj") for line in screen.splitlines()), screen
     wide.keys("Escape")
     assert wide.finished()[0] == 130
 
