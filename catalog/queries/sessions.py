@@ -161,6 +161,15 @@ _INFOS_BY_ID_SQL = ("SELECT id, machine, path, mtime_ns, session_id, cwd, title,
                     "cost_total FROM session_files WHERE id IN ({placeholders})")
 
 
+def _picker_rows(found: Iterable[Any]) -> list[PickerRow]:
+    """The picker's rows from the rows of _PICKER_ROWS_SQL, built straight into tuples."""
+    from sessdex.catalog.queries.source import PickerRow
+
+    return [PickerRow(path, session_id, cwd or "", title, first_message or NO_MESSAGES, message_count,
+                      mtime_ns / 1_000_000, cost, tokens)
+            for path, session_id, cwd, title, first_message, message_count, mtime_ns, cost, tokens in found]
+
+
 def _snippets(reader: sqlite3.Connection, sql: str, marks: tuple[Any, ...], query: str,
               rowids: list[int]) -> list[Any]:
     """The snippet rows of `rowids` (see fts.SNIPPETS_OF_SESSIONS): one MATCH over their rowid range."""
@@ -602,29 +611,23 @@ class Catalog:
                 infos = self.list_all_sessions() if all_projects else self.list_sessions(cwd, session_dir)
                 return [PickerRow.from_info(info) for info in infos]
         where, params = self._picker_where(cwd, session_dir, all_projects)
-        found = reader.execute(_PICKER_ROWS_SQL.format(where=where),
-                               (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params))
-        return [PickerRow(path, session_id, cwd or "", title, first_message or NO_MESSAGES, message_count,
-                          mtime_ns / 1_000_000, cost, tokens)
-                for path, session_id, cwd, title, first_message, message_count, mtime_ns, cost, tokens in found]
+        return _picker_rows(reader.execute(_PICKER_ROWS_SQL.format(where=where),
+                                           (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params)))
 
     def picker_first_screen(self, cwd: str, session_dir: str | os.PathLike[str] | None, *, all_projects: bool,
                             limit: int) -> tuple[list[PickerRow], list[str]] | None:
         """The first `limit` rows of `picker_rows` and the session id of every row (for the count and the id
         prefix length): what the picker's first frame shows, read without reading every row. None where
         `picker_rows` would not read SQLite directly."""
-        from sessdex.catalog.queries.source import PICKER_FIRST_MESSAGE_CHARS, PickerRow
+        from sessdex.catalog.queries.source import PICKER_FIRST_MESSAGE_CHARS
 
         reader = self._database().sqlite_reader()
         with self._widened(all_projects):
             if reader is None or self.other_machines():
                 return None
         where, params = self._picker_where(cwd, session_dir, all_projects)
-        found = reader.execute(_PICKER_ROWS_SQL.format(where=where) + " LIMIT ?",
-                               (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params, limit))
-        rows = [PickerRow(path, session_id, cwd or "", title, first_message or NO_MESSAGES, message_count,
-                          mtime_ns / 1_000_000, cost, tokens)
-                for path, session_id, cwd, title, first_message, message_count, mtime_ns, cost, tokens in found]
+        rows = _picker_rows(reader.execute(_PICKER_ROWS_SQL.format(where=where) + " LIMIT ?",
+                                           (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params, limit)))
         ids = [session_id for session_id, in reader.execute(_PICKER_IDS_SQL.format(where=where),
                                                              (self.machine, *params))]
         return rows, ids
