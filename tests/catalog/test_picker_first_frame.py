@@ -31,6 +31,7 @@ from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.tui import picker_first_frame as frame
 from sessdex.catalog.tui.picker import PickerResult, SessionPicker
 from sessdex.catalog.tui.picker_first_frame import first_frame_text, first_screen
+from sessdex.catalog.tui.picker_paint import LinePainter, StyleCodes, line_text
 from sessdex.catalog.tui.picker_screen import body_height
 from sessdex.core.discovery import id_prefix_length
 from tests.catalog.test_picker import NOW_MS, Tree, populate
@@ -296,3 +297,27 @@ def test_keys_typed_between_the_first_frame_and_the_application_reach_the_query_
 ])
 def test_the_click_free_picker_start_takes_only_its_own_shapes(args: list[str], expected: Any) -> None:
     assert pick_fast._parse(args) == expected
+
+
+def test_the_painter_writes_only_the_lines_that_changed() -> None:
+    painter = LinePainter(StyleCodes(colours=True))
+    lines = [(0, 0, 10, [("class:header", "head")]), (3, 0, 10, [("", "row one")]), (4, 0, 10, [("", "row two")])]
+    first = painter.paint(lines, 24)
+    assert first.count("\x1b[") >= 3 and "\x1b[1;1H" in first and "\x1b[5;1H" in first
+    assert painter.paint(lines, 24) == ""  # nothing changed: nothing written
+    changed = painter.paint([lines[0], (3, 0, 10, [("", "row ONE")]), lines[2]], 24)
+    assert "\x1b[4;1H" in changed and "\x1b[1;1H" not in changed and "\x1b[5;1H" not in changed
+    painter.forget()  # the screen was cleared: everything again
+    assert "\x1b[1;1H" in painter.paint(lines, 24)
+    assert painter.paint([(30, 0, 10, [("", "below")])], 24) == ""  # off the screen
+
+
+def test_painted_lines_are_cut_padded_and_shown_as_prompt_toolkit_shows_them() -> None:
+    codes = StyleCodes(colours=True)
+    reset = "\x1b[0m"  # every line starts from plain attributes
+    assert line_text(codes, [("", "abcdef")], 4) == reset + "abcd"
+    assert line_text(codes, [("", "ab")], 4) == reset + "ab  "
+    assert line_text(codes, [("", "全角x")], 4) == reset + "全角"  # wide characters count twice
+    assert line_text(codes, [("class:match", "hit")], 5) == "\x1b[0;1;33mhit\x1b[0m  "
+    assert line_text(StyleCodes(colours=False), [("class:match", "hit")], 3) == "\x1b[0;1mhit\x1b[0m"
+    assert "^[" in line_text(codes, [("", "a\x1bb")], 6)  # a control character as prompt_toolkit draws it
