@@ -120,8 +120,10 @@ def _parse(args: Sequence[str]) -> tuple[str, dict[str, str], set[str]] | None:
 def run_pick_fast(args: Sequence[str]) -> int | None:
     """Run the picker for `args` without click and return the exit status; None (nothing drawn or printed) when
     this path does not answer them."""
+    from sessdex.catalog.cli.fastpath import COMPLETION_ENV
+
     parsed = _parse(args)
-    if parsed is None:
+    if parsed is None or os.environ.get(COMPLETION_ENV):  # click answers completion requests itself
         return None
     command, options, flags = parsed
     from sessdex.catalog.store.settings import Settings
