@@ -41,8 +41,19 @@ def _run(args: list[str]) -> int:
         from sessdex.catalog.cli.fastpath import run_fast
 
         status = run_fast(args)
+        if status is None:
+            status = _run_picker_fast(args)
         if status is not None:
             return status
     from sessdex.catalog.cli.click_app import run_click
 
     return run_click(args)
+
+
+def _run_picker_fast(args: list[str]) -> int | None:
+    """`pick` and `resume` without a value open the picker without click, first frame first (see pick_fast)."""
+    if "pick" not in args and "resume" not in args:
+        return None
+    from sessdex.catalog.cli.pick_fast import run_pick_fast
+
+    return run_pick_fast(args)

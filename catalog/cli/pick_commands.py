@@ -8,22 +8,21 @@ session file, so `xcsh --resume "$(sessdex resume)"` works. Outcomes and exit co
   `p=$(sessdex pick) && xcsh --resume "$p"` stops there;
 - `resume` with no session in this project: `No sessions found`, status 1, no picker.
 Without a terminal (stdin not a TTY), `resume` lists the sessions on stderr and `pick` refuses.
+On a terminal and a current SQLite catalog, the console script opens the picker without click, first frame
+first (`sessdex.catalog.cli.pick_fast`); these commands answer every other case, with the same outcome.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from sessdex.catalog.cli.click_app import command_settings
 from sessdex.catalog.cli.output import current_directory, echo
+from sessdex.catalog.cli.pick_fast import picker_terminal, print_outcome, terminal_available
 from sessdex.catalog.queries.open_source import open_session_source
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.source import PickerRow, Scope
@@ -31,34 +30,6 @@ from sessdex.core.errors import UsageError
 
 if TYPE_CHECKING:
     from sessdex.catalog.tui.picker import PickerResult
-
-TERMINAL_DEVICE = "/dev/tty"
-
-
-def terminal_available() -> bool:
-    """True when a person can drive the picker: stdin is a terminal and the terminal device can be opened."""
-    if not sys.stdin.isatty():
-        return False
-    try:
-        with open(TERMINAL_DEVICE, "w"):
-            return True
-    except OSError:
-        return False
-
-
-@contextlib.contextmanager
-def picker_terminal() -> Iterator[tuple[Any, Any]]:
-    """The picker's prompt_toolkit (input, output): keys from stdin, drawing on /dev/tty."""
-    from prompt_toolkit.input import create_input
-    from prompt_toolkit.output import create_output
-
-    with open(TERMINAL_DEVICE, "w", encoding="utf-8") as terminal:
-        output = create_output(terminal)
-        # A full-screen picker needs no cursor position report; asking for one only risks its reply arriving in
-        # pieces, whose lone Esc would read as a cancel.
-        output.enable_cpr = False  # type: ignore[attr-defined]
-        yield create_input(sys.stdin), output
-
 
 def run_picker(ctx: click.Context, source: PickerSource, scope: Scope, rows: list[PickerRow],
                heading: str) -> PickerResult:
@@ -74,25 +45,7 @@ def run_picker(ctx: click.Context, source: PickerSource, scope: Scope, rows: lis
 
 def finish(ctx: click.Context, result: PickerResult, *, as_json: bool = False, shell: bool = False) -> None:
     """Print the chosen session and exit 0, or report the cancel (Esc or Ctrl+C: nothing on stdout, exit 130)."""
-    from sessdex.catalog.cli.errors import INTERRUPTED_STATUS
-
-    if result.outcome == "selected" and result.row is not None:
-        row = result.row
-        if as_json:
-            from sessdex.catalog.cli.output import echo_json, session_json
-            from sessdex.core.discovery import read_session_info
-
-            info = read_session_info(row.path)
-            echo_json(session_json(info) if info is not None else {"path": row.path, "cwd": row.cwd})
-        elif shell:
-            from sessdex.catalog.cli.session_commands import print_shell_target
-
-            print_shell_target(row.cwd if row.cwd and os.path.isdir(row.cwd) else current_directory(), row.path)
-        else:
-            echo(row.path)
-        ctx.exit(0)
-    echo("No session selected", err=True)
-    ctx.exit(INTERRUPTED_STATUS)
+    ctx.exit(print_outcome(result, as_json=as_json, shell=shell))
 
 
 def _source(ctx: click.Context, cwd: str, session_dir: Path | None) -> PickerSource:

@@ -152,11 +152,22 @@ _PICKER_ROWS_SQL = (
     "input_tokens + output_tokens + cache_read_tokens + cache_write_tokens "
     "FROM session_files WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where} "
     "ORDER BY mtime_ns DESC, path")
+_PICKER_IDS_SQL = ("SELECT session_id FROM session_files "
+                   "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
 _UNDER_ROOT_SQL = "path > ? AND path < ?"
 _IN_FOLDERS_SQL = "directory IN ({marks})"
 _INFOS_BY_ID_SQL = ("SELECT id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, "
                     "created, parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
                     "cost_total FROM session_files WHERE id IN ({placeholders})")
+
+
+def _picker_rows(found: Iterable[Any]) -> list[PickerRow]:
+    """The picker's rows from the rows of _PICKER_ROWS_SQL, built straight into tuples."""
+    from sessdex.catalog.queries.source import PickerRow
+
+    return [PickerRow(path, session_id, cwd or "", title, first_message or NO_MESSAGES, message_count,
+                      mtime_ns / 1_000_000, cost, tokens)
+            for path, session_id, cwd, title, first_message, message_count, mtime_ns, cost, tokens in found]
 
 
 def _snippets(reader: sqlite3.Connection, sql: str, marks: tuple[Any, ...], query: str,
@@ -599,18 +610,35 @@ class Catalog:
             if reader is None or self.other_machines():
                 infos = self.list_all_sessions() if all_projects else self.list_sessions(cwd, session_dir)
                 return [PickerRow.from_info(info) for info in infos]
-        params: tuple[str, ...]
+        where, params = self._picker_where(cwd, session_dir, all_projects)
+        return _picker_rows(reader.execute(_PICKER_ROWS_SQL.format(where=where),
+                                           (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params)))
+
+    def picker_first_screen(self, cwd: str, session_dir: str | os.PathLike[str] | None, *, all_projects: bool,
+                            limit: int) -> tuple[list[PickerRow], list[str]] | None:
+        """The first `limit` rows of `picker_rows` and the session id of every row (for the count and the id
+        prefix length): what the picker's first frame shows, read without reading every row. None where
+        `picker_rows` would not read SQLite directly."""
+        from sessdex.catalog.queries.source import PICKER_FIRST_MESSAGE_CHARS
+
+        reader = self._database().sqlite_reader()
+        with self._widened(all_projects):
+            if reader is None or self.other_machines():
+                return None
+        where, params = self._picker_where(cwd, session_dir, all_projects)
+        rows = _picker_rows(reader.execute(_PICKER_ROWS_SQL.format(where=where) + " LIMIT ?",
+                                           (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params, limit)))
+        ids = [session_id for session_id, in reader.execute(_PICKER_IDS_SQL.format(where=where),
+                                                             (self.machine, *params))]
+        return rows, ids
+
+    def _picker_where(self, cwd: str, session_dir: str | os.PathLike[str] | None,
+                      all_projects: bool) -> tuple[str, tuple[str, ...]]:
         if all_projects:
             prefix = self.sessions_root.rstrip("/") + "/"
-            where, params = _UNDER_ROOT_SQL, (prefix, prefix + ID_PREFIX_CEILING)
-        else:
-            folders = self.project_dirs(cwd, session_dir)
-            where, params = _IN_FOLDERS_SQL.format(marks=", ".join("?" * len(folders))), tuple(folders)
-        found = reader.execute(_PICKER_ROWS_SQL.format(where=where),
-                               (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params))
-        return [PickerRow(path, session_id, cwd or "", title, first_message or NO_MESSAGES, message_count,
-                          mtime_ns / 1_000_000, cost, tokens)
-                for path, session_id, cwd, title, first_message, message_count, mtime_ns, cost, tokens in found]
+            return _UNDER_ROOT_SQL, (prefix, prefix + ID_PREFIX_CEILING)
+        folders = self.project_dirs(cwd, session_dir)
+        return _IN_FOLDERS_SQL.format(marks=", ".join("?" * len(folders))), tuple(folders)
 
     @contextlib.contextmanager
     def _widened(self, all_projects: bool) -> Iterator[None]:

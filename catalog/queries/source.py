@@ -14,18 +14,26 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from collections import namedtuple
 
 from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
-from sessdex.core.paths import AgentPaths
-from sessdex.core.summary import SessionInfo
 
+# typing, pathlib and the protocol's other types stay off the run-time imports: the picker's first frame needs
+# this module before anything heavy is imported.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+    from typing import Any, Literal, Protocol
+
+    from sessdex.core.paths import AgentPaths
+    from sessdex.core.summary import SessionInfo
     from sessdex.core.usage import DateRange, ReportKind, UsageReport
 
-Scope = Literal["project", "repo", "all"]  # the picker's scopes; "repo" only inside a git repository
+    Scope = Literal["project", "repo", "all"]  # the picker's scopes; "repo" only inside a git repository
+else:
+    Scope = str
+    Protocol = object
 SCOPES: tuple[Scope, ...] = ("project", "repo", "all")  # Tab's order
 MATCH_OPEN = "\x02"
 MATCH_CLOSE = "\x03"
@@ -40,13 +48,16 @@ _WHITESPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w")
 
 
-class PickerRow(NamedTuple):
+class PickerRow(namedtuple("PickerRow", "path session_id cwd title first_message message_count modified_ms cost "
+                           "total_tokens", defaults=(0, 0))):
     """One session as the picker shows and searches it (the cheap fields; message text stays in the source).
 
-    A NamedTuple: tens of thousands are built at start-up, and tuples are the cheapest to build.
+    A named tuple: tens of thousands are built at start-up, and tuples are the cheapest to build.
     `first_message` holds its first PICKER_FIRST_MESSAGE_CHARS characters (the rest is searched as message text).
     """
 
+    __slots__ = ()
+    # The fields' types, for the type checker (annotations only: no class attributes).
     path: str
     session_id: str
     cwd: str
@@ -54,8 +65,8 @@ class PickerRow(NamedTuple):
     first_message: str
     message_count: int
     modified_ms: float
-    cost: float = 0  # the session file's summed usage cost
-    total_tokens: float = 0  # and tokens (input + output + cache read + cache write)
+    cost: float  # the session file's summed usage cost (default 0)
+    total_tokens: float  # and tokens (input + output + cache read + cache write) (default 0)
 
     @classmethod
     def from_info(cls, info: SessionInfo) -> PickerRow:

@@ -12,7 +12,7 @@ characters at a word start and runs of consecutive characters earn bonuses, and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 SCORE_MATCH = 16
 BONUS_WORD_START = 8
@@ -24,10 +24,12 @@ PENALTY_GAP_EXTENSION = 1
 MAX_SUBSTRING_CANDIDATES = 16
 
 
-@dataclass(frozen=True)
-class FuzzyMatch:
-    """Where and how well a query matched a text: `positions` index the original text, ascending."""
+class FuzzyMatch(namedtuple("FuzzyMatch", "score positions")):
+    """Where and how well a query matched a text: `positions` index the original text, ascending.
 
+    A named tuple, not a dataclass: the picker's first frame imports this module before anything heavy."""
+
+    __slots__ = ()
     score: int
     positions: tuple[int, ...]
 

@@ -11,6 +11,11 @@ Esc cancels; Ctrl+C is the hard exit (the caller exits with status 0); Tab switc
 project and all projects; Ctrl+O orders the rows by cost (and back to newest first); typing,
 Backspace, Ctrl+W and Ctrl+U edit the query.
 
+prompt_toolkit draws the query line and the preview pane; every other line is drawn by `picker_paint` as one
+ANSI string per line, written only when it changed, right after prompt_toolkit's own drawing and in the same
+write (prompt_toolkit's cell-by-cell screen diff was most of a keystroke's time). The lines themselves come from
+`picker_screen`, which the first frame (`picker_first_frame`, drawn before this module is imported) shares.
+
 Work that does not fit in a keystroke runs in the background on the picker's event loop: the rest of
 the weak-fuzzy ranking (in chunks between keystrokes), the content search (debounced, in a worker
 thread) and loading another scope's rows (in a worker thread).
@@ -19,9 +24,9 @@ thread) and loading another scope's rows (in a worker thread).
 from __future__ import annotations
 
 import asyncio
-import os
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,51 +40,41 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bin
 from prompt_toolkit.key_binding.bindings.basic import load_basic_bindings
 from prompt_toolkit.key_binding.bindings.emacs import load_emacs_bindings
 from prompt_toolkit.keys import Keys
-from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, VSplit, Window
+from prompt_toolkit.layout import ConditionalContainer, Dimension, HSplit, Layout, VSplit, Window
+from prompt_toolkit.layout.containers import Container
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
-from prompt_toolkit.layout.processors import AfterInput, ConditionalProcessor
+from prompt_toolkit.layout.mouse_handlers import MouseHandlers
+from prompt_toolkit.layout.processors import AfterInput, BeforeInput, ConditionalProcessor
+from prompt_toolkit.layout.screen import Screen, WritePosition
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
 from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.picker_source import PickerSource
-from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN, PickerRow, Scope
-from sessdex.catalog.tui.dates import short_date
-from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
+from sessdex.catalog.queries.source import PickerRow, Scope
 from sessdex.catalog.tui.picker_model import PickerModel
-from sessdex.catalog.tui.picker_preview import PREVIEW_MIN_COLUMNS, PreviewPane
-from sessdex.catalog.tui.terminal_text import terminal_text
-from sessdex.catalog.tui.width import char_width, display_width
+from sessdex.catalog.tui.picker_paint import RESTORE_CURSOR, SAVE_CURSOR, LinePainter, StyleCodes
+from sessdex.catalog.tui.picker_preview import PreviewPane
+from sessdex.catalog.tui.picker_screen import (
+    FIXED_LINES,
+    PREVIEW_MIN_COLUMNS,
+    STYLE_RULES,
+    PickerScreen,
+    body_height,
+    list_width,
+    painted_lines,
+    preview_width,
+)
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.paths import AgentPaths
-from sessdex.core.usage import format_cost
 
-ELLIPSIS = "…"
 ESCAPE_TIMEOUT_S = 0.05  # how long a lone Esc waits for the rest of an escape sequence
 # Typing pauses this long before the message text is searched: short enough for matches to arrive within
 # 150 ms of the last key, long enough not to search for every character of a word typed at speed.
 CONTENT_DEBOUNCE_S = 0.06
 RANKING_CHUNK_ROWS = 1_000
-FIXED_LINES = 5  # header, query, column titles, detail, help
-AGO_WIDTH = 10  # "2025-12-31"
-COUNT_WIDTH = 9  # "9999 msgs"
-COST_WIDTH = 9  # "$1,234.56"
-COST_COLUMN_MIN_WIDTH = 100
-MIN_TITLE_WIDTH = 12
-GAP = "  "
 
-STYLE = Style.from_dict({
-    "header": "bold",
-    "scope.active": "reverse bold",
-    "dim": "fg:ansibrightblack",
-    "match": "fg:ansiyellow bold",
-    "row.selected": "reverse",
-    "prompt": "bold fg:ansicyan",
-    "columns": "fg:ansibrightblack underline",
-    "empty": "italic",
-    "notice": "fg:ansired",
-    "question": "bold fg:ansiyellow",
-})
+STYLE = Style.from_dict(STYLE_RULES)
 
 
 class SessionActions:
@@ -109,245 +104,29 @@ class PickerResult:
     row: PickerRow | None = None
 
 
-# -- text layout helpers ------------------------------------------------------------------------------
+class _Blank(Container):
+    """Space the picker paints itself (picker_paint): laid out like a window of this exact size, but nothing is
+    drawn there, not even the styles and mouse handlers a Window sets cell by cell on every redraw."""
 
-def fit_runs(runs: list[tuple[str, bool]], width: int) -> list[tuple[str, bool]]:
-    """Highlight runs cut to `width` columns (ending in `…` when cut) and padded with spaces to exactly `width`."""
-    total = sum(display_width(text) for text, _ in runs)
-    if total > width:
-        kept: list[tuple[str, bool]] = []
-        room = max(width - 1, 0)
-        for text, marked in runs:
-            if text.isascii():
-                piece = text[:room]
-            else:
-                characters = []
-                used = 0
-                for char in text:
-                    used += char_width(char)
-                    if used > room:
-                        break
-                    characters.append(char)
-                piece = "".join(characters)
-            if piece:
-                kept.append((piece, marked))
-                room -= display_width(piece)
-            if len(piece) < len(text):
-                break
-        runs = kept + [(ELLIPSIS, False)]
-        total = sum(display_width(text) for text, _ in runs)
-    return runs + [(" " * (width - total), False)] if total < width else runs
+    def __init__(self, height: Callable[[], int], width: Callable[[], int] | None = None) -> None:
+        self.height = height
+        self.width = width
 
+    def reset(self) -> None:
+        """Nothing to reset."""
 
-def highlighted(text: str, query: str, width: int) -> list[tuple[str, bool]]:
-    """`text` fitted to `width` with the characters matching `query` marked."""
-    match = fuzzy_match(query, text) if query.strip() else None
-    return fit_runs(highlight_runs(text, match.positions if match else ()), width)
+    def preferred_width(self, max_available_width: int) -> Dimension:
+        return Dimension() if self.width is None else Dimension.exact(self.width())
 
+    def preferred_height(self, width: int, max_available_height: int) -> Dimension:
+        return Dimension.exact(self.height())
 
-def marked_snippet_runs(snippet: str) -> list[tuple[str, bool]]:
-    """A source snippet (matches between MATCH_OPEN and MATCH_CLOSE) as highlight runs."""
-    runs: list[tuple[str, bool]] = []
-    for index, piece in enumerate(snippet.split(MATCH_OPEN)):
-        inside, _, after = piece.partition(MATCH_CLOSE) if index else ("", "", piece)
-        runs += [(inside, True)] if inside else []
-        runs += [(after, False)] if after else []
-    return runs
+    def write_to_screen(self, screen: Screen, mouse_handlers: MouseHandlers, write_position: WritePosition,
+                        parent_style: str, erase_bg: bool, z_index: int | None) -> None:
+        """Draws nothing."""
 
-
-def short_path(path: str, width: int) -> str:
-    """`path` with the home folder as `~`, keeping its end (`…` in front) when longer than `width` columns."""
-    home = os.path.expanduser("~").rstrip("/")
-    if home and (path == home or path.startswith(home + "/")):
-        path = "~" + path[len(home):]
-    if display_width(path) <= width:
-        return path
-    start, used = len(path), 0
-    while start > 0 and used + display_width(path[start - 1]) <= width - 1:
-        start -= 1
-        used += display_width(path[start])
-    return ELLIPSIS + path[start:]
-
-
-def message_count_label(count: int) -> str:
-    """'1 msg', '12 msgs'."""
-    return f"{count} msg" if count == 1 else f"{count} msgs"
-
-
-@dataclass(frozen=True)
-class _Columns:
-    title: int
-    session_id: int
-    cwd: int
-    cost: bool
-
-    @classmethod
-    def for_width(cls, width: int, id_length: int, *, by_cost: bool = False) -> _Columns:
-        """Column widths for `width`; the cost column shows on a wide screen, or whenever rows are ordered by cost."""
-        cwd = min(32, width // 4) if width >= 80 else 0
-        cost = by_cost or width >= COST_COLUMN_MIN_WIDTH
-        fixed = (2 + len(GAP) * (3 + (1 if cost else 0) + (1 if cwd else 0)) + id_length + AGO_WIDTH + COUNT_WIDTH
-                 + (COST_WIDTH if cost else 0) + cwd)
-        return cls(max(width - fixed, MIN_TITLE_WIDTH), id_length, cwd, cost)
-
-
-# -- the screen ----------------------------------------------------------------------------------------
-
-class PickerScreen:
-    """Turns a PickerModel into the fragments of each screen line (pure: no terminal, no event loop)."""
-
-    def __init__(self, model: PickerModel, *, heading: str, cwd: str, now_ms: float,
-                 repo_root: str | None = None) -> None:
-        self.model = model
-        self.heading = heading
-        self.cwd = cwd
-        self.repo_root = repo_root
-        self.now_ms = now_ms
-        self.notice = ""
-        self.question = ""  # a yes/no question the next key answers (trash confirmation)
-        self.updating: set[Scope] = set()  # scopes whose rows the source is bringing up to date
-
-    def count_text(self) -> str:
-        """The result count ("3 of 12", "3+ of 12" while ranking) and what is still running."""
-        model = self.model
-        count = ("" if model.loading
-                 else f"{len(model.results)}{'' if model.search_complete else '+'} of {len(model.rows)}")
-        if model.content_pending:
-            count = "searching messages…  " + count
-        if model.scope in self.updating:
-            count = "checking for changes…  " + count
-        return count
-
-    def scope_label(self, scope: Scope, width: int) -> str:
-        """How the header names a scope: the project's folder, the repository's name, or all projects."""
-        if scope == "project":
-            return f"This project ({short_path(self.cwd, max(width // 3, 10))})"
-        if scope == "repo":
-            return f"This repo ({os.path.basename(self.repo_root or '') or '?'})"
-        return "All projects"
-
-    def header(self, width: int) -> StyleAndTextTuples:
-        """Heading, the scopes with the active one marked (◉, reverse video), and the result count.
-
-        On a narrow terminal the other scopes, then the heading, then the long label go first: the count and
-        the active scope always stay visible."""
-        model = self.model
-        count = self.count_text()
-        short = {"project": "project", "repo": "repo", "all": "all"}
-
-        def chip(scope: Scope, label: str) -> StyleAndTextTuples:
-            active = scope == model.scope
-            return [("class:scope.active" if active else "", f" {'◉' if active else '○'} {label} "), ("", " ")]
-
-        def every_scope(with_heading: bool) -> StyleAndTextTuples:
-            fragments: StyleAndTextTuples = [("class:header", f" {self.heading}  ")] if with_heading else []
-            for scope in model.scopes:
-                fragments += chip(scope, self.scope_label(scope, width))
-            return [*fragments, ("class:dim", " Tab switches")]
-
-        active_only = [*chip(model.scope, self.scope_label(model.scope, width)), ("class:dim", "Tab")]
-        layouts = [every_scope(True), [*every_scope(True)[:-1]], [("class:header", f" {self.heading}  "), *active_only],
-                   active_only, chip(model.scope, short[model.scope])]
-        room = width - display_width(count) - 1
-        left = next((layout for layout in layouts
-                     if sum(display_width(fragment[1]) for fragment in layout) < room), layouts[-1])
-        used = sum(display_width(fragment[1]) for fragment in left)
-        return [*left, ("", " " * max(width - used - display_width(count) - 1, 1)), ("class:dim", count)]
-
-    def placeholder(self) -> str:
-        """What the empty query line says."""
-        return "type to filter: id, title, cwd, first message, path, message text"
-
-    def column_titles(self, width: int) -> StyleAndTextTuples:
-        """The column headings over the rows."""
-        columns = _Columns.for_width(width, self.model.id_length, by_cost=self.model.by_cost)
-        cells = ["  " + "TITLE / FIRST MESSAGE".ljust(columns.title), "ID".ljust(columns.session_id),
-                 "MODIFIED".rjust(AGO_WIDTH), "MSGS".rjust(COUNT_WIDTH)]
-        cells += [("COST ▼" if self.model.by_cost else "COST").rjust(COST_WIDTH)] if columns.cost else []
-        cells += ["CWD"] if columns.cwd else []
-        return [("class:columns", GAP.join(cells)[:width])]
-
-    def row(self, position: int, width: int) -> StyleAndTextTuples:
-        """One result line: marker, title or first message, id prefix, time ago, message count, cwd."""
-        model = self.model
-        row_index = model.results[position]
-        row = model.rows[row_index]
-        columns = _Columns.for_width(width, model.id_length, by_cost=model.by_cost)
-        query = model.query
-        selected = position == model.selected
-        base = "class:row.selected" if selected else ""
-        cells: list[list[tuple[str, bool]]] = [
-            highlighted(row_name(row), query, columns.title),
-            highlighted(row.session_id[:columns.session_id], query, columns.session_id),
-            [(short_date(row.modified_ms, self.now_ms).rjust(AGO_WIDTH), False)],
-            [(message_count_label(row.message_count).rjust(COUNT_WIDTH), False)],
-        ]
-        if columns.cost:
-            cells.append([(format_cost(row.cost).rjust(COST_WIDTH), False)])
-        if columns.cwd:
-            cells.append(highlighted(short_path(row.cwd, columns.cwd), query, columns.cwd))
-        fragments: StyleAndTextTuples = [(base, "❯ " if selected else "  ")]
-        for number, cell in enumerate(cells):
-            if number:
-                fragments.append((base, GAP))
-            # Session text made terminal-safe here, after layout: each character keeps its one column.
-            fragments += [(f"{base} class:match" if marked else base, terminal_text(text)) for text, marked in cell]
-        if not selected:  # unstyled trailing blanks would only be more cells for the terminal diff to compare
-            while fragments and not fragments[-1][0] and not fragments[-1][1].strip():
-                fragments.pop()
-            if fragments and not fragments[-1][0]:
-                fragments[-1] = ("", fragments[-1][1].rstrip())
-        return fragments
-
-    def empty_message(self) -> str:
-        """What the list says when it has no row to show."""
-        model = self.model
-        if model.loading:
-            return {"all": "Loading the sessions of all projects…",
-                    "repo": "Loading the sessions of this repository…"}.get(model.scope, "Loading sessions…")
-        if not model.rows:
-            return {"project": "No sessions in this project. Press Tab for more scopes.",
-                    "repo": "No sessions in this repository. Press Tab for all projects."}.get(
-                        model.scope, "No sessions found.")
-        if model.content_pending:
-            return f"No title, id or path matches “{model.query.strip()}”; searching message text…"
-        return f"No sessions match “{model.query.strip()}”."
-
-    def body(self, width: int, height: int) -> StyleAndTextTuples:
-        """The list area, exactly `height` lines: the rows (or the empty-list message), then blank lines."""
-        positions = self.model.window(height)
-        fragments: StyleAndTextTuples = []
-        if positions:
-            for position in positions:
-                fragments += self.row(position, width)
-                fragments.append(("", "\n"))
-        else:
-            fragments += [("class:empty", "  " + self.empty_message()), ("", "\n")]
-        fragments.append(("", "\n" * (height - max(len(positions), 1) - 1)))
-        return fragments
-
-    def detail(self, width: int) -> StyleAndTextTuples:
-        """About the selected row: the matching message text when it was found there, else its file path."""
-        model = self.model
-        index = model.selected_row_index()
-        if index is None:
-            return []
-        snippet = model.snippet(index)
-        if snippet is not None:
-            runs = fit_runs([("in messages: ", False), *marked_snippet_runs(snippet)], max(width - 1, 1))
-        else:
-            runs = highlighted(short_path(model.rows[index].path, width - 1), model.query, max(width - 1, 1))
-        return [("class:match" if marked else "class:dim", text) for text, marked in runs]
-
-    def help_line(self, width: int) -> StyleAndTextTuples:
-        """The keys, or a question being asked, or the latest notice (what an action did, or a failure)."""
-        if self.question:
-            return [("class:question", self.question[:width])]
-        if self.notice:
-            return [("class:notice", self.notice[:width])]
-        text = ("↑↓ move  Enter open  Tab scope  Ctrl+/ preview  Ctrl+R rename  Ctrl+D trash  Ctrl+O cost order  "
-                "Esc cancel  PgUp/PgDn page  Ctrl+Home/End first/last")
-        return [("class:dim", text[:width])]
+    def get_children(self) -> list[Container]:
+        return []
 
 
 # -- the application --------------------------------------------------------------------------------------
@@ -390,6 +169,12 @@ class SessionPicker:
         self.app.ttimeoutlen = self.app.timeoutlen = ESCAPE_TIMEOUT_S
         self.preview = PreviewPane(self.app, self.model, self.screen)
         self.preview.visible = preview if preview is not None else self._size().columns >= PREVIEW_MIN_COLUMNS
+        self.painter = LinePainter(StyleCodes(colours=self.app.color_depth.value != "DEPTH_1_BIT"))
+        self._painted_size: Size | None = None
+        self._holding_flush = False
+        self._flush = self.app.output.flush
+        self.app.before_render += self._before_render
+        self.app.after_render += self._paint
 
     # -- layout ---------------------------------------------------------------------------------------
 
@@ -397,58 +182,83 @@ class SessionPicker:
         return self.app.output.get_size()
 
     def _layout(self) -> Layout:
-        """Header, the query line (prompt_toolkit's own line editor), column titles, the list beside the
-        optional preview, the detail line and the key help.
-
-        Every window gets its exact size: left to measure, prompt_toolkit would build the list's fragments once
-        more per redraw just to learn its preferred width and height."""
-        def line(get_fragments: Callable[[], StyleAndTextTuples]) -> Window:
-            return Window(FormattedTextControl(get_fragments), height=1, wrap_lines=False)
-
-        def rest_of_line(after: int) -> Callable[[], int]:
-            return lambda: max(self._size().columns - after, 1)
-
+        """The query line (prompt_toolkit's own line editor) and the optional preview pane; every other line
+        (header, column titles, the list, the detail line, the key help) is blank space of its exact size, drawn
+        by `_paint` after prompt_toolkit's own drawing."""
         searching = Condition(lambda: self.mode != "rename")
         placeholder = ConditionalProcessor(AfterInput(lambda: self.screen.placeholder(), style="class:dim"),
                                            filter=Condition(lambda: not self.query_buffer.text))
-        query_line = VSplit([
-            Window(FormattedTextControl([("class:prompt", "> ")]), width=2, height=1),
-            Window(BufferControl(self.query_buffer, input_processors=[placeholder]), height=1, width=rest_of_line(2)),
-        ])
-        rename_line = VSplit([
-            Window(FormattedTextControl([("class:prompt", "Rename to: ")]), width=11, height=1),
-            Window(BufferControl(self.rename_buffer), height=1, width=rest_of_line(11)),
-        ])
+        query_line = Window(BufferControl(self.query_buffer,
+                                          input_processors=[BeforeInput("> ", style="class:prompt"), placeholder]),
+                            height=1)
+        rename_line = Window(BufferControl(self.rename_buffer,
+                                           input_processors=[BeforeInput("Rename to: ", style="class:prompt")]),
+                             height=1)
         body = VSplit([
-            Window(FormattedTextControl(lambda: self.screen.body(self._list_width(), self._body_height())),
-                   wrap_lines=False, width=lambda: self._list_width(), height=lambda: self._body_height()),
+            _Blank(height=self._body_height, width=self._list_width),
             ConditionalContainer(VSplit([
                 Window(width=1, char="│", style="class:dim", height=lambda: self._body_height()),
-                Window(FormattedTextControl(lambda: self.preview.fragments(self._preview_width(),
-                                                                           self._body_height())),
+                Window(FormattedTextControl(self._preview_fragments),
                        width=lambda: self._preview_width(), height=lambda: self._body_height(), wrap_lines=True),
             ]), filter=Condition(lambda: self.preview.visible)),
         ], height=lambda: self._body_height())
         root = HSplit([
-            line(lambda: self.screen.header(self._size().columns)),
+            _Blank(height=lambda: 1),  # the header
             ConditionalContainer(query_line, filter=searching),
             ConditionalContainer(rename_line, filter=~searching),
-            line(lambda: self.screen.column_titles(self._list_width())),
+            _Blank(height=lambda: 1),  # the column titles
             body,
-            line(lambda: self.screen.detail(self._size().columns)),
-            line(lambda: self.screen.help_line(self._size().columns)),
+            _Blank(height=lambda: 2),  # the detail line and the key help
         ])
         return Layout(root, focused_element=self.query_buffer)
 
+    def _preview_fragments(self) -> StyleAndTextTuples:
+        fragments: StyleAndTextTuples = [*self.preview.fragments(self._preview_width(), self._body_height())]
+        return fragments
+
+    def painted_lines(self) -> list[tuple[int, int, int, list[tuple[str, str]]]]:
+        """The lines `_paint` draws: (screen row, column, width, fragments)."""
+        size = self._size()
+        return painted_lines(self.screen, size.columns, size.rows, self.preview.visible)
+
+    def _before_render(self, _app: object) -> None:
+        """Hold prompt_toolkit's flush until `_paint` has added its lines (one write: a full redraw, which erases
+        the screen first, never shows half a frame), and note when it will redraw everything."""
+        size = self._size()
+        if self.app.renderer.last_rendered_screen is None or size != self._painted_size:
+            # Erased or resized: prompt_toolkit draws its whole frame on a cleared screen.
+            self.painter.forget()
+            self._painted_size = size
+        self._holding_flush = True
+
+    def _paint(self, _app: object) -> None:
+        """Draw the picker's own lines that changed, then flush them with prompt_toolkit's output."""
+        self._holding_flush = False
+        output = self.app.output
+        if self.app.is_done:  # the last frame: prompt_toolkit is leaving the alternate screen
+            self._flush()
+            return
+        size = self._size()
+        if size.rows >= FIXED_LINES + 1:  # else prompt_toolkit says the window is too small
+            if self.painter.codes.colours != (self.app.color_depth.value != "DEPTH_1_BIT"):
+                self.painter = LinePainter(StyleCodes(colours=not self.painter.codes.colours))
+            text = self.painter.paint(self.painted_lines(), size.rows)
+            if text:
+                output.write_raw(SAVE_CURSOR + text + RESTORE_CURSOR)
+        self._flush()
+
+    def _flush_when_painted(self) -> None:
+        if not self._holding_flush:
+            self._flush()
+
     def _body_height(self) -> int:
-        return max(self._size().rows - FIXED_LINES, 1)
+        return body_height(self._size().rows)
 
     def _preview_width(self) -> int:
-        return max(self._size().columns * 2 // 5, 20)
+        return preview_width(self._size().columns)
 
     def _list_width(self) -> int:
-        columns = self._size().columns
-        return columns - self._preview_width() - 1 if self.preview.visible else columns
+        return list_width(self._size().columns, self.preview.visible)
 
     # -- keys -------------------------------------------------------------------------------------------
 
@@ -478,7 +288,7 @@ class SessionPicker:
         on("escape")(lambda: self.app.exit(result=PickerResult("cancelled")))
         on("tab")(self._toggle_scope)
         on("c-o")(self._toggle_cost_order)
-        on("c-_")(lambda: self.preview.toggle())  # Ctrl+/ (the terminal sends it as Ctrl+_), as fzf's preview toggle
+        on("c-_")(self._toggle_preview)  # Ctrl+/ (the terminal sends it as Ctrl+_), as fzf's preview toggle
         on("c-r")(self._start_rename)
         on("c-d")(self._ask_trash)
         on("enter", when=renaming)(self._finish_rename)
@@ -502,6 +312,14 @@ class SessionPicker:
             return  # setting the text calls back with the clean one
         self.model.set_query(text)
         self._schedule_background_work()
+
+    def _toggle_preview(self) -> None:
+        """Show or hide the preview. The list changes width, so the whole screen is drawn anew: prompt_toolkit,
+        comparing with its own last frame, would leave the old list's text where the pane has blank cells. The
+        erase waits for the next frame's flush: erased and redrawn in one write, no blank frame."""
+        self.preview.toggle()
+        self._holding_flush = True
+        self.app.renderer.erase(leave_alternate_screen=False)
 
     def _toggle_cost_order(self) -> None:
         self.model.toggle_cost_order()
@@ -602,6 +420,7 @@ class SessionPicker:
 
     async def _finish_ranking(self) -> None:
         # Rank-4 rows only ever go below what is shown, so redraw for them only while the page is not full.
+        await asyncio.sleep(0)  # the keystroke's own redraw (scheduled after this task) goes first
         while not self.model.advance_search(RANKING_CHUNK_ROWS):
             if len(self.model.results) < self.model.top + self._body_height():
                 self.app.invalidate()
@@ -661,10 +480,25 @@ class SessionPicker:
 
     # -- running ---------------------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _flush_held_while_rendering(self) -> Iterator[None]:
+        """Route the output's flush through `_flush_when_painted` while the picker runs (see `_before_render`);
+        the output may be shared (the viewer's): it gets its own flush back, and anything held goes out."""
+        output = self.app.output
+        output.flush = self._flush_when_painted  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            del output.flush
+            self._holding_flush = False
+            output.flush()
+
     async def run_async(self) -> PickerResult:
         """Show the picker until a session is selected, Esc or Ctrl+C."""
-        return await self.app.run_async(pre_run=self._warm_up)
+        with self._flush_held_while_rendering():
+            return await self.app.run_async(pre_run=self._warm_up)
 
     def run(self) -> PickerResult:
         """Show the picker (blocking) until a session is selected, Esc or Ctrl+C."""
-        return self.app.run(pre_run=self._warm_up)
+        with self._flush_held_while_rendering():
+            return self.app.run(pre_run=self._warm_up)

@@ -7,24 +7,34 @@ for (`advance_search`, content matches, loading a scope).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from sessdex.catalog.queries.source import PickerRow, Scope, should_search_content
+from sessdex.catalog.queries.source import should_search_content
 from sessdex.catalog.tui.fuzzy import normalize_query
 from sessdex.catalog.tui.picker_search import Search, SearchIndex
 from sessdex.core.discovery import MIN_ID_PREFIX, id_prefix_length
+
+TYPE_CHECKING = False  # typing stays off the first frame's imports
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sessdex.catalog.queries.source import PickerRow, Scope
 
 # At most this many rows get the slow weak-fuzzy test before a keystroke paints; the rest run in the background.
 SYNC_FILL_ROWS = 2_000
 
 
-@dataclass
 class _ScopeData:
-    rows: list[PickerRow]
-    index: SearchIndex
-    position_of_path: dict[str, int]
-    id_length: int
+    """One scope's rows and what is derived from them. `total` exceeds len(rows) only for a first screen: the
+    first rows of a longer list (see PickerModel.first_screen)."""
+
+    __slots__ = ("rows", "index", "position_of_path", "id_length", "total")
+
+    def __init__(self, rows: list[PickerRow], index: SearchIndex, position_of_path: dict[str, int], id_length: int,
+                 total: int) -> None:
+        self.rows = rows
+        self.index = index
+        self.position_of_path = position_of_path
+        self.id_length = id_length
+        self.total = total
 
 
 class PickerModel:
@@ -66,12 +76,36 @@ class PickerModel:
             rows = sorted(rows, key=lambda row: -row.cost)  # stable: equal costs stay newest first
         data = _ScopeData(rows, SearchIndex(rows, self.sessions_root),
                           {row.path: position for position, row in enumerate(rows)},
-                          id_prefix_length([row.session_id for row in rows]))
+                          id_prefix_length([row.session_id for row in rows]), len(rows))
         self._scopes[scope] = data
         if scope == self.scope:
             self._restart()
             if moved_to is not None:
                 self._keep_selected(data.position_of_path.get(moved_to.path))
+
+    @classmethod
+    def first_screen(cls, scope: Scope, rows: list[PickerRow], *, total: int, id_length: int,
+                     scopes: tuple[Scope, ...], page_size: int) -> PickerModel:
+        """The model of the picker's first frame: the first `rows` of a scope holding `total` rows, whose ids need
+        `id_length` characters to tell apart, before any query (the full model comes with the application)."""
+        model = cls(scope, scopes=scopes, page_size=page_size)
+        model._scopes[scope] = _ScopeData(rows, SearchIndex(rows), {}, id_length, total)
+        model._restart()
+        return model
+
+    @property
+    def row_count(self) -> int:
+        """How many rows the current scope has."""
+        data = self._scopes.get(self.scope)
+        return data.total if data is not None else 0
+
+    @property
+    def result_count(self) -> int:
+        """How many rows the current results list (so far)."""
+        data = self._scopes.get(self.scope)
+        if data is not None and data.total > len(data.rows) and not self.needle:
+            return data.total  # a first screen: an empty query lists every row
+        return len(self.results)
 
     @property
     def loading(self) -> bool:

@@ -11,15 +11,11 @@ import asyncio
 from collections import OrderedDict
 from typing import Any
 
-from prompt_toolkit.formatted_text import StyleAndTextTuples
-
-from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.preview import PreviewMessage, load_messages, matching_lines
 from sessdex.catalog.queries.source import content_terms
 from sessdex.catalog.tui.picker_model import PickerModel
-from sessdex.catalog.tui.terminal_text import terminal_text
+from sessdex.catalog.tui.picker_screen import LOADING, NOTHING_SELECTED, Fragments, preview_heading, preview_safe
 
-PREVIEW_MIN_COLUMNS = 140  # the pane opens by itself on terminals this wide (the list keeps its CWD column)
 PREVIEW_DELAY_S = 0.08  # how long the selection rests on a row before its file is read
 PREVIEW_CACHE_FILES = 64
 LAST_MESSAGES = 6
@@ -69,23 +65,20 @@ class PreviewPane:
         finally:
             self._pending.discard(path)
 
-    def fragments(self, width: int, height: int) -> StyleAndTextTuples:
+    def fragments(self, width: int, height: int) -> Fragments:
         """The pane's text for the selected row, made terminal-safe (session text may hold control characters)."""
-        return [(fragment[0], terminal_text(fragment[1], keep_newlines=True))
-                for fragment in self._raw_fragments(width, height)]
+        return preview_safe(self._raw_fragments(width, height))
 
-    def _raw_fragments(self, width: int, height: int) -> StyleAndTextTuples:
+    def _raw_fragments(self, width: int, height: int) -> Fragments:
         """Name, facts, matching lines, then the newest messages first."""
         row = self.model.selected_row()
-        if row is None:
-            return [("class:dim", " nothing selected")]
-        name = row_name(row)
-        fragments: StyleAndTextTuples = [
-            ("class:header", f" {name}\n"),
-            ("class:dim", f" {row.session_id[:self.model.id_length]} · {row.message_count} msgs · {row.cwd}\n")]
+        heading = preview_heading(self.model)
+        if row is None or heading is None:
+            return list(NOTHING_SELECTED)
+        fragments: Fragments = list(heading)
         messages = self.messages(row.path)
         if messages is None:
-            return [*fragments, ("class:dim", "\n loading…")]
+            return [*fragments, LOADING]
         room = max(width - 2, 10) * 3  # about three lines per message
         terms = content_terms(self.model.needle)
         matches = matching_lines(messages, terms) if terms else []

@@ -23,19 +23,25 @@ are a small share of the rows, its whole-list regex scans become per-row tests o
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from collections.abc import Sequence
-from itertools import accumulate
+from itertools import compress, repeat
+from operator import contains
 
-from sessdex.catalog.queries.picker_source import PickerRow
 from sessdex.catalog.tui.fuzzy import fold, normalize_query
+
+TYPE_CHECKING = False  # typing stays off the first frame's imports
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sessdex.catalog.queries.source import PickerRow
 
 FIELD_SEPARATOR = "\x1f"
 RANK_COUNT = 5
 WEAK_FUZZY_RANK = 4
 FILL_STEP_ROWS = 32
-# Below this share of the rows, candidates are tested one by one instead of by one scan over every row.
-NARROW_SHARE = 0.25
+# Below this share of the rows, candidates are tested one by one instead of by one scan over every row. Measured
+# at 10,000 rows: testing the narrowed candidates of a longer query one by one beats the whole-list scans even
+# when they are most rows (the tests stop early, and matched rows skip the weak-string test).
+NARROW_SHARE = 1.0
 
 WORD_START_MARK = "\x01"
 
@@ -55,11 +61,10 @@ def mark_word_starts(text: str) -> str:
     return _WORD_START.sub(WORD_START_MARK, text)
 
 
-def fuzzy_pattern(needle: str, *, whole_line: bool = False) -> re.Pattern[str]:
+def fuzzy_pattern(needle: str) -> re.Pattern[str]:
     """A regex finding the characters of `needle` (spaces dropped) in order inside one field.
 
     Possessive gaps (`[^c...]*+`) make each attempt linear: the engine never backtracks into a gap.
-    With `whole_line`, a match also takes the rest of its line, so a scan finds each line at most once.
     """
     chars = needle.replace(" ", "")
     parts = []
@@ -67,22 +72,23 @@ def fuzzy_pattern(needle: str, *, whole_line: bool = False) -> re.Pattern[str]:
         if position:
             parts.append(f"[^{re.escape(char)}\n{FIELD_SEPARATOR}]*+")
         parts.append(re.escape(char))
-    if whole_line:
-        parts.append("[^\n]*+")
     return re.compile("".join(parts))
 
 
 class _Lines:
-    """Many strings joined by newlines, so that C-level scans (str.find, regex) cover them all in one call."""
+    """Many strings, tested at C speed: map() over a C-level test per string, no Python step per string (a
+    one-letter query matches nearly every row, and a Python step per match would cost more than the tests)."""
 
     def __init__(self, texts: list[str]) -> None:
-        self.joined = "\n".join(texts)
-        self.starts = list(accumulate((len(text) + 1 for text in texts), initial=0))
+        self.texts = texts
 
-    def matching(self, whole_line_pattern: re.Pattern[str]) -> set[int]:
-        """Indices of the strings holding a match (the pattern must consume the rest of its line)."""
-        starts = self.starts
-        return {bisect_right(starts, found.start()) - 1 for found in whole_line_pattern.finditer(self.joined)}
+    def searched(self, pattern: re.Pattern[str]) -> set[int]:
+        """Indices of the strings where `pattern` is found: one C-level search per string (short strings)."""
+        return set(compress(range(len(self.texts)), map(pattern.search, self.texts)))
+
+    def containing(self, needle: str) -> set[int]:
+        """Indices of the strings holding `needle`: one C-level `in` per string, whether few or all match."""
+        return set(compress(range(len(self.texts)), map(contains, self.texts, repeat(needle))))
 
 
 class SearchIndex:
@@ -113,10 +119,11 @@ class SearchIndex:
                            + separator + _flat(self._relative_path(row.path))) for row in self.rows]
         self._strong_lines = _Lines(self._strong)
         self._weak_lines = _Lines(self._weak)
-        self._marked_strong = mark_word_starts(self._strong_lines.joined).split("\n")
+        self._marked_strong = mark_word_starts("\n".join(self._strong)).split("\n")
         self._marked_strong_lines = _Lines(self._marked_strong)
 
     def _few(self, candidates: Sequence[int] | None) -> bool:
+        """True when `candidates` are few enough to test one by one rather than by scans over every row."""
         return candidates is not None and len(candidates) < NARROW_SHARE * len(self.rows)
 
     def strong_fuzzy_rows(self, needle: str, candidates: Sequence[int] | None = None) -> set[int]:
@@ -128,7 +135,10 @@ class SearchIndex:
         if self._few(candidates):
             search, strong = fuzzy_pattern(needle).search, self.strong
             return {row for row in candidates if search(strong[row])}  # type: ignore[union-attr]
-        return self._strong_lines.matching(fuzzy_pattern(needle, whole_line=True))
+        characters = needle.replace(" ", "")
+        if len(characters) == 1:  # one character in order is that character anywhere
+            return self._strong_lines.containing(characters)
+        return self._strong_lines.searched(fuzzy_pattern(needle))
 
     def strong_word_start_rows(self, needle: str, candidates: Sequence[int] | None = None) -> set[int]:
         """The rows (of `candidates`, default all) whose id or title holds `needle` starting at a word start."""
@@ -137,13 +147,12 @@ class SearchIndex:
         if self._few(candidates):
             marked = self._marked_strong
             return {row for row in candidates if marked_needle in marked[row]}  # type: ignore[union-attr]
-        return self._marked_strong_lines.matching(re.compile(re.escape(marked_needle) + "[^\n]*+"))
+        return self._marked_strong_lines.containing(marked_needle)
 
     def substring_rows(self, needle: str, *, strong: bool) -> set[int]:
         """Every row whose strong (else weak) string holds `needle` (one scan over all rows)."""
         self.build()
-        lines = self._strong_lines if strong else self._weak_lines
-        return lines.matching(re.compile(re.escape(needle) + "[^\n]*+"))
+        return (self._strong_lines if strong else self._weak_lines).containing(needle)
 
     @property
     def strong(self) -> list[str]:

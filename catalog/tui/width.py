@@ -72,6 +72,12 @@ def display_width(text: str) -> int:
     """Terminal columns `text` occupies (wide East Asian characters and emoji count twice)."""
     if text.isascii():
         return len(text)
+    return _non_ascii_width(text)
+
+
+@lru_cache(maxsize=4096)
+def _non_ascii_width(text: str) -> int:
+    # Kept: the picker measures the same titles and paths on every redraw.
     return sum(_cluster_width(cluster) for cluster in graphemes(text))
 
 

@@ -185,6 +185,35 @@ def test_narrow_terminal_keeps_count_and_scope_and_wide_one_previews(run_in_tmux
     screen = wide.wait_for(lambda s: "last messages" in s, "the preview pane at 160 columns")
     assert "│" in screen and "xcsh: sure" in screen and "you: rewrite" in screen
     wide.keys("\x1f", literal=True)  # Ctrl+/
-    wide.wait_for(lambda s: "last messages" not in s, "the preview hidden by Ctrl+/")
+    screen = wide.wait_for(lambda s: "last messages" not in s, "the preview hidden by Ctrl+/")
+    assert row_lines(screen)[0].rstrip().endswith("~/proj")  # the list takes the whole width again
+    wide.keys("\x1f", literal=True)
+    screen = wide.wait_for(lambda s: "last messages" in s, "the preview shown again")
+    # Nothing of the wide list is left in the pane (its cwd column was where the pane's blank cells are now).
+    assert not any(line.rstrip().endswith("~/proj") for line in screen.splitlines()), screen
     wide.keys("Escape")
     assert wide.finished()[0] == 130
+
+
+@pytest.mark.parametrize("command", ["pick", "resume"])
+def test_on_a_current_catalog_the_first_frame_comes_first_and_the_picker_works_the_same(run_in_tmux, tree: Tree,
+                                                                                         command: str) -> None:
+    """With the catalog indexed, `pick` and `resume` open without click, first frame first (cli/pick_fast.py)."""
+    pane = run_in_tmux(f'"$SESSDEX" index >/dev/null 2>&1 && "$SESSDEX" {command}')
+    heading = "Pick a session" if command == "pick" else "Resume a session"
+    screen = pane.wait_for(lambda s: heading in s and "3 of 3" in s, "the picker")
+    rows = row_lines(screen)
+    assert rows[0].startswith("❯ Parser rewrite") and rows[0].rstrip().endswith("~/proj")
+    pane.keys("deploy", literal=True)
+    screen = pane.wait_for(lambda s: "> deploy" in s and "1 of 3" in s, "the filtered list")
+    pane.keys("Tab")
+    pane.wait_for(lambda s: "◉ All projects" in s and "1 of 4" in s, "all projects")
+    pane.keys("Enter")
+    status, out, err = pane.finished()
+    assert (status, err) == (0, "") and out.endswith("_bb22000000000002.jsonl\n")
+    assert "TITLE / FIRST MESSAGE" not in pane.screen()  # the shell's screen is back
+
+    cancelled = run_in_tmux(f'"$SESSDEX" index >/dev/null 2>&1 && "$SESSDEX" {command}')
+    cancelled.wait_for(lambda s: heading in s, "the picker")
+    cancelled.keys("Escape")
+    assert cancelled.finished() == (130, "", "No session selected\n")

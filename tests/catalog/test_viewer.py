@@ -48,16 +48,21 @@ class Screens:
         self.drawn: list[str] = []
         self.rendered = asyncio.Event()
 
-    def watch(self, app: Application[Any]) -> None:
-        app.after_render += self._snapshot
+    def watch(self, app: Application[Any], picker: Any = None) -> None:
+        app.after_render += lambda drawn_app: self._snapshot(drawn_app, picker)
 
-    def _snapshot(self, app: Application[Any]) -> None:
+    def _snapshot(self, app: Application[Any], picker: Any) -> None:
         screen = app.renderer.last_rendered_screen
         if screen is not None:  # the final "done" drawing of a full-screen app keeps no screen
             size = app.output.get_size()
-            self.drawn.append("\n".join("".join(screen.data_buffer[row][column].char
-                                                 for column in range(size.columns)).rstrip()
-                                         for row in range(size.rows)))
+            rows = ["".join(screen.data_buffer[row][column].char for column in range(size.columns))
+                    for row in range(size.rows)]
+            if picker is not None:  # the picker draws its list, header and help lines itself, over prompt_toolkit's
+                for row, column, width, fragments in picker.painted_lines():
+                    if row < size.rows:
+                        text = "".join(text for _style, text in fragments)[:width].ljust(width)
+                        rows[row] = rows[row][:column] + text + rows[row][column + width:]
+            self.drawn.append("\n".join(row.rstrip() for row in rows))
         self.rendered.set()
 
 
@@ -99,7 +104,7 @@ class Sandbox:
         self.sessions.append(session)
         chooser = choose_session or PickerChooser(
             open_source=lambda viewer: PickerSource(FileScan(self.paths), viewer.session.session_manager.get_cwd()),
-            on_open=lambda picker: screens.watch(picker.app))
+            on_open=lambda picker: screens.watch(picker.app, picker))
         return TranscriptViewer(session, agent, paths=self.paths, choose_session=chooser)
 
 
