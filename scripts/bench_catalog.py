@@ -263,8 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         "sessdex list": (["list"], list_cwd, lambda r: r.code == 0 and r.out.count(b"\n") > 1),
         "sessdex recent": (["recent"], list_cwd, lambda r: r.code == 0 and r.out.count(b"\n") > 1),
         "sessdex continue": (["continue"], list_cwd, lambda r: r.code == 0 and r.out.endswith(b".jsonl\n")),
+        # the table's header line, then 20 hits of two lines (the row, the matching text)
         f"sessdex search {word} --all": (["search", word, "--all"], outsider,
-                                         lambda r: r.code == 0 and r.out.count(b"\n") == 40),
+                                         lambda r: r.code == 0 and r.out.count(b"\n") == 41),
     }
 
     def checked(expectation):

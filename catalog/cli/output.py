@@ -109,9 +109,9 @@ def _ascii_only(stream: Any) -> bool:
 
 def echo_json(value: Any) -> None:
     """Print `value` as indented JSON, non-ASCII characters kept (those a terminal acts on escaped)."""
-    import json  # only --json output needs it
+    from sessdex.catalog.cli.json_text import json_text  # only --json output needs it
 
-    echo(terminal_json(json.dumps(value, ensure_ascii=False, indent=2)))
+    echo(terminal_json(json_text(value)))
 
 
 def iso_utc(moment: datetime) -> str:
