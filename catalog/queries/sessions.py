@@ -401,6 +401,12 @@ class Catalog:
 
         if limit is None:
             limit = DEFAULT_RECENT_LIMIT
+        return [RecentSessionInfo(row["path"], row["mtime_ns"] / 1_000_000,
+                                  SessionSummary.from_state(_json_loads(row["prefix_state"])), now_ms)
+                for row in self._recent_rows(directories, limit)]
+
+    def _recent_rows(self, directories: Iterable[str | os.PathLike[str]], limit: int) -> list[Any]:
+        """The rows of the newest files with a valid header in `directories`, newest first (at most `limit`)."""
         folders = list(dict.fromkeys(os.path.abspath(os.fspath(folder)) for folder in directories))
         if not folders or limit <= 0:
             return []
@@ -410,14 +416,17 @@ class Catalog:
             params = {**_scope_params(folders[start:start + 3]), "limit": limit, "offset": 0}
             rows += self._database().fetchall("recent_in_directories", params)
         rows.sort(key=_newest_first_key)
-        return [RecentSessionInfo(row["path"], row["mtime_ns"] / 1_000_000,
-                                  SessionSummary.from_state(_json_loads(row["prefix_state"])), now_ms)
-                for row in rows[:limit]]
+        return rows[:limit]
 
     def most_recent_session_in(self, directories: Iterable[str | os.PathLike[str]]) -> Path | None:
         """sessdex.core.discovery.most_recent_session_in from the catalog: the newest file with a valid header."""
-        recent = self.recent_sessions_in(directories, 1)
-        return recent[0].path if recent else None
+        found = self.most_recent_session_file(directories)
+        return None if found is None else as_path(found)
+
+    def most_recent_session_file(self, directories: Iterable[str | os.PathLike[str]]) -> str | None:
+        """`most_recent_session_in` as a string (no pathlib, no stored state decoded: `sessdex continue`)."""
+        rows = self._recent_rows(directories, 1)
+        return rows[0]["path"] if rows else None
 
     # -- search -----------------------------------------------------------------------------------------
 
