@@ -10,7 +10,6 @@ import codecs
 import os
 import sys
 import time
-from datetime import UTC, datetime
 
 from sessdex.catalog.tui.terminal_text import (
     EMPHASIS_END,
@@ -21,6 +20,7 @@ from sessdex.catalog.tui.terminal_text import (
     terminal_text,
 )
 from sessdex.catalog.tui.width import ELLIPSIS, cut_middle, display_width, fit
+from sessdex.core.datetimes import UTC, datetime
 
 TYPE_CHECKING = False  # typing, dataclasses and json stay off the hot commands' imports (issue 12)
 if TYPE_CHECKING:

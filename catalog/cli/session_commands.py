@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 
 from sessdex.catalog.cli.output import (
     color_enabled,
@@ -31,6 +30,7 @@ from sessdex.core.errors import UsageError
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from sessdex.catalog.queries.source import SessionSource

@@ -9,7 +9,6 @@ the spending shows at a glance; `--json` prints `sessdex.core.usage.UsageReport.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 from sessdex.catalog.cli.output import Column, current_directory, echo, output_width, render_table
 from sessdex.catalog.tui.terminal_text import terminal_json
@@ -29,6 +28,8 @@ from sessdex.core.usage import (
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sessdex.catalog.queries.source import SessionSource
 
     SourceOpener = Callable[[], SessionSource]

@@ -10,12 +10,8 @@ is loaded from the catalog only when read, so a listing never pulls every messag
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
 import time
-from collections import namedtuple
-from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
 from sessdex.catalog.store import fts
@@ -24,13 +20,16 @@ from sessdex.catalog.store.db import open_catalog as open_database
 from sessdex.catalog.store.location import CatalogLocation, resolve_location
 from sessdex.catalog.store.machine import resolve_machine, wants_all_machines
 from sessdex.catalog.store.settings import Settings
+from sessdex.catalog.store.sqlite_driver import sqlite3
 from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
 from sessdex.core.errors import CatalogError
 from sessdex.core.paths import AgentPaths, as_path
 from sessdex.core.summary import NO_MESSAGES, SessionInfo, SessionSummary, datetime_from_ms, parse_iso_timestamp
+from sessdex.core.values import Value
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -120,15 +119,16 @@ def _id_range(prefix: str) -> dict[str, str]:
     return {"id_lo": prefix, "id_hi": prefix + ID_PREFIX_CEILING}
 
 
-class SearchHit(namedtuple("SearchHit", "session field snippet score")):
+class SearchHit(Value):
     """One session matching a search, with where it matched and a highlighted snippet."""
 
-    __slots__ = ()
-    # The fields' types, for the type checker (annotations only: no class attributes).
-    session: SessionInfo
-    field: str  # "title", "first_message" or "message"
-    snippet: str
-    score: float
+    __slots__ = ("session", "field", "snippet", "score")
+
+    def __init__(self, session: SessionInfo, field: str, snippet: str, score: float) -> None:
+        self.session = session
+        self.field = field  # "title", "first_message" or "message"
+        self.snippet = snippet
+        self.score = score
 
 
 def fts_query(text: str) -> str | None:
@@ -649,16 +649,10 @@ class Catalog:
         folders = self.project_dirs(cwd, session_dir)
         return _IN_FOLDERS_SQL.format(marks=", ".join("?" * len(folders))), tuple(folders)
 
-    @contextlib.contextmanager
-    def _widened(self, all_projects: bool) -> Iterator[None]:
+    def _widened(self, all_projects: bool) -> _Widened:
         """Inside the block, the picker's "all" scope holds every machine's sessions (its scope key widens to
         them); the project scope holds what --machines says."""
-        previous = self.all_machines
-        self.all_machines = previous or all_projects
-        try:
-            yield
-        finally:
-            self.all_machines = previous
+        return _Widened(self, all_projects)
 
     def bring_up_to_date(self, cwd: str, session_dir: str | os.PathLike[str] | None, *, all_projects: bool) -> bool:
         """Run the freshness pass for the scope; True when it changed the catalog."""
@@ -707,3 +701,21 @@ def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str |
     else `<agent dir>/catalog.db`.
     """
     return Catalog.from_settings(Settings.resolve(agent_dir, catalog))
+
+
+class _Widened:
+    """`Catalog._widened`: all_machines widened for the block, restored after it (a class, not a contextlib
+    generator: this module is on every hot command's path, issue 12)."""
+
+    __slots__ = ("catalog", "all_projects", "previous")
+
+    def __init__(self, catalog: Catalog, all_projects: bool) -> None:
+        self.catalog, self.all_projects = catalog, all_projects
+        self.previous = catalog.all_machines
+
+    def __enter__(self) -> None:
+        self.previous = self.catalog.all_machines
+        self.catalog.all_machines = self.previous or self.all_projects
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.catalog.all_machines = self.previous

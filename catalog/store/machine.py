@@ -8,7 +8,6 @@ host name. Storing it keeps the rows of an agent dir under one name even if the 
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 from sessdex.catalog.store.location import MACHINE_ENV, MACHINES_ENV
@@ -83,10 +82,11 @@ def remember_machine(agent_dir: str | os.PathLike[str], name: str) -> None:
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         write_private_text(temporary, name + "\n")
-        with contextlib.suppress(FileExistsError):
-            os.link(temporary, target)  # never replaces a name another process stored meanwhile
+        os.link(temporary, target)  # never replaces a name another process stored meanwhile
     except OSError:
-        pass  # best effort: the name is looked up again next time
+        pass  # best effort (a name stored meanwhile stays): the name is looked up again next time
     finally:
-        with contextlib.suppress(OSError):
+        try:
             temporary.unlink()
+        except OSError:
+            pass

@@ -1,0 +1,27 @@
+"""Plain value classes: fields in `__slots__`, equality, hashing and repr from them.
+
+What namedtuple gave the hot commands' small records (a parsed command line, a catalog location, a freshness
+scope), without importing `collections`: with contextlib and functools, which import it, that import cost
+every `sessdex list` a third of `python -c pass` (issue 12). Unlike a namedtuple, a value is not a tuple.
+"""
+
+from __future__ import annotations
+
+
+class Value:
+    """Base of a value class: subclasses name their fields in `__slots__` and set them in `__init__`."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in type(self).__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in type(self).__slots__)
+        return f"{type(self).__name__}({fields})"
