@@ -73,7 +73,7 @@ def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, as_j
         if isinstance(source, Catalog):
             # The catalog holds every field of the session object: one query, no file read (a recent session
             # may be hundreds of megabytes).
-            sessions = source.list_sessions(current_directory(), session_dir, include_empty=True)[:limit]
+            sessions = source.list_sessions(current_directory(), session_dir, include_empty=True, limit=limit)
         else:
             # The file scan: the newest files by their first 4 KB, then only those few read whole.
             folders = ([os.fspath(session_dir)] if session_dir is not None

@@ -29,7 +29,7 @@ import heapq
 import re
 from collections import namedtuple
 
-from sessdex.catalog.store.sqlite_driver import sqlite3
+from sessdex.core.sqlite_driver import sqlite3
 from sessdex.core.text import without_lone_surrogates
 
 TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports (issue 12)

@@ -20,10 +20,10 @@ from sessdex.catalog.store.db import open_catalog as open_database
 from sessdex.catalog.store.location import CatalogLocation, resolve_location
 from sessdex.catalog.store.machine import resolve_machine, wants_all_machines
 from sessdex.catalog.store.settings import Settings
-from sessdex.catalog.store.sqlite_driver import sqlite3
 from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
 from sessdex.core.errors import CatalogError
 from sessdex.core.paths import AgentPaths, as_path
+from sessdex.core.sqlite_driver import sqlite3
 from sessdex.core.summary import NO_MESSAGES, SessionInfo, SessionSummary, datetime_from_ms, parse_iso_timestamp
 from sessdex.core.values import Value
 
@@ -324,8 +324,8 @@ class Catalog:
         info.__dict__["remote"] = row["machine"] != self.machine
         return info
 
-    def _infos(self, rows: Iterable[Any]) -> list[SessionInfo]:
-        return [self._session_info(row) for row in sorted(rows, key=_newest_first_key)]
+    def _infos(self, rows: Iterable[Any], limit: int | None = None) -> list[SessionInfo]:
+        return [self._session_info(row) for row in sorted(rows, key=_newest_first_key)[:limit]]
 
     # -- list() / list_all() ------------------------------------------------------------------------------
 
@@ -335,13 +335,13 @@ class Catalog:
         return list(dict.fromkeys(os.path.abspath(os.fspath(folder)) for folder in folders))
 
     def list_sessions(self, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
-                      include_empty: bool = False) -> list[SessionInfo]:
-        """`list(cwd, session_dir)` from the catalog: the project's sessions, newest first."""
+                      include_empty: bool = False, limit: int | None = None) -> list[SessionInfo]:
+        """`list(cwd, session_dir)` from the catalog: the project's sessions, newest first (the first `limit`)."""
         folders = self.project_dirs(cwd, session_dir)
         self.refresh(Scope.of(folders))
         return self._infos(self._rows_in_folders("infos_in_directories", folders,
                                                  {"min_messages": 0 if include_empty else 1},
-                                                 cwd if session_dir is None else None))
+                                                 cwd if session_dir is None else None), limit)
 
     def list_all_sessions(self, *, include_empty: bool = False) -> list[SessionInfo]:
         """`list_all()` from the catalog: every session below the sessions root, newest first."""

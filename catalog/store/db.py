@@ -30,9 +30,9 @@ from sessdex.catalog.store.location import (
     create_catalog_engine,
 )
 from sessdex.catalog.store.machine import host_name
-from sessdex.catalog.store.sqlite_driver import sqlite3
 from sessdex.core.errors import CatalogError, CatalogUnavailableError, UsageError
 from sessdex.core.paths import as_path
+from sessdex.core.sqlite_driver import sqlite3
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
