@@ -196,6 +196,8 @@ def sanitize_display_name(text: str) -> str:
     first_line = text.strip()
     for line_break in _LINE_BREAKS:
         first_line = first_line.split(line_break, 1)[0]
+    if first_line.isprintable():  # no control character to replace (a listing names hundreds of sessions)
+        return first_line.strip()
     return first_line.translate(_CONTROL_TO_SPACE).strip()
 
 

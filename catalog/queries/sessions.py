@@ -14,7 +14,6 @@ import os
 import time
 
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
-from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.db import open_catalog as open_database
 from sessdex.catalog.store.location import CatalogLocation, resolve_location
@@ -523,6 +522,8 @@ class Catalog:
         """
         # A common word walks much of the index: read through SQLite's small page cache rather than the
         # memory map, whose touched pages would all count in this process's resident memory.
+        from sessdex.catalog.store import fts  # search only: the listings never use it
+
         reader.execute("PRAGMA mmap_size = 0")
         self._fill_content_index()
         ranked: dict[int, tuple[str, int, float]] = {}  # file id -> (kind, FTS rowid, score), best first

@@ -21,7 +21,6 @@ import errno
 import os
 import sys
 
-from sessdex.catalog.store import fts
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION, SQL
 from sessdex.catalog.store.location import (
     BUSY_TIMEOUT_MS,
@@ -209,6 +208,8 @@ class SqliteCatalog:
         return self.writer_connection()
 
     def integrity_errors(self) -> list[str]:
+        from sessdex.catalog.store import fts  # doctor and rebuilds only: off the read path
+
         connection = self.writer_connection()
         result = [row[0] for row in connection.execute("PRAGMA quick_check")]
         errors = [f"sqlite: {line}" for line in result] if result != ["ok"] else []
@@ -220,6 +221,8 @@ class SqliteCatalog:
         return errors
 
     def rebuild_full_text(self) -> bool:
+        from sessdex.catalog.store import fts
+
         connection = self.writer_connection()
         with self.write():
             for table in fts.FTS_TABLES:

@@ -12,7 +12,6 @@ import os
 
 from sessdex.catalog.store.location import MACHINE_ENV, MACHINES_ENV
 from sessdex.core.errors import UsageError
-from sessdex.core.private_files import write_private_text
 
 TYPE_CHECKING = False  # pathlib stays off the hot commands' imports
 if TYPE_CHECKING:
@@ -79,6 +78,8 @@ def remember_machine(agent_dir: str | os.PathLike[str], name: str) -> None:
     target = machine_file(agent_dir)
     if stored_machine(agent_dir) is not None or not target.parent.is_dir():
         return
+    from sessdex.core.private_files import write_private_text  # writers only: off the read path
+
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         write_private_text(temporary, name + "\n")
