@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from operator import itemgetter
 
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
 from sessdex.catalog.store.db import CatalogDatabase
@@ -100,6 +101,21 @@ def _json_loads(text: str) -> Any:
     import json  # only `recent` reads stored JSON: the other hot commands skip the import
 
     return json.loads(text)
+
+
+# What a SessionInfo is made of, in this order (see Catalog._info_of).
+_INFO_COLUMNS = ("id", "machine", "path", "mtime_ns", "session_id", "cwd", "title", "message_count", "first_message",
+                 "created", "parent_session", "input_tokens", "output_tokens", "cache_read_tokens",
+                 "cache_write_tokens", "cost_total")
+
+
+def _info_columns(row: Any) -> Callable[[Any], tuple[Any, ...]]:
+    """A getter of _INFO_COLUMNS from rows shaped like `row`: by position for SQLite's rows (a lookup by name
+    compares the column names one by one: a tenth of `sessdex list`'s own work), by name for other backends'."""
+    if isinstance(row, sqlite3.Row):
+        names = row.keys()
+        return itemgetter(*[names.index(name) for name in _INFO_COLUMNS])
+    return itemgetter(*_INFO_COLUMNS)
 
 
 def _newest_first_key(row: Any) -> tuple[float, str]:
@@ -301,30 +317,39 @@ class Catalog:
         return " ".join(row["text"] for row in self._database().fetchall("message_texts", {"file_id": file_id}))
 
     def _session_info(self, row: Any) -> SessionInfo:
-        modified = datetime_from_ms(row["mtime_ns"] / 1_000_000)
+        return self._info_of(_info_columns(row)(row))
+
+    def _info_of(self, values: tuple[Any, ...]) -> SessionInfo:
+        """The SessionInfo of a row's _INFO_COLUMNS values."""
+        (file_id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, created,
+         parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) = values
+        modified = datetime_from_ms(mtime_ns / 1_000_000)
         info = CatalogSessionInfo(
-            path=row["path"],  # a Path on first access
-            id=row["session_id"],
-            cwd=row["cwd"] or "",
-            title=row["title"],
-            message_count=row["message_count"],
-            first_message=row["first_message"] if row["first_message"] is not None else NO_MESSAGES,
+            path=path,  # a Path on first access
+            id=session_id,
+            cwd=cwd or "",
+            title=title,
+            message_count=message_count,
+            first_message=first_message if first_message is not None else NO_MESSAGES,
             all_messages_text=None,  # type: ignore[arg-type]  # loaded on first access
-            created=parse_iso_timestamp(row["created"]) or modified,
+            created=parse_iso_timestamp(created) or modified,
             modified=modified,
-            parent_session=row["parent_session"],
-            cost=row["cost_total"],
-            total_tokens=row["input_tokens"] + row["output_tokens"] + row["cache_read_tokens"]
-            + row["cache_write_tokens"],
+            parent_session=parent_session,
+            cost=cost,
+            total_tokens=input_tokens + output_tokens + cache_read_tokens + cache_write_tokens,
         )
-        file_id = row["id"]
         info.__dict__["_load_messages_text"] = lambda: self.messages_text(file_id)
-        info.__dict__["machine"] = row["machine"]  # not fields: SessionInfo itself is immutable
-        info.__dict__["remote"] = row["machine"] != self.machine
+        info.__dict__["machine"] = machine  # not fields: SessionInfo itself is immutable
+        info.__dict__["remote"] = machine != self.machine
         return info
 
-    def _infos(self, rows: Iterable[Any], limit: int | None = None) -> list[SessionInfo]:
-        return [self._session_info(row) for row in sorted(rows, key=_newest_first_key)[:limit]]
+    def _infos(self, rows: Sequence[Any], limit: int | None = None) -> list[SessionInfo]:
+        if not rows:
+            return []
+        columns = _info_columns(rows[0])
+        # Newest first, ties by path (the file scan's order): mtime_ns is column 3, path column 2.
+        ordered = sorted(map(columns, rows), key=lambda values: (-(values[3] / 1_000_000), values[2]))
+        return [self._info_of(values) for values in ordered[:limit]]
 
     # -- list() / list_all() ------------------------------------------------------------------------------
 
@@ -361,7 +386,7 @@ class Catalog:
             rows = self._rows_in_folders("infos_by_id_in_directories", folders,
                                          {**_id_range(prefix), "min_messages": 0},
                                          cwd if session_dir is None else None)
-        return self._infos(row for row in rows if row["session_id"].startswith(prefix))
+        return self._infos([row for row in rows if row["session_id"].startswith(prefix)])
 
     def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
                            session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
