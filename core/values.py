@@ -17,7 +17,7 @@ class Value:
         return tuple(getattr(self, name) for name in type(self).__slots__)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._values() == other._values()  # type: ignore[attr-defined]
+        return isinstance(other, Value) and type(other) is type(self) and self._values() == other._values()
 
     def __hash__(self) -> int:
         return hash(self._values())

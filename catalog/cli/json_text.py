@@ -10,16 +10,18 @@ that hold no container are written by its C encoder in one call.
 
 from __future__ import annotations
 
-try:  # the C encoder of the json package, without importing the package (it imports re)
-    from _json import encode_basestring as _quoted
-    from _json import make_encoder as _make_encoder
-except ImportError:  # an interpreter without the accelerator: the json package's own Python code
-    from json.encoder import c_make_encoder as _make_encoder  # type: ignore[attr-defined]  # None there
-    from json.encoder import py_encode_basestring as _quoted
-
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from _json import encode_basestring as _quoted
+    from _json import make_encoder as _make_encoder
     from typing import Any
+else:
+    try:  # the C encoder of the json package, without importing the package (it imports re)
+        from _json import encode_basestring as _quoted
+        from _json import make_encoder as _make_encoder
+    except ImportError:  # an interpreter without the accelerator: the json package's own Python code (no encoder)
+        from json.encoder import c_make_encoder as _make_encoder
+        from json.encoder import py_encode_basestring as _quoted
 
 INDENT = "  "
 _INFINITY = float("inf")
@@ -117,7 +119,7 @@ def _text(value: Any, newline: str, float_text: Any) -> str:
         if kind is float and float_text is not None:
             special = float_text(value)
             if special is not None:
-                return special  # type: ignore[no-any-return]
+                return special
         return _scalar(value)  # type: ignore[return-value]  # a scalar always has a text
     inner = newline + INDENT
     separator = "," + inner
