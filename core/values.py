@@ -1,9 +1,8 @@
 """Plain value classes: fields in `__slots__`, equality, hashing and repr from them.
 
 What namedtuple gave the hot commands' small records (a parsed command line, a catalog location, a freshness
-scope), without importing `collections`: with contextlib and functools, which import it, that import cost
-every `sessdex list` a third of `python -c pass` (issue 12). Unlike a namedtuple, a value is not a tuple.
-"""
+scope), without generating and compiling a class per record at every start (issue 12). Unlike a namedtuple, a
+value is not a tuple."""
 
 from __future__ import annotations
 
