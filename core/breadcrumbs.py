@@ -11,17 +11,18 @@ file name are replaced by `_`.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import sys
-from collections.abc import Callable, Mapping
-from pathlib import Path
 
-from sessdex.core.discovery import most_recent_session_in, project_session_dirs
-from sessdex.core.paths import AgentPaths, is_session_file_name
-from sessdex.core.private_files import make_private_dirs, open_private
+from sessdex.core.paths import AgentPaths, as_path, is_session_file_name
 from sessdex.core.regular_files import is_regular_file, read_regular_file
+
+# Strings here, Paths only at the API's edge (as_path): `sessdex continue` reads the breadcrumb on every start,
+# and pathlib (with re and urllib.parse) would cost it more than the rest of its work (issue 12).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from pathlib import Path
 
 # Environment variables naming the terminal, in priority order, with the prefix of their terminal id.
 TERMINAL_ENV_VARS: tuple[tuple[str, str], ...] = (
@@ -32,7 +33,7 @@ TERMINAL_ENV_VARS: tuple[tuple[str, str], ...] = (
 )
 
 BREADCRUMB_MAX_BYTES = 64 * 1024  # two paths; anything longer is not a breadcrumb sessdex wrote
-_UNSAFE_FILE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._%+@=,-]")
+_FILE_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+@=,-")
 
 
 class _DetectTty:
@@ -53,7 +54,7 @@ def current_tty_path() -> str | None:
 
 
 def _file_name_safe(text: str) -> str:
-    return _UNSAFE_FILE_NAME_CHARS.sub("_", text)
+    return "".join(char if char in _FILE_NAME_CHARS else "_" for char in text)
 
 
 def terminal_id(env: Mapping[str, str] | None = None,
@@ -78,29 +79,37 @@ def terminal_id(env: Mapping[str, str] | None = None,
 
 def breadcrumb_path(paths: AgentPaths, terminal: str) -> Path:
     """Where the breadcrumb of terminal `terminal` lives."""
-    return paths.terminal_sessions_dir / terminal
+    return as_path(_breadcrumb_file(paths, terminal))
+
+
+def _breadcrumb_file(paths: AgentPaths, terminal: str) -> str:
+    return os.path.join(paths.agent_dir_text, "terminal-sessions", terminal)
 
 
 def write_breadcrumb(paths: AgentPaths, cwd: str | os.PathLike[str], session_file: str | os.PathLike[str], *,
                      env: Mapping[str, str] | None = None,
                      tty_path: str | None | _DetectTty = DETECT_TTY) -> None:
     """Record that this terminal now uses `session_file` in `cwd`; best effort, never raises (S12)."""
+    from sessdex.core.private_files import make_private_dirs, open_private
+
     try:
         terminal = terminal_id(env, tty_path)
         if terminal is None:
             return
-        target = breadcrumb_path(paths, terminal)
-        make_private_dirs(target.parent)
+        target = _breadcrumb_file(paths, terminal)
+        make_private_dirs(os.path.dirname(target))
         content = f"{os.path.abspath(os.fspath(cwd))}\n{os.path.abspath(os.fspath(session_file))}\n"
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        temporary = os.path.join(os.path.dirname(target), f".{terminal}.{os.getpid()}.tmp")
         try:
             with open(open_private(temporary, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8",
                       errors="surrogateescape") as handle:
                 handle.write(content)
             os.replace(temporary, target)
         finally:
-            with contextlib.suppress(OSError):
+            try:
                 os.unlink(temporary)  # gone after the rename; left over only when writing failed
+            except OSError:
+                pass
     except Exception:  # noqa: BLE001 - a breadcrumb must never fail the caller
         return
 
@@ -113,44 +122,67 @@ def read_breadcrumb(paths: AgentPaths, cwd: str | os.PathLike[str], *,
                     env: Mapping[str, str] | None = None,
                     tty_path: str | None | _DetectTty = DETECT_TTY) -> Path | None:
     """This terminal's breadcrumb target, only if its cwd resolves to `cwd` and the file exists; else None."""
+    target = _breadcrumb_target(paths, cwd, env, tty_path)
+    return None if target is None else as_path(target)
+
+
+def _breadcrumb_target(paths: AgentPaths, cwd: str | os.PathLike[str], env: Mapping[str, str] | None,
+                       tty_path: str | None | _DetectTty) -> str | None:
     terminal = terminal_id(env, tty_path)
     if terminal is None:
         return None
     try:
-        lines = read_regular_file(breadcrumb_path(paths, terminal), BREADCRUMB_MAX_BYTES).decode(
+        lines = read_regular_file(_breadcrumb_file(paths, terminal), BREADCRUMB_MAX_BYTES).decode(
             "utf-8", "surrogateescape").splitlines()
     except OSError:
         return None
     if len(lines) < 2 or not lines[0] or not lines[1]:
         return None
-    recorded_cwd, session_file = lines[0], Path(lines[1])
+    recorded_cwd, session_file = lines[0], lines[1]
     if not _same_directory(recorded_cwd, cwd):
         return None
     return session_file if is_agent_session_file(session_file, paths) else None
 
 
-def is_agent_session_file(path: Path, paths: AgentPaths) -> bool:
+def is_agent_session_file(path: str | os.PathLike[str], paths: AgentPaths) -> bool:
     """A breadcrumb may only lead to a session-named regular file inside the agent's sessions folder.
 
     A breadcrumb is a plain file anyone with access to the agent dir can edit: `continue` must not hand
     whatever file it names (outside the agent dir, a dot-file) to the agent.
     """
-    if not is_session_file_name(path.name) or not is_regular_file(path):
+    if not is_session_file_name(os.path.basename(os.fspath(path))) or not is_regular_file(path):
         return False
-    root = os.path.realpath(paths.sessions_root).rstrip(os.sep) + os.sep
+    root = os.path.realpath(paths.sessions_root_text).rstrip(os.sep) + os.sep
     return os.path.realpath(path).startswith(root)
 
 
 def resolve_continue_target(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
                             paths: AgentPaths, env: Mapping[str, str] | None = None,
                             tty_path: str | None | _DetectTty = DETECT_TTY,
-                            most_recent: Callable[[list[Path]], Path | None] = most_recent_session_in) -> Path | None:
+                            most_recent: Callable[[list[str]], str | os.PathLike[str] | None] | None = None,
+                            ) -> Path | None:
     """The file `--continue` resumes: the valid breadcrumb, else the project's newest session; None for a new one.
 
     The newest session is taken by mtime whatever its message count (as the agent does); files
-    without a valid header are skipped.
+    without a valid header are skipped. `most_recent` finds it among the project's folders (default: by reading
+    them, `sessdex.core.discovery.most_recent_session_in`).
     """
-    crumb = read_breadcrumb(paths, cwd, env=env, tty_path=tty_path)
+    target = continue_target(cwd, session_dir, paths=paths, env=env, tty_path=tty_path, most_recent=most_recent)
+    return None if target is None else as_path(target)
+
+
+def continue_target(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
+                    paths: AgentPaths, env: Mapping[str, str] | None = None,
+                    tty_path: str | None | _DetectTty = DETECT_TTY,
+                    most_recent: Callable[[list[str]], str | os.PathLike[str] | None] | None = None) -> str | None:
+    """`resolve_continue_target` as a string (no pathlib: what `sessdex continue` prints)."""
+    crumb = _breadcrumb_target(paths, cwd, env, tty_path)
     if crumb is not None:
         return crumb
-    return most_recent(project_session_dirs(cwd, session_dir, paths))
+    if most_recent is None:
+        from sessdex.core.discovery import most_recent_session_in
+
+        most_recent = most_recent_session_in
+    folders = [os.fspath(session_dir)] if session_dir is not None else paths.project_session_folders(cwd)
+    found = most_recent(folders)
+    return None if found is None else os.fspath(found)

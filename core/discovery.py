@@ -15,16 +15,15 @@ from __future__ import annotations
 import os
 import stat as stat_module
 import time
-from collections.abc import Iterable, Sequence
-from datetime import datetime
-from functools import cached_property
 
+from sessdex.core.datetimes import datetime
 from sessdex.core.paths import SESSION_SUFFIX, AgentPaths, as_path, session_file_entries
 from sessdex.core.records import is_listable_session
 from sessdex.core.summary import SessionInfo, SessionSummary, clamp_epoch_ms, session_info
 
 TYPE_CHECKING = False  # pathlib stays off the hot commands' imports (issue 12): Paths are made by as_path
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
     from pathlib import Path
 
     # (path, reason) of files that look like sessions but could not be read; callers may pass a list to fill.
@@ -197,6 +196,8 @@ def sanitize_display_name(text: str) -> str:
     first_line = text.strip()
     for line_break in _LINE_BREAKS:
         first_line = first_line.split(line_break, 1)[0]
+    if first_line.isprintable():  # no control character to replace (a listing names hundreds of sessions)
+        return first_line.strip()
     return first_line.translate(_CONTROL_TO_SPACE).strip()
 
 
@@ -255,9 +256,15 @@ class RecentSessionInfo:
         """The header id read from the prefix."""
         return self._summary.session_id
 
-    @cached_property
+    @property
     def full_name(self) -> str:
         """title -> first user prompt -> header id -> file name, the first that is non-empty once cleaned."""
+        name: str | None = self.__dict__.get("_full_name")  # computed once (no functools on the hot path)
+        if name is None:
+            name = self.__dict__["_full_name"] = self._first_clean_name()
+        return name
+
+    def _first_clean_name(self) -> str:
         from sessdex.core.text import without_lone_surrogates  # lazy: off the catalog's hot paths
 
         candidates = (self._summary.header_title, self._summary.first_message, self._summary.session_id,

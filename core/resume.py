@@ -10,7 +10,6 @@ that has no messages yet.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
 
 from sessdex.core.discovery import list_all_sessions, list_sessions, sanitize_display_name, truncate_name
 from sessdex.core.errors import (
@@ -28,6 +27,7 @@ from sessdex.core.summary import SessionInfo
 
 TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from pathlib import Path
     from typing import Literal
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 import os
-from datetime import UTC, datetime
 
+from sessdex.core.datetimes import UTC, datetime
 from sessdex.core.paths import as_path
 from sessdex.core.records import is_session_header, is_title_line
 

@@ -23,13 +23,13 @@ import math
 import os
 import time
 from collections import namedtuple
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, date, datetime, timedelta
 
+from sessdex.core.datetimes import UTC, date, datetime, timedelta
 from sessdex.core.text import without_lone_surrogates
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (`list` shows cost and tokens; issue 12)
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import Any, Literal
 
     ReportKind = Literal["daily", "weekly", "monthly", "session", "project", "model"]

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 
 from sessdex.core.errors import SessdexError
+
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 INTERRUPTED_STATUS = 130
 BROKEN_PIPE_STATUS = 1  # what click exits with when stdout is closed under it

@@ -25,7 +25,8 @@ commands' bodies and output are the click commands' own (`sessdex.catalog.cli.se
 from __future__ import annotations
 
 import os
-from collections import namedtuple
+
+from sessdex.core.values import Value
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -58,20 +59,22 @@ WORD_COMMANDS = ("search", "history search")
 MAX_COUNT = 1_000_000_000  # sessdex.catalog.cli.output.MAX_COUNT (that module is not imported before it is needed)
 
 
-class CommandLine(namedtuple("CommandLine", "command agent_dir catalog flags value limit options machines",
-                             defaults=(None, None, (), None))):
+class CommandLine(Value):
     """One parsed invocation in a shape the fast path answers."""
 
-    __slots__ = ()
-    # The fields' types, for the type checker (annotations only: no class attributes).
-    command: str
-    agent_dir: str | None
-    catalog: str | None
-    flags: frozenset[str]
-    value: str | None  # resume's VALUE, usage's REPORT, the words of search and history search, joined
-    limit: int | None  # -n of recent, search and history search
-    options: tuple[tuple[str, str], ...]  # (option, value) of COMMAND_VALUE_OPTIONS
-    machines: str | None  # the root --machines: this or all
+    __slots__ = ("command", "agent_dir", "catalog", "flags", "value", "limit", "options", "machines")
+
+    def __init__(self, command: str, agent_dir: str | None, catalog: str | None, flags: frozenset[str],
+                 value: str | None = None, limit: int | None = None, options: tuple[tuple[str, str], ...] = (),
+                 machines: str | None = None) -> None:
+        self.command = command
+        self.agent_dir = agent_dir
+        self.catalog = catalog
+        self.flags = flags
+        self.value = value  # resume's VALUE, usage's REPORT, the words of search and history search, joined
+        self.limit = limit  # -n of recent, search and history search
+        self.options = options  # (option, value) of COMMAND_VALUE_OPTIONS
+        self.machines = machines  # the root --machines: this or all
 
 
 def _positive_count(text: str) -> int | None:

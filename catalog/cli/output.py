@@ -10,7 +10,6 @@ import codecs
 import os
 import sys
 import time
-from datetime import UTC, datetime
 
 from sessdex.catalog.tui.terminal_text import (
     EMPHASIS_END,
@@ -21,6 +20,7 @@ from sessdex.catalog.tui.terminal_text import (
     terminal_text,
 )
 from sessdex.catalog.tui.width import ELLIPSIS, cut_middle, display_width, fit
+from sessdex.core.datetimes import UTC, datetime
 
 TYPE_CHECKING = False  # typing, dataclasses and json stay off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -109,9 +109,9 @@ def _ascii_only(stream: Any) -> bool:
 
 def echo_json(value: Any) -> None:
     """Print `value` as indented JSON, non-ASCII characters kept (those a terminal acts on escaped)."""
-    import json  # only --json output needs it
+    from sessdex.catalog.cli.json_text import json_text  # only --json output needs it
 
-    echo(terminal_json(json.dumps(value, ensure_ascii=False, indent=2)))
+    echo(terminal_json(json_text(value)))
 
 
 def iso_utc(moment: datetime) -> str:
@@ -272,8 +272,10 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
     colour when the table is printed with `echo(..., markup=True)`.
     """
     rows = [[terminal_text(cell) for cell in row] for row in rows]
-    natural = [max([display_width(col.header)] + [display_width(row[i]) for row in rows])
-               for i, col in enumerate(columns)]
+    # Each cell measured once (by column): a listing has thousands of cells, and measuring is most of its work.
+    cells_by_column = [[row[i] for row in rows] for i in range(len(columns))]
+    used_by_column = [list(map(display_width, cells)) for cells in cells_by_column]
+    natural = [max([display_width(col.header), *used]) for col, used in zip(columns, used_by_column)]
     widths = list(natural)
     gaps = 2 * (len(columns) - 1)
     if width is not None and sum(widths) + gaps > width:
@@ -286,21 +288,30 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
             share = room // (len(remaining) - position)
             widths[index] = min(natural[index], share)
             room -= widths[index]
-    cells_by_column = [[row[i] for row in rows] for i in range(len(columns))]
     for i, col in enumerate(columns):
         if col.path and widths[i] < natural[i]:
             cells_by_column[i] = distinct_short_paths(cells_by_column[i], widths[i])
-    def aligned(cell: str, i: int) -> str:
-        return " " * (widths[i] - display_width(cell)) + cell if columns[i].align_right else fit(cell, widths[i])
-
-    lines = ["  ".join(aligned(col.header, i) for i, col in enumerate(columns)).rstrip()]
+            used_by_column[i] = list(map(display_width, cells_by_column[i]))
+    aligned_by_column = [[_aligned(cell, used, room, col.align_right) for cell, used in zip(cells, used_column)]
+                         for cells, used_column, room, col in zip(cells_by_column, used_by_column, widths, columns)]
+    lines = ["  ".join(_aligned(col.header, display_width(col.header), room, col.align_right)
+                       for col, room in zip(columns, widths)).rstrip()]
     for number in range(len(rows)):
-        parts = [aligned(cells_by_column[i][number], i) for i in range(len(columns))]
+        parts = [column[number] for column in aligned_by_column]
         line = "  ".join(parts).rstrip()
         if emphasis is not None and 0 < emphasis[number] <= len(parts[0].rstrip()):
             line = EMPHASIS_START + line[:emphasis[number]] + EMPHASIS_END + line[emphasis[number]:]
         lines.append(line)
     return "\n".join(lines)
+
+
+def _aligned(cell: str, used: int, width: int, align_right: bool) -> str:
+    """A cell of `used` columns in a column `width` wide: padded on the left (right-aligned) or the right, or cut."""
+    if align_right:
+        return " " * (width - used) + cell
+    if used <= width:
+        return cell + " " * (width - used)
+    return fit(cell, width)
 
 
 def unique_prefix_lengths(ids: Sequence[str]) -> list[int]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 
 from sessdex.catalog.cli.output import (
     color_enabled,
@@ -31,6 +30,7 @@ from sessdex.core.errors import UsageError
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from sessdex.catalog.queries.source import SessionSource
@@ -73,7 +73,7 @@ def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, as_j
         if isinstance(source, Catalog):
             # The catalog holds every field of the session object: one query, no file read (a recent session
             # may be hundreds of megabytes).
-            sessions = source.list_sessions(current_directory(), session_dir, include_empty=True)[:limit]
+            sessions = source.list_sessions(current_directory(), session_dir, include_empty=True, limit=limit)
         else:
             # The file scan: the newest files by their first 4 KB, then only those few read whole.
             folders = ([os.fspath(session_dir)] if session_dir is not None
@@ -194,12 +194,11 @@ def print_shell_target(directory: str, path: str) -> None:
 
 def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool, session_dir: Path | None) -> int:
     """`sessdex continue`: the session `xcsh --continue` would resume here; status 1 when there is none."""
-    from sessdex.core.breadcrumbs import resolve_continue_target  # lazy: it pulls in the runtime/storage modules
-    from sessdex.core.discovery import read_session_info
+    from sessdex.core.breadcrumbs import continue_target
 
     with json_refusal(as_json), open_source() as source:
-        target = resolve_continue_target(current_directory(), session_dir, paths=paths,
-                                         most_recent=source.most_recent_session_in)
+        target = continue_target(current_directory(), session_dir, paths=paths,
+                                 most_recent=source.most_recent_session_file)
     message = "No session to continue in this project: xcsh --continue starts a new one."
     if target is None:
         if as_json:
@@ -207,8 +206,10 @@ def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool,
         echo(message, err=True)
         return 1
     if as_json:
+        from sessdex.core.discovery import read_session_info
+
         info = read_session_info(target)
-        echo_json(session_json(info) if info is not None else {"path": str(target)})
+        echo_json(session_json(info) if info is not None else {"path": target})
     else:
-        echo(str(target))
+        echo(target)
     return 0

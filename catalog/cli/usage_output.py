@@ -9,7 +9,6 @@ the spending shows at a glance; `--json` prints `sessdex.core.usage.UsageReport.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 from sessdex.catalog.cli.output import Column, current_directory, echo, output_width, render_table
 from sessdex.catalog.tui.terminal_text import terminal_json
@@ -29,6 +28,8 @@ from sessdex.core.usage import (
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sessdex.catalog.queries.source import SessionSource
 
     SourceOpener = Callable[[], SessionSource]
@@ -72,16 +73,30 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
     with open_source() as source:
         report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
     if as_json:
-        # orjson: a session report holds a row per session, and the stdlib encoder costs more than the query.
-        import orjson
-
-        echo(terminal_json(orjson.dumps(report.to_json(breakdown), option=orjson.OPT_INDENT_2).decode()))
+        echo(terminal_json(report_json_text(report, breakdown)))
     elif not report.rows:
         echo("No usage found", err=True)
     else:
         width = output_width()
         echo(usage_table(report, width, breakdown=breakdown, bars=width is not None))
     return 0
+
+
+# From this many rows on, `--json` is written by orjson: its import costs more than a small report's whole run,
+# but it writes a row several times faster than Python (a session report holds a row per session).
+ORJSON_ROWS = 1000
+
+
+def report_json_text(report: UsageReport, breakdown: bool) -> str:
+    """The report as `--json` prints it: orjson's text (json_text spells numbers as orjson does)."""
+    value = report.to_json(breakdown)
+    if len(report.rows) < ORJSON_ROWS:
+        from sessdex.catalog.cli.json_text import json_text
+
+        return json_text(value, orjson_numbers=True)
+    import orjson
+
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 
 
 def bar(value: float, largest: float, width: int = BAR_WIDTH) -> str:

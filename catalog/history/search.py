@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import heapq
 import re
-import sqlite3
 from collections import namedtuple
-from collections.abc import Callable, Iterable
 
+from sessdex.core.sqlite_driver import sqlite3
 from sessdex.core.text import without_lone_surrogates
 
 TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 Row = tuple[int, str, int, "str | None"]

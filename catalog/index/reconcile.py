@@ -17,12 +17,15 @@ from __future__ import annotations
 import os
 import stat as stat_module
 import time
-from collections import namedtuple
-from collections.abc import Callable, Iterable, Mapping
 
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.location import CatalogLocation
 from sessdex.core.paths import session_file_entries
+from sessdex.core.values import Value
+
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
 
 HEARTBEAT_MAX_AGE_SECONDS = 2.0
 _INT64_MAX = 2**63 - 1  # indexer.INT64_MAX (the indexer is imported lazily)
@@ -31,13 +34,14 @@ _INT64_MAX = 2**63 - 1  # indexer.INT64_MAX (the indexer is imported lazily)
 StatKey = tuple[int, int, int, int]
 
 
-class Scope(namedtuple("Scope", "directories root", defaults=((), None))):
+class Scope(Value):
     """Which files a query depends on: some folders (their files only) and/or a root (everything below it)."""
 
-    __slots__ = ()
-    # The fields' types, for the type checker (annotations only: no class attributes).
-    directories: tuple[str, ...]
-    root: str | None
+    __slots__ = ("directories", "root")
+
+    def __init__(self, directories: tuple[str, ...] = (), root: str | None = None) -> None:
+        self.directories = directories
+        self.root = root
 
     @classmethod
     def of(cls, directories: Iterable[str | os.PathLike[str]] = (), root: str | os.PathLike[str] | None = None) -> Scope:
@@ -48,17 +52,19 @@ class Scope(namedtuple("Scope", "directories root", defaults=((), None))):
         return [*self.directories, *([self.root] if self.root is not None else [])]
 
 
-class ReconcileReport(namedtuple("ReconcileReport", "scanned changed vanished skipped_for_watcher failures",
-                                 defaults=(0, [], [], False, []))):
+class ReconcileReport(Value):
     """What a freshness pass found (and handed to the indexer)."""
 
-    __slots__ = ()
-    # The fields' types, for the type checker (annotations only: no class attributes).
-    scanned: int
-    changed: list[str]
-    vanished: list[str]
-    skipped_for_watcher: bool
-    failures: list  # indexer.FileFailure of the files whose indexing failed (recorded as unreadable)
+    __slots__ = ("scanned", "changed", "vanished", "skipped_for_watcher", "failures")
+
+    def __init__(self, scanned: int = 0, changed: list[str] | None = None, vanished: list[str] | None = None,
+                 skipped_for_watcher: bool = False, failures: list | None = None) -> None:
+        self.scanned = scanned
+        self.changed: list[str] = [] if changed is None else changed
+        self.vanished: list[str] = [] if vanished is None else vanished
+        self.skipped_for_watcher = skipped_for_watcher
+        # indexer.FileFailure of the files whose indexing failed (recorded as unreadable)
+        self.failures: list = [] if failures is None else failures
 
     @property
     def up_to_date(self) -> bool:
@@ -206,13 +212,14 @@ def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str
 
 # -- the watcher's heartbeat ---------------------------------------------------------------------------
 
-class Heartbeat(namedtuple("Heartbeat", "pid root")):
+class Heartbeat(Value):
     """What a running watcher publishes next to the catalog: its pid and the root it watches."""
 
-    __slots__ = ()
-    # The fields' types, for the type checker (annotations only: no class attributes).
-    pid: int
-    root: str
+    __slots__ = ("pid", "root")
+
+    def __init__(self, pid: int, root: str) -> None:
+        self.pid = pid
+        self.root = root
 
 
 def read_heartbeat(location: CatalogLocation, *, max_age: float = HEARTBEAT_MAX_AGE_SECONDS,

@@ -73,6 +73,11 @@ class FileScan:
 
         return most_recent_session_in(directories)
 
+    def most_recent_session_file(self, directories: Iterable[str | os.PathLike[str]]) -> str | None:
+        """`most_recent_session_in` as a string."""
+        found = self.most_recent_session_in(directories)
+        return None if found is None else os.fspath(found)
+
     def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
                            session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
         """sessdex.core.resume.find_session_by_id."""

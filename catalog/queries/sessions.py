@@ -10,15 +10,11 @@ is loaded from the catalog only when read, so a listing never pulls every messag
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
 import time
-from collections import namedtuple
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import itemgetter
 
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
-from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.db import open_catalog as open_database
 from sessdex.catalog.store.location import CatalogLocation, resolve_location
@@ -27,10 +23,13 @@ from sessdex.catalog.store.settings import Settings
 from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
 from sessdex.core.errors import CatalogError
 from sessdex.core.paths import AgentPaths, as_path
+from sessdex.core.sqlite_driver import sqlite3
 from sessdex.core.summary import NO_MESSAGES, SessionInfo, SessionSummary, datetime_from_ms, parse_iso_timestamp
+from sessdex.core.values import Value
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -104,6 +103,21 @@ def _json_loads(text: str) -> Any:
     return json.loads(text)
 
 
+# What a SessionInfo is made of, in this order (see Catalog._info_of).
+_INFO_COLUMNS = ("id", "machine", "path", "mtime_ns", "session_id", "cwd", "title", "message_count", "first_message",
+                 "created", "parent_session", "input_tokens", "output_tokens", "cache_read_tokens",
+                 "cache_write_tokens", "cost_total")
+
+
+def _info_columns(row: Any) -> Callable[[Any], tuple[Any, ...]]:
+    """A getter of _INFO_COLUMNS from rows shaped like `row`: by position for SQLite's rows (a lookup by name
+    compares the column names one by one: a tenth of `sessdex list`'s own work), by name for other backends'."""
+    if isinstance(row, sqlite3.Row):
+        names = row.keys()
+        return itemgetter(*[names.index(name) for name in _INFO_COLUMNS])
+    return itemgetter(*_INFO_COLUMNS)
+
+
 def _newest_first_key(row: Any) -> tuple[float, str]:
     # The file scan sorts on (-mtime in ms as a float, path); the same key gives the same order and ties.
     return (-(row["mtime_ns"] / 1_000_000), row["path"])
@@ -120,15 +134,16 @@ def _id_range(prefix: str) -> dict[str, str]:
     return {"id_lo": prefix, "id_hi": prefix + ID_PREFIX_CEILING}
 
 
-class SearchHit(namedtuple("SearchHit", "session field snippet score")):
+class SearchHit(Value):
     """One session matching a search, with where it matched and a highlighted snippet."""
 
-    __slots__ = ()
-    # The fields' types, for the type checker (annotations only: no class attributes).
-    session: SessionInfo
-    field: str  # "title", "first_message" or "message"
-    snippet: str
-    score: float
+    __slots__ = ("session", "field", "snippet", "score")
+
+    def __init__(self, session: SessionInfo, field: str, snippet: str, score: float) -> None:
+        self.session = session
+        self.field = field  # "title", "first_message" or "message"
+        self.snippet = snippet
+        self.score = score
 
 
 def fts_query(text: str) -> str | None:
@@ -302,30 +317,39 @@ class Catalog:
         return " ".join(row["text"] for row in self._database().fetchall("message_texts", {"file_id": file_id}))
 
     def _session_info(self, row: Any) -> SessionInfo:
-        modified = datetime_from_ms(row["mtime_ns"] / 1_000_000)
+        return self._info_of(_info_columns(row)(row))
+
+    def _info_of(self, values: tuple[Any, ...]) -> SessionInfo:
+        """The SessionInfo of a row's _INFO_COLUMNS values."""
+        (file_id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, created,
+         parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) = values
+        modified = datetime_from_ms(mtime_ns / 1_000_000)
         info = CatalogSessionInfo(
-            path=row["path"],  # a Path on first access
-            id=row["session_id"],
-            cwd=row["cwd"] or "",
-            title=row["title"],
-            message_count=row["message_count"],
-            first_message=row["first_message"] if row["first_message"] is not None else NO_MESSAGES,
+            path=path,  # a Path on first access
+            id=session_id,
+            cwd=cwd or "",
+            title=title,
+            message_count=message_count,
+            first_message=first_message if first_message is not None else NO_MESSAGES,
             all_messages_text=None,  # type: ignore[arg-type]  # loaded on first access
-            created=parse_iso_timestamp(row["created"]) or modified,
+            created=parse_iso_timestamp(created) or modified,
             modified=modified,
-            parent_session=row["parent_session"],
-            cost=row["cost_total"],
-            total_tokens=row["input_tokens"] + row["output_tokens"] + row["cache_read_tokens"]
-            + row["cache_write_tokens"],
+            parent_session=parent_session,
+            cost=cost,
+            total_tokens=input_tokens + output_tokens + cache_read_tokens + cache_write_tokens,
         )
-        file_id = row["id"]
         info.__dict__["_load_messages_text"] = lambda: self.messages_text(file_id)
-        info.__dict__["machine"] = row["machine"]  # not fields: SessionInfo itself is immutable
-        info.__dict__["remote"] = row["machine"] != self.machine
+        info.__dict__["machine"] = machine  # not fields: SessionInfo itself is immutable
+        info.__dict__["remote"] = machine != self.machine
         return info
 
-    def _infos(self, rows: Iterable[Any]) -> list[SessionInfo]:
-        return [self._session_info(row) for row in sorted(rows, key=_newest_first_key)]
+    def _infos(self, rows: Sequence[Any], limit: int | None = None) -> list[SessionInfo]:
+        if not rows:
+            return []
+        columns = _info_columns(rows[0])
+        # Newest first, ties by path (the file scan's order): mtime_ns is column 3, path column 2.
+        ordered = sorted(map(columns, rows), key=lambda values: (-(values[3] / 1_000_000), values[2]))
+        return [self._info_of(values) for values in ordered[:limit]]
 
     # -- list() / list_all() ------------------------------------------------------------------------------
 
@@ -335,13 +359,13 @@ class Catalog:
         return list(dict.fromkeys(os.path.abspath(os.fspath(folder)) for folder in folders))
 
     def list_sessions(self, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
-                      include_empty: bool = False) -> list[SessionInfo]:
-        """`list(cwd, session_dir)` from the catalog: the project's sessions, newest first."""
+                      include_empty: bool = False, limit: int | None = None) -> list[SessionInfo]:
+        """`list(cwd, session_dir)` from the catalog: the project's sessions, newest first (the first `limit`)."""
         folders = self.project_dirs(cwd, session_dir)
         self.refresh(Scope.of(folders))
         return self._infos(self._rows_in_folders("infos_in_directories", folders,
                                                  {"min_messages": 0 if include_empty else 1},
-                                                 cwd if session_dir is None else None))
+                                                 cwd if session_dir is None else None), limit)
 
     def list_all_sessions(self, *, include_empty: bool = False) -> list[SessionInfo]:
         """`list_all()` from the catalog: every session below the sessions root, newest first."""
@@ -362,7 +386,7 @@ class Catalog:
             rows = self._rows_in_folders("infos_by_id_in_directories", folders,
                                          {**_id_range(prefix), "min_messages": 0},
                                          cwd if session_dir is None else None)
-        return self._infos(row for row in rows if row["session_id"].startswith(prefix))
+        return self._infos([row for row in rows if row["session_id"].startswith(prefix)])
 
     def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
                            session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
@@ -401,6 +425,12 @@ class Catalog:
 
         if limit is None:
             limit = DEFAULT_RECENT_LIMIT
+        return [RecentSessionInfo(row["path"], row["mtime_ns"] / 1_000_000,
+                                  SessionSummary.from_state(_json_loads(row["prefix_state"])), now_ms)
+                for row in self._recent_rows(directories, limit)]
+
+    def _recent_rows(self, directories: Iterable[str | os.PathLike[str]], limit: int) -> list[Any]:
+        """The rows of the newest files with a valid header in `directories`, newest first (at most `limit`)."""
         folders = list(dict.fromkeys(os.path.abspath(os.fspath(folder)) for folder in directories))
         if not folders or limit <= 0:
             return []
@@ -410,14 +440,17 @@ class Catalog:
             params = {**_scope_params(folders[start:start + 3]), "limit": limit, "offset": 0}
             rows += self._database().fetchall("recent_in_directories", params)
         rows.sort(key=_newest_first_key)
-        return [RecentSessionInfo(row["path"], row["mtime_ns"] / 1_000_000,
-                                  SessionSummary.from_state(_json_loads(row["prefix_state"])), now_ms)
-                for row in rows[:limit]]
+        return rows[:limit]
 
     def most_recent_session_in(self, directories: Iterable[str | os.PathLike[str]]) -> Path | None:
         """sessdex.core.discovery.most_recent_session_in from the catalog: the newest file with a valid header."""
-        recent = self.recent_sessions_in(directories, 1)
-        return recent[0].path if recent else None
+        found = self.most_recent_session_file(directories)
+        return None if found is None else as_path(found)
+
+    def most_recent_session_file(self, directories: Iterable[str | os.PathLike[str]]) -> str | None:
+        """`most_recent_session_in` as a string (no pathlib, no stored state decoded: `sessdex continue`)."""
+        rows = self._recent_rows(directories, 1)
+        return rows[0]["path"] if rows else None
 
     # -- search -----------------------------------------------------------------------------------------
 
@@ -514,6 +547,8 @@ class Catalog:
         """
         # A common word walks much of the index: read through SQLite's small page cache rather than the
         # memory map, whose touched pages would all count in this process's resident memory.
+        from sessdex.catalog.store import fts  # search only: the listings never use it
+
         reader.execute("PRAGMA mmap_size = 0")
         self._fill_content_index()
         ranked: dict[int, tuple[str, int, float]] = {}  # file id -> (kind, FTS rowid, score), best first
@@ -640,16 +675,10 @@ class Catalog:
         folders = self.project_dirs(cwd, session_dir)
         return _IN_FOLDERS_SQL.format(marks=", ".join("?" * len(folders))), tuple(folders)
 
-    @contextlib.contextmanager
-    def _widened(self, all_projects: bool) -> Iterator[None]:
+    def _widened(self, all_projects: bool) -> _Widened:
         """Inside the block, the picker's "all" scope holds every machine's sessions (its scope key widens to
         them); the project scope holds what --machines says."""
-        previous = self.all_machines
-        self.all_machines = previous or all_projects
-        try:
-            yield
-        finally:
-            self.all_machines = previous
+        return _Widened(self, all_projects)
 
     def bring_up_to_date(self, cwd: str, session_dir: str | os.PathLike[str] | None, *, all_projects: bool) -> bool:
         """Run the freshness pass for the scope; True when it changed the catalog."""
@@ -698,3 +727,21 @@ def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str |
     else `<agent dir>/catalog.db`.
     """
     return Catalog.from_settings(Settings.resolve(agent_dir, catalog))
+
+
+class _Widened:
+    """`Catalog._widened`: all_machines widened for the block, restored after it (a class, not a contextlib
+    generator: this module is on every hot command's path, issue 12)."""
+
+    __slots__ = ("catalog", "all_projects", "previous")
+
+    def __init__(self, catalog: Catalog, all_projects: bool) -> None:
+        self.catalog, self.all_projects = catalog, all_projects
+        self.previous = catalog.all_machines
+
+    def __enter__(self) -> None:
+        self.previous = self.catalog.all_machines
+        self.catalog.all_machines = self.previous or self.all_projects
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.catalog.all_machines = self.previous

@@ -107,6 +107,9 @@ class SessionSource(Protocol):
     def most_recent_session_in(self, directories: Iterable[str | os.PathLike[str]]) -> Path | None:
         """The newest session file with a valid header in `directories`, or None."""
 
+    def most_recent_session_file(self, directories: Iterable[str | os.PathLike[str]]) -> str | None:
+        """`most_recent_session_in` as a string."""
+
     def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
                            session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
         """The one session whose id starts with `value`: this project first, then every project."""

@@ -17,13 +17,10 @@ than this package. A database server that cannot be reached is a `CatalogUnavail
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+import sys
 
-from sessdex.catalog.store import fts
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION, SQL
 from sessdex.catalog.store.location import (
     BUSY_TIMEOUT_MS,
@@ -34,9 +31,12 @@ from sessdex.catalog.store.location import (
 from sessdex.catalog.store.machine import host_name
 from sessdex.core.errors import CatalogError, CatalogUnavailableError, UsageError
 from sessdex.core.paths import as_path
+from sessdex.core.sqlite_driver import sqlite3
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
+    import contextlib
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
     from typing import Any, Protocol
 else:
@@ -190,20 +190,10 @@ class SqliteCatalog:
             raise RuntimeError("catalog writes must happen inside CatalogDatabase.write()")
         return self._writer
 
-    @contextlib.contextmanager
-    def write(self) -> Iterator[None]:
+    def write(self) -> _SqliteTransaction:
         if self._writer is None:
             self._writer = connect_sqlite(self._path, readonly=False)
-        writer = self._writer
-        if writer.in_transaction:
-            raise RuntimeError("nested catalog write transaction")
-        writer.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            writer.rollback()
-            raise
-        writer.commit()
+        return _SqliteTransaction(self._writer)
 
     def writer_connection(self) -> sqlite3.Connection:
         """The read-write connection (for maintenance such as FTS optimize and checkpoints)."""
@@ -218,6 +208,8 @@ class SqliteCatalog:
         return self.writer_connection()
 
     def integrity_errors(self) -> list[str]:
+        from sessdex.catalog.store import fts  # doctor and rebuilds only: off the read path
+
         connection = self.writer_connection()
         result = [row[0] for row in connection.execute("PRAGMA quick_check")]
         errors = [f"sqlite: {line}" for line in result] if result != ["ok"] else []
@@ -229,6 +221,8 @@ class SqliteCatalog:
         return errors
 
     def rebuild_full_text(self) -> bool:
+        from sessdex.catalog.store import fts
+
         connection = self.writer_connection()
         with self.write():
             for table in fts.FTS_TABLES:
@@ -271,17 +265,8 @@ class SqlAlchemyCatalog:
                 self._connection = self._engine.connect()
         return self._connection
 
-    @contextlib.contextmanager
-    def _reporting_lost_connection(self) -> Iterator[None]:
-        from sqlalchemy.exc import DBAPIError
-
-        try:
-            yield
-        except DBAPIError as exc:
-            if not _is_connection_problem(exc):
-                raise
-            self._drop_connection()
-            raise unavailable(self.location, exc) from exc
+    def _reporting_lost_connection(self) -> _ReportingLostConnection:
+        return _ReportingLostConnection(self)
 
     def revision(self) -> str | None:
         """The Alembic revision of the database, None when it has none (a new, empty database)."""
@@ -297,9 +282,11 @@ class SqlAlchemyCatalog:
     def _drop_connection(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
-            with contextlib.suppress(Exception):
+            try:
                 connection.invalidate()
                 connection.close()
+            except Exception:  # noqa: BLE001 - the connection is lost already
+                pass
 
     def _params(self, name: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
         values = dict(with_machine(name, params, self.machine))
@@ -354,27 +341,8 @@ class SqlAlchemyCatalog:
         if not self._in_write:
             raise RuntimeError("catalog writes must happen inside CatalogDatabase.write()")
 
-    @contextlib.contextmanager
-    def write(self) -> Iterator[None]:
-        if self._in_write:
-            raise RuntimeError("nested catalog write transaction")
-        self._in_write = True
-        try:
-            if self.dialect == "postgresql":
-                from sqlalchemy import text
-
-                self._execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITE_LOCK_KEY})
-            yield
-        except BaseException:
-            if self._connection is not None:
-                with self._reporting_lost_connection():
-                    self._connection.rollback()
-            raise
-        else:
-            with self._reporting_lost_connection():
-                self._connect().commit()
-        finally:
-            self._in_write = False
+    def write(self) -> _SqlAlchemyTransaction:
+        return _SqlAlchemyTransaction(self)
 
     def sqlite_reader(self) -> None:
         return None
@@ -390,10 +358,90 @@ class SqlAlchemyCatalog:
 
     def close(self) -> None:
         if self._connection is not None:
-            with contextlib.suppress(Exception):
+            try:
                 self._connection.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
             self._connection = None
         self._engine.dispose()
+
+
+# The context managers of the backends' write transactions are classes rather than contextlib generators: this
+# module is on every hot command's path, and contextlib imports functools and collections (issue 12).
+
+class _SqliteTransaction:
+    """`SqliteCatalog.write()`: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK when the block raises."""
+
+    __slots__ = ("writer",)
+
+    def __init__(self, writer: sqlite3.Connection) -> None:
+        self.writer = writer
+
+    def __enter__(self) -> None:
+        if self.writer.in_transaction:
+            raise RuntimeError("nested catalog write transaction")
+        self.writer.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: type[BaseException] | None, *exc_info: object) -> None:
+        if kind is not None:
+            self.writer.rollback()
+        else:
+            self.writer.commit()
+
+
+class _ReportingLostConnection:
+    """Inside the block, a lost server connection is dropped and raised as CatalogUnavailableError."""
+
+    __slots__ = ("catalog",)
+
+    def __init__(self, catalog: SqlAlchemyCatalog) -> None:
+        self.catalog = catalog
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: object) -> None:
+        from sqlalchemy.exc import DBAPIError
+
+        if isinstance(error, DBAPIError) and _is_connection_problem(error):
+            self.catalog._drop_connection()
+            raise unavailable(self.catalog.location, error) from error
+
+
+class _SqlAlchemyTransaction:
+    """`SqlAlchemyCatalog.write()`: on PostgreSQL under the advisory write lock; commit, or roll back on a raise."""
+
+    __slots__ = ("catalog",)
+
+    def __init__(self, catalog: SqlAlchemyCatalog) -> None:
+        self.catalog = catalog
+
+    def __enter__(self) -> None:
+        catalog = self.catalog
+        if catalog._in_write:
+            raise RuntimeError("nested catalog write transaction")
+        catalog._in_write = True
+        try:
+            if catalog.dialect == "postgresql":
+                from sqlalchemy import text
+
+                catalog._execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITE_LOCK_KEY})
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+
+    def __exit__(self, kind: type[BaseException] | None, *exc_info: object) -> None:
+        catalog = self.catalog
+        try:
+            if kind is not None:
+                if catalog._connection is not None:
+                    with catalog._reporting_lost_connection():
+                        catalog._connection.rollback()
+            else:
+                with catalog._reporting_lost_connection():
+                    catalog._connect().commit()
+        finally:
+            catalog._in_write = False
 
 
 # The key of the PostgreSQL advisory lock every catalog write transaction holds ("sessdex" in ASCII).
@@ -545,7 +593,9 @@ def remove_catalog_files(location: CatalogLocation) -> list[Path]:
     removed = []
     for suffix in ("", "-wal", "-shm"):
         target = as_path(f"{location.sqlite_file}{suffix}")
-        with contextlib.suppress(FileNotFoundError):
+        try:
             target.unlink()
-            removed.append(target)
+        except FileNotFoundError:
+            continue
+        removed.append(target)
     return removed

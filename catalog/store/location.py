@@ -4,18 +4,16 @@ the sidecar files (locks, watcher heartbeat) beside it; and the engine Alembic a
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import stat
-from collections import namedtuple
 
 from sessdex.core.errors import CatalogError, UsageError
 from sessdex.core.paths import as_path
+from sessdex.core.values import Value
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
     from typing import Any
 
@@ -52,23 +50,19 @@ def sqlalchemy_url(url: str) -> str:
     return url
 
 
-class CatalogLocation(namedtuple("CatalogLocation", "url sqlite_file lock_folder")):
+class CatalogLocation(Value):
     """A catalog database: its SQLAlchemy URL and, for a SQLite file, the file's path.
 
     The places are held as strings and given as Paths on first read (`sqlite_path`, `lock_dir`, the
     sidecars); the `*_file` / `*_folder` strings serve the hot commands, which never import pathlib.
     """
 
-    __slots__ = ()
-    # The fields' types, for the type checker (annotations only: no class attributes).
-    url: str
-    sqlite_file: str | None  # absolute
-    lock_folder: str  # absolute
+    __slots__ = ("url", "sqlite_file", "lock_folder")
 
-    def __new__(cls, url: str, sqlite_path: str | os.PathLike[str] | None,
-                lock_dir: str | os.PathLike[str]) -> CatalogLocation:
-        return super().__new__(cls, url, None if sqlite_path is None else os.fspath(sqlite_path),
-                               os.fspath(lock_dir))
+    def __init__(self, url: str, sqlite_path: str | os.PathLike[str] | None, lock_dir: str | os.PathLike[str]) -> None:
+        self.url = url
+        self.sqlite_file: str | None = None if sqlite_path is None else os.fspath(sqlite_path)  # absolute
+        self.lock_folder: str = os.fspath(lock_dir)  # absolute
 
     @property
     def sqlite_path(self) -> Path | None:
@@ -205,7 +199,7 @@ def check_named_catalog_file(path: str) -> None:
 def _holds_other_tables(path: str) -> bool:
     """True for a readable SQLite database with tables but no Alembic revision: another program's data (the
     agent's history.db, say). A database sessdex cannot read is left to the catalog's own recovery."""
-    import sqlite3
+    from sessdex.core.sqlite_driver import sqlite3
 
     try:
         connection = sqlite3.connect(f"file:{path.replace('%', '%25').replace('?', '%3f').replace('#', '%23')}"
@@ -221,18 +215,33 @@ def _holds_other_tables(path: str) -> bool:
 
 # -- locks -------------------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def exclusive_lock(path: Path, *, blocking: bool = True) -> Iterator[int]:
-    """Hold an exclusive `flock` on `path` (created if needed); raise BlockingIOError when busy and not blocking."""
-    from sessdex.core.private_files import make_private_dirs, open_private  # only writers lock: off the read path
+class exclusive_lock:  # a function's name: used as `with exclusive_lock(path) as fd:`
+    """Hold an exclusive `flock` on `path` (created if needed); raise BlockingIOError when busy and not blocking.
 
-    make_private_dirs(path.parent)
-    fd = open_private(path)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        yield fd
-    finally:
-        os.close(fd)
+    A class rather than a contextlib generator: this module is on every hot command's path (issue 12).
+    """
+
+    __slots__ = ("path", "blocking", "fd")
+
+    def __init__(self, path: Path, *, blocking: bool = True) -> None:
+        self.path, self.blocking = path, blocking
+        self.fd = -1
+
+    def __enter__(self) -> int:
+        from sessdex.core.private_files import make_private_dirs, open_private  # only writers lock: off the read path
+
+        make_private_dirs(self.path.parent)
+        fd = open_private(self.path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.blocking else fcntl.LOCK_NB))
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
+        return fd
+
+    def __exit__(self, *exc_info: object) -> None:
+        os.close(self.fd)
 
 
 

@@ -8,12 +8,10 @@ host name. Storing it keeps the rows of an agent dir under one name even if the 
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 from sessdex.catalog.store.location import MACHINE_ENV, MACHINES_ENV
 from sessdex.core.errors import UsageError
-from sessdex.core.private_files import write_private_text
 
 TYPE_CHECKING = False  # pathlib stays off the hot commands' imports
 if TYPE_CHECKING:
@@ -80,13 +78,16 @@ def remember_machine(agent_dir: str | os.PathLike[str], name: str) -> None:
     target = machine_file(agent_dir)
     if stored_machine(agent_dir) is not None or not target.parent.is_dir():
         return
+    from sessdex.core.private_files import write_private_text  # writers only: off the read path
+
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         write_private_text(temporary, name + "\n")
-        with contextlib.suppress(FileExistsError):
-            os.link(temporary, target)  # never replaces a name another process stored meanwhile
+        os.link(temporary, target)  # never replaces a name another process stored meanwhile
     except OSError:
-        pass  # best effort: the name is looked up again next time
+        pass  # best effort (a name stored meanwhile stays): the name is looked up again next time
     finally:
-        with contextlib.suppress(OSError):
+        try:
             temporary.unlink()
+        except OSError:
+            pass

@@ -8,23 +8,33 @@ one of these functions at the single place its kind of output is written: the CL
 
 from __future__ import annotations
 
-import re
-
 REPLACEMENT = "\ufffd"
-# C0 controls but tab and newline, DEL, C1 controls, and lone surrogates (undecodable bytes or damaged text).
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-_UNSAFE_OR_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
-_LINE_BREAKS = frozenset("\t\n\r\x0b\x0c\x85\u2028\u2029")
-# Inside JSON text: what json/orjson leave raw that a terminal would still act on.
-_UNSAFE_IN_JSON = re.compile(r"[\x7f-\x9f\ud800-\udfff]")
+# Unsafe: C0 controls, DEL, C1 controls, and lone surrogates (undecodable bytes or damaged text). Replaced with
+# str.translate tables built on first use (no `re`: every hot command prints through here, issue 12).
+_C0, _C1, _SURROGATES = range(0x20), range(0x7f, 0xa0), range(0xd800, 0xe000)
+_LINE_BREAKS = "\t\n\r\x0b\x0c\x85\u2028\u2029"
+_TABLES: dict[str, dict[int, str]] = {}
 # Private-use characters a writer may put around highlighted text; `markup` turns them into bold on/off.
 HIGHLIGHT_START, HIGHLIGHT_END = "\ue000", "\ue001"
 # The same for an id's unique prefix in a listing table (bold colour).
 EMPHASIS_START, EMPHASIS_END = "\ue002", "\ue003"
 
 
-def _replace_line_break_with_space(match: re.Match[str]) -> str:
-    return " " if match.group() in _LINE_BREAKS else REPLACEMENT
+def _table(kind: str) -> dict[int, str]:
+    """The translation of unsafe characters for `kind`: "lines" (tab and newline kept), "line" (line breaks become
+    spaces), "json" (written as \\uXXXX escapes)."""
+    table = _TABLES.get(kind)
+    if table is None:
+        if kind == "json":  # json/orjson escape the C0 controls themselves
+            table = {code: f"\\u{code:04x}" for code in (*_C1, *_SURROGATES)}
+        else:
+            table = dict.fromkeys((*_C0, *_C1, *_SURROGATES), REPLACEMENT)
+            if kind == "lines":
+                del table[ord("\t")], table[ord("\n")]
+            else:
+                table.update(dict.fromkeys(map(ord, _LINE_BREAKS), " "))
+        _TABLES[kind] = table
+    return table
 
 
 def terminal_text(text: str, *, keep_newlines: bool = False) -> str:
@@ -33,14 +43,14 @@ def terminal_text(text: str, *, keep_newlines: bool = False) -> str:
     Without `keep_newlines` it is one line: tabs and line breaks become spaces. With it, newlines
     stay (a table is several lines) and tabs too.
     """
-    if keep_newlines:
-        # The common case, checked at C speed: ASCII whose only non-printables are newlines and tabs.
-        if text.isascii() and text.replace("\n", " ").replace("\t", " ").isprintable():
-            return text
-        return _UNSAFE.sub(REPLACEMENT, text)
-    if text.isprintable():
+    if not keep_newlines:
+        return text if text.isprintable() else text.translate(_table("line"))
+    # The common case, checked at C speed: text whose only non-printables are newlines and tabs.
+    if text.replace("\n", " ").replace("\t", " ").isprintable():
         return text
-    return _UNSAFE_OR_BREAK.sub(_replace_line_break_with_space, text)
+    # Else line by line: a line that is printable (most) is kept as it is.
+    table = _table("lines")
+    return "\n".join(line if line.isprintable() else line.translate(table) for line in text.split("\n"))
 
 
 def terminal_json(text: str) -> str:
@@ -50,4 +60,7 @@ def terminal_json(text: str) -> str:
     """
     if text.isascii() and "\x7f" not in text:
         return text
-    return _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    if text.replace("\n", " ").isprintable():
+        return text
+    table = _table("json")
+    return "\n".join(line if line.isprintable() else line.translate(table) for line in text.split("\n"))

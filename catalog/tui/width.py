@@ -9,7 +9,7 @@ joined emoji family is one 2-column picture: importing wcwidth costs a listing m
 from __future__ import annotations
 
 import unicodedata
-from functools import lru_cache
+from functools import lru_cache  # functools is loaded already: SQLite's C module imports it
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -17,22 +17,44 @@ if TYPE_CHECKING:
 
 ELLIPSIS = "…"
 # What makes one drawn picture out of several characters (wcwidth's business): joiner, variation selectors,
-# keycap; regional indicators (flags) and skin tones are ranges.
+# keycap; regional indicators (flags) and skin tones are ranges, both above _CLUSTER_RANGES_START.
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f\u20e3")
+_CLUSTER_RANGES_START = "\U0001f1e6"
 
 
 def _has_cluster_machinery(text: str) -> bool:
+    if _JOINERS.isdisjoint(text) and (not text or max(text) < _CLUSTER_RANGES_START):
+        return False  # the common case, decided at C speed
     return any(char in _JOINERS or "\U0001f1e6" <= char <= "\U0001f1ff" or "\U0001f3fb" <= char <= "\U0001f3ff"
                for char in text)
 
 
-@lru_cache(maxsize=4096)
-def _cluster_width(cluster: str) -> int:
-    if not _has_cluster_machinery(cluster):
-        return sum(_plain_width(char) for char in cluster)
-    import wcwidth
+class _CharWidths(dict[str, int]):
+    """Columns of single characters, each computed once (a table of thousands of cells measures them often)."""
 
-    return max(wcwidth.width(cluster), 0)
+    def __missing__(self, char: str) -> int:
+        width = self[char] = _plain_width(char)
+        return width
+
+
+_CHAR_WIDTHS = _CharWidths()
+_CLUSTER_WIDTHS: dict[str, int] = {}
+
+
+def _cluster_width(cluster: str) -> int:
+    if len(cluster) == 1 and cluster < _CLUSTER_RANGES_START and cluster not in _JOINERS:
+        return _CHAR_WIDTHS[cluster]
+    width = _CLUSTER_WIDTHS.get(cluster)
+    if width is None:
+        if not _has_cluster_machinery(cluster):
+            width = sum(map(_CHAR_WIDTHS.__getitem__, cluster))
+        else:
+            import wcwidth
+
+            width = max(wcwidth.width(cluster), 0)
+        if len(_CLUSTER_WIDTHS) < 4096:
+            _CLUSTER_WIDTHS[cluster] = width
+    return width
 
 
 def _plain_width(char: str) -> int:
@@ -78,6 +100,9 @@ def display_width(text: str) -> int:
 @lru_cache(maxsize=4096)
 def _non_ascii_width(text: str) -> int:
     # Kept: the picker measures the same titles and paths on every redraw.
+    if not _has_cluster_machinery(text):
+        # A cluster of plain characters is as wide as its characters together (combining marks are 0).
+        return sum(map(_CHAR_WIDTHS.__getitem__, text))
     return sum(_cluster_width(cluster) for cluster in graphemes(text))
 
 
@@ -99,8 +124,11 @@ def cut(text: str, width: int) -> str:
 
 def fit(text: str, width: int) -> str:
     """`text` cut to at most `width` columns (ending in `…` when cut) and padded to exactly `width`."""
-    text = cut(text, width)
-    return text + " " * (width - display_width(text))
+    used = display_width(text)
+    if used > width:
+        text = cut(text, width)
+        used = display_width(text)
+    return text + " " * (width - used)
 
 
 def cut_middle(text: str, width: int, head: int | None = None) -> str:

@@ -42,68 +42,66 @@ RUNNER = ("import atexit, os, sys\n"
 # The processes run with `python -S` and import sessdex from the source tree (IMPORT_ROOT): no `site`, no
 # editable-install finder, whose imports (re, typing, pathlib, ...) would hide ours; `site`'s own (os) are
 # imported by RUNNER and counted as start-up.
-# sqlite3 and what it imports (collections, datetime), and small C / pure modules the commands use. No re, no
-# pathlib (the API's Path values are made on first read: core.paths.as_path), no typing, no dataclasses.
-_STDLIB_COMMON = {
-    "__future__", "_collections", "_datetime", "_functools", "_operator", "_sqlite3", "collections",
-    "collections.abc", "contextlib", "datetime", "errno", "fcntl", "functools", "itertools", "keyword", "math",
-    "operator", "reprlib", "sqlite3", "sqlite3.dbapi2", "types", "unicodedata",
+# No re, json, orjson, pathlib, typing, dataclasses, contextlib, or the pure-Python halves of datetime and
+# sqlite3 (core.datetimes, store.sqlite_driver): the API's Path values are made on first read (core.paths.as_path),
+# --json is written by cli.json_text.
+# Every command: the entry and its parser, the line writer (terminal-safe text, widths, dates).
+_ENTRY = {
+    "__future__", "_datetime", "unicodedata",
+    "sessdex", "sessdex.catalog", "sessdex.catalog.cli", "sessdex.catalog.cli.entry", "sessdex.catalog.cli.errors",
+    "sessdex.catalog.cli.fastpath", "sessdex.catalog.cli.output", "sessdex.catalog.tui",
+    "sessdex.catalog.tui.terminal_text", "sessdex.catalog.tui.width", "sessdex.core", "sessdex.core.datetimes",
+    "sessdex.core.errors", "sessdex.core.paths", "sessdex.core.values",
 }
+# SQLite's C module, which imports functools (and so collections) for its statement cache.
+_SQLITE = {"_sqlite3", "_functools", "functools", "_collections", "collections", "_operator", "operator",
+           "itertools", "keyword", "reprlib", "types"}
+_SETTINGS = {"fcntl", "sessdex.catalog.store", "sessdex.catalog.store.location", "sessdex.catalog.store.settings",
+             "sessdex.core.sqlite_driver"}
+# A current catalog opened, its freshness checked (a live watcher's heartbeat), its rows read as SessionInfo.
+_CATALOG = _SQLITE | _SETTINGS | {
+    "errno", "math", "sessdex.catalog.index", "sessdex.catalog.index.reconcile", "sessdex.catalog.queries",
+    "sessdex.catalog.queries.open_source", "sessdex.catalog.queries.sessions", "sessdex.catalog.store.compiled_sql",
+    "sessdex.catalog.store.db", "sessdex.catalog.store.fts", "sessdex.catalog.store.machine", "sessdex.core.discovery",
+    "sessdex.core.records", "sessdex.core.summary",
+    # only when the freshness pass writes to the catalog (issue 11: what sessdex creates is 0600)
+    "sessdex.core.private_files",
+}
+# Issue 13: refusals as JSON (read_guard).
+_SESSION_COMMANDS = _ENTRY | _CATALOG | {"sessdex.catalog.cli.session_commands", "sessdex.catalog.cli.read_guard"}
+# The listing table: the one display-name rule (naming), dates, each session's cost and tokens (issue 14).
+_TABLE = {"sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates", "sessdex.core.usage", "sessdex.core.text"}
+# --json only (checked below): the C string encoder of the json package, without the package.
+_JSON_OUTPUT = {"_json", "sessdex.catalog.cli.json_text"}
 _RE = {"_sre", "copyreg", "enum", "re", "re._casefix", "re._compiler", "re._constants", "re._parser"}
-# pathlib and what it imports: only `continue` (core.breadcrumbs works on Paths) and the file scan.
 _PATHLIB = _RE | {"fnmatch", "ipaddress", "ntpath", "pathlib", "urllib", "urllib.parse", "warnings"}
 # orjson imports these itself.
 _ORJSON = {
     "orjson", "orjson.orjson", "uuid", "_uuid", "platform", "dataclasses", "inspect", "ast", "_ast", "dis", "opcode",
     "_opcode", "token", "tokenize", "linecache", "copy", "weakref", "_weakrefset", "importlib", "warnings",
-    "importlib._bootstrap", "importlib._bootstrap_external", "importlib.machinery",
+    "importlib._bootstrap", "importlib._bootstrap_external", "importlib.machinery", "collections.abc", "contextlib",
+    "datetime", "math", "_json", "json", "json.decoder", "json.encoder", "json.scanner", *_RE,
 }
-_SESSDEX_COMMON = {
-    "sessdex", "sessdex.catalog", "sessdex.catalog.cli", "sessdex.catalog.cli.entry", "sessdex.catalog.cli.errors",
-    "sessdex.catalog.cli.fastpath", "sessdex.catalog.cli.output", "sessdex.catalog.store",
-    "sessdex.catalog.store.location", "sessdex.catalog.store.settings", "sessdex.catalog.tui",
-    # every line printed is made terminal-safe (issue 11): the sanitizer is the writer's own
-    "sessdex.catalog.tui.terminal_text", "sessdex.catalog.tui.width", "sessdex.core", "sessdex.core.errors", "sessdex.core.paths",
-}
-_CATALOG_QUERIES = {
-    "sessdex.catalog.index", "sessdex.catalog.index.reconcile", "sessdex.catalog.queries",
-    "sessdex.catalog.queries.open_source", "sessdex.catalog.queries.sessions", "sessdex.catalog.store.compiled_sql",
-    "sessdex.catalog.store.db", "sessdex.catalog.store.fts", "sessdex.core.discovery", "sessdex.core.records",
-    "sessdex.core.summary",
-    "sessdex.catalog.store.machine",  # which machine's rows to read (issue 15): os and pathlib, loaded already
-    # only when the freshness pass writes to the catalog (issue 11: what sessdex creates is 0600)
-    "sessdex.core.private_files",
-}
-# Issue 13: refusals as JSON (read_guard), the one display-name rule (naming) and date style (dates).
-_LISTING = _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | {
-    "sessdex.catalog.cli.session_commands", "sessdex.catalog.cli.read_guard", "sessdex.catalog.queries.naming",
-    "sessdex.catalog.tui.dates"}
-_USAGE_FIGURES = {"sessdex.core.usage", "sessdex.core.text"}  # each session's cost and tokens in the table
-# --json prints through json (`recent` also reads the stored fold state with it), which imports re.
-_JSON_ONLY = {"_json", "json", "json.decoder", "json.encoder", "json.scanner"}
-_JSON = _RE | _JSON_ONLY
 IMPORT_BUDGET: dict[str, set[str]] = {
-    "list": _LISTING | _USAGE_FIGURES | _JSON,
-    # issue 13: `recent` and `search` print the listing table of `list` (cost and tokens, names, dates)
-    "recent": _LISTING | _USAGE_FIGURES | _JSON | {"sessdex.core.text"},  # names every terminal can print
-    "resume": _LISTING | _JSON | {"sessdex.core.resume"},
+    "list": _SESSION_COMMANDS | _TABLE | _JSON_OUTPUT,
+    # issue 13: `recent` prints the listing table of `list`
+    "recent": _SESSION_COMMANDS | _TABLE | _JSON_OUTPUT,
+    # --json names the session as the tables do (naming)
+    "resume": _SESSION_COMMANDS | _JSON_OUTPUT | {"sessdex.core.resume", "sessdex.catalog.queries.naming"},
     # The terminal's breadcrumb, read as session files are: a regular file only, never blocking.
-    "continue": _LISTING | _JSON | _PATHLIB | {"sessdex.core.breadcrumbs", "sessdex.core.regular_files"},
-    "search": _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | _JSON | _USAGE_FIGURES | {
+    "continue": _SESSION_COMMANDS | _JSON_OUTPUT | {"sessdex.core.breadcrumbs", "sessdex.core.regular_files"},
+    "search": _ENTRY | _CATALOG | _TABLE | _JSON_OUTPUT | {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.index.content_index",
-        "sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates"},
-    "history": _STDLIB_COMMON | _SESSDEX_COMMON | {
+        "collections.abc"},  # content_index's Callable at run time
+    "history": _ENTRY | _SETTINGS | _SQLITE | {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.history", "sessdex.catalog.history.search",
         "sessdex.core.text", "_heapq", "heapq", *_RE,
         # --json only: prints through orjson (which imports uuid, platform, dataclasses and json)
-        *_ORJSON, *_JSON},
+        *_ORJSON},
+    "usage": _ENTRY | _CATALOG | _JSON_OUTPUT | {
+        "sessdex.catalog.cli.usage_output", "sessdex.catalog.queries.usage", "sessdex.core.usage", "sessdex.core.text",
+        "collections.abc"},  # queries.usage's Sequence at run time
 }
-IMPORT_BUDGET["usage"] = _STDLIB_COMMON | _SESSDEX_COMMON | _CATALOG_QUERIES | _USAGE_FIGURES | {
-    "sessdex.catalog.cli.usage_output", "sessdex.catalog.queries.usage",
-    # --json only: prints through orjson (which imports uuid, platform, dataclasses and json)
-    *_ORJSON, *_JSON}
-# Without --json, no hot command imports json but those reading the stored fold state of `recent` with it.
-NO_JSON_EXCEPT = ("recent", "continue")
 # `--catalog off` reads the session files themselves: the JSONL parser (core.jsonl: dataclasses, typing) and
 # orjson are its work, and reading only regular files without blocking (core.regular_files) with text every
 # terminal can print (core.text).
@@ -329,10 +327,11 @@ def test_each_hot_command_imports_only_its_budget(runs, startup_modules: set[str
             continue
         command = next(arg for arg in case.args if arg in IMPORT_BUDGET)
         budgets_used.add(command)
-        budget = IMPORT_BUDGET[command] | (FILE_SCAN_BUDGET if ("SESSDEX_CATALOG", "off") in case.env else set())
+        file_scan = ("SESSDEX_CATALOG", "off") in case.env
+        budget = IMPORT_BUDGET[command] | (FILE_SCAN_BUDGET if file_scan else set())
         extra = fast.modules - startup_modules - budget
-        if "--json" not in case.args and command not in NO_JSON_EXCEPT:
-            extra |= fast.modules & _JSON_ONLY
+        if "--json" not in case.args:  # (the file scan's orjson imports json, and with it _json)
+            extra |= fast.modules & (_JSON_OUTPUT - ({"_json"} if file_scan else set()))
         if extra:
             over[case.args] = extra
     assert not over, "\n".join(f"{' '.join(args)}: {' '.join(sorted(extra))}" for args, extra in over.items())

@@ -85,6 +85,9 @@ def assert_parity(paths: AgentPaths, catalog: Catalog, cwds: list[str]) -> int:
             assert [session_fields(i) for i in catalog.list_sessions(cwd, include_empty=include_empty)] == \
                 [session_fields(i) for i in scanned]
             ids.update(info.id for info in scanned)
+            # `recent` builds only the sessions it prints
+            assert [session_fields(i) for i in catalog.list_sessions(cwd, include_empty=include_empty, limit=2)] == \
+                [session_fields(i) for i in scanned[:2]]
             compared += 1
         folders = discovery.project_session_dirs(cwd, None, paths)
         for limit in (1, 3, 1000):
@@ -92,7 +95,10 @@ def assert_parity(paths: AgentPaths, catalog: Catalog, cwds: list[str]) -> int:
                 [recent_fields(r) for r in discovery.recent_sessions_in(folders, limit, now_ms=NOW_MS)]
             compared += 1
         for folder in folders:
-            assert catalog.most_recent_session_in([folder]) == discovery.find_most_recent_session(folder)
+            newest = discovery.find_most_recent_session(folder)
+            assert catalog.most_recent_session_in([folder]) == newest
+            # what `sessdex continue` prints, read without pathlib or the stored state
+            assert catalog.most_recent_session_file([folder]) == (None if newest is None else str(newest))
             assert [recent_fields(r) for r in catalog.recent_sessions_in([folder], now_ms=NOW_MS)] == \
                 [recent_fields(r) for r in discovery.get_recent_sessions(folder, now_ms=NOW_MS)]
             compared += 2

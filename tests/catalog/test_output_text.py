@@ -1,0 +1,76 @@
+"""The printers the hot commands use instead of json, orjson and re write exactly what those wrote.
+
+`cli.json_text` stands in for `json.dumps(value, ensure_ascii=False, indent=2)` (every --json) and for orjson's
+indented text (`sessdex usage --json` of a small report); `tui.terminal_text` replaced regular expressions with
+translation tables. Each is compared here with the library or the expressions it replaces, on generated values.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sessdex.catalog.cli.json_text import json_text
+from sessdex.catalog.tui.terminal_text import REPLACEMENT, terminal_json, terminal_text
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text()
+_KEYS = st.text() | st.integers() | st.floats() | st.booleans() | st.none()
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner) | st.tuples(inner, inner) | st.dictionaries(_KEYS, inner),
+                       max_leaves=25)
+# orjson: 64-bit integers, string keys; NaN and the infinities are null there.
+_ORJSON_FLOATS = st.floats() | st.floats(min_value=-1e-4, max_value=1e-4)
+_ORJSON_SCALARS = (st.none() | st.booleans() | st.integers(min_value=-2**63, max_value=2**64 - 1) | _ORJSON_FLOATS
+                   | st.text())
+_ORJSON_VALUES = st.recursive(_ORJSON_SCALARS, lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+                              max_leaves=25)
+
+
+@settings(max_examples=400)
+@given(_VALUES)
+def test_json_text_is_what_json_dumps_writes(value: object) -> None:
+    assert json_text(value) == json.dumps(value, ensure_ascii=False, indent=2)
+
+
+@settings(max_examples=400)
+@given(_ORJSON_VALUES)
+def test_json_text_with_orjson_numbers_is_what_orjson_writes(value: object) -> None:
+    assert json_text(value, orjson_numbers=True) == orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+
+
+def test_json_text_refuses_what_json_refuses() -> None:
+    for value in ({"set": {1}}, [object()], {(1, 2): "tuple key"}):
+        try:
+            json.dumps(value)
+        except TypeError:
+            pass
+        else:
+            raise AssertionError(f"json accepts {value!r}")
+        try:
+            json_text(value)
+        except TypeError:
+            continue
+        raise AssertionError(f"json_text accepts {value!r}")
+
+
+# The expressions terminal_text and terminal_json used before (issue 11), as the reference.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_UNSAFE_OR_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
+_LINE_BREAKS = frozenset("\t\n\r\x0b\x0c\x85\u2028\u2029")
+_UNSAFE_IN_JSON = re.compile(r"[\x7f-\x9f\ud800-\udfff]")
+# Controls, line breaks, surrogates, characters that are not printable but safe (no-break space, joiner,
+# private use), and plain ones.
+_HOSTILE = st.text(alphabet=st.sampled_from([chr(code) for code in (*range(0xb0), 0x2028, 0x2029, 0x200d, 0xe000,
+                                                                     0xe003, 0x4e2d, 0x1f600, 0xd800, 0xdc80, 0xdfff)]))
+
+
+@settings(max_examples=1000)
+@given(_HOSTILE)
+def test_terminal_text_replaces_what_the_expressions_replaced(text: str) -> None:
+    one_line = _UNSAFE_OR_BREAK.sub(lambda match: " " if match.group() in _LINE_BREAKS else REPLACEMENT, text)
+    assert terminal_text(text) == one_line
+    assert terminal_text(text, keep_newlines=True) == _UNSAFE.sub(REPLACEMENT, text)
+    assert terminal_json(text) == _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
