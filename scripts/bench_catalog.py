@@ -215,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         (workdir / "manifest.json").write_bytes(manifest.to_json())
         print(f"corpus: generated in {manifest.seconds:.1f} s")
     manifest = orjson.loads((workdir / "manifest.json").read_bytes())
+    home = Path(manifest["home"])  # the sessions' cwds are under it (a corpus copied from another workdir keeps its own)
     sessions = manifest["sessions"]
     total_bytes = sum(s["size"] for s in sessions)
     print(f"corpus: {len(sessions)} files, {total_bytes / 1e6:.1f} MB, {len(manifest['projects'])} projects, "
