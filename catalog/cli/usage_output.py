@@ -128,17 +128,23 @@ def usage_table(report: UsageReport, width: int | None, *, breakdown: bool, bars
                                                                 "TOTAL", "COST")]
     if bars:
         columns.append(Column("" if kind in PERIOD_KINDS else "SHARE"))
+    # Sessions of other machines sharing the catalog: every session row says whose it is, as listings do.
+    machines = kind == "session" and any((row.session or {}).get("machine") for row in report.rows)
+    if machines:
+        columns.append(Column("MACHINE"))
     prefix = id_prefix_length([row.key for row in report.rows]) if kind == "session" else 0
     largest = max(row.totals.cost for row in report.rows)
     lines: list[list[str]] = []
     for row in report.rows:
         label = _row_label(kind, row, prefix)
-        lines.append(_cells(label, row, models) + ([bar(row.totals.cost, largest)] if bars else []))
+        lines.append(_cells(label, row, models) + ([bar(row.totals.cost, largest)] if bars else [])
+                     + ([sanitize_display_name((row.session or {}).get("machine") or "")] if machines else []))
         if breakdown:
             for name, figures in sorted(row.models.items(), key=lambda item: (-item[1].cost, item[0])):
                 split = _cells(f"  └ {sanitize_display_name(name)}", UsageRow(name, figures), False)
-                lines.append(split[:1] + ([""] if models else []) + split[1:] + ([""] if bars else []))
-    lines.append(_cells("TOTAL", report.totals, models) + ([""] if bars else []))
+                lines.append(split[:1] + ([""] if models else []) + split[1:] + ([""] if bars else [])
+                             + ([""] if machines else []))
+    lines.append(_cells("TOTAL", report.totals, models) + ([""] if bars else []) + ([""] if machines else []))
     return render_table(columns, lines, width)
 
 

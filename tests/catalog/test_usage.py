@@ -633,6 +633,20 @@ def test_usage_defaults_to_this_machine_and_machines_all_adds_every_machines(mac
                               expected_report(devbox, kind, None, since, until), kind)
 
 
+def test_the_session_table_says_which_machine_each_session_is_on(machines: Machines, capsys, monkeypatch) -> None:
+    machines.index(capsys, monkeypatch)
+    devbox_ids = {usage["id"] for usage in counted_files(machines.devbox_root) if usage["facts"]}
+    result = run_cli(["--machines", "all", *machines.cli("laptop", "usage", "session", "--all")], capsys)
+    assert result.code == 0, result.err
+    header, *rows = result.out.splitlines()
+    assert header.split()[-1] == "MACHINE"
+    on_devbox = [row for row in rows if row.split()[-1] == "devbox"]
+    assert on_devbox and len(on_devbox) == len(devbox_ids)
+    assert all(any(row.startswith(session_id[:4]) for session_id in devbox_ids) for row in on_devbox)
+    alone = run_cli(machines.cli("laptop", "usage", "session", "--all"), capsys)
+    assert alone.code == 0 and "MACHINE" not in alone.out.splitlines()[0]
+
+
 def test_reindexing_one_machine_leaves_the_other_machines_usage_alone(machines: Machines, capsys,
                                                                       monkeypatch) -> None:
     machines.index(capsys, monkeypatch)
