@@ -24,3 +24,20 @@ class Value:
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in type(self).__slots__)
         return f"{type(self).__name__}({fields})"
+
+
+class FrozenValue(Value):
+    """A value whose fields cannot change after `__init__`, which sets them with `_set_fields`."""
+
+    __slots__ = ()
+
+    def _set_fields(self, *values: object) -> None:
+        names: tuple[str, ...] = type(self).__slots__
+        for name, value in zip(names, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: {type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: {type(self).__name__} is immutable")

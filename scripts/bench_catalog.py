@@ -49,6 +49,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -296,27 +298,12 @@ def main(argv: list[str] | None = None) -> int:
     search_rss_mb = max(run_measuring_rss([*catalog_cli, *search_command], search_cwd).max_rss_kb
                         for _ in range(3)) / 1024
 
-    watcher = subprocess.Popen([*catalog_cli, "watch"], cwd=workdir, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
-    location = resolve_location(agent, str(catalog_db))
-    try:
-        deadline = time.monotonic() + 600
-        while read_heartbeat(location) is None or content_backlog_left(catalog_db):
-            if watcher.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"sessdex watch did not start: {watcher.stderr.read().decode()}")
-            time.sleep(0.05)
+    with sessdex_watch(catalog_cli, workdir, agent, catalog_db, until_text_indexed=True):
         watched = alternating_medians_ms(floor_argv, {label: ([*catalog_cli, *command], cwd, checked(expectation))
                                                       for label, (command, cwd, expectation) in commands.items()},
                                          args.runs)
         latencies = [] if args.cli_only else append_latencies(catalog_db,
                                                               [s for s in valid if s["kind"] == "normal"][:10])
-    finally:
-        watcher.send_signal(signal.SIGINT)
-        try:
-            watcher.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
-            watcher.wait()
 
     for mode, figures in (("while `sessdex watch` keeps the catalog current", dict(watched)),
                           ("checking freshness itself", dict(own))):
@@ -342,6 +329,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 USAGE_REPORTS = ("daily", "weekly", "monthly", "session", "project", "model")
+
+
+@contextmanager
+def sessdex_watch(catalog_cli: list[str], workdir: Path, agent: Path, catalog_db: Path, *,
+                  until_text_indexed: bool) -> Iterator[None]:
+    """`sessdex watch` running on the catalog, from its first heartbeat (and, with `until_text_indexed`, once the
+    message-text index is complete) until the block ends; then stopped as Ctrl+C stops it."""
+    watcher = subprocess.Popen([*catalog_cli, "watch"], cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    location = resolve_location(agent, str(catalog_db))
+    try:
+        deadline = time.monotonic() + 600
+        while read_heartbeat(location) is None or (until_text_indexed and content_backlog_left(catalog_db)):
+            if watcher.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"sessdex watch did not start: {watcher.stderr.read().decode()}")
+            time.sleep(0.05)
+        yield
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        try:
+            watcher.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+            watcher.wait()
 
 
 def measure_usage_reports(workdir: Path, agent: Path, catalog_db: Path, catalog_cli: list[str], runs: int,
@@ -379,21 +389,8 @@ def measure_usage_reports(workdir: Path, agent: Path, catalog_db: Path, catalog_
     for kind in USAGE_REPORTS:
         commands[f"sessdex usage {kind} --all --json"] = ([*catalog_cli, "usage", kind, "--all", "--json"], empty, report)
     own = alternating_medians_ms([PYTHON, "-c", "pass"], commands, runs)
-    watcher = subprocess.Popen([*catalog_cli, "watch"], cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 600
-        while read_heartbeat(resolve_location(agent, str(catalog_db))) is None:
-            if watcher.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"sessdex watch did not start: {watcher.stderr.read().decode()}")
-            time.sleep(0.05)
+    with sessdex_watch(catalog_cli, workdir, agent, catalog_db, until_text_indexed=False):
         watched = alternating_medians_ms([PYTHON, "-c", "pass"], commands, runs)
-    finally:
-        watcher.send_signal(signal.SIGINT)
-        try:
-            watcher.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
-            watcher.wait()
     for mode, figures in (("while `sessdex watch` keeps the catalog current", dict(watched)),
                           ("checking freshness itself", dict(own))):
         floor_ms, floor_cpu = figures.pop("floor")

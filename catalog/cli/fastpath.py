@@ -85,7 +85,7 @@ def _positive_count(text: str) -> int | None:
     return None
 
 
-def _root_options(args: Sequence[str]) -> tuple[dict[str, str], int] | None:
+def root_options(args: Sequence[str]) -> tuple[dict[str, str], int] | None:
     """The root options before the command (name -> value) and the command's position; None if unsupported."""
     options: dict[str, str] = {}
     position = 0
@@ -107,7 +107,7 @@ def _root_options(args: Sequence[str]) -> tuple[dict[str, str], int] | None:
 
 def parse_command_line(args: Sequence[str]) -> CommandLine | None:
     """`args` (argv without the program) as a CommandLine, or None when the fast path does not take it."""
-    root = _root_options(args)
+    root = root_options(args)
     if root is None:
         return None
     options, position = root

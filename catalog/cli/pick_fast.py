@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from sessdex.catalog.tui.picker import PickerResult, SessionPicker
 
 TERMINAL_DEVICE = "/dev/tty"
-ROOT_OPTIONS = ("--agent-dir", "--catalog")
 HEADINGS = {"resume": "Resume a session", "pick": "Pick a session"}
 FLAGS = {"resume": ("--json", "--shell"), "pick": ("--all", "--json", "--shell")}
 
@@ -95,19 +94,12 @@ def print_outcome(result: PickerResult, *, as_json: bool = False, shell: bool = 
 
 def _parse(args: Sequence[str]) -> tuple[str, dict[str, str], set[str]] | None:
     """(command, root options, flags) of a shape this path answers, else None."""
-    options: dict[str, str] = {}
-    position = 0
-    while position < len(args) and args[position].startswith("-"):
-        name, has_value, value = args[position].partition("=")
-        if name not in ROOT_OPTIONS or name in options:
-            return None
-        if not has_value:
-            position += 1
-            value = args[position] if position < len(args) else ""
-        if not value or value.startswith("-"):
-            return None
-        options[name] = value
-        position += 1
+    from sessdex.catalog.cli.fastpath import root_options
+
+    root = root_options(args)
+    if root is None or "--machines" in root[0]:
+        return None  # the picker of every machine starts through click
+    options, position = root
     if position == len(args) or args[position] not in FLAGS:
         return None
     command = args[position]

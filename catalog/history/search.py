@@ -31,6 +31,7 @@ from collections import namedtuple
 
 from sessdex.core.sqlite_driver import sqlite3
 from sessdex.core.text import without_lone_surrogates
+from sessdex.core.values import FrozenValue
 
 TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def clamp_limit(limit: int) -> int:
     return max(0, min(int(limit), _MAX_SQL_LIMIT))
 
 
-class HistoryEntry:
+class HistoryEntry(FrozenValue):
     """One stored prompt; a search hit also carries a one-line snippet and the highlighted spans in it.
 
     Immutable, compared, hashed and shown by its fields (a plain class, not a dataclass: `history search`
@@ -106,31 +107,7 @@ class HistoryEntry:
 
     def __init__(self, id: int, prompt: str, created_at: int, cwd: str | None, snippet: str | None = None,
                  highlights: tuple[tuple[int, int], ...] = ()) -> None:
-        set_field = object.__setattr__
-        set_field(self, "id", id)
-        set_field(self, "prompt", prompt)
-        set_field(self, "created_at", created_at)
-        set_field(self, "cwd", cwd)
-        set_field(self, "snippet", snippet)
-        set_field(self, "highlights", highlights)
-
-    def _values(self) -> tuple[Any, ...]:
-        return (self.id, self.prompt, self.created_at, self.cwd, self.snippet, self.highlights)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}: HistoryEntry is immutable")
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return (f"HistoryEntry(id={self.id!r}, prompt={self.prompt!r}, created_at={self.created_at!r}, "
-                f"cwd={self.cwd!r}, snippet={self.snippet!r}, highlights={self.highlights!r})")
+        self._set_fields(id, prompt, created_at, cwd, snippet, highlights)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (what `--json` prints)."""
