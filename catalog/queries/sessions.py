@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import os
 import time
-from operator import itemgetter
+
+try:
+    from _operator import itemgetter  # what operator re-exports, without operator.py's own start-up
+except ImportError:  # an interpreter without the C module
+    from operator import itemgetter
 
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
 from sessdex.catalog.store.db import CatalogDatabase

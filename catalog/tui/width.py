@@ -9,7 +9,6 @@ joined emoji family is one 2-column picture: importing wcwidth costs a listing m
 from __future__ import annotations
 
 import unicodedata
-from functools import lru_cache  # functools is loaded already: SQLite's C module imports it
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -97,13 +96,24 @@ def display_width(text: str) -> int:
     return _non_ascii_width(text)
 
 
-@lru_cache(maxsize=4096)
+# Widths of non-ASCII text already measured: the picker measures the same titles and paths on every redraw. A dict,
+# not functools.lru_cache: the hot commands do not load functools (core.sqlite_driver).
+_MEASURED: dict[str, int] = {}
+_MEASURED_LIMIT = 4096
+
+
 def _non_ascii_width(text: str) -> int:
-    # Kept: the picker measures the same titles and paths on every redraw.
-    if not _has_cluster_machinery(text):
-        # A cluster of plain characters is as wide as its characters together (combining marks are 0).
-        return sum(map(_CHAR_WIDTHS.__getitem__, text))
-    return sum(_cluster_width(cluster) for cluster in graphemes(text))
+    width = _MEASURED.get(text)
+    if width is None:
+        if not _has_cluster_machinery(text):
+            # A cluster of plain characters is as wide as its characters together (combining marks are 0).
+            width = sum(map(_CHAR_WIDTHS.__getitem__, text))
+        else:
+            width = sum(_cluster_width(cluster) for cluster in graphemes(text))
+        if len(_MEASURED) >= _MEASURED_LIMIT:
+            _MEASURED.clear()
+        _MEASURED[text] = width
+    return width
 
 
 def cut(text: str, width: int) -> str:

@@ -53,9 +53,8 @@ _ENTRY = {
     "sessdex.catalog.tui.terminal_text", "sessdex.catalog.tui.width", "sessdex.core", "sessdex.core.datetimes",
     "sessdex.core.errors", "sessdex.core.paths", "sessdex.core.values",
 }
-# SQLite's C module, which imports functools (and so collections) for its statement cache.
-_SQLITE = {"_sqlite3", "_functools", "functools", "_collections", "collections", "_operator", "operator",
-           "itertools", "keyword", "reprlib", "types"}
+# SQLite's C module, given functools' C statement cache without functools (core.sqlite_driver).
+_SQLITE = {"_sqlite3", "_functools", "_operator"}
 _SETTINGS = {"fcntl", "sessdex.catalog.store", "sessdex.catalog.store.location", "sessdex.catalog.store.settings",
              "sessdex.core.sqlite_driver"}
 # A current catalog opened, its freshness checked (a live watcher's heartbeat), its rows read as SessionInfo.
@@ -70,10 +69,14 @@ _CATALOG = _SQLITE | _SETTINGS | {
 # Issue 13: refusals as JSON (read_guard).
 _SESSION_COMMANDS = _ENTRY | _CATALOG | {"sessdex.catalog.cli.session_commands", "sessdex.catalog.cli.read_guard"}
 # The listing table: the one display-name rule (naming), dates, each session's cost and tokens (issue 14).
-_TABLE = {"sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates", "sessdex.core.usage", "sessdex.core.text"}
+# collections (with what it imports itself), for core.usage's namedtuple.
+_COLLECTIONS = {"collections", "_collections", "itertools", "keyword", "operator", "reprlib"}
+_TABLE = {"sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates", "sessdex.core.usage", "sessdex.core.text",
+          *_COLLECTIONS}
 # --json only (checked below): the C string encoder of the json package, without the package.
 _JSON_OUTPUT = {"_json", "sessdex.catalog.cli.json_text"}
-_RE = {"_sre", "copyreg", "enum", "re", "re._casefix", "re._compiler", "re._constants", "re._parser"}
+_RE = {"_sre", "copyreg", "enum", "re", "re._casefix", "re._compiler", "re._constants", "re._parser", "functools",
+       "types", *_COLLECTIONS}
 _PATHLIB = _RE | {"fnmatch", "ipaddress", "ntpath", "pathlib", "urllib", "urllib.parse", "warnings"}
 # orjson imports these itself.
 _ORJSON = {
@@ -100,7 +103,7 @@ IMPORT_BUDGET: dict[str, set[str]] = {
         *_ORJSON},
     "usage": _ENTRY | _CATALOG | _JSON_OUTPUT | {
         "sessdex.catalog.cli.usage_output", "sessdex.catalog.queries.usage", "sessdex.core.usage", "sessdex.core.text",
-        "collections.abc"},  # queries.usage's Sequence at run time
+        "collections.abc", *_COLLECTIONS},  # queries.usage's Sequence at run time
 }
 # `--catalog off` reads the session files themselves: the JSONL parser (core.jsonl: dataclasses, typing) and
 # orjson are its work, and reading only regular files without blocking (core.regular_files) with text every
