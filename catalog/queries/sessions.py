@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from sessdex.catalog.queries.source import PickerRow
-    from sessdex.core.usage import DateRange, ReportKind, UsageReport
+    from sessdex.core.usage import UsageReport
+    from sessdex.core.usage_terms import DateRange, ReportKind
 
 ID_PREFIX_CEILING = "\U0010ffff"
 SEARCH_SESSION_LIMIT = 20
@@ -722,6 +723,22 @@ class Catalog:
         folders = self.project_dirs(cwd, None)
         self.refresh(Scope.of(folders))
         return catalog_usage_report(self._database(), kind, "in_directories", self.machine_scopes(folders, cwd), days)
+
+    def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
+                   breakdown: bool) -> str:
+        """`sessdex usage KIND --json`'s text (terminal-safe), from the catalog's stored rows where they answer."""
+        from sessdex.catalog.queries.usage_stored import catalog_usage_json
+
+        if all_projects:
+            self.refresh(Scope.of(root=self.sessions_root))
+            roots = [{**root_range(self.sessions_root), "machine": self.machine}]
+            roots += [{**root_range(machine["sessions_root"]), "machine": machine["name"]}
+                      for machine in self.other_machines()]
+            return catalog_usage_json(self._database(), kind, "under_root", roots, days, breakdown)
+        folders = self.project_dirs(cwd, None)
+        self.refresh(Scope.of(folders))
+        return catalog_usage_json(self._database(), kind, "in_directories", self.machine_scopes(folders, cwd), days,
+                                  breakdown)
 
 
 def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str | None = None) -> Catalog:

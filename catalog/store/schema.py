@@ -160,7 +160,10 @@ usage_rollup = Table(
 # the machine's files (`scope` ""; session rows are kept per folder only). `sessions` counts the files with
 # facts under the key: a file is in one folder of one machine, so folders and machines add up. The indexer
 # keeps it in step with `usage_rollup` by subtracting a file's old rollup and adding its new one, so a
-# report reads its result rows only.
+# report reads its result rows only. Each row over all models also holds its text in `sessdex usage --json`
+# (`json`, rendered by sessdex.core.usage_json from this row, its per-model rows and, for a session, the file's
+# names: display-ready, control characters escaped), and a session row its session id (`label`, the order
+# among sessions of equal cost): a report of one scope joins those texts.
 usage_totals = Table(
     "usage_totals",
     metadata,
@@ -178,6 +181,8 @@ usage_totals = Table(
     Column("cost", Float, nullable=False),
     Column("messages", Integer, nullable=False),
     Column("sessions", Integer, nullable=False),
+    Column("label", Text),
+    Column("json", Text),
     Index(None, "machine", "kind", "scope", "key", "model", unique=True),
 )
 

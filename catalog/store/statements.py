@@ -33,7 +33,9 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ClauseElement, ColumnElement
+from sqlalchemy.sql.functions import FunctionElement
 
 from sessdex.catalog.store.schema import (
     catalog_meta,
@@ -136,6 +138,24 @@ def _usage_report(kind: str, scope: str, by_model: bool) -> Select:
     return statement.group_by(*keys) if keys else statement
 
 
+class bytewise(FunctionElement[Any]):
+    """Its argument, ordered by code point whatever the dialect (SQLite compares text so; PostgreSQL is told
+    COLLATE "C"), as Python orders strings: a report's rows come out of SQL in the order Python gives them."""
+
+    name = "bytewise"
+    inherit_cache = True
+
+
+@compiles(bytewise)
+def _bytewise_plain(element: bytewise, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.clauses, **kw))
+
+
+@compiles(bytewise, "postgresql")
+def _bytewise_postgresql(element: bytewise, compiler: Any, **kw: Any) -> str:
+    return f'{compiler.process(element.clauses, **kw)} COLLATE "C"'
+
+
 TOTAL_FIGURES = (*USAGE_FIGURES, "messages", "sessions")
 TOTAL_KEYS = ("kind", "scope", "key", "model")
 _t = usage_totals.c
@@ -195,6 +215,7 @@ def _totals_statements() -> dict[str, ClauseElement]:
                 .select_from(usage_totals.join(session_files, _f.id == _t.file_id))
                 .where(_t.model == _EMPTY))
     session_models = select(_t.key, _t.model, *figures).where(_t.model != _EMPTY)
+    one_scope = select(_t.json).where(mine & (_t.scope == bindparam("scope")) & (_t.model == _EMPTY))
     statements: dict[str, ClauseElement] = {
         "usage_rollup_of_file": select(_r.machine, _r.directory, _r.cwd, _r.day_local, _r.week_local, _r.provider, _r.model,
                                        *(_r[name] for name in USAGE_FIGURES), _r.messages)
@@ -223,6 +244,29 @@ def _totals_statements() -> dict[str, ClauseElement]:
                                                                       & scopes),
         "usage_totals_session_models_under_root": session_models.where((_t.kind == literal_column("'session'"))
                                                                        & under_root),
+        # The stored --json texts (sessdex.core.usage_json): the writer renders a row from its figures and its
+        # per-model rows (and a session's names); a report of one scope reads its rows' texts in order.
+        "usage_totals_of_key": select(_t.model, *figures, _t.file_id).where(
+            mine & (_t.kind == bindparam("kind")) & (_t.scope == bindparam("scope")) & (_t.key == bindparam("key")))
+        .order_by(_t.model),
+        "usage_totals_of_machine": select(_t.kind, _t.scope, _t.key, _t.model, *figures, _t.file_id).where(mine)
+        .order_by(_t.kind, _t.scope, _t.key, _t.model),
+        "usage_session_names": select(_f.id, _f.session_id, _f.path, _f.cwd, _f.title, _first_message_start())
+        .where(_f.id == bindparam("file_id")),
+        "usage_session_names_of_machine": select(_f.id, _f.session_id, _f.path, _f.cwd, _f.title,
+                                                 _first_message_start())
+        .where(_mine() & _f.id.in_(select(_t.file_id).where(mine & (_t.kind == literal_column("'session'"))))),
+        "usage_totals_set_text": update(usage_totals).where(match).values(json=bindparam("t_json"),
+                                                                          label=bindparam("t_label")),
+        "usage_json_rows": one_scope.where(_t.kind == bindparam("kind")).order_by(bytewise(_t.key)),
+        "usage_json_rows_by_cost": one_scope.where(_t.kind == bindparam("kind"))
+        .order_by(_t.cost.desc(), bytewise(_t.key)),
+        "usage_json_total": one_scope.where(_t.kind == literal_column("'total'")),
+        "usage_json_sessions_in_scope": one_scope.where(_t.kind == literal_column("'session'"))
+        .order_by(_t.cost.desc(), bytewise(_t.label)),
+        "usage_json_sessions_under_root": select(_t.json).where(
+            under_root & (_t.kind == literal_column("'session'")) & (_t.model == _EMPTY))
+        .order_by(_t.cost.desc(), bytewise(_t.label)),
     }
     for kind in _TOTAL_KEY_OF_ROLLUP:
         for per_folder in (False, True):

@@ -422,7 +422,7 @@ def test_reports_follow_appends_and_new_forks_while_sessdex_watch_runs(agent: Ag
 def test_the_sqlalchemy_backend_runs_the_same_report_statements(agent: Agent, capsys) -> None:
     from sessdex.catalog.queries.sessions import Catalog
     from sessdex.core.paths import AgentPaths
-    from sessdex.core.usage import DateRange
+    from sessdex.core.usage_terms import DateRange
 
     run_cli(agent.cli("index"), capsys)
     paths = AgentPaths(agent_dir=agent.agent, home=agent.home)
