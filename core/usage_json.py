@@ -30,8 +30,6 @@ else:
         from json.encoder import py_encode_basestring as _quoted
 
 _INFINITY = float("inf")
-# What a terminal could act on inside a JSON string json leaves as it is: DEL, C1 controls, lone surrogates.
-_UNSAFE = {code: f"\\u{code:04x}" for code in (*range(0x7F, 0xA0), *range(0xD800, 0xE000))}
 ROW_PAD = "      "  # a report row's fields (inside "rows": [ {)
 TOTALS_PAD = "    "  # the totals' fields (inside "totals": {)
 
@@ -41,7 +39,11 @@ def json_string(text: str | None) -> str:
     if text is None:
         return "null"
     quoted: str = _quoted(text)
-    return quoted if quoted.isprintable() else quoted.translate(_UNSAFE)
+    if quoted.isprintable():
+        return quoted
+    # What a terminal could act on that json leaves as it is: DEL, C1 controls, lone surrogates (rare: a loop).
+    return "".join([f"\\u{ord(char):04x}" if "\x7f" <= char <= "\x9f" or "\ud800" <= char <= "\udfff" else char
+                    for char in quoted])
 
 
 def float_text(value: float) -> str:
@@ -146,6 +148,14 @@ def report_text(kind: str, rows: Sequence[str], totals: str) -> str:
     return f'{{\n  "report": {json_string(kind)},\n  "rows": {listed},\n  "totals": {totals}\n}}'
 
 
+def report_bytes(kind: str, rows: Sequence[bytes], totals: bytes) -> bytes:
+    """`report_text` over UTF-8 encoded texts (the catalog's stored rows, read as bytes), encoded."""
+    head = f'{{\n  "report": {json_string(kind)},\n  "rows": '.encode()
+    if not rows:
+        return b"".join([head, b'[],\n  "totals": ', totals, b"\n}"])
+    return b"".join([head, b"[\n    ", b",\n    ".join(rows), b'\n  ],\n  "totals": ', totals, b"\n}"])
+
+
 def _figures(totals: UsageTotals) -> tuple[Any, ...]:
     return (totals.input, totals.output, totals.cache_read, totals.cache_write, totals.cost, totals.messages,
             totals.sessions)
@@ -184,7 +194,7 @@ def _zeroed(values: Sequence[Any]) -> tuple[Any, ...]:
 def stored_row_json(kind: str, key: str, rows: Sequence[Sequence[Any]],
                     names: Sequence[Any] | None) -> tuple[str, str | None]:
     """(text, label) of one report row as the catalog stores it in usage_totals: the row's object (the totals'
-    for kind "total"), without a breakdown, and for a session its session id (the order among equal costs).
+    for kind "total"), without a breakdown, and its order among rows of equal cost (a session's id, else the key).
 
     `rows` are the row's usage_totals rows (model, the 7 figures, ...) ordered by model, the row over all models
     first; `names` is a session's file row (id, session id, path, cwd, title, start of the first message).
@@ -194,11 +204,11 @@ def stored_row_json(kind: str, key: str, rows: Sequence[Sequence[Any]],
     figures = _zeroed(rows[0][1:8])
     models = sorted([row[0] for row in rows[1:]])
     if kind == "total":
-        return totals_text(figures, names_text(models)), None
+        return totals_text(figures, names_text(models)), key
     if kind == "model":  # a model's row is its own only model
-        return row_text(key_field(kind, key), figures, names_text([key])), None
+        return row_text(key_field(kind, key), figures, names_text([key])), key
     if kind == "session":
         _file_id, session_id, path, cwd, title, first_message = names or (None, None, "", None, None, None)
         head = key_field(kind, session_id) + session_fields_text(session_fields(path, cwd, title, first_message))
         return row_text(head, figures, names_text(models)), session_id
-    return row_text(key_field(kind, key), figures, names_text(models)), None
+    return row_text(key_field(kind, key), figures, names_text(models)), key

@@ -72,18 +72,18 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
     return 0
 
 
-def print_safe_text(text: str) -> None:
-    """Print text that is terminal-safe already (sessdex.core.usage_json escapes every string it writes) and a
-    newline, as `echo` writes it, without echo's pass over the whole text: a session report is megabytes."""
+def print_safe_text(text: bytes) -> None:
+    """Print UTF-8 text that is terminal-safe already (sessdex.core.usage_json escapes every string it writes) and
+    a newline, as `echo` writes it, without echo's pass over the whole text: a session report is megabytes."""
     stream = sys.stdout
     if stream is None:
         return
-    stream.flush()
     encoding = (getattr(stream, "encoding", None) or "").lower()
     buffer = getattr(stream, "buffer", None)
-    if buffer is not None and encoding in ("utf-8", "utf8"):
-        buffer.write(text.encode())  # one encode, no copy in the text layer
-        buffer.write(b"\n")
-        buffer.flush()
+    if buffer is None or encoding not in ("utf-8", "utf8"):
+        echo(text.decode())  # another encoding: echo's own handling of it
         return
-    echo(text)  # another encoding: echo's own handling of it
+    stream.flush()
+    buffer.write(text)
+    buffer.write(b"\n")
+    buffer.flush()

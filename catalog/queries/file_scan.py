@@ -134,8 +134,8 @@ class FileScan:
         return scan_usage_report(kind, os.path.abspath(self.paths.sessions_root), folders, days)
 
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
-                   breakdown: bool) -> str:
+                   breakdown: bool) -> bytes:
         """`sessdex usage KIND --json` read from the files."""
         from sessdex.core.usage_json import report_json
 
-        return report_json(self.usage_report(kind, cwd, all_projects=all_projects, days=days), breakdown)
+        return report_json(self.usage_report(kind, cwd, all_projects=all_projects, days=days), breakdown).encode()

@@ -725,7 +725,7 @@ class Catalog:
         return catalog_usage_report(self._database(), kind, "in_directories", self.machine_scopes(folders, cwd), days)
 
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
-                   breakdown: bool) -> str:
+                   breakdown: bool) -> bytes:
         """`sessdex usage KIND --json`'s text (terminal-safe), from the catalog's stored rows where they answer."""
         from sessdex.catalog.queries.usage_stored import catalog_usage_json
 

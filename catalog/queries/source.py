@@ -135,8 +135,8 @@ class SessionSource(Protocol):
         """`sessdex usage KIND`: tokens and cost of the project's sessions (or every project's) per row of KIND."""
 
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
-                   breakdown: bool) -> str:
-        """`sessdex usage KIND --json`: the report's text (sessdex.core.usage_json), safe to print."""
+                   breakdown: bool) -> bytes:
+        """`sessdex usage KIND --json`: the report's text (sessdex.core.usage_json), safe to print, UTF-8 encoded."""
 
 
 def content_terms(query: str) -> list[str]:

@@ -9,6 +9,8 @@ module imports neither, so that the common report costs its command little more 
 
 from __future__ import annotations
 
+import gc
+
 from sessdex.core.usage_terms import PERIOD_KINDS
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -20,8 +22,9 @@ if TYPE_CHECKING:
 
 
 def catalog_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],
-                       days: DateRange, breakdown: bool) -> str:
-    """`sessdex usage KIND --json` from the catalog (the arguments as for `catalog_usage_report`).
+                       days: DateRange, breakdown: bool) -> bytes:
+    """`sessdex usage KIND --json`'s text, UTF-8 encoded, from the catalog (the arguments as for
+    `catalog_usage_report`).
 
     One machine's report over whole days of one folder, or of every project, without --breakdown, joins its
     rows' texts stored ready (usage_totals.json) in the order SQL gives them; any other report is summed by
@@ -35,14 +38,14 @@ def catalog_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequen
     from sessdex.catalog.queries.usage import catalog_usage_report  # the report summed: its figures and rows
     from sessdex.core.usage_json import report_json
 
-    return report_json(catalog_usage_report(db, kind, scope_name, parts, days), breakdown)
+    return report_json(catalog_usage_report(db, kind, scope_name, parts, days), breakdown).encode()
 
 
-def _stored_json(db: Any, kind: ReportKind, scope_name: str, params: dict[str, str]) -> str | None:
+def _stored_json(db: Any, kind: ReportKind, scope_name: str, params: dict[str, str]) -> bytes | None:
     """The report joined from stored row texts, or None when they cannot answer it: a project whose usage is in
     several of its folders (their rows add up), usage outside the sessions root (then "every project" is not the
     machine-wide rows), no usage at all, or a row without its text."""
-    from sessdex.core.usage_json import report_text
+    from sessdex.core.usage_json import report_bytes
 
     machine = params["machine"]
     if scope_name == "under_root":
@@ -59,17 +62,21 @@ def _stored_json(db: Any, kind: ReportKind, scope_name: str, params: dict[str, s
         return None
     scope, total = totals[0]
     if kind == "session":
-        if scope_name == "under_root":
-            rows = db.fetch_tuples("usage_json_sessions_under_root", root)
-        else:
-            rows = db.fetch_tuples("usage_json_sessions_in_scope", {"scope": scope, "machine": machine})
+        statement, query = (("usage_json_sessions_under_root", root) if scope_name == "under_root"
+                            else ("usage_json_sessions_in_scope", {"scope": scope, "machine": machine}))
     else:
         statement = "usage_json_rows" if kind in PERIOD_KINDS else "usage_json_rows_by_cost"
-        rows = db.fetch_tuples(statement, {"kind": kind, "scope": scope, "machine": machine})
-    texts = [text for text, in rows]
+        query = {"kind": kind, "scope": scope, "machine": machine}
+    collecting = gc.isenabled()
+    gc.disable()  # 10,000 row tuples would start the cycle collector over every object several times
+    try:
+        texts = [text for text, in db.fetch_tuples(statement, query)]
+    finally:
+        if collecting:
+            gc.enable()
     if None in texts:
         return None
-    return report_text(kind, texts, total)
+    return report_bytes(kind, texts, total)
 
 
 def usage_outside_root(db: Any, params: dict[str, Any]) -> bool:

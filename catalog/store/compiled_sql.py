@@ -301,27 +301,27 @@ SQL: dict[str, str] = {
         'UPDATE usage_totals SET label=:t_label, json=:t_json WHERE usage_totals.machine = :t_machine AND usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model'
     ),
     'usage_json_rows': (
-        'SELECT usage_totals.json \n'
+        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
         'FROM usage_totals \n'
         'WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = \'\' AND usage_totals.kind = :kind ORDER BY usage_totals."key"'
     ),
     'usage_json_rows_by_cost': (
-        'SELECT usage_totals.json \n'
+        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
         'FROM usage_totals \n'
-        'WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = \'\' AND usage_totals.kind = :kind ORDER BY usage_totals.cost DESC, usage_totals."key"'
+        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = :kind ORDER BY usage_totals.cost DESC, usage_totals.label"
     ),
     'usage_json_total': (
-        'SELECT usage_totals.json \n'
+        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
         'FROM usage_totals \n'
         "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = 'total'"
     ),
     'usage_json_sessions_in_scope': (
-        'SELECT usage_totals.json \n'
+        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
         'FROM usage_totals \n'
         "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = 'session' ORDER BY usage_totals.cost DESC, usage_totals.label"
     ),
     'usage_json_sessions_under_root': (
-        'SELECT usage_totals.json \n'
+        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
         'FROM usage_totals \n'
         "WHERE usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi) AND usage_totals.kind = 'session' AND usage_totals.model = '' ORDER BY usage_totals.cost DESC, usage_totals.label"
     ),

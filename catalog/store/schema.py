@@ -162,8 +162,8 @@ usage_rollup = Table(
 # keeps it in step with `usage_rollup` by subtracting a file's old rollup and adding its new one, so a
 # report reads its result rows only. Each row over all models also holds its text in `sessdex usage --json`
 # (`json`, rendered by sessdex.core.usage_json from this row, its per-model rows and, for a session, the file's
-# names: display-ready, control characters escaped), and a session row its session id (`label`, the order
-# among sessions of equal cost): a report of one scope joins those texts.
+# names: display-ready, control characters escaped) and its `label`, the order among rows of equal cost (a
+# session's id, else the key): a report of one scope joins those texts.
 usage_totals = Table(
     "usage_totals",
     metadata,
@@ -185,6 +185,13 @@ usage_totals = Table(
     Column("json", Text),
     Index(None, "machine", "kind", "scope", "key", "model", unique=True),
 )
+# The session, project and model reports' order (most expensive first, then by label) read from an index: for
+# one scope, and for every folder's session rows (the scope in the index to filter by), so that reading 10,000
+# session rows in order costs no sort of their texts.
+Index("ix_usage_totals_scope_by_cost", usage_totals.c.machine, usage_totals.c.kind, usage_totals.c.scope,
+      usage_totals.c.model, usage_totals.c.cost.desc(), usage_totals.c.label)
+Index("ix_usage_totals_by_cost", usage_totals.c.machine, usage_totals.c.kind, usage_totals.c.model,
+      usage_totals.c.cost.desc(), usage_totals.c.label, usage_totals.c.scope)
 
 # Small facts about the catalog itself (for example the sessions root of the last full scan).
 catalog_meta = Table(

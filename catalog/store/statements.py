@@ -156,6 +156,24 @@ def _bytewise_postgresql(element: bytewise, compiler: Any, **kw: Any) -> str:
     return f'{compiler.process(element.clauses, **kw)} COLLATE "C"'
 
 
+class utf8_bytes(FunctionElement[Any]):
+    """Text read as its UTF-8 bytes (SQLite: CAST AS BLOB; PostgreSQL: convert_to), for output written as it is:
+    no decoding into Python strings and encoding again."""
+
+    name = "utf8_bytes"
+    inherit_cache = True
+
+
+@compiles(utf8_bytes)
+def _utf8_bytes_sqlite(element: utf8_bytes, compiler: Any, **kw: Any) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS BLOB)"
+
+
+@compiles(utf8_bytes, "postgresql")
+def _utf8_bytes_postgresql(element: utf8_bytes, compiler: Any, **kw: Any) -> str:
+    return f"convert_to({compiler.process(element.clauses, **kw)}, 'UTF8')"
+
+
 TOTAL_FIGURES = (*USAGE_FIGURES, "messages", "sessions")
 TOTAL_KEYS = ("kind", "scope", "key", "model")
 _t = usage_totals.c
@@ -215,7 +233,7 @@ def _totals_statements() -> dict[str, ClauseElement]:
                 .select_from(usage_totals.join(session_files, _f.id == _t.file_id))
                 .where(_t.model == _EMPTY))
     session_models = select(_t.key, _t.model, *figures).where(_t.model != _EMPTY)
-    one_scope = select(_t.json).where(mine & (_t.scope == bindparam("scope")) & (_t.model == _EMPTY))
+    one_scope = select(utf8_bytes(_t.json)).where(mine & (_t.scope == bindparam("scope")) & (_t.model == _EMPTY))
     statements: dict[str, ClauseElement] = {
         "usage_rollup_of_file": select(_r.machine, _r.directory, _r.cwd, _r.day_local, _r.week_local, _r.provider, _r.model,
                                        *(_r[name] for name in USAGE_FIGURES), _r.messages)
@@ -260,11 +278,11 @@ def _totals_statements() -> dict[str, ClauseElement]:
                                                                           label=bindparam("t_label")),
         "usage_json_rows": one_scope.where(_t.kind == bindparam("kind")).order_by(bytewise(_t.key)),
         "usage_json_rows_by_cost": one_scope.where(_t.kind == bindparam("kind"))
-        .order_by(_t.cost.desc(), bytewise(_t.key)),
+        .order_by(_t.cost.desc(), bytewise(_t.label)),
         "usage_json_total": one_scope.where(_t.kind == literal_column("'total'")),
         "usage_json_sessions_in_scope": one_scope.where(_t.kind == literal_column("'session'"))
         .order_by(_t.cost.desc(), bytewise(_t.label)),
-        "usage_json_sessions_under_root": select(_t.json).where(
+        "usage_json_sessions_under_root": select(utf8_bytes(_t.json)).where(
             under_root & (_t.kind == literal_column("'session'")) & (_t.model == _EMPTY))
         .order_by(_t.cost.desc(), bytewise(_t.label)),
     }

@@ -5,10 +5,11 @@ Revises: 0004_usage_per_machine
 Create Date: 2026-12-01
 
 Every usage_totals row over all models holds its object in `sessdex usage --json` (a session row with the
-session's names from its file row; every string escaped for a terminal), and a session row its session id (the
-order among sessions of equal cost), so that a report of one scope joins stored texts instead of formatting
-10,000 rows (issue 14). Both are derived from the rows already in the catalog: the upgrade renders them from
-usage_totals and session_files, without reading a session file. The text format is sessdex.core.usage_json's
+session's names from its file row; every string escaped for a terminal) and its order among rows of equal cost
+(a session's id, else the key), so that a report of one scope joins stored texts instead of formatting 10,000
+rows (issue 14); two indexes give the reports ordered by cost without sorting those texts. Both are derived
+from the rows already in the catalog: the upgrade renders them from usage_totals and session_files, without
+reading a session file. The text format is sessdex.core.usage_json's
 (the one --json prints); the SQL below is this revision's own copy.
 """
 
@@ -58,9 +59,15 @@ def upgrade() -> None:
         batch.add_column(sa.Column("label", sa.Text(), nullable=True))
         batch.add_column(sa.Column("json", sa.Text(), nullable=True))
     _render_every_row()
+    op.create_index("ix_usage_totals_scope_by_cost", "usage_totals",
+                    ["machine", "kind", "scope", "model", sa.text("cost DESC"), "label"])
+    op.create_index("ix_usage_totals_by_cost", "usage_totals",
+                    ["machine", "kind", "model", sa.text("cost DESC"), "label", "scope"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_usage_totals_by_cost", table_name="usage_totals")
+    op.drop_index("ix_usage_totals_scope_by_cost", table_name="usage_totals")
     with op.batch_alter_table("usage_totals") as batch:
         batch.drop_column("json")
         batch.drop_column("label")

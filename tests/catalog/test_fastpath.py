@@ -104,7 +104,7 @@ IMPORT_BUDGET: dict[str, set[str]] = {
     # --json from the stored row texts (queries.usage_stored, core.usage_json); summed reports and the table
     # (queries.usage, cli.usage_table) load core.usage.
     "usage": _ENTRY | _CATALOG | {
-        "_json", "sessdex.catalog.cli.usage_output", "sessdex.catalog.queries.usage_stored", "sessdex.core.usage_json",
+        "_json", "gc", "sessdex.catalog.cli.usage_output", "sessdex.catalog.queries.usage_stored", "sessdex.core.usage_json",
         "sessdex.core.usage_terms", "sessdex.catalog.cli.usage_table", "sessdex.catalog.queries.usage",
         "sessdex.core.usage", "sessdex.core.text",
         "collections.abc", *_COLLECTIONS},  # queries.usage's Sequence at run time
