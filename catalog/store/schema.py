@@ -185,13 +185,14 @@ usage_totals = Table(
     Column("json", Text),
     Index(None, "machine", "kind", "scope", "key", "model", unique=True),
 )
-# The session, project and model reports' order (most expensive first, then by label) read from an index: for
-# one scope, and for every folder's session rows (the scope in the index to filter by), so that reading 10,000
-# session rows in order costs no sort of their texts.
+# The session, project and model reports of one scope in their order (most expensive first, then by label).
 Index("ix_usage_totals_scope_by_cost", usage_totals.c.machine, usage_totals.c.kind, usage_totals.c.scope,
       usage_totals.c.model, usage_totals.c.cost.desc(), usage_totals.c.label)
-Index("ix_usage_totals_by_cost", usage_totals.c.machine, usage_totals.c.kind, usage_totals.c.model,
-      usage_totals.c.cost.desc(), usage_totals.c.label, usage_totals.c.scope)
+# SQLite only (made by migration 0005, out of the metadata like the FTS tables): every folder's session rows in
+# the report's order with their texts in the index (a partial one, of those rows only), so that the session
+# report of every project reads 10,000 texts in order with neither a sort nor a table lookup per row. PostgreSQL
+# limits an index entry to 2.7 kB, less than a session's text may be: there the report sorts.
+SQLITE_SESSION_REPORT_INDEX = "ix_usage_totals_sessions_by_cost"
 
 # Small facts about the catalog itself (for example the sessions root of the last full scan).
 catalog_meta = Table(
@@ -220,6 +221,11 @@ machines = Table(
 # metadata: they exist on that dialect only, made by migration 0003, and autogenerate ignores them.
 PG_SEARCH_COLUMNS = ("text_tsv", "search_tsv")
 PG_SEARCH_INDEX_SUFFIXES = ("_tsv", "_trgm")
+
+
+def is_dialect_only_index(name: str | None) -> bool:
+    """True for the indexes a migration makes on one dialect only, which autogenerate must ignore."""
+    return name == SQLITE_SESSION_REPORT_INDEX
 
 
 def is_pg_search_object(name: str | None) -> bool:

@@ -237,16 +237,23 @@ def check_stored_texts(cli: Callable[..., list[str]], capsys: pytest.CaptureFixt
 
 
 def assert_every_row_has_its_text(catalog: Path) -> None:
-    """Each report row of a SQLite catalog holds its --json text (none is left to be summed for lack of it)."""
+    """Each report row of a SQLite catalog holds its --json text (none is left to be summed for lack of it), and
+    the session report of every project reads them in order from its index alone (no sort, no table lookup)."""
     import sqlite3
+
+    from sessdex.catalog.store.compiled_sql import SQL
 
     connection = sqlite3.connect(catalog)
     try:
         counts = connection.execute("SELECT count(*), count(json), count(label) FROM usage_totals WHERE model = ''")
         rows, texts, labels = counts.fetchone()
+        plan = " ".join(row[-1] for row in connection.execute(
+            "EXPLAIN QUERY PLAN " + SQL["usage_json_sessions_under_root"],
+            {"machine": "m", "root_dir": "/r", "root_lo": "/r/", "root_hi": "/r0"}))
     finally:
         connection.close()
     assert rows > 0 and texts == labels == rows
+    assert "COVERING INDEX ix_usage_totals_sessions_by_cost" in plan and "TEMP B-TREE" not in plan, plan
 
 
 def _check_every_report(agent: Agent, capsys: pytest.CaptureFixture[str], catalog: str | None = None) -> None:
