@@ -173,8 +173,7 @@ def render_totals(db: CatalogDatabase, keys: set[RowKey]) -> None:
             found = db.fetch_tuples("usage_session_names", {"file_id": rows[0][8]})
             names = found[0] if found else None
         text, label = stored_row_json(kind, key, rows, names)
-        updates.append({"t_machine": db.machine, "t_kind": kind, "t_scope": scope, "t_key": key, "t_model": "",
-                        "t_json": text, "t_label": label})
+        updates.append({"t_id": rows[0][9], "t_json": text, "t_label": label})
     if updates:
         db.executemany("usage_totals_set_text", updates)
 
@@ -182,18 +181,14 @@ def render_totals(db: CatalogDatabase, keys: set[RowKey]) -> None:
 def render_all_totals(db: CatalogDatabase) -> None:
     """Render the stored text of every report row of this machine (after usage_totals was summed in SQL)."""
     names = {row[0]: row for row in db.fetch_tuples("usage_session_names_of_machine")}
+    models: dict[tuple[str, str, str], list[tuple[str]]] = {}
+    for kind, scope, key, model in db.fetch_tuples("usage_totals_models_of_machine"):
+        models.setdefault((kind, scope, key), []).append((model,))
     updates = []
-    group: list[tuple[Any, ...]] = []
-    for row in [*db.fetch_tuples("usage_totals_of_machine"), ("", "", "", "")]:  # a sentinel ends the last group
-        if group and tuple(row[:3]) != tuple(group[0][:3]):
-            kind, scope, key = group[0][:3]
-            rows = [values[3:] for values in group]
-            if rows[0][0] == "":
-                text, label = stored_row_json(kind, key, rows, names.get(rows[0][8]) if kind == "session" else None)
-                updates.append({"t_machine": db.machine, "t_kind": kind, "t_scope": scope, "t_key": key,
-                                "t_model": "", "t_json": text, "t_label": label})
-            group = []
-        group.append(row)
+    for kind, scope, key, *figures, file_id, row_id in db.fetch_tuples("usage_totals_rows_of_machine"):
+        rows = [("", *figures), *models.get((kind, scope, key), ())]
+        text, label = stored_row_json(kind, key, rows, names.get(file_id) if kind == "session" else None)
+        updates.append({"t_id": row_id, "t_json": text, "t_label": label})
     if updates:
         db.executemany("usage_totals_set_text", updates)
 

@@ -276,14 +276,19 @@ SQL: dict[str, str] = {
         "WHERE usage_totals.model != '' AND usage_totals.kind = 'session' AND usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi)"
     ),
     'usage_totals_of_key': (
-        'SELECT usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, usage_totals.file_id \n'
+        'SELECT usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, usage_totals.file_id, usage_totals.id \n'
         'FROM usage_totals \n'
         'WHERE usage_totals.machine = :machine AND usage_totals.kind = :kind AND usage_totals.scope = :scope AND usage_totals."key" = :key ORDER BY usage_totals.model'
     ),
-    'usage_totals_of_machine': (
-        'SELECT usage_totals.kind, usage_totals.scope, usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, usage_totals.file_id \n'
+    'usage_totals_rows_of_machine': (
+        'SELECT usage_totals.kind, usage_totals.scope, usage_totals."key", usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, usage_totals.file_id, usage_totals.id \n'
         'FROM usage_totals \n'
-        'WHERE usage_totals.machine = :machine ORDER BY usage_totals.kind, usage_totals.scope, usage_totals."key", usage_totals.model'
+        "WHERE usage_totals.machine = :machine AND usage_totals.model = ''"
+    ),
+    'usage_totals_models_of_machine': (
+        'SELECT usage_totals.kind, usage_totals.scope, usage_totals."key", usage_totals.model \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND usage_totals.model != ''"
     ),
     'usage_session_names': (
         'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
@@ -298,7 +303,7 @@ SQL: dict[str, str] = {
         "WHERE usage_totals.machine = :machine AND usage_totals.kind = 'session')"
     ),
     'usage_totals_set_text': (
-        'UPDATE usage_totals SET label=:t_label, json=:t_json WHERE usage_totals.machine = :t_machine AND usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model'
+        'UPDATE usage_totals SET label=:t_label, json=:t_json WHERE usage_totals.id = :t_id'
     ),
     'usage_json_rows': (
         'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'

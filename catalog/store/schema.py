@@ -185,9 +185,7 @@ usage_totals = Table(
     Column("json", Text),
     Index(None, "machine", "kind", "scope", "key", "model", unique=True),
 )
-# The session, project and model reports of one scope in their order (most expensive first, then by label).
-Index("ix_usage_totals_scope_by_cost", usage_totals.c.machine, usage_totals.c.kind, usage_totals.c.scope,
-      usage_totals.c.model, usage_totals.c.cost.desc(), usage_totals.c.label)
+# (A report of one scope sorts its few rows; an index in their order cost the indexer more than it saved.)
 # SQLite only (made by migration 0005, out of the metadata like the FTS tables): every folder's session rows in
 # the report's order with their texts in the index (a partial one, of those rows only), so that the session
 # report of every project reads 10,000 texts in order with neither a sort nor a table lookup per row. PostgreSQL

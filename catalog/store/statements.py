@@ -264,18 +264,20 @@ def _totals_statements() -> dict[str, ClauseElement]:
                                                                        & under_root),
         # The stored --json texts (sessdex.core.usage_json): the writer renders a row from its figures and its
         # per-model rows (and a session's names); a report of one scope reads its rows' texts in order.
-        "usage_totals_of_key": select(_t.model, *figures, _t.file_id).where(
+        "usage_totals_of_key": select(_t.model, *figures, _t.file_id, _t.id).where(
             mine & (_t.kind == bindparam("kind")) & (_t.scope == bindparam("scope")) & (_t.key == bindparam("key")))
         .order_by(_t.model),
-        "usage_totals_of_machine": select(_t.kind, _t.scope, _t.key, _t.model, *figures, _t.file_id).where(mine)
-        .order_by(_t.kind, _t.scope, _t.key, _t.model),
+        "usage_totals_rows_of_machine": select(_t.kind, _t.scope, _t.key, *figures, _t.file_id, _t.id)
+        .where(mine & (_t.model == _EMPTY)),
+        "usage_totals_models_of_machine": select(_t.kind, _t.scope, _t.key, _t.model)
+        .where(mine & (_t.model != _EMPTY)),
         "usage_session_names": select(_f.id, _f.session_id, _f.path, _f.cwd, _f.title, _first_message_start())
         .where(_f.id == bindparam("file_id")),
         "usage_session_names_of_machine": select(_f.id, _f.session_id, _f.path, _f.cwd, _f.title,
                                                  _first_message_start())
         .where(_mine() & _f.id.in_(select(_t.file_id).where(mine & (_t.kind == literal_column("'session'"))))),
-        "usage_totals_set_text": update(usage_totals).where(match).values(json=bindparam("t_json"),
-                                                                          label=bindparam("t_label")),
+        "usage_totals_set_text": update(usage_totals).where(_t.id == bindparam("t_id")).values(
+            json=bindparam("t_json"), label=bindparam("t_label")),
         "usage_json_rows": one_scope.where(_t.kind == bindparam("kind")).order_by(bytewise(_t.key)),
         "usage_json_rows_by_cost": one_scope.where(_t.kind == bindparam("kind"))
         .order_by(_t.cost.desc(), bytewise(_t.label)),

@@ -7,10 +7,10 @@ Create Date: 2026-12-01
 Every usage_totals row over all models holds its object in `sessdex usage --json` (a session row with the
 session's names from its file row; every string escaped for a terminal) and its order among rows of equal cost
 (a session's id, else the key), so that a report of one scope joins stored texts instead of formatting 10,000
-rows (issue 14); indexes give the reports in their order by cost without sorting those texts (on SQLite, the
-session report's texts read from the index itself). Both are derived from the rows already in the catalog:
-the upgrade renders them from usage_totals and session_files, without reading a session file. The text format
-is sessdex.core.usage_json's (the one --json prints); the SQL below is this revision's own copy.
+rows (issue 14); on SQLite the session report of every project reads its texts in order from an index. Both
+are derived from the rows already in the catalog: the upgrade renders them from usage_totals and session_files,
+without reading a session file. The text format is sessdex.core.usage_json's (the one --json prints); the SQL
+below is this revision's own copy.
 """
 
 from __future__ import annotations
@@ -59,8 +59,6 @@ def upgrade() -> None:
         batch.add_column(sa.Column("label", sa.Text(), nullable=True))
         batch.add_column(sa.Column("json", sa.Text(), nullable=True))
     _render_every_row()
-    op.create_index("ix_usage_totals_scope_by_cost", "usage_totals",
-                    ["machine", "kind", "scope", "model", sa.text("cost DESC"), "label"])
     if op.get_context().dialect.name == "sqlite":  # (PostgreSQL index entries cannot hold such texts)
         # (kind and model in it too, or SQLite reads each row from the table to check them)
         op.execute("CREATE INDEX ix_usage_totals_sessions_by_cost ON usage_totals (machine, kind, model, cost DESC,"
@@ -69,7 +67,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute("DROP INDEX IF EXISTS ix_usage_totals_sessions_by_cost")
-    op.drop_index("ix_usage_totals_scope_by_cost", table_name="usage_totals")
     with op.batch_alter_table("usage_totals") as batch:
         batch.drop_column("json")
         batch.drop_column("label")
