@@ -558,6 +558,32 @@ def test_control_characters_in_names_never_reach_the_table(tmp_path: Path, local
             assert not any(char in result.out for char in "\x1b\x07"), (kind, result.out)
 
 
+def test_control_characters_in_names_are_escaped_in_json_stored_or_summed(tmp_path: Path, local_zone: None,
+                                                                         capsys) -> None:
+    agent_dir = tmp_path / "agent"
+    folder = agent_dir / "sessions" / "--p--"
+    folder.mkdir(parents=True)
+    evil = _assistant("e0000001", "2026-02-16T09:30:00.000Z", "evil\x1b[31m", "m\x9bodel\x7f", 0.5)
+    _append(folder / "s.jsonl", [{"type": "session", "version": 3, "id": "abcdef0123456789",
+                                  "timestamp": "2026-02-16T09:00:00.000Z", "cwd": "/p\x1b]0;x\x07",
+                                  "title": "t\u0085itle\u2028"}, evil])
+    for kind in KINDS:
+        printed = set()
+        for catalog in (str(tmp_path / "catalog.db"), "off"):
+            for extra in ((), ("--breakdown",)):  # the stored texts, and the report summed and written
+                result = run_cli(["--agent-dir", str(agent_dir), "--catalog", catalog, "usage", kind, "--all",
+                                  "--json", *extra], capsys)
+                assert result.code == 0
+                assert not any(char in result.out for char in "\x1b\x07\x9b\x7f\x85"), (kind, result.out)
+                report = json.loads(result.out)
+                assert report["totals"]["models"] == ["evil\x1b[31m/m\x9bodel\x7f"]
+                if kind == "session":
+                    assert report["rows"][0]["cwd"] == "/p\x1b]0;x\x07"
+                if not extra:
+                    printed.add(result.out)
+        assert len(printed) == 1, kind  # the catalog's stored text is the file scan's, byte for byte
+
+
 def _session_costs(agent_dir: Path, capsys, catalog: str) -> dict[str, tuple[int, float]]:
     printed = json.loads(run_cli(["--agent-dir", str(agent_dir), "--catalog", catalog, "usage", "session", "--all",
                                   "--json"], capsys).out)
