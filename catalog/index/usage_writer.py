@@ -4,7 +4,9 @@ A file's facts are replaced or appended with its other rows. Whether a fact was 
 session depends on two files, so after any change to a file both it and the files naming it as their
 `parentSession` (its forks) get their `copied` flags and their rollup rows recomputed
 (`refresh_usage_around`). The bulk run into an empty catalog writes fact rows only and calls
-`refresh_all_usage` once at its end.
+`refresh_all_usage` once at its end. Every usage_totals row a change touched gets its `--json` text rendered
+again (`render_totals`, sessdex.core.usage_json; a session row with its file's names, which a refresh of the
+file may have changed): the reports print those texts as they are.
 
 Every write here is about the catalog's own machine (`db.machine`): a fork's parent is looked for on the
 fork's machine, the rollup and usage_totals rows carry the machine, and a rebuild or a re-index of one

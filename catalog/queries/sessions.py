@@ -726,19 +726,25 @@ class Catalog:
 
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
                    breakdown: bool) -> bytes:
-        """`sessdex usage KIND --json`'s text (terminal-safe), from the catalog's stored rows where they answer."""
-        from sessdex.catalog.queries.usage_stored import catalog_usage_json
+        """`sessdex usage KIND --json`'s text (terminal-safe, UTF-8), from the catalog's stored rows where they answer,
+        else summed."""
+        from sessdex.catalog.queries.usage_stored import stored_usage_json
 
         if all_projects:
             self.refresh(Scope.of(root=self.sessions_root))
-            roots = [{**root_range(self.sessions_root), "machine": self.machine}]
-            roots += [{**root_range(machine["sessions_root"]), "machine": machine["name"]}
+            scope_name, parts = "under_root", [{**root_range(self.sessions_root), "machine": self.machine}]
+            parts += [{**root_range(machine["sessions_root"]), "machine": machine["name"]}
                       for machine in self.other_machines()]
-            return catalog_usage_json(self._database(), kind, "under_root", roots, days, breakdown)
-        folders = self.project_dirs(cwd, None)
-        self.refresh(Scope.of(folders))
-        return catalog_usage_json(self._database(), kind, "in_directories", self.machine_scopes(folders, cwd), days,
-                                  breakdown)
+        else:
+            folders = self.project_dirs(cwd, None)
+            self.refresh(Scope.of(folders))
+            scope_name, parts = "in_directories", self.machine_scopes(folders, cwd)
+        text = stored_usage_json(self._database(), kind, scope_name, parts, days, breakdown)
+        if text is not None:
+            return text
+        from sessdex.catalog.queries.usage import summed_usage_json
+
+        return summed_usage_json(self._database(), kind, scope_name, parts, days, breakdown)
 
 
 def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str | None = None) -> Catalog:

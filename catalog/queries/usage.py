@@ -76,6 +76,15 @@ def catalog_usage_report(db: Any, kind: ReportKind, scope_name: str, parts: Sequ
     return reports[0] if len(reports) == 1 else merge_reports(kind, reports)
 
 
+def summed_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],
+                      days: DateRange, breakdown: bool) -> bytes:
+    """`sessdex usage KIND --json`'s text, UTF-8 encoded, of the report summed here (`catalog_usage_report`),
+    for the reports the stored row texts do not answer (`sessdex.catalog.queries.usage_stored`)."""
+    from sessdex.core.usage_json import report_json
+
+    return report_json(catalog_usage_report(db, kind, scope_name, parts, days), breakdown).encode()
+
+
 def merge_reports(kind: ReportKind, reports: Sequence[UsageReport]) -> UsageReport:
     """The sum of reports over disjoint sets of sessions (other machines, other folders): rows of the same key
     add up, figures and session counts alike; the session report's rows (one per session file) are kept apart."""

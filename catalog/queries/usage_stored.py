@@ -4,7 +4,8 @@ A report of one machine over one scope (one project folder, or every project) an
 --breakdown, is its rows' stored texts in the order SQL reads them, joined (`sessdex.core.usage_json`):
 no figure is summed or formatted, whatever the number of rows (10,000 in a session report). Any other report
 is summed by `sessdex.catalog.queries.usage` and written by the same module: both print the same text. This
-module imports neither, so that the common report costs its command little more than its queries.
+module imports neither that nor `sessdex.core.usage`, so that the common report costs its command little more
+than its queries.
 """
 
 from __future__ import annotations
@@ -21,24 +22,18 @@ if TYPE_CHECKING:
     from sessdex.core.usage_terms import DateRange, ReportKind
 
 
-def catalog_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],
-                       days: DateRange, breakdown: bool) -> bytes:
-    """`sessdex usage KIND --json`'s text, UTF-8 encoded, from the catalog (the arguments as for
-    `catalog_usage_report`).
+def stored_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],
+                      days: DateRange, breakdown: bool) -> bytes | None:
+    """`sessdex usage KIND --json`'s text, UTF-8 encoded, joined from the stored row texts (the arguments as for
+    `sessdex.catalog.queries.usage.catalog_usage_report`), or None when they cannot answer it (then the report
+    is summed: `summed_usage_json`).
 
-    One machine's report over whole days of one folder, or of every project, without --breakdown, joins its
-    rows' texts stored ready (usage_totals.json) in the order SQL gives them; any other report is summed by
-    `sessdex.catalog.queries.usage` and written by `sessdex.core.usage_json.report_json`: the same text.
+    They answer one machine's report over whole days of one folder, or of every project, without --breakdown.
     """
-    if (not breakdown and len(parts) == 1 and parts[0]["machine"] == db.machine and days.since is None
-            and days.until is None):
-        text = _stored_json(db, kind, scope_name, parts[0])
-        if text is not None:
-            return text
-    from sessdex.catalog.queries.usage import catalog_usage_report  # the report summed: its figures and rows
-    from sessdex.core.usage_json import report_json
-
-    return report_json(catalog_usage_report(db, kind, scope_name, parts, days), breakdown).encode()
+    if breakdown or len(parts) != 1 or parts[0]["machine"] != db.machine or days.since is not None \
+            or days.until is not None:
+        return None
+    return _stored_json(db, kind, scope_name, parts[0])
 
 
 def _stored_json(db: Any, kind: ReportKind, scope_name: str, params: dict[str, str]) -> bytes | None:
