@@ -199,8 +199,6 @@ def stored_row_json(kind: str, key: str, rows: Sequence[Sequence[Any]],
     `rows` are the row's usage_totals rows (model, the 7 figures, ...) ordered by model, the row over all models
     first; `names` is a session's file row (id, session id, path, cwd, title, start of the first message).
     """
-    from sessdex.core.usage import session_fields
-
     figures = _zeroed(rows[0][1:8])
     models = sorted([row[0] for row in rows[1:]])
     if kind == "total":
@@ -208,6 +206,8 @@ def stored_row_json(kind: str, key: str, rows: Sequence[Sequence[Any]],
     if kind == "model":  # a model's row is its own only model
         return row_text(key_field(kind, key), figures, names_text([key])), key
     if kind == "session":
+        from sessdex.core.usage import session_fields  # (the indexer's: `--json` never renders a session row)
+
         _file_id, session_id, path, cwd, title, first_message = names or (None, None, "", None, None, None)
         head = key_field(kind, session_id) + session_fields_text(session_fields(path, cwd, title, first_message))
         return row_text(head, figures, names_text(models)), session_id
