@@ -6,10 +6,10 @@ as \\uXXXX escapes, as `sessdex.catalog.tui.terminal_text.terminal_json` writes 
 control characters itself). Each string is made safe once, where it is written, so the report itself needs no
 pass over its (possibly megabytes of) text.
 
-The catalog keeps every report row's text ready (`usage_totals.json`, rendered by `row_text` when the
+The catalog keeps every report row's text ready (`usage_totals.json`, rendered by `stored_row_json` when the
 indexer changes the row), so a report over 10,000 sessions joins stored texts instead of formatting each
-number again. A row's model names are stored as `names_text`: the names' JSON strings joined by newlines (a
-JSON string never holds a raw newline), indented where they are printed (`names_list`).
+number again (`report_bytes`). Model names pass between the functions as `names_text`: the names' JSON
+strings joined by newlines (a JSON string never holds a raw newline), indented where printed (`names_list`).
 """
 
 from __future__ import annotations
@@ -196,8 +196,9 @@ def stored_row_json(kind: str, key: str, rows: Sequence[Sequence[Any]],
     """(text, label) of one report row as the catalog stores it in usage_totals: the row's object (the totals'
     for kind "total"), without a breakdown, and its order among rows of equal cost (a session's id, else the key).
 
-    `rows` are the row's usage_totals rows (model, the 7 figures, ...) ordered by model, the row over all models
-    first; `names` is a session's file row (id, session id, path, cwd, title, start of the first message).
+    `rows` are the row's usage_totals rows (model, the 7 figures, ...): its row over all models first, then one
+    per model (in any order; only their names are read); `names` is a session's file row (id, session id, path,
+    cwd, title, start of the first message).
     """
     figures = _zeroed(rows[0][1:8])
     models = sorted([row[0] for row in rows[1:]])
