@@ -32,12 +32,12 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
     from typing import Any, Literal
 
+    from sessdex.core.usage_terms import DateRange
+
     ReportKind = Literal["daily", "weekly", "monthly", "session", "project", "model"]
 else:
     ReportKind = str  # the names below import it at run time; the type checker sees the Literal
 
-REPORT_KINDS: tuple[ReportKind, ...] = ("daily", "weekly", "monthly", "session", "project", "model")
-PERIOD_KINDS = ("daily", "weekly", "monthly")
 FIRST_MESSAGE_CHARS = 200  # the session report shows the start of a session's first message
 UNKNOWN = "unknown"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -254,7 +254,7 @@ def _by_cost(item: tuple[str, UsageTotals]) -> tuple[float, str]:
 
 def key_name(kind: ReportKind) -> str:
     """The JSON field holding a row's key: `period` for daily/weekly/monthly, else the kind's name."""
-    return "period" if kind in PERIOD_KINDS else kind
+    return "period" if kind in ("daily", "weekly", "monthly") else kind  # usage_terms.PERIOD_KINDS
 
 
 class UsageReport:
@@ -275,29 +275,9 @@ class UsageReport:
 
 def order_rows(kind: ReportKind, rows: list[UsageRow]) -> list[UsageRow]:
     """Periods oldest first; sessions, projects and models most expensive first (then by key)."""
-    if kind in PERIOD_KINDS:
+    if kind in ("daily", "weekly", "monthly"):  # usage_terms.PERIOD_KINDS (not imported: `list` loads this)
         return sorted(rows, key=lambda row: row.key)
     return sorted(rows, key=lambda row: (-row.totals.cost, row.key))
-
-
-class DateRange:
-    """`--since` / `--until` as inclusive local days (YYYY-MM-DD); None is open-ended."""
-
-    __slots__ = ("since", "until")
-
-    def __init__(self, since: str | None = None, until: str | None = None) -> None:
-        self.since, self.until = since, until
-
-    def contains(self, day: str) -> bool:
-        return (self.since is None or day >= self.since) and (self.until is None or day <= self.until)
-
-
-def parse_day(text: str) -> str:
-    """A `--since`/`--until` value (YYYY-MM-DD or YYYYMMDD) as YYYY-MM-DD; ValueError when it is not a date."""
-    cleaned = text.strip()
-    if len(cleaned) == 8 and cleaned.isdigit():
-        cleaned = f"{cleaned[:4]}-{cleaned[4:6]}-{cleaned[6:]}"
-    return date.fromisoformat(cleaned).isoformat()
 
 
 def format_cost(cost: float) -> str:

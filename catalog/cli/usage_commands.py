@@ -6,7 +6,7 @@ import click
 
 from sessdex.catalog.cli.session_group import _session_source
 from sessdex.catalog.cli.usage_output import date_range, report_kind, run_usage
-from sessdex.core.usage import REPORT_KINDS
+from sessdex.core.usage_terms import REPORT_KINDS
 
 
 @click.command("usage")

@@ -24,7 +24,8 @@ from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import SessionInfo
 
 if TYPE_CHECKING:
-    from sessdex.core.usage import DateRange, ReportKind, UsageReport
+    from sessdex.core.usage import UsageReport
+    from sessdex.core.usage_terms import DateRange, ReportKind
 
 _ScopeKey = tuple[bool, str, str | None]
 
@@ -131,3 +132,10 @@ class FileScan:
 
         folders = None if all_projects else [str(folder) for folder in self.paths.project_session_dirs(cwd)]
         return scan_usage_report(kind, os.path.abspath(self.paths.sessions_root), folders, days)
+
+    def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
+                   breakdown: bool) -> bytes:
+        """`sessdex usage KIND --json` read from the files."""
+        from sessdex.core.usage_json import report_json
+
+        return report_json(self.usage_report(kind, cwd, all_projects=all_projects, days=days), breakdown).encode()

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from sessdex.catalog.queries.source import PickerRow
-    from sessdex.core.usage import DateRange, ReportKind, UsageReport
+    from sessdex.core.usage import UsageReport
+    from sessdex.core.usage_terms import DateRange, ReportKind
 
 ID_PREFIX_CEILING = "\U0010ffff"
 SEARCH_SESSION_LIMIT = 20
@@ -722,6 +723,28 @@ class Catalog:
         folders = self.project_dirs(cwd, None)
         self.refresh(Scope.of(folders))
         return catalog_usage_report(self._database(), kind, "in_directories", self.machine_scopes(folders, cwd), days)
+
+    def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
+                   breakdown: bool) -> bytes:
+        """`sessdex usage KIND --json`'s text (terminal-safe, UTF-8), from the catalog's stored rows where they answer,
+        else summed."""
+        from sessdex.catalog.queries.usage_stored import stored_usage_json
+
+        if all_projects:
+            self.refresh(Scope.of(root=self.sessions_root))
+            scope_name, parts = "under_root", [{**root_range(self.sessions_root), "machine": self.machine}]
+            parts += [{**root_range(machine["sessions_root"]), "machine": machine["name"]}
+                      for machine in self.other_machines()]
+        else:
+            folders = self.project_dirs(cwd, None)
+            self.refresh(Scope.of(folders))
+            scope_name, parts = "in_directories", self.machine_scopes(folders, cwd)
+        text = stored_usage_json(self._database(), kind, scope_name, parts, days, breakdown)
+        if text is not None:
+            return text
+        from sessdex.catalog.queries.usage import summed_usage_json
+
+        return summed_usage_json(self._database(), kind, scope_name, parts, days, breakdown)
 
 
 def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str | None = None) -> Catalog:

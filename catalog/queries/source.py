@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
     from sessdex.core.paths import AgentPaths
     from sessdex.core.summary import SessionInfo
-    from sessdex.core.usage import DateRange, ReportKind, UsageReport
+    from sessdex.core.usage import UsageReport
+    from sessdex.core.usage_terms import DateRange, ReportKind
 
     Scope = Literal["project", "repo", "all"]  # the picker's scopes; "repo" only inside a git repository
 else:
@@ -132,6 +133,10 @@ class SessionSource(Protocol):
     def usage_report(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
                      days: DateRange) -> UsageReport:
         """`sessdex usage KIND`: tokens and cost of the project's sessions (or every project's) per row of KIND."""
+
+    def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
+                   breakdown: bool) -> bytes:
+        """`sessdex usage KIND --json`: the report's text (sessdex.core.usage_json), safe to print, UTF-8 encoded."""
 
 
 def content_terms(query: str) -> list[str]:

@@ -17,9 +17,9 @@ import os
 import stat
 from collections.abc import Sequence
 
+from sessdex.catalog.queries.usage_stored import usage_outside_root
 from sessdex.core.paths import session_file_entries
 from sessdex.core.usage import (
-    DateRange,
     FileUsage,
     ReportKind,
     UsageReport,
@@ -31,6 +31,7 @@ from sessdex.core.usage import (
     read_file_usage,
     session_fields,
 )
+from sessdex.core.usage_terms import DateRange
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -73,6 +74,15 @@ def catalog_usage_report(db: Any, kind: ReportKind, scope_name: str, parts: Sequ
                     row.session["machine"] = params["machine"]
         reports.append(report)
     return reports[0] if len(reports) == 1 else merge_reports(kind, reports)
+
+
+def summed_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],
+                      days: DateRange, breakdown: bool) -> bytes:
+    """`sessdex usage KIND --json`'s text, UTF-8 encoded, of the report summed here (`catalog_usage_report`),
+    for the reports the stored row texts do not answer (`sessdex.catalog.queries.usage_stored`)."""
+    from sessdex.core.usage_json import report_json
+
+    return report_json(catalog_usage_report(db, kind, scope_name, parts, days), breakdown).encode()
 
 
 def merge_reports(kind: ReportKind, reports: Sequence[UsageReport]) -> UsageReport:
@@ -119,18 +129,13 @@ def _machine_report(db: Any, kind: ReportKind, scope_name: str, scope_params: di
     if "root_lo" in params:
         params["root_dir"] = params["root_lo"].rstrip("/")
     whole_days = days.since is None and days.until is None
-    if whole_days and (scope_name == "in_directories" or not _usage_outside_root(db, params)):
+    if whole_days and (scope_name == "in_directories" or not usage_outside_root(db, params)):
         return _report_from_totals(db, kind, scope_name, scope_params)
     report_rows = _rows(db, kind, f"usage_{kind}_{scope_name}", f"usage_{kind}_by_model_{scope_name}"
                         if kind != "model" else None, params)
     totals = _rows(db, "total", f"usage_total_{scope_name}", f"usage_total_by_model_{scope_name}", params)
     total = totals[0] if totals else UsageRow("", UsageTotals())
     return UsageReport(kind, order_rows(kind, report_rows), total)
-
-
-def _usage_outside_root(db: Any, params: dict[str, Any]) -> bool:
-    """True when the catalog holds usage of a file outside the sessions root (indexed for a --session-dir)."""
-    return bool(db.fetch_tuples("usage_outside_root", {**params, "limit": 1, "offset": 0}))
 
 
 def _report_from_totals(db: Any, kind: ReportKind, scope_name: str, scope_params: dict[str, str]) -> UsageReport:

@@ -4,7 +4,7 @@ The SQLite fast path runs these strings with the stdlib sqlite3 module so that r
 catalog never imports SQLAlchemy or Alembic; tests/catalog/test_schema.py checks they still match.
 """
 
-SCHEMA_REVISION = '0004_usage_per_machine'
+SCHEMA_REVISION = '0005_usage_report_text'
 
 SQL: dict[str, str] = {
     'file_by_path': (
@@ -274,6 +274,61 @@ SQL: dict[str, str] = {
         'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions \n'
         'FROM usage_totals \n'
         "WHERE usage_totals.model != '' AND usage_totals.kind = 'session' AND usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi)"
+    ),
+    'usage_totals_of_key': (
+        'SELECT usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, usage_totals.file_id, usage_totals.id \n'
+        'FROM usage_totals \n'
+        'WHERE usage_totals.machine = :machine AND usage_totals.kind = :kind AND usage_totals.scope = :scope AND usage_totals."key" = :key ORDER BY usage_totals.model'
+    ),
+    'usage_totals_rows_of_machine': (
+        'SELECT usage_totals.kind, usage_totals.scope, usage_totals."key", usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, usage_totals.file_id, usage_totals.id \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND usage_totals.model = ''"
+    ),
+    'usage_totals_models_of_machine': (
+        'SELECT usage_totals.kind, usage_totals.scope, usage_totals."key", usage_totals.model \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND usage_totals.model != ''"
+    ),
+    'usage_session_names': (
+        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
+        'FROM session_files \n'
+        'WHERE session_files.id = :file_id'
+    ),
+    'usage_session_names_of_machine': (
+        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
+        'FROM session_files \n'
+        'WHERE session_files.machine = :machine AND session_files.id IN (SELECT usage_totals.file_id \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND usage_totals.kind = 'session')"
+    ),
+    'usage_totals_set_text': (
+        'UPDATE usage_totals SET label=:t_label, json=:t_json WHERE usage_totals.id = :t_id'
+    ),
+    'usage_json_rows': (
+        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
+        'FROM usage_totals \n'
+        'WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = \'\' AND usage_totals.kind = :kind ORDER BY usage_totals."key"'
+    ),
+    'usage_json_rows_by_cost': (
+        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = :kind ORDER BY usage_totals.cost DESC, usage_totals.label"
+    ),
+    'usage_json_total': (
+        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = 'total'"
+    ),
+    'usage_json_sessions_in_scope': (
+        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = 'session' ORDER BY usage_totals.cost DESC, usage_totals.label"
+    ),
+    'usage_json_sessions_under_root': (
+        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi) AND usage_totals.kind = 'session' AND usage_totals.model = '' ORDER BY usage_totals.cost DESC, usage_totals.label"
     ),
     'rebuild_usage_totals_daily': (
         'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'daily\', \'\', usage_rollup.day_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'

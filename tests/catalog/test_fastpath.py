@@ -101,8 +101,12 @@ IMPORT_BUDGET: dict[str, set[str]] = {
         "sessdex.core.text", "_heapq", "heapq", *_RE,
         # --json only: prints through orjson (which imports uuid, platform, dataclasses and json)
         *_ORJSON},
-    "usage": _ENTRY | _CATALOG | _JSON_OUTPUT | {
-        "sessdex.catalog.cli.usage_output", "sessdex.catalog.queries.usage", "sessdex.core.usage", "sessdex.core.text",
+    # --json from the stored row texts (queries.usage_stored, core.usage_json); summed reports and the table
+    # (queries.usage, cli.usage_table) load core.usage.
+    "usage": _ENTRY | _CATALOG | {
+        "_json", "gc", "sessdex.catalog.cli.usage_output", "sessdex.catalog.queries.usage_stored", "sessdex.core.usage_json",
+        "sessdex.core.usage_terms", "sessdex.catalog.cli.usage_table", "sessdex.catalog.queries.usage",
+        "sessdex.core.usage", "sessdex.core.text",
         "collections.abc", *_COLLECTIONS},  # queries.usage's Sequence at run time
 }
 # `--catalog off` reads the session files themselves: the JSONL parser (core.jsonl: dataclasses, typing) and

@@ -10,6 +10,7 @@ give exactly those answers (costs to floating-point rounding).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -219,6 +220,42 @@ def _report(agent: Agent, capsys: pytest.CaptureFixture[str], kind: str, *extra:
     return json.loads(result.out)
 
 
+def check_stored_texts(cli: Callable[..., list[str]], capsys: pytest.CaptureFixture[str],
+                       catalog: str | None = None) -> None:
+    """Every report's --json without --breakdown (joined from the row texts the catalog stores, where one scope
+    answers: every project's always) equals the --breakdown report (summed and written from the figures: the
+    report the other checks compare with the files) without its breakdowns, to the last bit of every cost."""
+    for kind in KINDS:
+        for extra in (("--all",), ()):
+            plain = run_cli(cli("usage", kind, "--json", *extra, catalog=catalog), capsys)
+            full = run_cli(cli("usage", kind, "--breakdown", "--json", *extra, catalog=catalog), capsys)
+            assert plain.code == full.code == 0, plain.err + full.err
+            summed = json.loads(full.out)
+            for row in [*summed["rows"], summed["totals"]]:
+                del row["breakdown"]
+            assert json.loads(plain.out) == summed, (kind, extra)
+
+
+def assert_every_row_has_its_text(catalog: Path) -> None:
+    """Each report row of a SQLite catalog holds its --json text (none is left to be summed for lack of it), and
+    the session report of every project reads them in order from its index alone (no sort, no table lookup)."""
+    import sqlite3
+
+    from sessdex.catalog.store.compiled_sql import SQL
+
+    connection = sqlite3.connect(catalog)
+    try:
+        counts = connection.execute("SELECT count(*), count(json), count(label) FROM usage_totals WHERE model = ''")
+        rows, texts, labels = counts.fetchone()
+        plan = " ".join(row[-1] for row in connection.execute(
+            "EXPLAIN QUERY PLAN " + SQL["usage_json_sessions_under_root"],
+            {"machine": "m", "root_dir": "/r", "root_lo": "/r/", "root_hi": "/r0"}))
+    finally:
+        connection.close()
+    assert rows > 0 and texts == labels == rows
+    assert "COVERING INDEX ix_usage_totals_sessions_by_cost" in plan and "TEMP B-TREE" not in plan, plan
+
+
 def _check_every_report(agent: Agent, capsys: pytest.CaptureFixture[str], catalog: str | None = None) -> None:
     files = counted_files(agent.sessions_root)
     for kind in KINDS:
@@ -242,6 +279,9 @@ def test_the_corpus_has_forks_whose_copied_entries_the_reference_drops(agent: Ag
 def test_every_report_from_the_catalog_and_from_the_files_equals_the_files_summed(agent: Agent, capsys) -> None:
     _check_every_report(agent, capsys)
     _check_every_report(agent, capsys, catalog="off")
+    check_stored_texts(agent.cli, capsys)
+    check_stored_texts(agent.cli, capsys, catalog="off")
+    assert_every_row_has_its_text(agent.catalog)
 
 
 def test_since_and_until_keep_the_local_days_between(agent: Agent, capsys) -> None:
@@ -333,6 +373,70 @@ def test_a_catalog_at_revision_0001_upgrades_in_place_and_answers_as_a_fresh_one
         connection.close()
 
 
+def test_a_catalog_at_revision_0004_upgrades_to_stored_report_texts_equal_to_a_fresh_builds(agent: Agent,
+                                                                                               capsys) -> None:
+    import sqlite3
+
+    from alembic import command
+
+    from sessdex.catalog.store.migrate import alembic_on
+
+    run_cli(agent.cli("index"), capsys)
+    with alembic_on(resolve_location(agent.agent, str(agent.catalog))) as config:
+        command.downgrade(config, "0004_usage_per_machine")
+    connection = sqlite3.connect(agent.catalog)
+    try:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == ("0004_usage_per_machine",)
+        assert not {"json", "label"} & {row[1] for row in connection.execute("PRAGMA table_info(usage_totals)")}
+        stats_before = connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall()
+    finally:
+        connection.close()
+    check_stored_texts(agent.cli, capsys)  # opening upgrades: the texts are rendered in place
+    assert_every_row_has_its_text(agent.catalog)
+    connection = sqlite3.connect(agent.catalog)
+    try:  # from the rows already there: no file was read again
+        assert connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall() == stats_before
+    finally:
+        connection.close()
+    fresh = str(agent.catalog.with_name("fresh.db"))
+    for kind in KINDS:
+        for extra in (("--all",), ()):
+            upgraded, built = (run_cli(agent.cli("usage", kind, "--json", *extra, catalog=catalog), capsys).out
+                               for catalog in (None, fresh))
+            assert _same_report(json.loads(upgraded), json.loads(built)), (kind, extra)
+    _check_every_report(agent, capsys)
+
+
+def test_index_rebuild_renders_every_stored_text_again(agent: Agent, capsys) -> None:
+    run_cli(agent.cli("index"), capsys)
+    before = {kind: run_cli(agent.cli("usage", kind, "--all", "--json"), capsys).out for kind in KINDS}
+    assert run_cli(agent.cli("index", "--rebuild"), capsys).code == 0
+    assert_every_row_has_its_text(agent.catalog)
+    check_stored_texts(agent.cli, capsys)
+    for kind in KINDS:
+        assert _same_report(json.loads(run_cli(agent.cli("usage", kind, "--all", "--json"), capsys).out),
+                            json.loads(before[kind]))
+
+
+def test_the_fast_path_prints_the_stored_texts_without_core_usage(agent: Agent, capsys, tmp_path: Path) -> None:
+    import sysconfig
+
+    run_cli(agent.cli("index"), capsys)
+    (tmp_path / "import-root").mkdir()
+    (tmp_path / "import-root" / "sessdex").symlink_to(REPO)  # importable without the editable finder (collections)
+    env = {**os.environ, "TZ": ZONE}
+    code = (f"import sys; sys.path[:0] = [{str(tmp_path / 'import-root')!r}, {sysconfig.get_paths()['purelib']!r}]\n"
+            "from sessdex.catalog.cli.entry import main\n"
+            "try: main()\nfinally: sys.stderr.write(' '.join(sorted(sys.modules)))")
+    for kind in KINDS:
+        fast = subprocess.run([sys.executable, "-S", "-c", code, *agent.cli("usage", kind, "--all", "--json")],
+                              cwd=agent.project, env=env, capture_output=True, text=True, timeout=60)
+        assert fast.returncode == 0
+        assert fast.stdout == run_cli(agent.cli("usage", kind, "--all", "--json"), capsys).out
+        loaded = set(fast.stderr.split())
+        assert "sessdex.core.usage_json" in loaded and not loaded & {"sessdex.core.usage", "collections", "click"}
+
+
 def _append(path: Path, records: list[dict[str, Any]], *, newline: bool = True) -> None:
     data = b"\n".join(json.dumps(record).encode() for record in records) + (b"\n" if newline else b"")
     with open(path, "ab") as handle:
@@ -400,6 +504,8 @@ def test_reports_follow_appends_and_new_forks_while_sessdex_watch_runs(agent: Ag
             return True
 
         _wait_until(caught_up)
+        check_stored_texts(agent.cli, capsys)  # the rows' texts rendered again as the watcher changed them
+        assert_every_row_has_its_text(agent.catalog)
         now = counted_files(agent.sessions_root)
         assert next(u for u in now if u["path"] == str(new_fork))["copied"] == len(
             next(u for u in files if u["path"] == str(parent_path))["facts"]) + 1
@@ -422,7 +528,7 @@ def test_reports_follow_appends_and_new_forks_while_sessdex_watch_runs(agent: Ag
 def test_the_sqlalchemy_backend_runs_the_same_report_statements(agent: Agent, capsys) -> None:
     from sessdex.catalog.queries.sessions import Catalog
     from sessdex.core.paths import AgentPaths
-    from sessdex.core.usage import DateRange
+    from sessdex.core.usage_terms import DateRange
 
     run_cli(agent.cli("index"), capsys)
     paths = AgentPaths(agent_dir=agent.agent, home=agent.home)
@@ -450,6 +556,32 @@ def test_control_characters_in_names_never_reach_the_table(tmp_path: Path, local
                               "--breakdown"], capsys)
             assert result.code == 0 and "$0.50" in result.out
             assert not any(char in result.out for char in "\x1b\x07"), (kind, result.out)
+
+
+def test_control_characters_in_names_are_escaped_in_json_stored_or_summed(tmp_path: Path, local_zone: None,
+                                                                         capsys) -> None:
+    agent_dir = tmp_path / "agent"
+    folder = agent_dir / "sessions" / "--p--"
+    folder.mkdir(parents=True)
+    evil = _assistant("e0000001", "2026-02-16T09:30:00.000Z", "evil\x1b[31m", "m\x9bodel\x7f", 0.5)
+    _append(folder / "s.jsonl", [{"type": "session", "version": 3, "id": "abcdef0123456789",
+                                  "timestamp": "2026-02-16T09:00:00.000Z", "cwd": "/p\x1b]0;x\x07",
+                                  "title": "t\u0085itle\u2028"}, evil])
+    for kind in KINDS:
+        printed = set()
+        for catalog in (str(tmp_path / "catalog.db"), "off"):
+            for extra in ((), ("--breakdown",)):  # the stored texts, and the report summed and written
+                result = run_cli(["--agent-dir", str(agent_dir), "--catalog", catalog, "usage", kind, "--all",
+                                  "--json", *extra], capsys)
+                assert result.code == 0
+                assert not any(char in result.out for char in "\x1b\x07\x9b\x7f\x85"), (kind, result.out)
+                report = json.loads(result.out)
+                assert report["totals"]["models"] == ["evil\x1b[31m/m\x9bodel\x7f"]
+                if kind == "session":
+                    assert report["rows"][0]["cwd"] == "/p\x1b]0;x\x07"
+                if not extra:
+                    printed.add(result.out)
+        assert len(printed) == 1, kind  # the catalog's stored text is the file scan's, byte for byte
 
 
 def _session_costs(agent_dir: Path, capsys, catalog: str) -> dict[str, tuple[int, float]]:
@@ -662,6 +794,9 @@ def test_reindexing_one_machine_leaves_the_other_machines_usage_alone(machines: 
     for kind in KINDS:
         assert _machine_report(machines, capsys, "devbox", kind, "--all") == devbox_before[kind]
     _check_machines(machines, capsys)
+    for machine in ("laptop", "devbox"):
+        check_stored_texts(functools.partial(machines.cli, machine), capsys)
+    assert_every_row_has_its_text(machines.laptop.catalog)
 
 
 def test_a_catalog_at_revision_0003_upgrades_in_place_and_answers_as_a_fresh_one(machines: Machines, capsys,

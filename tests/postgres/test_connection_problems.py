@@ -14,7 +14,7 @@ from sessdex.catalog.index.watcher import Watcher
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.location import resolve_location
 from sessdex.core.paths import AgentPaths
-from sessdex.core.usage import DateRange
+from sessdex.core.usage_terms import DateRange
 from tests.catalog.catalog_support import BASE_MS, append_bytes, assistant, header, jsonl, session_fields, user, write_file
 from tests.cli_support import run_cli
 from tests.postgres_server import PASSWORD, PostgresServer, free_port

@@ -9,6 +9,7 @@ devbox's home).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any
@@ -25,6 +26,7 @@ from tests.catalog.test_usage import (
     _assistant,
     _same_report,
     assert_report_matches,
+    check_stored_texts,
     counted_files,
     expected_report,
 )
@@ -124,6 +126,20 @@ def test_usage_on_a_shared_server_is_each_machines_own_answer_or_their_union(mac
     own = _sqlite_catalogs(machines, capsys, monkeypatch)
     machines.index(capsys, monkeypatch, catalog=postgres_url)
     _check_against_sqlite(machines, capsys, postgres_url, own)
+    _check_stored(machines, capsys, postgres_url, own)
+
+
+def _check_stored(machines: Machines, capsys, shared: str, own: dict[str, str]) -> None:
+    """Each machine's stored --json texts on the server equal its reports summed there, and each report's text
+    equals the one its own SQLite catalog prints (the same rows' texts, in the same order, bytewise)."""
+    for machine in ("laptop", "devbox"):
+        check_stored_texts(functools.partial(machines.cli, machine), capsys, catalog=shared)
+        for kind in KINDS:
+            printed = [run_cli(machines.cli(machine, "usage", kind, "--all", "--json", catalog=catalog), capsys).out
+                       for catalog in (shared, own[machine])]
+            assert _same_report(*map(json.loads, printed)), (machine, kind)
+            assert [row.get("session") for row in json.loads(printed[0])["rows"]] == \
+                [row.get("session") for row in json.loads(printed[1])["rows"]]
 
 
 def test_reindex_and_rebuild_of_one_machine_leave_the_other_machines_usage_alone(machines: Machines, capsys,
@@ -142,6 +158,7 @@ def test_reindex_and_rebuild_of_one_machine_leave_the_other_machines_usage_alone
         for kind in ("daily", "session"):
             assert _same_report(_answer(machines, capsys, "laptop", postgres_url, kind, "--all"),
                                 _answer(machines, capsys, "laptop", own["laptop"], kind, "--all")), (kind, rebuild)
+        _check_stored(machines, capsys, postgres_url, own)
     _check_against_sqlite(machines, capsys, postgres_url, own)
 
 
@@ -164,3 +181,23 @@ def test_a_shared_catalog_at_revision_0003_upgrades_to_usage_per_machine(machine
     machines.index(capsys, monkeypatch, catalog=postgres_url)  # upgrades; nothing to index; each records its home
     _check_against_sqlite(machines, capsys, postgres_url, own)
 
+
+
+def test_a_shared_catalog_at_revision_0004_upgrades_to_stored_report_texts(machines: Machines, capsys, monkeypatch,
+                                                                           postgres_url: str):
+    from alembic import command
+
+    from sessdex.catalog.store.migrate import alembic_on
+
+    own = _sqlite_catalogs(machines, capsys, monkeypatch)
+    machines.index(capsys, monkeypatch, catalog=postgres_url)
+    with alembic_on(resolve_location(machines.laptop.agent, postgres_url)) as config:
+        command.downgrade(config, "0004_usage_per_machine")
+    import psycopg
+
+    with psycopg.connect(postgres_url) as connection:
+        assert connection.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'usage_totals' "
+                                  "AND column_name IN ('json', 'label')").fetchone() == (0,)
+    _check_stored(machines, capsys, postgres_url, own)  # opening upgrades: the texts are rendered in place
+    with psycopg.connect(postgres_url) as connection:
+        assert connection.execute("SELECT count(*) FROM usage_totals WHERE model = '' AND json IS NULL").fetchone() == (0,)

@@ -1,0 +1,79 @@
+"""`sessdex usage --json` from the report rows' texts the catalog stores ready (`usage_totals.json`).
+
+A report of one machine over one scope (one project folder, or every project) and whole days, without
+--breakdown, is its rows' stored texts in the order SQL reads them, joined (`sessdex.core.usage_json`):
+no figure is summed or formatted, whatever the number of rows (10,000 in a session report). Any other report
+is summed by `sessdex.catalog.queries.usage` and written by the same module: both print the same text. This
+module imports neither that nor `sessdex.core.usage`, so that the common report costs its command little more
+than its queries.
+"""
+
+from __future__ import annotations
+
+import gc
+
+from sessdex.core.usage_terms import PERIOD_KINDS
+
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from sessdex.core.usage_terms import DateRange, ReportKind
+
+
+def stored_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],
+                      days: DateRange, breakdown: bool) -> bytes | None:
+    """`sessdex usage KIND --json`'s text, UTF-8 encoded, joined from the stored row texts (the arguments as for
+    `sessdex.catalog.queries.usage.catalog_usage_report`), or None when they cannot answer it (then the report
+    is summed: `summed_usage_json`).
+
+    They answer one machine's report over whole days of one folder, or of every project, without --breakdown.
+    """
+    if breakdown or len(parts) != 1 or parts[0]["machine"] != db.machine or days.since is not None \
+            or days.until is not None:
+        return None
+    return _stored_json(db, kind, scope_name, parts[0])
+
+
+def _stored_json(db: Any, kind: ReportKind, scope_name: str, params: dict[str, str]) -> bytes | None:
+    """The report joined from stored row texts, or None when they cannot answer it: a project whose usage is in
+    several of its folders (their rows add up), usage outside the sessions root (then "every project" is not the
+    machine-wide rows), no usage at all, or a row without its text."""
+    from sessdex.core.usage_json import report_bytes
+
+    machine = params["machine"]
+    if scope_name == "under_root":
+        root = {**params, "root_dir": params["root_lo"].rstrip("/")}
+        if usage_outside_root(db, root):
+            return None
+        scopes = [""]
+    else:
+        scopes = list(dict.fromkeys(params[name] for name in ("dir0", "dir1", "dir2")))
+    totals = []
+    for scope in scopes:
+        totals += [(scope, text) for text, in db.fetch_tuples("usage_json_total", {"scope": scope, "machine": machine})]
+    if len(totals) != 1 or totals[0][1] is None:
+        return None
+    scope, total = totals[0]
+    if kind == "session":
+        statement, query = (("usage_json_sessions_under_root", root) if scope_name == "under_root"
+                            else ("usage_json_sessions_in_scope", {"scope": scope, "machine": machine}))
+    else:
+        statement = "usage_json_rows" if kind in PERIOD_KINDS else "usage_json_rows_by_cost"
+        query = {"kind": kind, "scope": scope, "machine": machine}
+    collecting = gc.isenabled()
+    gc.disable()  # 10,000 row tuples would start the cycle collector over every object several times
+    try:
+        texts = [text for text, in db.fetch_tuples(statement, query)]
+    finally:
+        if collecting:
+            gc.enable()
+    if None in texts:
+        return None
+    return report_bytes(kind, texts, total)
+
+
+def usage_outside_root(db: Any, params: dict[str, Any]) -> bool:
+    """True when the catalog holds usage of a file outside the sessions root (indexed for a --session-dir)."""
+    return bool(db.fetch_tuples("usage_outside_root", {**params, "limit": 1, "offset": 0}))
