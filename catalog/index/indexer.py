@@ -45,7 +45,15 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from enum import Enum
 from typing import Any, NamedTuple
 
-from sessdex.catalog.index.bulk_writer import BulkWriter, CatalogChanged, data_version
+from sessdex.catalog.index.bulk_writer import (
+    INSERT_MESSAGE,
+    INSERT_USAGE_FACT,
+    MESSAGE_FTS_FROM_ROWS,
+    BulkWriter,
+    CatalogChanged,
+    data_version,
+    next_message_id,
+)
 from sessdex.catalog.index.file_reader import (
     CHUNK_BYTES,
     HEAD_BYTES,
@@ -56,6 +64,7 @@ from sessdex.catalog.index.file_reader import (
     clamp_int64,
     digest,
     file_columns,
+    fold_chunks,
     head_columns,
     message_text,
     open_session_file,
@@ -68,7 +77,7 @@ from sessdex.catalog.index.file_reader import (
 )
 from sessdex.catalog.index.parse_workers import (
     LOCAL_EVERY,
-    LOCAL_EVERY_DEFERRED,
+    LOCAL_EVERY_LISTING,
     ParseWorkers,
     WorkerFailure,
     parse_worker_count,
@@ -264,7 +273,8 @@ class Indexer:
     def __init__(self, db: CatalogDatabase, *, clock: Callable[[], float] = time.time,
                  defer_content: bool = False, content: bool | None = None,
                  parse_workers: int | None = None) -> None:
-        """`defer_content`: a bulk run into an empty catalog leaves message_fts to
+        """`defer_content`: a bulk run into an empty catalog writes the files' rows only (listing first) and leaves
+        their message rows, full-text entries and usage facts to
         `sessdex.catalog.index.content_index.fill_content_index`, so that listings are visible sooner.
         `content=False` indexes metadata only (no message text); None: as this machine is registered.
         `parse_workers`: how many worker processes read the files of a bulk run (0: none, read here);
@@ -393,12 +403,13 @@ class Indexer:
         position = batch_start = 0
         workers = self._start_parse_workers(keys) if workers_allowed else None
         try:
-            bulk = BulkWriter(connection, version, defer_message_fts=self._defer_content, threaded=workers is None)
+            bulk = BulkWriter(connection, version, listing_only=self._defer_content, threaded=workers is None)
         except BaseException:
             if workers is not None:
                 workers.close()
             raise
-        items = workers.items() if workers is not None else read_new_files(keys, self.content)
+        items = workers.items() if workers is not None else read_new_files(keys, self.content,
+                                                                            listing_only=self._defer_content)
         workers_failed_at_once = False
         try:
             with bulk:
@@ -440,7 +451,7 @@ class Indexer:
         committed = batches[:bulk.committed_batches]
         bulk_peak_rss_kb = _peak_rss_kb()  # the workers ran alongside this much at most (they are gone now)
         refresh_started = time.process_time()
-        if committed:
+        if committed and not self._defer_content:  # a listing-first run has no usage facts yet
             with self._transaction():
                 refresh_all_usage(self.db)
         _report_bulk_run(workers, bulk, position, time.process_time() - refresh_started, bulk_peak_rss_kb)
@@ -454,8 +465,8 @@ class Indexer:
         count = self.parse_workers if self.parse_workers is not None else parse_worker_count(keys)
         if not count:
             return None
-        return ParseWorkers.start(keys, self.content, count,
-                                  local_every=LOCAL_EVERY_DEFERRED if self._defer_content else LOCAL_EVERY)
+        return ParseWorkers.start(keys, self.content, count, listing_only=self._defer_content,
+                                  local_every=LOCAL_EVERY_LISTING if self._defer_content else LOCAL_EVERY)
 
     def _index_new(self, key: str, items: Generator[tuple[Any, ...], None, None], bulk: BulkWriter,
                    run: _BulkRun) -> Outcome | None:
@@ -502,6 +513,62 @@ class Indexer:
             bulk.add_file_usage(file_id, item[2])
         run.add(key, identity)
         return Outcome.INDEXED
+
+    # -- the content of a listing-first run -----------------------------------------------------------------
+
+    def fill_content(self, after: int, end: int, max_bytes: int) -> tuple[int, list[str]]:
+        """Inside a write transaction of a SQLite catalog: store the message rows, full-text entries and usage facts
+        of this machine's files with ids after `after` up to `end` (about `max_bytes` of them, at least one file)
+        that a listing-first run (`defer_content`) indexed without them. Returns the last id done, and the paths
+        whose file no longer is what their row says (changed, unreadable now or gone): the caller indexes those
+        again from the start (`index_path(path, force=True)`) once this transaction is committed.
+
+        Files are read in id order and their rows numbered on, so that once the whole backlog is done the catalog
+        is the one a single full index writes. A file whose content an ordinary index wrote meanwhile gets it
+        written again (its rows are replaced)."""
+        connection = self.db.writer_connection()
+        self._writer.begin()
+        rows = connection.execute(
+            "SELECT id, path, device, inode, size, mtime_ns, indexed_offset FROM session_files "
+            "WHERE machine = ? AND id > ? AND id <= ? ORDER BY id LIMIT 2000", (self.db.machine, after, end)).fetchall()
+        if not rows:
+            return end, []
+        chosen = []
+        total = 0
+        for row in rows:
+            chosen.append(row)
+            total += row[4]
+            if total >= max_bytes:
+                break
+        last = chosen[-1][0] if len(chosen) < len(rows) or len(rows) == 2000 else end
+        written = {file_id for (file_id,) in connection.execute(
+            "SELECT DISTINCT file_id FROM messages WHERE file_id > ? AND file_id <= ? UNION "
+            "SELECT DISTINCT file_id FROM usage_facts WHERE file_id > ? AND file_id <= ?", (after, last, after, last))}
+        next_id = next_message_id(connection)
+        first_id = next_id
+        messages: list[tuple[Any, ...]] = []
+        facts: list[tuple[Any, ...]] = []
+        again: list[str] = []
+        for file_id, path, device, inode, size, mtime_ns, indexed_offset in chosen:
+            read = _read_content(path, (device, inode, size, mtime_ns), indexed_offset, self.content)
+            if read is None:
+                again.append(path)
+                continue
+            texts, result = read
+            if file_id in written:
+                self._writer.delete_texts(file_id)
+                delete_usage_facts(self.db, file_id)
+            for seq, (text, pending) in enumerate(texts):
+                messages.append((next_id, file_id, seq, pending, text))
+                next_id += 1
+            facts += [fact_values(file_id, fact, pending) for found, pending in
+                      ((result.facts, False), (result.pending_facts, True)) for fact in found]
+        if messages:
+            connection.executemany(INSERT_MESSAGE, messages)
+            connection.execute(MESSAGE_FTS_FROM_ROWS, (first_id, next_id - 1))
+        if facts:
+            connection.executemany(INSERT_USAGE_FACT, facts)
+        return last, again
 
     # -- one file -----------------------------------------------------------------------------------------
 
@@ -632,6 +699,32 @@ class Indexer:
     def _stamped(self, columns: dict[str, Any]) -> dict[str, Any]:
         """A row's columns from file_columns with this catalog's machine and the time of indexing added."""
         return {"machine": self.db.machine, **columns, "indexed_at_ms": clamp_int64(int(self._clock() * 1000))}
+
+
+def _read_content(path: str, stat_key: tuple[int, int, int, int], indexed_offset: int, content: bool
+                  ) -> tuple[list[tuple[str, bool]], ReadResult] | None:
+    """The texts (storable, capped, with their pending flag) and usage facts of a file a listing-first run indexed,
+    read up to the size its row holds; None when the file is no longer what its row says (so: index it again)."""
+    current = stat_session_file(path)
+    if current is None or (current.device, current.inode, current.size, current.mtime_ns) != stat_key:
+        return None
+    texts: list[tuple[str, bool]] = []
+    try:
+        with open_session_file(path) as handle:
+            chunks = fold_chunks(handle, 0, current.size, SessionSummary(), 0)
+            while True:
+                try:
+                    found, pending = next(chunks)
+                except StopIteration as stop:
+                    result: ReadResult = stop.value
+                    break
+                if content:
+                    texts += [(message_text(text), pending) for text in found]
+    except Exception:  # noqa: BLE001 - unreadable now, or a parser limit: the ordinary way records it
+        return None
+    if result.committed_offset != indexed_offset:
+        return None  # not the bytes the row was made from (it was unreadable then, say)
+    return texts, result
 
 
 def _file_error(exc: Exception) -> bool:

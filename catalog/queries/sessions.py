@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from sessdex.catalog.index.content_index import ContentProgress
     from sessdex.catalog.queries.source import PickerRow
     from sessdex.core.usage import UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
@@ -608,8 +609,8 @@ class Catalog:
         except sqlite3.Error:
             pass
 
-    def content_index_progress(self) -> tuple[int, int] | None:
-        """(message rows indexed, rows to index) while the message-text index is still being filled, else None."""
+    def content_index_progress(self) -> ContentProgress | None:
+        """How far the content index (message text, usage facts) is while it is still being filled, else None."""
         from sessdex.catalog.index.content_index import content_backlog
 
         return content_backlog(self._database())

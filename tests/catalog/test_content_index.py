@@ -1,4 +1,4 @@
-"""The two-phase first index: listings first, the message-text index after; complete, it equals an inline index."""
+"""The two-phase first index: listings first, message text and usage after; complete, it equals a full index."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import open_catalog
 from sessdex.catalog.store.location import resolve_location
 from tests.catalog.catalog_support import append_bytes, assistant, jsonl
+from tests.catalog.test_bulk_writer import snapshot
+from tests.catalog.test_parse_workers import whole_catalog
 from tests.cli_support import run_cli
 
 
@@ -57,53 +59,94 @@ def content_index(catalog_file: Path) -> tuple[set[tuple[str, int, str, int]], s
     return entries, rows
 
 
-def inline_index(agent: Path, catalog_file: Path) -> None:
-    """Index every file of `agent` into a new catalog with message_fts written along (the reference)."""
+def usage_by_path(catalog_file: Path) -> tuple[list[tuple], list[tuple]]:
+    """The usage facts by (path, position) and the rollup rows by path (row ids left out, as in content_index)."""
+    connection = sqlite3.connect(catalog_file)
+    try:
+        facts = sorted(connection.execute(
+            "SELECT f.path, u.pending, u.copied, u.entry_id, u.entry_timestamp, u.ts_ms, u.day_utc, u.day_local, "
+            "u.provider, u.model, u.input_tokens, u.output_tokens, u.cost FROM usage_facts u "
+            "JOIN session_files f ON f.id = u.file_id"))
+        rollup = sorted(tuple("" if value is None else value for value in row) for row in connection.execute(
+            "SELECT f.path, r.* FROM usage_rollup r JOIN session_files f ON f.id = r.file_id"))
+    finally:
+        connection.close()
+    return facts, [row[:1] + row[3:] for row in rollup]  # without the rollup's own id and file id
+
+
+def inline_index(agent: Path, catalog_file: Path, **options) -> None:
+    """Index every file of `agent` into a new catalog with its content written along (the reference)."""
     db = _open(catalog_file)
     try:
-        Indexer(db).index_paths(_session_files(agent))
+        Indexer(db, **options).index_paths(_session_files(agent))
         assert content_backlog(db) is None
     finally:
         db.close()
 
 
-def test_a_first_index_by_a_read_command_leaves_the_text_index_and_filling_it_equals_an_inline_index(
+def test_a_first_index_by_a_read_command_writes_listings_first_and_filling_equals_a_full_index(
         agent: Path, tmp_path: Path) -> None:
     deferred_file = tmp_path / "deferred.db"
     db = _open(deferred_file)
     try:
         reconcile(db, Scope.of(root=agent / "sessions"))  # what a read command runs on an empty catalog
-        indexed, total = content_backlog(db)
-        assert indexed == 0 and total == db.scalar("count_messages") > 0
-        assert db.sqlite_reader().execute("SELECT count(*) FROM message_fts WHERE message_fts MATCH 'the'").fetchone()[0] \
-            == 0
-        assert db.scalar("count_files") == len(_session_files(agent))  # listings are complete already
-        seen: list[tuple[int, int]] = []
-        assert fill_content_index(db, chunk_rows=97, progress=lambda done, of: seen.append((done, of)))
+        progress = content_backlog(db)
+        files = len(_session_files(agent))
+        assert (progress.done, progress.total, progress.unit, progress.percent) == (0, files, "sessions", 0)
+        assert db.scalar("count_files") == files  # listings are complete already
+        assert db.scalar("count_messages") == 0
+        assert db.sqlite_reader().execute("SELECT count(*) FROM usage_facts").fetchone()[0] == 0
+        seen: list[tuple[int, int, str]] = []
+        assert fill_content_index(db, chunk_bytes=20_000,
+                                  progress=lambda done: seen.append((done.done, done.total, done.unit)))
         assert content_backlog(db) is None
-        assert seen[-1] == (total, total) and len(seen) == -(-total // 97)
+        assert seen[-1] == (files, files, "sessions") and len(seen) > 5
     finally:
         db.close()
     reference_file = tmp_path / "inline.db"
     inline_index(agent, reference_file)
     assert content_index(deferred_file) == content_index(reference_file)
+    assert usage_by_path(deferred_file) == usage_by_path(reference_file)
 
 
-def test_changes_while_the_text_index_is_unfinished_leave_it_equal_to_a_full_rebuild(agent: Path,
-                                                                                     tmp_path: Path) -> None:
+def test_a_listing_first_index_and_its_fill_write_exactly_the_catalog_of_a_full_index(agent: Path,
+                                                                                      tmp_path: Path) -> None:
+    deferred_file = tmp_path / "deferred.db"
+    db = _open(deferred_file)
+    try:
+        Indexer(db, clock=lambda: 1_750_000_000.0, defer_content=True, parse_workers=0).index_paths(
+            _session_files(agent))
+        assert fill_content_index(db, chunk_bytes=50_000)
+    finally:
+        db.close()
+    reference_file = tmp_path / "inline.db"
+    inline_index(agent, reference_file, clock=lambda: 1_750_000_000.0, parse_workers=0)
+    deferred, reference = whole_catalog(deferred_file), whole_catalog(reference_file)
+    # message_fts holds the same entries (snapshot) but was built in other steps: its b-tree pages differ.
+    for catalog in (deferred, reference):
+        for table in [name for name in catalog if name.startswith("message_fts_")]:
+            del catalog[table]
+    assert deferred == reference
+    assert snapshot(deferred_file) == snapshot(reference_file)
+
+
+def test_changes_while_the_content_is_unfinished_leave_it_equal_to_a_full_rebuild(agent: Path,
+                                                                                  tmp_path: Path) -> None:
     deferred_file = tmp_path / "deferred.db"
     db = _open(deferred_file)
     files = _session_files(agent)
     try:
         reconcile(db, Scope.of(root=agent / "sessions"))
-        fill_content_index(db, chunk_rows=50, deadline=0)  # one chunk only: most rows are still waiting
-        assert content_backlog(db)[0] == 50
-        appended, rewritten, deleted, last = files[3], files[10], files[20], files[-1]
+        fill_content_index(db, chunk_bytes=1, deadline=0)  # one file only: the others are still waiting
+        assert content_backlog(db).done == 1
+        appended, rewritten, deleted, last, grown = files[3], files[10], files[20], files[-1], files[25]
         append_bytes(Path(appended), jsonl([assistant("a zeppelin landed on the roof", "z0000001")]))
         Path(rewritten).write_bytes(Path(files[0]).read_bytes())
         os.unlink(deleted)
-        os.unlink(last)  # the backlog's last rows go: their ids must not be handed out again
-        Indexer(db).index_paths([appended, rewritten, deleted, last])
+        os.unlink(last)
+        Indexer(db).index_paths([appended, rewritten, deleted, last])  # the ordinary way, as the watcher does
+        # Changed and not indexed again yet: the fill reads it whole, as it is now.
+        append_bytes(Path(grown), jsonl([assistant("a blimp over the harbour", "b0000001")]))
         assert content_backlog(db) is not None
         assert fill_content_index(db)
     finally:
@@ -112,7 +155,30 @@ def test_changes_while_the_text_index_is_unfinished_leave_it_equal_to_a_full_reb
     inline_index(agent, reference_file)
     entries, rows = content_index(deferred_file)
     assert (entries, rows) == content_index(reference_file)
-    assert any(term == "zeppelin" for _path, _seq, term, _offset in entries)
+    assert usage_by_path(deferred_file) == usage_by_path(reference_file)
+    assert {"zeppelin", "blimp"} <= {term for _path, _seq, term, _offset in entries}
+
+
+def test_an_earlier_versions_message_text_backlog_is_completed(agent: Path, tmp_path: Path) -> None:
+    catalog_file = tmp_path / "catalog.db"
+    inline_index(agent, catalog_file)
+    db = _open(catalog_file)
+    try:
+        connection = db.writer_connection()
+        with db.write():  # as a first index of an earlier version left it: message rows without their entries
+            total = db.scalar("count_messages")
+            connection.execute("INSERT INTO message_fts(message_fts) VALUES ('delete-all')")
+            fts.write_backlog(connection, 1, 0, total)
+        progress = content_backlog(db)
+        assert (progress.done, progress.total, progress.unit) == (0, total, "messages")
+        seen: list[int] = []
+        assert fill_content_index(db, chunk_rows=97, progress=lambda done: seen.append(done.done))
+        assert content_backlog(db) is None and seen[-1] == total and len(seen) == -(-total // 97)
+    finally:
+        db.close()
+    reference_file = tmp_path / "inline.db"
+    inline_index(agent, reference_file)
+    assert content_index(catalog_file) == content_index(reference_file)
 
 
 def test_search_completes_a_small_backlog_and_reports_an_unfinished_one(agent: Path, tmp_path: Path,
@@ -123,7 +189,7 @@ def test_search_completes_a_small_backlog_and_reports_an_unfinished_one(agent: P
     assert run_cli([*base, "list", "--all"], capsys).code == 0  # the first index, by a read command
     db = _open(catalog_file)
     try:
-        assert content_backlog(db)[0] == 0
+        assert content_backlog(db).done == 0
     finally:
         db.close()
     import sessdex.catalog.index.content_index as content_module
@@ -131,8 +197,10 @@ def test_search_completes_a_small_backlog_and_reports_an_unfinished_one(agent: P
 
     monkeypatch.setattr(sessions_module, "SEARCH_FILL_SECONDS", 0.0)
     monkeypatch.setattr(content_module, "CHUNK_ROWS", 10)
+    monkeypatch.setattr(content_module, "CHUNK_BYTES", 1)
     unfinished = run_cli([*base, "search", "--all", "the"], capsys)
     assert unfinished.code == 0 and "message-text index is " in unfinished.err and "% built" in unfinished.err
+    assert "(1 of 40 sessions)" in unfinished.err
     monkeypatch.setattr(sessions_module, "SEARCH_FILL_SECONDS", 60.0)
     finished = run_cli([*base, "search", "--all", "the"], capsys)
     assert finished.code == 0 and "message-text index" not in finished.err
