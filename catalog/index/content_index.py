@@ -57,6 +57,31 @@ def content_backlog(db: CatalogDatabase) -> ContentProgress | None:
     return None if progress is None else ContentProgress(*progress, "messages")
 
 
+def backlog_messages_text(db: CatalogDatabase, file_id: int) -> str | None:
+    """A file's searchable texts joined by spaces (as the catalog's message rows give them) while its content is
+    still in the backlog, read from the file; None when the catalog holds it (or the file cannot be read)."""
+    if not isinstance(db, SqliteCatalog):
+        return None
+    reader = db.sqlite_reader()
+    backlog = fts.read_backlog(reader, fts.FILES_BACKLOG_KEY)
+    if backlog is None or not backlog[1] < file_id <= backlog[2]:
+        return None
+    row = reader.execute("SELECT path, size FROM session_files WHERE id = ?", (file_id,)).fetchone()
+    if row is None:
+        return None
+    from sessdex.catalog.index.file_reader import fold_chunks, message_text, open_session_file
+    from sessdex.core.summary import SessionSummary
+
+    texts: list[str] = []
+    try:
+        with open_session_file(row[0]) as handle:
+            for found, _pending in fold_chunks(handle, 0, row[1], SessionSummary(), 0, usage=False):
+                texts += map(message_text, found)
+    except Exception:  # noqa: BLE001 - unreadable now: the catalog's (empty) answer stands
+        return None
+    return " ".join(texts)
+
+
 def fill_content_index(db: CatalogDatabase, *, deadline: float | None = None,
                        progress: Callable[[ContentProgress], None] | None = None, chunk_rows: int | None = None,
                        chunk_bytes: int | None = None) -> bool:

@@ -199,16 +199,26 @@ class _Writer:
         self._next_message_id: int | None = None
         # The message ids written without message_fts entries yet (see fts.BACKLOG_KEY): (done, end].
         self._backlog: tuple[int, int] | None = None
+        # The file ids whose content a listing-first run left for later (see fts.FILES_BACKLOG_KEY): (done, end].
+        self._files_backlog: tuple[int, int] | None = None
 
     def begin(self) -> None:
         """Forget what an earlier transaction read (call right after opening one)."""
         self._next_message_id = None
-        value = self.db.scalar("meta_get", {"key": fts.BACKLOG_KEY})
+        self._backlog = self._read_backlog(fts.BACKLOG_KEY)
+        self._files_backlog = self._read_backlog(fts.FILES_BACKLOG_KEY)
+
+    def _read_backlog(self, key: str) -> tuple[int, int] | None:
+        value = self.db.scalar("meta_get", {"key": key})
         if value is None:
-            self._backlog = None
-        else:
-            _first, done, end = (int(part) for part in value.split())
-            self._backlog = (done, end)
+            return None
+        _first, done, end = (int(part) for part in value.split())
+        return done, end
+
+    def content_pending(self, file_id: int) -> bool:
+        """Whether this file's content (message rows, usage facts) is still to be read by content_index: its
+        rows then cannot be appended to (read it whole)."""
+        return self._files_backlog is not None and self._files_backlog[0] < file_id <= self._files_backlog[1]
 
     def _indexed(self, message_id: int) -> bool:
         """Whether message_fts holds an entry for this message row (not so for the backlog's rows)."""
@@ -594,7 +604,8 @@ class Indexer:
             return Outcome.MOVED if moved else Outcome.UNCHANGED
         try:
             with open_session_file(key) as handle:
-                if row is not None and not force and self._is_append(handle, row, current):
+                if (row is not None and not force and not self._writer.content_pending(row["id"])
+                        and self._is_append(handle, row, current)):
                     self._append(handle, key, row, current)
                     return Outcome.MOVED if moved else Outcome.APPENDED
                 self._full(handle, key, row, current)

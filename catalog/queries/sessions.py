@@ -320,7 +320,14 @@ class Catalog:
 
     def messages_text(self, file_id: int) -> str:
         """Every searchable message text of a file, in file order, joined by spaces (all_messages_text)."""
-        return " ".join(row["text"] for row in self._database().fetchall("message_texts", {"file_id": file_id}))
+        rows = self._database().fetchall("message_texts", {"file_id": file_id})
+        if not rows:  # perhaps a first index left the file's content for later: then it is read from the file
+            from sessdex.catalog.index.content_index import backlog_messages_text
+
+            text = backlog_messages_text(self._database(), file_id)
+            if text is not None:
+                return text
+        return " ".join(row["text"] for row in rows)
 
     def _session_info(self, row: Any) -> SessionInfo:
         return self._info_of(_info_columns(row)(row))

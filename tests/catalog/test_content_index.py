@@ -12,9 +12,11 @@ from gen_corpus import generate_corpus
 from sessdex.catalog.index.content_index import content_backlog, fill_content_index
 from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.reconcile import Scope, reconcile
+from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import open_catalog
 from sessdex.catalog.store.location import resolve_location
+from sessdex.core.paths import AgentPaths
 from tests.catalog.catalog_support import append_bytes, assistant, jsonl
 from tests.catalog.test_bulk_writer import snapshot
 from tests.catalog.test_parse_workers import whole_catalog
@@ -221,3 +223,32 @@ def test_index_completes_the_backlog(agent: Path, tmp_path: Path, monkeypatch, c
     reference_file = tmp_path / "inline.db"
     inline_index(agent, reference_file)
     assert content_index(catalog_file) == content_index(reference_file)
+
+
+def test_before_the_content_is_read_a_sessions_text_comes_from_its_file_and_a_change_is_read_whole(
+        agent: Path, tmp_path: Path) -> None:
+    paths = AgentPaths(agent_dir=agent, home=tmp_path / "home", tmp_dir=tmp_path)
+    catalog_file = tmp_path / "catalog.db"
+    location = resolve_location(agent, str(catalog_file))
+    with Catalog(paths, location) as catalog:
+        early = {str(info.path): info.all_messages_text for info in catalog.list_all_sessions()}
+    appended = next(path for path in _session_files(agent) if early.get(path))
+    db = _open(catalog_file)
+    try:
+        assert content_backlog(db) is not None and db.scalar("count_messages") == 0
+        append_bytes(Path(appended), jsonl([assistant("a zeppelin landed on the roof", "z0000001")]))
+        Indexer(db).index_paths([appended])  # the ordinary way, as the watcher does: the whole file, not the append
+        file_id = db.fetchall("file_by_path", {"path": appended})[0]["id"]
+        seqs = [row[0] for row in db.sqlite_reader().execute("SELECT seq FROM messages WHERE file_id = ? ORDER BY seq",
+                                                             (file_id,))]
+        assert seqs == list(range(len(seqs))) and len(seqs) > 1
+    finally:
+        db.close()
+    with Catalog(paths, location) as catalog:
+        middle = {str(info.path): info.all_messages_text for info in catalog.list_all_sessions()}
+        assert fill_content_index(catalog._database())
+        late = {str(info.path): info.all_messages_text for info in catalog.list_all_sessions()}
+    assert middle == late and any(late.values())
+    assert {path: text for path, text in early.items() if path != appended} == \
+        {path: text for path, text in late.items() if path != appended}
+    assert late[appended] == early[appended] + " a zeppelin landed on the roof"
