@@ -118,7 +118,7 @@ def _fill_files(db: SqliteCatalog, deadline: float | None, progress: Callable[[C
                 refresh_all_usage(db)
                 fts.write_files_backlog(connection, None)
                 return True
-            upto, again = indexer.fill_content(done, end, chunk_bytes)
+            upto, again = indexer.fill_content(connection, done, end, chunk_bytes)
             fts.write_files_backlog(connection, (first, upto, end))
         for path in again:
             indexer.index_path(path, force=True)

@@ -526,17 +526,18 @@ class Indexer:
 
     # -- the content of a listing-first run -----------------------------------------------------------------
 
-    def fill_content(self, after: int, end: int, max_bytes: int) -> tuple[int, list[str]]:
-        """Inside a write transaction of a SQLite catalog: store the message rows, full-text entries and usage facts
-        of this machine's files with ids after `after` up to `end` (about `max_bytes` of them, at least one file)
-        that a listing-first run (`defer_content`) indexed without them. Returns the last id done, and the paths
-        whose file no longer is what their row says (changed, unreadable now or gone): the caller indexes those
-        again from the start (`index_path(path, force=True)`) once this transaction is committed.
+    def fill_content(self, connection: sqlite3.Connection, after: int, end: int, max_bytes: int
+                     ) -> tuple[int, list[str]]:
+        """Inside a write transaction of a SQLite catalog (`connection`, its writer): store the message rows,
+        full-text entries and usage facts of this machine's files with ids after `after` up to `end` (about
+        `max_bytes` of them, at least one file) that a listing-first run (`defer_content`) indexed without them.
+        Returns the last id done, and the paths whose file no longer is what their row says (changed, unreadable
+        now, gone): the caller indexes those again from the start (`index_path(path, force=True)`) once this
+        transaction is committed.
 
         Files are read in id order and their rows numbered on, so that once the whole backlog is done the catalog
         is the one a single full index writes. A file whose content an ordinary index wrote meanwhile gets it
         written again (its rows are replaced)."""
-        connection = self.db.writer_connection()
         self._writer.begin()
         rows = connection.execute(
             "SELECT id, path, device, inode, size, mtime_ns, indexed_offset FROM session_files "
@@ -550,7 +551,7 @@ class Indexer:
             total += row[4]
             if total >= max_bytes:
                 break
-        last = chosen[-1][0] if len(chosen) < len(rows) or len(rows) == 2000 else end
+        last = end if len(chosen) == len(rows) < 2000 else chosen[-1][0]  # whether files up to `end` are left
         written = {file_id for (file_id,) in connection.execute(
             "SELECT DISTINCT file_id FROM messages WHERE file_id > ? AND file_id <= ? UNION "
             "SELECT DISTINCT file_id FROM usage_facts WHERE file_id > ? AND file_id <= ?", (after, last, after, last))}
