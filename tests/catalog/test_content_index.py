@@ -252,3 +252,26 @@ def test_before_the_content_is_read_a_sessions_text_comes_from_its_file_and_a_ch
     assert {path: text for path, text in early.items() if path != appended} == \
         {path: text for path, text in late.items() if path != appended}
     assert late[appended] == early[appended] + " a zeppelin landed on the roof"
+
+
+def test_usage_completes_a_small_backlog_and_says_how_far_an_unfinished_one_is(agent: Path, tmp_path: Path,
+                                                                              monkeypatch, capsys) -> None:
+    import sessdex.catalog.index.content_index as content_module
+    import sessdex.catalog.queries.sessions as sessions_module
+
+    monkeypatch.chdir(tmp_path)
+    reference = ["--agent-dir", str(agent), "--catalog", str(tmp_path / "reference.db")]
+    assert run_cli([*reference, "index"], capsys).code == 0
+    expected = run_cli([*reference, "usage", "daily", "--all", "--json"], capsys)
+    assert expected.code == 0 and expected.out.count('"cost"') > 3
+    base = ["--agent-dir", str(agent), "--catalog", str(tmp_path / "catalog.db")]
+    assert run_cli([*base, "list", "--all"], capsys).code == 0  # the first index, by a read command
+    monkeypatch.setattr(sessions_module, "SEARCH_FILL_SECONDS", 0.0)
+    monkeypatch.setattr(content_module, "CHUNK_BYTES", 1)
+    unfinished = run_cli([*base, "usage", "daily", "--all", "--json"], capsys)
+    assert unfinished.code == 0 and "usage figures are incomplete: 2% of the content index is built (1 of 40 " \
+        "sessions)" in unfinished.err
+    monkeypatch.setattr(sessions_module, "SEARCH_FILL_SECONDS", 60.0)
+    finished = run_cli([*base, "usage", "daily", "--all", "--json"], capsys)
+    assert finished.code == 0 and "incomplete" not in finished.err
+    assert finished.out == expected.out
