@@ -118,10 +118,8 @@ def _fill_files(db: SqliteCatalog, deadline: float | None, progress: Callable[[C
                 refresh_all_usage(db)
                 fts.write_files_backlog(connection, None)
                 return True
-            upto, again = indexer.fill_content(connection, done, end, chunk_bytes)
+            upto = indexer.fill_content(connection, done, end, chunk_bytes)
             fts.write_files_backlog(connection, (first, upto, end))
-        for path in again:
-            indexer.index_path(path, force=True)
         if progress is not None:
             progress(ContentProgress(upto - first + 1, end - first + 1, "sessions"))
         if deadline is not None and time.monotonic() >= deadline:

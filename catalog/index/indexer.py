@@ -526,14 +526,13 @@ class Indexer:
 
     # -- the content of a listing-first run -----------------------------------------------------------------
 
-    def fill_content(self, connection: sqlite3.Connection, after: int, end: int, max_bytes: int
-                     ) -> tuple[int, list[str]]:
+    def fill_content(self, connection: sqlite3.Connection, after: int, end: int, max_bytes: int) -> int:
         """Inside a write transaction of a SQLite catalog (`connection`, its writer): store the message rows,
         full-text entries and usage facts of this machine's files with ids after `after` up to `end` (about
-        `max_bytes` of them, at least one file) that a listing-first run (`defer_content`) indexed without them.
-        Returns the last id done, and the paths whose file no longer is what their row says (changed, unreadable
-        now, gone): the caller indexes those again from the start (`index_path(path, force=True)`) once this
-        transaction is committed.
+        `max_bytes` of them, at least one file) that a listing-first run (`defer_content`) indexed without them;
+        return the last id done. A file that is no longer what its row says (changed, unreadable now, gone) is
+        indexed again from the start the ordinary way, in this transaction too (a file whose indexing raises is
+        recorded as unreadable, as `index_paths` records it).
 
         Files are read in id order and their rows numbered on, so that once the whole backlog is done the catalog
         is the one a single full index writes. A file whose content an ordinary index wrote meanwhile gets it
@@ -543,7 +542,7 @@ class Indexer:
             "SELECT id, path, device, inode, size, mtime_ns, indexed_offset FROM session_files "
             "WHERE machine = ? AND id > ? AND id <= ? ORDER BY id LIMIT 2000", (self.db.machine, after, end)).fetchall()
         if not rows:
-            return end, []
+            return end
         chosen = []
         total = 0
         for row in rows:
@@ -563,7 +562,7 @@ class Indexer:
         for file_id, path, device, inode, size, mtime_ns, indexed_offset in chosen:
             read = _read_content(path, (device, inode, size, mtime_ns), indexed_offset, self.content)
             if read is None:
-                again.append(path)
+                again.append(path)  # after this chunk's rows: it takes message ids of its own
                 continue
             texts, result = read
             if file_id in written:
@@ -579,7 +578,24 @@ class Indexer:
             connection.execute(MESSAGE_FTS_FROM_ROWS, (first_id, next_id - 1))
         if facts:
             connection.executemany(INSERT_USAGE_FACT, facts)
-        return last, again
+        for path in again:
+            self._index_again(connection, path)
+        return last
+
+    def _index_again(self, connection: sqlite3.Connection, key: str) -> None:
+        """Index `key` from the start inside the caller's transaction; a file whose indexing raises is rolled back
+        alone (a savepoint) and recorded as unreadable."""
+        connection.execute("SAVEPOINT index_again")
+        try:
+            self._index_in_transaction(key, force=True)
+        except Exception as exc:
+            if not _file_error(exc):
+                raise
+            connection.execute("ROLLBACK TO index_again")
+            self._writer.begin()  # what the rolled back statements wrote is not there
+            self._record_failure(key)
+            self.failures.append(FileFailure(key, _reason(exc)))
+        connection.execute("RELEASE index_again")
 
     # -- one file -----------------------------------------------------------------------------------------
 
