@@ -238,11 +238,12 @@ def read_fold(handle, offset: int, end: int, fold: SessionSummary, committed_bad
 
 
 def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_bad: int,
-                head: HeadValues | None = None, *, usage: bool = True
+                head: HeadValues | None = None, *, usage: bool = True, texts_wanted: bool = True
                 ) -> Generator[tuple[list[str], bool], None, ReadResult]:
     """read_fold as a generator: yields (texts, pending) as read_fold hands them to its sink, returns the ReadResult.
 
-    `usage=False` leaves the usage facts out (a listing-first read: they are read again with the content)."""
+    `usage=False` leaves the usage facts out (a listing-first read: they are read again with the content);
+    `texts_wanted=False` yields no texts (a reader that stores none)."""
     handle.seek(offset)
     committed = offset
     buffer = b""
@@ -261,7 +262,7 @@ def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_b
             continue  # a damaged value runs to the chunk's end: decide once more bytes are in
         if head is not None and committed == 0:
             head.see(complete, parsed.values, clean)
-        texts = fold.feed_all(parsed.values)
+        texts = fold.feed_all(parsed.values, texts_wanted)
         if usage and fold.header_valid:
             facts += usage_facts(parsed.values)
         committed_bad += parsed.bad_records
@@ -275,7 +276,7 @@ def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_b
         return ReadResult(committed, committed_bad, committed_state, 0, fold, committed_state, facts)
     visible = SessionSummary.from_state(committed_state)
     parsed = parse_lines(buffer)
-    texts = visible.feed_all(parsed.values)
+    texts = visible.feed_all(parsed.values, texts_wanted)
     if texts:
         yield texts, True
     pending_facts = usage_facts(parsed.values) if usage and visible.header_valid else []
@@ -388,7 +389,8 @@ def read_new_files(keys: Iterable[str], content: bool, *, listing_only: bool = F
             yield ("open", key, current)
             try:
                 head = HeadValues(min(current.size, HEAD_BYTES))
-                chunks = fold_chunks(handle, 0, current.size, SessionSummary(), 0, head, usage=not listing_only)
+                chunks = fold_chunks(handle, 0, current.size, SessionSummary(), 0, head, usage=not listing_only,
+                                     texts_wanted=content)
                 while True:
                     try:
                         texts, pending = next(chunks)
