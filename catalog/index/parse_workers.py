@@ -9,7 +9,8 @@ frames of about FRAME_CHARS characters of text (usage facts already as row value
 items into rows and executes the statements (the BulkWriter inline: one thread, no GIL hand-over), in
 the order of the keys, so the catalog is exactly the one the single-process path writes. Writing takes
 less time than reading, so this process also reads a share of the files itself (every `local_every`-th
-run of files, small ones: meanwhile a worker fills its pipe): more when it writes no full-text index.
+run of files, small ones: meanwhile a worker fills its pipe): every other one in a listing-first run, which
+writes the files' rows only (see content_index).
 
 How many: one per CPU but the writer's, at most MAX_WORKERS (1). Measured on the 10,000-session corpus
 (2 cores), a second worker only competes with the writer for the same cores, costs 1-3 s more CPU in all

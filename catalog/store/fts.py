@@ -16,7 +16,7 @@ SESSION_INSERT = "INSERT INTO session_fts(rowid, title, first_message) VALUES (?
 SESSION_DELETE = "INSERT INTO session_fts(session_fts, rowid, title, first_message) VALUES ('delete', ?, ?, ?)"
 FTS_TABLES = ("message_fts", "session_fts")
 # The catalog_meta key of the message-text backlog: "FIRST DONE END" (message ids) while the rows FIRST..END
-# were written without their message_fts entries (a first index makes listings visible before the
+# were written without their message_fts entries (a first index of an earlier version made listings visible before the
 # content index); the entries of FIRST..DONE exist. No key: message_fts covers every message row.
 BACKLOG_KEY = "message_fts_backlog"
 FILL_BACKLOG = "INSERT INTO message_fts(rowid, text) SELECT id, text FROM messages WHERE id > ? AND id <= ?"
