@@ -64,7 +64,7 @@ def fill_content(db: CatalogDatabase, *, show_progress: bool) -> None:
                 if progress.unit == unit:
                     bar.update(progress.done - bar.pos)
 
-            fill_content_index(db, progress=advance)
+            fill_content_index(db, progress=advance, parse_workers=None)  # the user waits: parse workers read
 
 
 def _content_options(function: Any) -> Any:

@@ -64,7 +64,6 @@ from sessdex.catalog.index.file_reader import (
     clamp_int64,
     digest,
     file_columns,
-    fold_chunks,
     head_columns,
     message_text,
     open_session_file,
@@ -526,7 +525,8 @@ class Indexer:
 
     # -- the content of a listing-first run -----------------------------------------------------------------
 
-    def fill_content(self, connection: sqlite3.Connection, after: int, end: int, max_bytes: int) -> int:
+    def fill_content(self, connection: sqlite3.Connection, after: int, end: int, max_bytes: int,
+                     reads: ContentReads | None = None) -> int:
         """Inside a write transaction of a SQLite catalog (`connection`, its writer): store the message rows,
         full-text entries and usage facts of this machine's files with ids after `after` up to `end` (about
         `max_bytes` of them, at least one file) that a listing-first run (`defer_content`) indexed without them;
@@ -536,7 +536,9 @@ class Indexer:
 
         Files are read in id order and their rows numbered on, so that once the whole backlog is done the catalog
         is the one a single full index writes. A file whose content an ordinary index wrote meanwhile gets it
-        written again (its rows are replaced)."""
+        written again (its rows are replaced). `reads`: the files' reads, in id order from `after` on (parse
+        workers reading the whole backlog); by default this process reads the chosen files.
+        WorkerFailure when `reads` are not those of the chosen files (a row went meanwhile) or a worker failed."""
         self._writer.begin()
         rows = connection.execute(
             "SELECT id, path, device, inode, size, mtime_ns, indexed_offset FROM session_files "
@@ -559,20 +561,20 @@ class Indexer:
         messages: list[tuple[Any, ...]] = []
         facts: list[tuple[Any, ...]] = []
         again: list[str] = []
+        if reads is None:
+            reads = ContentReads(read_new_files([row[1] for row in chosen], self.content))
         for file_id, path, device, inode, size, mtime_ns, indexed_offset in chosen:
-            read = _read_content(path, (device, inode, size, mtime_ns), indexed_offset, self.content)
-            if read is None:
+            read = reads.next_read(path)
+            if read is None or read.stat_key != (device, inode, size, mtime_ns) or read.offset != indexed_offset:
                 again.append(path)  # after this chunk's rows: it takes message ids of its own
                 continue
-            texts, result = read
             if file_id in written:
                 self._writer.delete_texts(file_id)
                 delete_usage_facts(self.db, file_id)
-            for seq, (text, pending) in enumerate(texts):
+            for seq, (text, pending) in enumerate(read.texts):
                 messages.append((next_id, file_id, seq, pending, text))
                 next_id += 1
-            facts += [fact_values(file_id, fact, pending) for found, pending in
-                      ((result.facts, False), (result.pending_facts, True)) for fact in found]
+            facts += [(file_id, *row[1:]) for row in read.fact_rows]
         if messages:
             connection.executemany(INSERT_MESSAGE, messages)
             connection.execute(MESSAGE_FTS_FROM_ROWS, (first_id, next_id - 1))
@@ -729,30 +731,48 @@ class Indexer:
         return {"machine": self.db.machine, **columns, "indexed_at_ms": clamp_int64(int(self._clock() * 1000))}
 
 
-def _read_content(path: str, stat_key: tuple[int, int, int, int], indexed_offset: int, content: bool
-                  ) -> tuple[list[tuple[str, bool]], ReadResult] | None:
-    """The texts (storable, capped, with their pending flag) and usage facts of a file a listing-first run indexed,
-    read up to the size its row holds; None when the file is no longer what its row says (so: index it again)."""
-    current = stat_session_file(path)
-    if current is None or (current.device, current.inode, current.size, current.mtime_ns) != stat_key:
-        return None
-    texts: list[tuple[str, bool]] = []
-    try:
-        with open_session_file(path) as handle:
-            chunks = fold_chunks(handle, 0, current.size, SessionSummary(), 0)
-            while True:
-                try:
-                    found, pending = next(chunks)
-                except StopIteration as stop:
-                    result: ReadResult = stop.value
-                    break
-                if content:
-                    texts += [(message_text(text), pending) for text in found]
-    except Exception:  # noqa: BLE001 - unreadable now, or a parser limit: the ordinary way records it
-        return None
-    if result.committed_offset != indexed_offset:
-        return None  # not the bytes the row was made from (it was unreadable then, say)
-    return texts, result
+class ContentRead(NamedTuple):
+    """One file read whole for its content: its stat, the committed offset, its texts (storable, capped, with their
+    pending flag) and its usage facts as `usage_writer.fact_values` rows with file id 0."""
+
+    stat_key: tuple[int, int, int, int]
+    offset: int
+    texts: list[tuple[str, bool]]
+    fact_rows: list[tuple[Any, ...]]
+
+
+class ContentReads:
+    """The content of files, key by key, from `file_reader.read_new_files` items (read here or by parse workers)."""
+
+    def __init__(self, items: Iterator[tuple[Any, ...]]) -> None:
+        self._items = items
+
+    def next_read(self, key: str) -> ContentRead | None:
+        """The next file's content, None when it could not be read whole; WorkerFailure unless it is `key`'s."""
+        item = next(self._items)
+        if item[1] != key:
+            raise WorkerFailure(f"the items of {item[1]!r} came where those of {key!r} were due")
+        if item[0] != "open":
+            return None  # absent, unreadable
+        current: FileStat = item[2]
+        texts: list[tuple[str, bool]] = []
+        while True:
+            item = next(self._items)
+            kind = item[0]
+            if kind == "texts":
+                pending = item[2]
+                texts += [(text, pending) for text in item[1]]
+            elif kind == "read":
+                rows = [fact_values(0, fact, pending) for found, pending in ((item[2], False), (item[3], True))
+                        for fact in found]
+                break
+            elif kind == "read_rows":
+                rows = item[2]
+                break
+            else:
+                return None  # read_error
+        return ContentRead((current.device, current.inode, current.size, current.mtime_ns),
+                           item[1]["indexed_offset"], texts, rows)
 
 
 def _file_error(exc: Exception) -> bool:

@@ -134,8 +134,8 @@ def test_parse_workers_write_exactly_the_catalog_of_the_single_process_run(tmp_p
     assert len(catalog["session_files"]) == len(corpus) - 3
     if defer_content:  # listings first: the content comes with content_index, and then equals a full index's
         assert not catalog["messages"] and not catalog["usage_facts"]
-        for root in ("single", "parallel"):
-            fill_content(tmp_path / root)
+        fill_content(tmp_path / "single")
+        fill_content(tmp_path / "parallel", parse_workers=count)  # the files read again by workers
         index_into(tmp_path / "full", corpus, parse_workers=0)
         reference = whole_catalog(resolve_location(tmp_path / "full").sqlite_path)
         catalog = whole_catalog(resolve_location(tmp_path / "parallel").sqlite_path)
@@ -149,13 +149,35 @@ def test_parse_workers_write_exactly_the_catalog_of_the_single_process_run(tmp_p
     assert any(row[4] == "after damage" for row in catalog["messages"])
 
 
-def fill_content(root: Path) -> None:
+def fill_content(root: Path, parse_workers: int = 0, **options: Any) -> None:
     """Complete the content a listing-first index left for later (as `sessdex index` does)."""
     database = open_catalog(resolve_location(root))
     try:
-        assert fill_content_index(database, chunk_bytes=40_000)
+        assert fill_content_index(database, chunk_bytes=40_000, parse_workers=parse_workers, **options)
     finally:
         database.close()
+
+
+def test_a_row_gone_while_workers_read_the_content_leaves_the_rest_to_this_process(tmp_path, corpus, started_workers):
+    files = [path for path in corpus if path.is_file() and path.suffix == ".jsonl"]
+    index_into(tmp_path / "parallel", files, parse_workers=0, defer_content=True)
+    gone = files[-5]
+
+    def remove_one(progress: Any) -> None:  # between two chunks, as a watcher would
+        if gone.exists():
+            os.unlink(gone)
+            database = open_catalog(resolve_location(tmp_path / "parallel"))
+            try:
+                Indexer(database, clock=clock).index_path(gone)
+            finally:
+                database.close()
+
+    fill_content(tmp_path / "parallel", parse_workers=1, progress=remove_one)
+    assert not gone.exists() and len(processes(started_workers)) == 1
+    assert all(process.returncode is not None for process in processes(started_workers))
+    index_into(tmp_path / "full", [path for path in files if path != gone], parse_workers=0)
+    assert_same_content(snapshot(resolve_location(tmp_path / "parallel").sqlite_path),
+                        snapshot(resolve_location(tmp_path / "full").sqlite_path))
 
 
 def test_a_worker_that_dies_sends_the_rest_the_ordinary_way(tmp_path, corpus, monkeypatch, started_workers):
