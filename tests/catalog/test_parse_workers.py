@@ -241,3 +241,27 @@ def test_workers_that_cannot_start_leave_the_bulk_run_to_the_indexing_process(tm
     assert counts[Outcome.INDEXED] == len(corpus) - 3 and not failures
     assert whole_catalog(resolve_location(tmp_path / "parallel").sqlite_path) == \
         whole_catalog(resolve_location(tmp_path / "single").sqlite_path)
+
+
+def test_an_interrupted_listing_first_index_leaves_a_catalog_that_completes_to_a_full_one(tmp_path, corpus,
+                                                                                        monkeypatch, started_workers):
+    monkeypatch.setattr(indexer_module, "BATCH_FILES", 5)
+    database = open_catalog(resolve_location(tmp_path / "parallel"))
+
+    def interrupt(path: str, _outcome: Outcome) -> None:
+        if path == str(corpus[14]):
+            raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            Indexer(database, clock=clock, parse_workers=1, defer_content=True).index_paths(corpus, progress=interrupt)
+        assert database.scalar("count_files") == 10 and database.scalar("count_messages") == 0  # two batches
+        assert not fill_content_index(database, chunk_bytes=1, deadline=0)  # usable: a chunk of its content follows
+        Indexer(database, clock=clock, defer_content=True).index_paths(corpus)  # the next command: the rest
+        assert fill_content_index(database)
+    finally:
+        database.close()
+    assert all(process.returncode is not None for process in processes(started_workers))
+    index_into(tmp_path / "full", corpus, parse_workers=0)
+    assert_same_content(snapshot(resolve_location(tmp_path / "parallel").sqlite_path),
+                        snapshot(resolve_location(tmp_path / "full").sqlite_path))
