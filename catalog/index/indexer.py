@@ -749,8 +749,10 @@ class ContentReads:
 
     def next_read(self, key: str) -> ContentRead | None:
         """The next file's content, None when it could not be read whole; WorkerFailure unless it is `key`'s."""
-        item = next(self._items)
-        if item[1] != key:
+        item = next(self._items, None)
+        if item is None or item[1] != key:
+            if item is None:
+                raise WorkerFailure(f"no items came for {key!r}")
             raise WorkerFailure(f"the items of {item[1]!r} came where those of {key!r} were due")
         if item[0] != "open":
             return None  # absent, unreadable
