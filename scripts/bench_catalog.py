@@ -21,7 +21,7 @@ orjson-parsing the same session files for indexing figures. Figures, each with i
   ($SESSDEX_INDEX_STATS: parse workers, their CPU time and peak RSS, the main process's, the time spent
   executing statements);
 - first use: `sessdex resume PREFIX` on an empty catalog (it indexes listings first) against read + parse
-  (goal <= 1.5x), and how long the message-text index then takes to complete;
+  (goal <= 1.5x), and how long `sessdex index` then takes to complete the content (message text, usage facts);
 - a freshness check over the unchanged corpus (in-process) and how long an appended line takes to show
   under `sessdex watch`;
 - every `sessdex usage` report over the whole corpus (`--all --json`) through the fast path, while `sessdex
