@@ -82,7 +82,7 @@ def upgrade_catalog(location: CatalogLocation, machine: str | None = None) -> No
                     return
             finally:
                 connection.close()
-        _upgrade_with_alembic(location, machine)  # under the lock
+        upgrade_with_alembic(location, machine)
 
 
 def _create_new_catalog(connection: sqlite3.Connection) -> bool:
@@ -103,7 +103,9 @@ def _create_new_catalog(connection: sqlite3.Connection) -> bool:
     return True
 
 
-def _upgrade_with_alembic(location: CatalogLocation, machine: str | None) -> None:
+def upgrade_with_alembic(location: CatalogLocation, machine: str | None) -> None:
+    """Run the migrations up to the newest revision on the catalog at `location` (the caller holds the migrate
+    lock, or owns the file alone)."""
     from alembic import command
     from alembic.util.exc import CommandError
 

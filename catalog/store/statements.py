@@ -456,11 +456,11 @@ def fresh_catalog_script() -> list[str]:
     import tempfile
 
     from sessdex.catalog.store.location import resolve_location
-    from sessdex.catalog.store.migrate import upgrade_catalog
+    from sessdex.catalog.store.migrate import upgrade_with_alembic
 
     with tempfile.TemporaryDirectory() as folder:
         location = resolve_location(folder, str(Path(folder) / "template.db"))
-        upgrade_catalog(location, "template")
+        upgrade_with_alembic(location, "template")  # never the script itself: it is what is being made
         connection = sqlite3.connect(str(location.sqlite_path))
         try:
             objects = connection.execute("SELECT type, name, sql FROM sqlite_master ORDER BY rowid").fetchall()

@@ -90,6 +90,6 @@ def test_a_new_catalog_made_without_alembic_is_the_one_the_migrations_make(tmp_p
     connection = sqlite3.connect(migrated.sqlite_path)
     connection.execute("PRAGMA journal_mode = WAL")
     connection.close()
-    migrate._upgrade_with_alembic(migrated, "this-machine")  # what every catalog went through before
+    migrate.upgrade_with_alembic(migrated, "this-machine")  # what every catalog went through before
     assert _whole_database(new.sqlite_path) == _whole_database(migrated.sqlite_path)
     assert _whole_database(new.sqlite_path)["rows"]["message_fts_config"]  # automerge and version
