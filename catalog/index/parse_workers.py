@@ -114,11 +114,12 @@ def _shares(keys: Sequence[str]) -> list[tuple[list[str], int]]:
 
 def _schedule(shares: list[tuple[list[str], int]], count: int, local_every: int) -> list[int]:
     """Who reads each share: a worker (0 to count - 1) in turn, or this process (`count`) for every
-    `local_every`-th share that is not large (it would otherwise wait for the workers meanwhile)."""
+    `local_every`-th share that is not large (it would otherwise wait for the workers meanwhile), the first
+    among them: this process reads while the workers' interpreters start (0.1-0.15 s)."""
     schedule = []
     turn = 0
     for position, (_keys, size) in enumerate(shares):
-        if position % local_every == local_every - 1 and size <= 2 * SHARE_BYTES:
+        if position % local_every == 0 and size <= 2 * SHARE_BYTES:
             schedule.append(count)
         else:
             schedule.append(turn % count)
