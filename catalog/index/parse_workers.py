@@ -47,9 +47,10 @@ FRAME_CHARS = 1 << 20  # a worker sends its items in frames of about this many c
 FRAME_ITEMS = 256  # ...or this many items, whichever comes first
 PIPE_BYTES = 1 << 20  # what a worker may send ahead of this process's reading (Linux's default limit for a pipe)
 SHARE_BYTES = 2 << 20  # consecutive files of about this many bytes go to one reader (within what a pipe holds)
-# This process reads every LOCAL_EVERY-th share itself (see _schedule). Measured on the benchmark corpus, a worker
-# took 8-9 s of CPU and this process 6 s to write with the FTS index (so it can read a quarter).
-LOCAL_EVERY = 4
+# This process reads every LOCAL_EVERY-th share itself (see _schedule). Measured on the benchmark corpus (3 runs),
+# reading every 4th share: the worker took 6.5-7.7 s of CPU, this process 8.2-9.6 s (3.7-4.6 s of statements,
+# 1.5 s of usage refresh, about 2.3 s reading its quarter): reading a sixth balances the two.
+LOCAL_EVERY = 6
 # A listing-first run (no texts, no usage facts: see content_index) writes almost nothing: this process reads
 # every other share.
 LOCAL_EVERY_LISTING = 2
