@@ -102,6 +102,8 @@ __all__ = ["CHUNK_BYTES", "HEAD_BYTES", "INT64_MAX", "MESSAGE_TEXT_MAX_CHARS", "
 # A batch of small files shares one write transaction; it ends after this many files or seconds.
 BATCH_FILES = 2000
 BATCH_SECONDS = 2.0
+# At most this many files per chunk of Indexer.fill_content (a chunk of CHUNK_BYTES holds about a hundred).
+FILL_ROWS = 256
 # Texts of a new file are held back until its row exists; past this many characters a placeholder row is made.
 TEXT_BUFFER_CHARS = 8 * 1024 * 1024
 
@@ -542,7 +544,8 @@ class Indexer:
         self._writer.begin()
         rows = connection.execute(
             "SELECT id, path, device, inode, size, mtime_ns, indexed_offset FROM session_files "
-            "WHERE machine = ? AND id > ? AND id <= ? ORDER BY id LIMIT 2000", (self.db.machine, after, end)).fetchall()
+            "WHERE machine = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
+            (self.db.machine, after, end, FILL_ROWS)).fetchall()
         if not rows:
             return end
         chosen = []
@@ -552,7 +555,7 @@ class Indexer:
             total += row[4]
             if total >= max_bytes:
                 break
-        last = end if len(chosen) == len(rows) < 2000 else chosen[-1][0]  # whether files up to `end` are left
+        last = end if len(chosen) == len(rows) < FILL_ROWS else chosen[-1][0]  # whether files up to `end` are left
         written = {file_id for (file_id,) in connection.execute(
             "SELECT DISTINCT file_id FROM messages WHERE file_id > ? AND file_id <= ? UNION "
             "SELECT DISTINCT file_id FROM usage_facts WHERE file_id > ? AND file_id <= ?", (after, last, after, last))}

@@ -111,14 +111,20 @@ def test_a_first_index_by_a_read_command_writes_listings_first_and_filling_equal
     assert usage_by_path(deferred_file) == usage_by_path(reference_file)
 
 
-def test_a_listing_first_index_and_its_fill_write_exactly_the_catalog_of_a_full_index(agent: Path,
-                                                                                      tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunk_bytes", [50_000, 1 << 30])  # chunks ended by size, or by FILL_ROWS files
+def test_a_listing_first_index_and_its_fill_write_exactly_the_catalog_of_a_full_index(agent: Path, tmp_path: Path,
+                                                                                      monkeypatch, chunk_bytes) -> None:
+    import sessdex.catalog.index.indexer as indexer_module
+
+    monkeypatch.setattr(indexer_module, "FILL_ROWS", 7)
     deferred_file = tmp_path / "deferred.db"
     db = _open(deferred_file)
     try:
         Indexer(db, clock=lambda: 1_750_000_000.0, defer_content=True, parse_workers=0).index_paths(
             _session_files(agent))
-        assert fill_content_index(db, chunk_bytes=50_000)
+        chunks: list[int] = []
+        assert fill_content_index(db, chunk_bytes=chunk_bytes, progress=lambda done: chunks.append(done.done))
+        assert len(chunks) >= len(_session_files(agent)) // 7
     finally:
         db.close()
     reference_file = tmp_path / "inline.db"
