@@ -89,11 +89,12 @@ class SessionSummary:
         texts = self.feed_all((value,))
         return texts[0] if texts else None
 
-    def feed_all(self, values: Sequence[object]) -> list[str]:
+    def feed_all(self, values: Sequence[object], texts_wanted: bool = True) -> list[str]:
         """Fold parsed records (file order); return the searchable texts they add, in order.
 
         The same as `feed` on each record, and the loop the indexer runs over every record of a corpus:
         hence the fields kept in locals and the rules of the module docstring written out inline.
+        `texts_wanted=False` folds the same state but returns no texts (and spends nothing on them).
         """
         position, count = 0, len(values)
         while self._phase == _BEFORE_HEADER and position < count:
@@ -138,12 +139,15 @@ class SessionSummary:
                             cost_total += _number(cost.get("total"))
                 elif role != "user":
                     continue
+                if not texts_wanted and (role != "user" or first_message is not None):
+                    continue  # its text would only be returned
                 text = message_text(message)
                 if not text:
                     continue
                 if first_message is None and role == "user":
                     first_message = text
-                texts.append(text)
+                if texts_wanted:
+                    texts.append(text)
             elif kind == "compaction":
                 short_summary = entry.get("shortSummary")
                 if isinstance(short_summary, str) and short_summary:

@@ -19,7 +19,7 @@ import click
 from sessdex.catalog.cli.click_app import command_settings
 from sessdex.catalog.cli.output import MAX_COUNT, current_directory, echo, echo_json
 from sessdex.catalog.cli.search_commands import DEFAULT_SEARCH_COUNT, run_search
-from sessdex.catalog.index.content_index import content_backlog, fill_content_index
+from sessdex.catalog.index.content_index import ContentProgress, content_backlog, fill_content_index
 from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
@@ -51,15 +51,20 @@ def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> 
 
 
 def fill_content(db: CatalogDatabase, *, show_progress: bool) -> None:
-    """Complete the message-text index a first index by a read command left unfinished, with a progress bar."""
-    backlog = content_backlog(db)
-    if backlog is None:
-        return
-    indexed, total = backlog
-    with click.progressbar(length=max(total, 1), label="Indexing message text", file=sys.stderr, show_eta=True,
-                           show_percent=True, width=30, hidden=not show_progress) as bar:
-        bar.update(indexed)
-        fill_content_index(db, progress=lambda done, _total: bar.update(done - bar.pos))
+    """Complete the content (message text, usage facts) a first index by a read command left for later, with a
+    progress bar (a bar per backlog: see catalog.index.content_index)."""
+    while (backlog := content_backlog(db)) is not None:
+        unit = backlog.unit
+        label = "Indexing message text and usage" if unit == "sessions" else "Indexing message text"
+        with click.progressbar(length=max(backlog.total, 1), label=label, file=sys.stderr, show_eta=True,
+                               show_percent=True, width=30, hidden=not show_progress) as bar:
+            bar.update(backlog.done)
+
+            def advance(progress: ContentProgress, bar: Any = bar, unit: str = unit) -> None:
+                if progress.unit == unit:
+                    bar.update(progress.done - bar.pos)
+
+            fill_content_index(db, progress=advance, parse_workers=None)  # the user waits: parse workers read
 
 
 def _content_options(function: Any) -> Any:

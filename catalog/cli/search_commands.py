@@ -72,9 +72,8 @@ def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str
     hits = catalog.search(text, cwd, session_dir, limit=limit, highlight=highlight, substring_fallback=substring)
     progress = catalog.content_index_progress()
     if progress is not None:
-        done, total = progress
-        echo(f"sessdex: the message-text index is {100 * done // max(total, 1)}% built ({done} of {total} "
-             "messages); matches in message text may be missing until `sessdex index` or `sessdex watch` "
+        echo(f"sessdex: the message-text index is {progress.percent}% built ({progress.done} of {progress.total} "
+             f"{progress.unit}); matches in message text may be missing until `sessdex index` or `sessdex watch` "
              "completes it", err=True)
     if as_json:
         echo_json([hit_json(hit) for hit in hits])

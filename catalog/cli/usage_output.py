@@ -60,6 +60,11 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
                                      breakdown=breakdown)
         else:
             report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
+        progress = source.content_index_progress()
+    if progress is not None:
+        echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
+             f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
+             "completes it", err=True)
     if as_json:
         print_safe_text(text)
     elif not report.rows:

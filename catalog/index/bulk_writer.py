@@ -12,10 +12,11 @@ The FTS5 rows of a part are copied from the rows just inserted, one statement pe
 flushes its pending terms at the end of such a statement (see catalog.indexer._Writer), which costs
 little once per PART_CHARS of text.
 
-With `defer_message_fts` the message rows are written without their `message_fts` entries, and every
-commit records the ids still missing there as the catalog's backlog (`sessdex.catalog.store.fts.BACKLOG_KEY`):
+With `listing_only` the run writes the files' rows only (its reader sends no texts and no usage facts), and
+every commit records them as the catalog's content backlog (`sessdex.catalog.store.fts.FILES_BACKLOG_KEY`):
 listings and resume then become visible at little more than the cost of reading the files, and
-`sessdex.catalog.index.content_index` fills the full-text index afterwards.
+`sessdex.catalog.index.content_index` reads the files' message rows, full-text entries and usage facts
+afterwards.
 
 The writer hands out row ids itself, which is only right while nobody else writes to the catalog:
 every transaction checks `PRAGMA data_version` right after `BEGIN IMMEDIATE`, and when another
@@ -144,7 +145,7 @@ class BulkWriter:
     `committed_batches` are called from the indexing thread only.
     """
 
-    def __init__(self, connection: sqlite3.Connection, version: int, *, defer_message_fts: bool = False,
+    def __init__(self, connection: sqlite3.Connection, version: int, *, listing_only: bool = False,
                  threaded: bool = True) -> None:
         """`version` is `data_version(connection)` read before the caller found the catalog empty. `threaded=False`
         executes the statements in the calling thread (when the files are read by other processes, it has
@@ -157,9 +158,9 @@ class BulkWriter:
         self._insert_files_json = self._insert_file = ""
         self._next_file_id = connection.execute("SELECT coalesce(max(id), 0) FROM session_files").fetchone()[0] + 1
         self._next_message_id = next_message_id(connection)
-        self._defer_message_fts = defer_message_fts
-        self._first_deferred_id = self._next_message_id
-        self._last_written_message_id = self._next_message_id - 1  # written by the writer thread
+        self._listing_only = listing_only
+        self._first_file_id = self._next_file_id
+        self._last_written_file_id = self._next_file_id - 1  # written by the writer thread
         self._part = _Part()
         self._queue: queue.Queue[_Part | str | None] = queue.Queue(maxsize=QUEUED_PARTS)
         self._failure: BaseException | None = None
@@ -305,6 +306,7 @@ class BulkWriter:
             connection.executemany(self._insert_file, part.odd_files)
         if part.file_ids:
             connection.execute(SESSION_FTS_FROM_ROWS, part.file_ids)
+            self._last_written_file_id = part.file_ids[1]
         if part.usage_rows:
             connection.execute(INSERT_USAGE_FACTS_JSON, (b"[" + b",".join(part.usage_rows) + b"]",))
         if part.odd_usage:
@@ -314,14 +316,12 @@ class BulkWriter:
         if part.odd_messages:
             connection.executemany(INSERT_MESSAGE, part.odd_messages)
         if part.message_ids:
-            self._last_written_message_id = part.message_ids[1]
-            if not self._defer_message_fts:
-                connection.execute(MESSAGE_FTS_FROM_ROWS, part.message_ids)
+            connection.execute(MESSAGE_FTS_FROM_ROWS, part.message_ids)
 
     def _commit(self) -> None:
         if self._connection.in_transaction:
-            if self._defer_message_fts:
-                first = self._first_deferred_id
-                fts.write_backlog(self._connection, first, first - 1, self._last_written_message_id)
+            if self._listing_only:
+                first = self._first_file_id
+                fts.write_files_backlog(self._connection, (first, first - 1, self._last_written_file_id))
             self._connection.commit()  # data_version stays: it counts other connections' commits only
         self.committed_batches += 1

@@ -1,12 +1,18 @@
-"""The second phase of a first index: fill `message_fts` from the message rows a bulk run left without entries.
+"""The second phase of a first index: the content a listing-first run left for later.
 
-A first index into an empty catalog (`Indexer(defer_content=True)`) writes the listing columns and the
-message rows, and records the ids still missing from the full-text index as the catalog's backlog
-(`sessdex.catalog.store.fts.BACKLOG_KEY`). This module copies those rows into `message_fts` in chunks,
-each in its own short write transaction that also advances the backlog, so readers and the watcher
-are never blocked for long, and an interrupted fill resumes where it stopped. Once the backlog is
-gone, `message_fts` holds exactly what an inline index would have written (tests compare the two).
-SQLite catalogs only: only they have FTS5 and bulk runs.
+A first index into an empty catalog by a read command (`Indexer(defer_content=True)`) writes the files'
+rows only (listing columns, ids, titles, counts: what `list` and `resume` need), in about the time it
+takes to read and parse the files, and records them as the catalog's content backlog
+(`sessdex.catalog.store.fts.FILES_BACKLOG_KEY`). This module reads those files again, in id order and in
+chunks of about CHUNK_BYTES, each in its own short write transaction that also advances the backlog, and
+stores their message rows, full-text entries and usage facts; after the last, it sums the usage rollup.
+Readers and the watcher are never blocked for long, and an interrupted fill resumes where it stopped.
+A file that changed since its row was written is indexed again from the start the ordinary way.
+
+A catalog written by an earlier version may instead hold message rows without their `message_fts`
+entries (`sessdex.catalog.store.fts.BACKLOG_KEY`): those are copied into `message_fts` afterwards.
+Once both backlogs are gone the catalog holds exactly what a single full index writes (tests compare
+the two). SQLite catalogs only: only they have FTS5 and bulk runs.
 """
 
 from __future__ import annotations
@@ -17,28 +23,151 @@ from collections.abc import Callable
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase, SqliteCatalog
 
-CHUNK_ROWS = 20_000  # message rows per transaction: about 0.1-0.3 s of FTS5 work
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sessdex.catalog.index.parse_workers import ParseWorkers
+
+CHUNK_ROWS = 20_000  # message rows per transaction of the message-text backlog: about 0.1-0.3 s of FTS5 work
+CHUNK_BYTES = 8 << 20  # bytes of session files read per transaction of the content backlog: about 0.1-0.3 s
 
 
-def content_backlog(db: CatalogDatabase) -> tuple[int, int] | None:
-    """(message rows indexed, message rows of the backlog) while message_fts is incomplete, else None."""
+class ContentProgress:
+    """How far the content of a first index is: `done` of `total` sessions read, or (an earlier version's
+    backlog) message rows indexed."""
+
+    __slots__ = ("done", "total", "unit")
+
+    def __init__(self, done: int, total: int, unit: str) -> None:
+        self.done = done
+        self.total = total
+        self.unit = unit  # "sessions" or "messages"
+
+    @property
+    def percent(self) -> int:
+        """The share done, rounded down."""
+        return 100 * self.done // max(self.total, 1)
+
+
+def content_backlog(db: CatalogDatabase) -> ContentProgress | None:
+    """How far the content (message rows, full-text entries, usage facts) is while incomplete, else None."""
     if not isinstance(db, SqliteCatalog):
         return None
-    return fts.backlog_progress(db.sqlite_reader())
+    reader = db.sqlite_reader()
+    files = fts.read_backlog(reader, fts.FILES_BACKLOG_KEY)
+    if files is not None:
+        first, done, end = files
+        return ContentProgress(done - first + 1, end - first + 1, "sessions")
+    progress = fts.backlog_progress(reader)
+    return None if progress is None else ContentProgress(*progress, "messages")
+
+
+def backlog_messages_text(db: CatalogDatabase, file_id: int) -> str | None:
+    """A file's searchable texts joined by spaces (as the catalog's message rows give them) while its content is
+    still in the backlog, read from the file; None when the catalog holds it (or the file cannot be read)."""
+    if not isinstance(db, SqliteCatalog):
+        return None
+    reader = db.sqlite_reader()
+    backlog = fts.read_backlog(reader, fts.FILES_BACKLOG_KEY)
+    if backlog is None or not backlog[1] < file_id <= backlog[2]:
+        return None
+    row = reader.execute("SELECT path, size FROM session_files WHERE id = ?", (file_id,)).fetchone()
+    if row is None:
+        return None
+    from sessdex.catalog.index.file_reader import fold_chunks, message_text, open_session_file
+    from sessdex.core.summary import SessionSummary
+
+    texts: list[str] = []
+    try:
+        with open_session_file(row[0]) as handle:
+            for found, _pending in fold_chunks(handle, 0, row[1], SessionSummary(), 0, usage=False):
+                texts += map(message_text, found)
+    except Exception:  # noqa: BLE001 - unreadable now: the catalog's (empty) answer stands
+        return None
+    return " ".join(texts)
 
 
 def fill_content_index(db: CatalogDatabase, *, deadline: float | None = None,
-                       progress: Callable[[int, int], None] | None = None, chunk_rows: int | None = None) -> bool:
-    """Index the backlog's message rows, chunk by chunk, until none is left (True) or `deadline` passes (False).
+                       progress: Callable[[ContentProgress], None] | None = None, chunk_rows: int | None = None,
+                       chunk_bytes: int | None = None, parse_workers: int | None = 0) -> bool:
+    """Complete the content backlog, then the message-text backlog, chunk by chunk, until none is left (True) or
+    `deadline` passes (False).
 
-    `deadline` is a time.monotonic() value; `progress(indexed, total)` is called after every chunk of
-    `chunk_rows` rows (default CHUNK_ROWS).
+    `deadline` is a time.monotonic() value; `progress` is called after every chunk (of about `chunk_bytes` of
+    files, default CHUNK_BYTES, or `chunk_rows` message rows, default CHUNK_ROWS). `parse_workers`: how many
+    worker processes read the backlog's files while this process writes (`sessdex index`, which waits for the
+    whole backlog; None: as `parse_workers.parse_worker_count` decides); 0, the default: none.
     """
-    chunk_rows = chunk_rows or CHUNK_ROWS
     if not isinstance(db, SqliteCatalog):
         return True
-    if fts.read_backlog(db.sqlite_reader()) is None:
+    reader = db.sqlite_reader()
+    if fts.read_backlog(reader, fts.FILES_BACKLOG_KEY) is None and fts.read_backlog(reader) is None:
         return True  # the common case, answered without a write transaction
+    if not _fill_files(db, deadline, progress, chunk_bytes or CHUNK_BYTES, parse_workers):
+        return False
+    return _fill_message_fts(db, deadline, progress, chunk_rows or CHUNK_ROWS)
+
+
+def _fill_files(db: SqliteCatalog, deadline: float | None, progress: Callable[[ContentProgress], None] | None,
+                chunk_bytes: int, parse_workers: int | None) -> bool:
+    from sessdex.catalog.index.indexer import Indexer
+    from sessdex.catalog.index.parse_workers import WorkerFailure
+    from sessdex.catalog.index.usage_writer import refresh_all_usage
+
+    connection = db.writer_connection()
+    indexer = Indexer(db)
+    workers = _start_workers(db, indexer.content, parse_workers) if parse_workers != 0 else None
+    reads = None
+    try:
+        if workers is not None:
+            from sessdex.catalog.index.indexer import ContentReads
+
+            reads = ContentReads(workers.items())
+        while True:
+            try:
+                with db.write():
+                    backlog = fts.read_backlog(connection, fts.FILES_BACKLOG_KEY)
+                    if backlog is None:
+                        return True
+                    first, done, end = backlog
+                    if done >= end:
+                        refresh_all_usage(db)
+                        fts.write_files_backlog(connection, None)
+                        return True
+                    upto = indexer.fill_content(connection, done, end, chunk_bytes, reads)
+                    fts.write_files_backlog(connection, (first, upto, end))
+            except WorkerFailure:
+                if workers is None:
+                    raise
+                workers.close()  # the chunk was rolled back: this process reads the rest itself
+                workers = reads = None
+                continue
+            if progress is not None:
+                progress(ContentProgress(upto - first + 1, end - first + 1, "sessions"))
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+    finally:
+        if workers is not None:
+            workers.close()
+
+
+def _start_workers(db: SqliteCatalog, content: bool, count: int | None) -> ParseWorkers | None:
+    """Parse workers reading the files of the whole content backlog in id order, or None when there are too few
+    bytes to gain from them (see parse_workers)."""
+    from sessdex.catalog.index.parse_workers import ParseWorkers, parse_worker_count
+
+    reader = db.sqlite_reader()
+    backlog = fts.read_backlog(reader, fts.FILES_BACKLOG_KEY)
+    if backlog is None:
+        return None
+    keys = [row[0] for row in reader.execute(
+        "SELECT path FROM session_files WHERE machine = ? AND id > ? AND id <= ? ORDER BY id",
+        (db.machine, backlog[1], backlog[2]))]
+    count = parse_worker_count(keys) if count is None else count
+    return ParseWorkers.start(keys, content, count) if count and keys else None
+
+
+def _fill_message_fts(db: SqliteCatalog, deadline: float | None, progress: Callable[[ContentProgress], None] | None,
+                      chunk_rows: int) -> bool:
     connection = db.writer_connection()
     while True:
         with db.write():
@@ -50,7 +179,7 @@ def fill_content_index(db: CatalogDatabase, *, deadline: float | None = None,
             connection.execute(fts.FILL_BACKLOG, (done, upto))
             fts.write_backlog(connection, first, upto, end)
         if progress is not None:
-            progress(upto - first + 1, end - first + 1)
+            progress(ContentProgress(upto - first + 1, end - first + 1, "messages"))
         if upto >= end:
             return True
         if deadline is not None and time.monotonic() >= deadline:

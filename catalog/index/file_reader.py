@@ -238,8 +238,12 @@ def read_fold(handle, offset: int, end: int, fold: SessionSummary, committed_bad
 
 
 def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_bad: int,
-                head: HeadValues | None = None) -> Generator[tuple[list[str], bool], None, ReadResult]:
-    """read_fold as a generator: yields (texts, pending) as read_fold hands them to its sink, returns the ReadResult."""
+                head: HeadValues | None = None, *, usage: bool = True, texts_wanted: bool = True
+                ) -> Generator[tuple[list[str], bool], None, ReadResult]:
+    """read_fold as a generator: yields (texts, pending) as read_fold hands them to its sink, returns the ReadResult.
+
+    `usage=False` leaves the usage facts out (a listing-first read: they are read again with the content);
+    `texts_wanted=False` yields no texts (a reader that stores none)."""
     handle.seek(offset)
     committed = offset
     buffer = b""
@@ -258,8 +262,8 @@ def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_b
             continue  # a damaged value runs to the chunk's end: decide once more bytes are in
         if head is not None and committed == 0:
             head.see(complete, parsed.values, clean)
-        texts = fold.feed_all(parsed.values)
-        if fold.header_valid:
+        texts = fold.feed_all(parsed.values, texts_wanted)
+        if usage and fold.header_valid:
             facts += usage_facts(parsed.values)
         committed_bad += parsed.bad_records
         committed += len(complete)
@@ -272,10 +276,10 @@ def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_b
         return ReadResult(committed, committed_bad, committed_state, 0, fold, committed_state, facts)
     visible = SessionSummary.from_state(committed_state)
     parsed = parse_lines(buffer)
-    texts = visible.feed_all(parsed.values)
+    texts = visible.feed_all(parsed.values, texts_wanted)
     if texts:
         yield texts, True
-    pending_facts = usage_facts(parsed.values) if visible.header_valid else []
+    pending_facts = usage_facts(parsed.values) if usage and visible.header_valid else []
     return ReadResult(committed, committed_bad, committed_state, parsed.bad_records, visible, visible.to_state(),
                       facts, pending_facts)
 
@@ -359,12 +363,15 @@ def unreadable_columns(key: str, current: FileStat) -> dict[str, Any]:
 # A worker process groups items into frames; so the main process pays for a file's texts only once.
 
 
-def read_new_files(keys: Iterable[str], content: bool) -> Generator[tuple[Any, ...], None, None]:
+def read_new_files(keys: Iterable[str], content: bool, *, listing_only: bool = False
+                   ) -> Generator[tuple[Any, ...], None, None]:
     """Read each of `keys` (catalog keys of files new to the catalog) whole, yielding the items above.
 
     Lazy: a path is looked at only when the items of the previous one were taken. `content=False` sends
-    no texts (a metadata-only catalog).
+    no texts (a metadata-only catalog); `listing_only` sends neither texts nor usage facts (a listing-first
+    index: `sessdex.catalog.index.content_index` reads them later).
     """
+    content = content and not listing_only
     for key in keys:
         current = stat_session_file(key)
         if current is None:
@@ -382,7 +389,8 @@ def read_new_files(keys: Iterable[str], content: bool) -> Generator[tuple[Any, .
             yield ("open", key, current)
             try:
                 head = HeadValues(min(current.size, HEAD_BYTES))
-                chunks = fold_chunks(handle, 0, current.size, SessionSummary(), 0, head)
+                chunks = fold_chunks(handle, 0, current.size, SessionSummary(), 0, head, usage=not listing_only,
+                                     texts_wanted=content)
                 while True:
                     try:
                         texts, pending = next(chunks)

@@ -45,7 +45,15 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from enum import Enum
 from typing import Any, NamedTuple
 
-from sessdex.catalog.index.bulk_writer import BulkWriter, CatalogChanged, data_version
+from sessdex.catalog.index.bulk_writer import (
+    INSERT_MESSAGE,
+    INSERT_USAGE_FACT,
+    MESSAGE_FTS_FROM_ROWS,
+    BulkWriter,
+    CatalogChanged,
+    data_version,
+    next_message_id,
+)
 from sessdex.catalog.index.file_reader import (
     CHUNK_BYTES,
     HEAD_BYTES,
@@ -68,7 +76,7 @@ from sessdex.catalog.index.file_reader import (
 )
 from sessdex.catalog.index.parse_workers import (
     LOCAL_EVERY,
-    LOCAL_EVERY_DEFERRED,
+    LOCAL_EVERY_LISTING,
     ParseWorkers,
     WorkerFailure,
     parse_worker_count,
@@ -94,6 +102,8 @@ __all__ = ["CHUNK_BYTES", "HEAD_BYTES", "INT64_MAX", "MESSAGE_TEXT_MAX_CHARS", "
 # A batch of small files shares one write transaction; it ends after this many files or seconds.
 BATCH_FILES = 2000
 BATCH_SECONDS = 2.0
+# At most this many files per chunk of Indexer.fill_content (a chunk of CHUNK_BYTES holds about a hundred).
+FILL_ROWS = 256
 # Texts of a new file are held back until its row exists; past this many characters a placeholder row is made.
 TEXT_BUFFER_CHARS = 8 * 1024 * 1024
 
@@ -190,16 +200,26 @@ class _Writer:
         self._next_message_id: int | None = None
         # The message ids written without message_fts entries yet (see fts.BACKLOG_KEY): (done, end].
         self._backlog: tuple[int, int] | None = None
+        # The file ids whose content a listing-first run left for later (see fts.FILES_BACKLOG_KEY): (done, end].
+        self._files_backlog: tuple[int, int] | None = None
 
     def begin(self) -> None:
         """Forget what an earlier transaction read (call right after opening one)."""
         self._next_message_id = None
-        value = self.db.scalar("meta_get", {"key": fts.BACKLOG_KEY})
+        self._backlog = self._read_backlog(fts.BACKLOG_KEY)
+        self._files_backlog = self._read_backlog(fts.FILES_BACKLOG_KEY)
+
+    def _read_backlog(self, key: str) -> tuple[int, int] | None:
+        value = self.db.scalar("meta_get", {"key": key})
         if value is None:
-            self._backlog = None
-        else:
-            _first, done, end = (int(part) for part in value.split())
-            self._backlog = (done, end)
+            return None
+        _first, done, end = (int(part) for part in value.split())
+        return done, end
+
+    def content_pending(self, file_id: int) -> bool:
+        """Whether this file's content (message rows, usage facts) is still to be read by content_index: its
+        rows then cannot be appended to (read it whole)."""
+        return self._files_backlog is not None and self._files_backlog[0] < file_id <= self._files_backlog[1]
 
     def _indexed(self, message_id: int) -> bool:
         """Whether message_fts holds an entry for this message row (not so for the backlog's rows)."""
@@ -264,7 +284,8 @@ class Indexer:
     def __init__(self, db: CatalogDatabase, *, clock: Callable[[], float] = time.time,
                  defer_content: bool = False, content: bool | None = None,
                  parse_workers: int | None = None) -> None:
-        """`defer_content`: a bulk run into an empty catalog leaves message_fts to
+        """`defer_content`: a bulk run into an empty catalog writes the files' rows only (listing first) and leaves
+        their message rows, full-text entries and usage facts to
         `sessdex.catalog.index.content_index.fill_content_index`, so that listings are visible sooner.
         `content=False` indexes metadata only (no message text); None: as this machine is registered.
         `parse_workers`: how many worker processes read the files of a bulk run (0: none, read here);
@@ -393,12 +414,13 @@ class Indexer:
         position = batch_start = 0
         workers = self._start_parse_workers(keys) if workers_allowed else None
         try:
-            bulk = BulkWriter(connection, version, defer_message_fts=self._defer_content, threaded=workers is None)
+            bulk = BulkWriter(connection, version, listing_only=self._defer_content, threaded=workers is None)
         except BaseException:
             if workers is not None:
                 workers.close()
             raise
-        items = workers.items() if workers is not None else read_new_files(keys, self.content)
+        items = workers.items() if workers is not None else read_new_files(keys, self.content,
+                                                                            listing_only=self._defer_content)
         workers_failed_at_once = False
         try:
             with bulk:
@@ -440,7 +462,7 @@ class Indexer:
         committed = batches[:bulk.committed_batches]
         bulk_peak_rss_kb = _peak_rss_kb()  # the workers ran alongside this much at most (they are gone now)
         refresh_started = time.process_time()
-        if committed:
+        if committed and not self._defer_content:  # a listing-first run has no usage facts yet
             with self._transaction():
                 refresh_all_usage(self.db)
         _report_bulk_run(workers, bulk, position, time.process_time() - refresh_started, bulk_peak_rss_kb)
@@ -454,8 +476,8 @@ class Indexer:
         count = self.parse_workers if self.parse_workers is not None else parse_worker_count(keys)
         if not count:
             return None
-        return ParseWorkers.start(keys, self.content, count,
-                                  local_every=LOCAL_EVERY_DEFERRED if self._defer_content else LOCAL_EVERY)
+        return ParseWorkers.start(keys, self.content, count, listing_only=self._defer_content,
+                                  local_every=LOCAL_EVERY_LISTING if self._defer_content else LOCAL_EVERY)
 
     def _index_new(self, key: str, items: Generator[tuple[Any, ...], None, None], bulk: BulkWriter,
                    run: _BulkRun) -> Outcome | None:
@@ -503,6 +525,83 @@ class Indexer:
         run.add(key, identity)
         return Outcome.INDEXED
 
+    # -- the content of a listing-first run -----------------------------------------------------------------
+
+    def fill_content(self, connection: sqlite3.Connection, after: int, end: int, max_bytes: int,
+                     reads: ContentReads | None = None) -> int:
+        """Inside a write transaction of a SQLite catalog (`connection`, its writer): store the message rows,
+        full-text entries and usage facts of this machine's files with ids after `after` up to `end` (about
+        `max_bytes` of them, at least one file) that a listing-first run (`defer_content`) indexed without them;
+        return the last id done. A file that is no longer what its row says (changed, unreadable now, gone) is
+        indexed again from the start the ordinary way, in this transaction too (a file whose indexing raises is
+        recorded as unreadable, as `index_paths` records it).
+
+        Files are read in id order and their rows numbered on, so that once the whole backlog is done the catalog
+        is the one a single full index writes. A file whose content an ordinary index wrote meanwhile gets it
+        written again (its rows are replaced). `reads`: the files' reads, in id order from `after` on (parse
+        workers reading the whole backlog); by default this process reads the chosen files.
+        WorkerFailure when `reads` are not those of the chosen files (a row went meanwhile) or a worker failed."""
+        self._writer.begin()
+        rows = connection.execute(
+            "SELECT id, path, device, inode, size, mtime_ns, indexed_offset FROM session_files "
+            "WHERE machine = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
+            (self.db.machine, after, end, FILL_ROWS)).fetchall()
+        if not rows:
+            return end
+        chosen = []
+        total = 0
+        for row in rows:
+            chosen.append(row)
+            total += row[4]
+            if total >= max_bytes:
+                break
+        last = end if len(chosen) == len(rows) < FILL_ROWS else chosen[-1][0]  # whether files up to `end` are left
+        written = {file_id for (file_id,) in connection.execute(
+            "SELECT DISTINCT file_id FROM messages WHERE file_id > ? AND file_id <= ? UNION "
+            "SELECT DISTINCT file_id FROM usage_facts WHERE file_id > ? AND file_id <= ?", (after, last, after, last))}
+        next_id = next_message_id(connection)
+        first_id = next_id
+        messages: list[tuple[Any, ...]] = []
+        facts: list[tuple[Any, ...]] = []
+        again: list[str] = []
+        if reads is None:
+            reads = ContentReads(read_new_files([row[1] for row in chosen], self.content))
+        for file_id, path, device, inode, size, mtime_ns, indexed_offset in chosen:
+            read = reads.next_read(path)
+            if read is None or read.stat_key != (device, inode, size, mtime_ns) or read.offset != indexed_offset:
+                again.append(path)  # after this chunk's rows: it takes message ids of its own
+                continue
+            if file_id in written:
+                self._writer.delete_texts(file_id)
+                delete_usage_facts(self.db, file_id)
+            for seq, (text, pending) in enumerate(read.texts):
+                messages.append((next_id, file_id, seq, pending, text))
+                next_id += 1
+            facts += [(file_id, *row[1:]) for row in read.fact_rows]
+        if messages:
+            connection.executemany(INSERT_MESSAGE, messages)
+            connection.execute(MESSAGE_FTS_FROM_ROWS, (first_id, next_id - 1))
+        if facts:
+            connection.executemany(INSERT_USAGE_FACT, facts)
+        for path in again:
+            self._index_again(connection, path)
+        return last
+
+    def _index_again(self, connection: sqlite3.Connection, key: str) -> None:
+        """Index `key` from the start inside the caller's transaction; a file whose indexing raises is rolled back
+        alone (a savepoint) and recorded as unreadable."""
+        connection.execute("SAVEPOINT index_again")
+        try:
+            self._index_in_transaction(key, force=True)
+        except Exception as exc:
+            if not _file_error(exc):
+                raise
+            connection.execute("ROLLBACK TO index_again")
+            self._writer.begin()  # what the rolled back statements wrote is not there
+            self._record_failure(key)
+            self.failures.append(FileFailure(key, _reason(exc)))
+        connection.execute("RELEASE index_again")
+
     # -- one file -----------------------------------------------------------------------------------------
 
     def _row(self, key: str) -> Any:
@@ -527,7 +626,8 @@ class Indexer:
             return Outcome.MOVED if moved else Outcome.UNCHANGED
         try:
             with open_session_file(key) as handle:
-                if row is not None and not force and self._is_append(handle, row, current):
+                if (row is not None and not force and not self._writer.content_pending(row["id"])
+                        and self._is_append(handle, row, current)):
                     self._append(handle, key, row, current)
                     return Outcome.MOVED if moved else Outcome.APPENDED
                 self._full(handle, key, row, current)
@@ -632,6 +732,52 @@ class Indexer:
     def _stamped(self, columns: dict[str, Any]) -> dict[str, Any]:
         """A row's columns from file_columns with this catalog's machine and the time of indexing added."""
         return {"machine": self.db.machine, **columns, "indexed_at_ms": clamp_int64(int(self._clock() * 1000))}
+
+
+class ContentRead(NamedTuple):
+    """One file read whole for its content: its stat, the committed offset, its texts (storable, capped, with their
+    pending flag) and its usage facts as `usage_writer.fact_values` rows with file id 0."""
+
+    stat_key: tuple[int, int, int, int]
+    offset: int
+    texts: list[tuple[str, bool]]
+    fact_rows: list[tuple[Any, ...]]
+
+
+class ContentReads:
+    """The content of files, key by key, from `file_reader.read_new_files` items (read here or by parse workers)."""
+
+    def __init__(self, items: Iterator[tuple[Any, ...]]) -> None:
+        self._items = items
+
+    def next_read(self, key: str) -> ContentRead | None:
+        """The next file's content, None when it could not be read whole; WorkerFailure unless it is `key`'s."""
+        item = next(self._items, None)
+        if item is None or item[1] != key:
+            if item is None:
+                raise WorkerFailure(f"no items came for {key!r}")
+            raise WorkerFailure(f"the items of {item[1]!r} came where those of {key!r} were due")
+        if item[0] != "open":
+            return None  # absent, unreadable
+        current: FileStat = item[2]
+        texts: list[tuple[str, bool]] = []
+        while True:
+            item = next(self._items)
+            kind = item[0]
+            if kind == "texts":
+                pending = item[2]
+                texts += [(text, pending) for text in item[1]]
+            elif kind == "read":
+                rows = [fact_values(0, fact, pending) for found, pending in ((item[2], False), (item[3], True))
+                        for fact in found]
+                break
+            elif kind == "read_rows":
+                rows = item[2]
+                break
+            else:
+                return None  # read_error
+        return ContentRead((current.device, current.inode, current.size, current.mtime_ns),
+                           item[1]["indexed_offset"], texts, rows)
 
 
 def _file_error(exc: Exception) -> bool:

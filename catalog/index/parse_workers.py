@@ -9,7 +9,8 @@ frames of about FRAME_CHARS characters of text (usage facts already as row value
 items into rows and executes the statements (the BulkWriter inline: one thread, no GIL hand-over), in
 the order of the keys, so the catalog is exactly the one the single-process path writes. Writing takes
 less time than reading, so this process also reads a share of the files itself (every `local_every`-th
-run of files, small ones: meanwhile a worker fills its pipe): more when it writes no full-text index.
+run of files, small ones: meanwhile a worker fills its pipe): every other one in a listing-first run, which
+writes the files' rows only (see content_index).
 
 How many: one per CPU but the writer's, at most MAX_WORKERS (1). Measured on the 10,000-session corpus
 (2 cores), a second worker only competes with the writer for the same cores, costs 1-3 s more CPU in all
@@ -46,11 +47,13 @@ FRAME_CHARS = 1 << 20  # a worker sends its items in frames of about this many c
 FRAME_ITEMS = 256  # ...or this many items, whichever comes first
 PIPE_BYTES = 1 << 20  # what a worker may send ahead of this process's reading (Linux's default limit for a pipe)
 SHARE_BYTES = 2 << 20  # consecutive files of about this many bytes go to one reader (within what a pipe holds)
-# This process reads every LOCAL_EVERY-th share itself (see _schedule); every LOCAL_EVERY_DEFERRED-th when the
-# run leaves the full-text index for later (less to write). Measured on the benchmark corpus, a worker took
-# 8-9 s of CPU and this process 6 s to write with the FTS index (so it can read a quarter), 4 s without.
-LOCAL_EVERY = 4
-LOCAL_EVERY_DEFERRED = 3
+# This process reads every LOCAL_EVERY-th share itself (see _schedule). Measured on the benchmark corpus (3 runs),
+# reading every 4th share: the worker took 6.5-7.7 s of CPU, this process 8.2-9.6 s (3.7-4.6 s of statements,
+# 1.5 s of usage refresh, about 2.3 s reading its quarter): reading a sixth balances the two.
+LOCAL_EVERY = 6
+# A listing-first run (no texts, no usage facts: see content_index) writes almost nothing: this process reads
+# every other share.
+LOCAL_EVERY_LISTING = 2
 # glibc malloc settings of a worker: its multi-megabyte buffers (chunks read, lines sliced) are otherwise each
 # mapped and unmapped again, and every page faulted in anew (measured: 386,000 page faults, 1.4 s of system time,
 # against 13,000 and 0.4 s with these) for a few megabytes more of resident memory.
@@ -112,11 +115,12 @@ def _shares(keys: Sequence[str]) -> list[tuple[list[str], int]]:
 
 def _schedule(shares: list[tuple[list[str], int]], count: int, local_every: int) -> list[int]:
     """Who reads each share: a worker (0 to count - 1) in turn, or this process (`count`) for every
-    `local_every`-th share that is not large (it would otherwise wait for the workers meanwhile)."""
+    `local_every`-th share that is not large (it would otherwise wait for the workers meanwhile), the first
+    among them: this process reads while the workers' interpreters start (0.1-0.15 s)."""
     schedule = []
     turn = 0
     for position, (_keys, size) in enumerate(shares):
-        if position % local_every == local_every - 1 and size <= 2 * SHARE_BYTES:
+        if position % local_every == 0 and size <= 2 * SHARE_BYTES:
             schedule.append(count)
         else:
             schedule.append(turn % count)
@@ -127,8 +131,8 @@ def _schedule(shares: list[tuple[list[str], int]], count: int, local_every: int)
 class _Local:
     """The shares this process reads itself, as a channel."""
 
-    def __init__(self, keys: list[str], content: bool) -> None:
-        self._items = read_new_files(keys, content)
+    def __init__(self, keys: list[str], content: bool, listing_only: bool) -> None:
+        self._items = read_new_files(keys, content, listing_only=listing_only)
 
     def next_item(self) -> Any:
         return next(self._items)
@@ -140,7 +144,7 @@ class _Local:
 class _Channel:
     """One worker process: its task goes in through stdin, its frames come back through stdout."""
 
-    def __init__(self, keys: list[str], content: bool) -> None:
+    def __init__(self, keys: list[str], content: bool, listing_only: bool) -> None:
         self._items: list[Any] = []
         self._next = 0
         self.process = subprocess.Popen(
@@ -150,7 +154,7 @@ class _Channel:
         for stream in (self.process.stdin, self.process.stdout):
             _widen_pipe(stream.fileno())
         try:
-            self.process.stdin.write(pickle.dumps((keys, content), protocol=pickle.HIGHEST_PROTOCOL))
+            self.process.stdin.write(pickle.dumps((keys, content, listing_only), protocol=pickle.HIGHEST_PROTOCOL))
             self.process.stdin.close()
         except OSError:
             pass  # the worker is gone already: reading its frames says so
@@ -209,28 +213,30 @@ class ParseWorkers:
     stops and waits for every process.
     """
 
-    def __init__(self, keys: Sequence[str], content: bool, count: int, local_every: int) -> None:
+    def __init__(self, keys: Sequence[str], content: bool, count: int, local_every: int,
+                 listing_only: bool = False) -> None:
         self.count = count
         self._shares = _shares(keys)
         self._schedule = _schedule(self._shares, count, local_every)
         self._channels: list[_Channel] = []
         self._local = _Local([key for (share, _size), reader in zip(self._shares, self._schedule) if reader == count
-                              for key in share], content)
+                              for key in share], content, listing_only)
         self.files_read_here = sum(len(share) for (share, _size), reader in zip(self._shares, self._schedule)
                                    if reader == count)
         self.cpu_seconds = 0.0  # the workers' CPU time, once they all finished
         self.peak_rss_kb: list[int] = []  # each worker's peak resident memory, once they all finished
 
     @classmethod
-    def start(cls, keys: Sequence[str], content: bool, count: int, *, local_every: int = LOCAL_EVERY) -> ParseWorkers:
+    def start(cls, keys: Sequence[str], content: bool, count: int, *, local_every: int = LOCAL_EVERY,
+              listing_only: bool = False) -> ParseWorkers:
         """Start `count` workers reading their shares of `keys` (their items then wait in the pipes); this
-        process reads every `local_every`-th share."""
-        workers = cls(keys, content, count, local_every)
+        process reads every `local_every`-th share. `listing_only`: see file_reader.read_new_files."""
+        workers = cls(keys, content, count, local_every, listing_only)
         try:
             for index in range(count):
                 assigned = [key for (share, _size), reader in zip(workers._shares, workers._schedule)
                             if reader == index for key in share]
-                workers._channels.append(_Channel(assigned, content))
+                workers._channels.append(_Channel(assigned, content, listing_only))
         except BaseException:
             workers.close()
             raise
@@ -273,7 +279,7 @@ def _send(stdout: IO[bytes], frame: list[Any]) -> None:
 
 
 def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    """The worker's loop: read (keys, content) from `stdin`, send read_new_files' items to `stdout` in frames,
+    """The worker's loop: read (keys, content, listing_only) from `stdin`, send read_new_files' items to `stdout` in frames,
     then an ("end", CPU seconds, peak RSS in KB) item. A "read" item is sent as ("read_rows", columns, rows):
     its facts as `usage_writer.fact_values` rows with file id 0 (the writing process knows the id)."""
     import gc
@@ -282,13 +288,13 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
 
     from sessdex.catalog.index.usage_writer import fact_values
 
-    keys, content = pickle.load(stdin)
+    keys, content, listing_only = pickle.load(stdin)
     # Parsed values are trees (no cycles) that die young: the cyclic collector only re-walks them (a quarter
     # of the parse time in measurements).
     gc.disable()
     frame: list[Any] = []
     chars = 0
-    for item in read_new_files(keys, content):
+    for item in read_new_files(keys, content, listing_only=listing_only):
         if item[0] == "read":  # the usage facts as rows: that work is done here, not in the writing process
             _kind, columns, facts, pending_facts = item
             item = ("read_rows", columns, [fact_values(0, fact, pending) for found, pending in

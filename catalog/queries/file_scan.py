@@ -125,6 +125,10 @@ class FileScan:
     def check_freshness_once(self) -> None:
         """Nothing to do: the picker's scopes are read once anyway."""
 
+    def content_index_progress(self) -> None:
+        """Files are read whole: nothing is ever left for later."""
+        return None
+
     def usage_report(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
                      days: DateRange) -> UsageReport:
         """`sessdex usage KIND` read from the files (the reference the catalog's answer is tested against)."""

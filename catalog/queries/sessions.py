@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from sessdex.catalog.index.content_index import ContentProgress
     from sessdex.catalog.queries.source import PickerRow
     from sessdex.core.usage import UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
@@ -319,7 +320,14 @@ class Catalog:
 
     def messages_text(self, file_id: int) -> str:
         """Every searchable message text of a file, in file order, joined by spaces (all_messages_text)."""
-        return " ".join(row["text"] for row in self._database().fetchall("message_texts", {"file_id": file_id}))
+        rows = self._database().fetchall("message_texts", {"file_id": file_id})
+        if not rows:  # perhaps a first index left the file's content for later: then it is read from the file
+            from sessdex.catalog.index.content_index import backlog_messages_text
+
+            text = backlog_messages_text(self._database(), file_id)
+            if text is not None:
+                return text
+        return " ".join(row["text"] for row in rows)
 
     def _session_info(self, row: Any) -> SessionInfo:
         return self._info_of(_info_columns(row)(row))
@@ -598,21 +606,32 @@ class Catalog:
         At least one chunk is indexed, so a small backlog is always completed. A catalog that cannot be
         written to (read-only file, a busy writer) is searched as it is: `content_index_progress` says how far.
         """
-        from sessdex.catalog.index.content_index import content_backlog, fill_content_index
+        if not self._content_incomplete():
+            return
+        from sessdex.catalog.index.content_index import fill_content_index
 
         db = self._database()
-        if content_backlog(db) is None:
-            return
         try:
             fill_content_index(db, deadline=time.monotonic() + SEARCH_FILL_SECONDS)
         except sqlite3.Error:
             pass
 
-    def content_index_progress(self) -> tuple[int, int] | None:
-        """(message rows indexed, rows to index) while the message-text index is still being filled, else None."""
+    def content_index_progress(self) -> ContentProgress | None:
+        """How far the content index (message text, usage facts) is while it is still being filled, else None."""
+        if not self._content_incomplete():
+            return None
         from sessdex.catalog.index.content_index import content_backlog
 
         return content_backlog(self._database())
+
+    def _content_incomplete(self) -> bool:
+        """Whether a first index left content for later (catalog.index.content_index), asked without importing it:
+        `usage` and `search` ask on every run."""
+        from sessdex.catalog.store import fts
+
+        reader = self._database().sqlite_reader()
+        return reader is not None and reader.execute(
+            "SELECT 1 FROM catalog_meta WHERE key IN (?, ?)", (fts.BACKLOG_KEY, fts.FILES_BACKLOG_KEY)).fetchone() is not None
 
     # -- the picker --------------------------------------------------------------------------------------
 
@@ -716,12 +735,14 @@ class Catalog:
 
         if all_projects:
             self.refresh(Scope.of(root=self.sessions_root))
+            self._fill_content_index()  # a first index's usage facts (content_index_progress says how far)
             roots = [{**root_range(self.sessions_root), "machine": self.machine}]
             roots += [{**root_range(machine["sessions_root"]), "machine": machine["name"]}
                       for machine in self.other_machines()]
             return catalog_usage_report(self._database(), kind, "under_root", roots, days)
         folders = self.project_dirs(cwd, None)
         self.refresh(Scope.of(folders))
+        self._fill_content_index()
         return catalog_usage_report(self._database(), kind, "in_directories", self.machine_scopes(folders, cwd), days)
 
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
@@ -739,6 +760,7 @@ class Catalog:
             folders = self.project_dirs(cwd, None)
             self.refresh(Scope.of(folders))
             scope_name, parts = "in_directories", self.machine_scopes(folders, cwd)
+        self._fill_content_index()  # a first index's usage facts (content_index_progress says how far)
         text = stored_usage_json(self._database(), kind, scope_name, parts, days, breakdown)
         if text is not None:
             return text

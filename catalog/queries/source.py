@@ -138,6 +138,10 @@ class SessionSource(Protocol):
                    breakdown: bool) -> bytes:
         """`sessdex usage KIND --json`: the report's text (sessdex.core.usage_json), safe to print, UTF-8 encoded."""
 
+    def content_index_progress(self) -> Any:
+        """How far the content (message text, usage facts) a first index left for later is, while it is
+        incomplete (a `catalog.index.content_index.ContentProgress`), else None."""
+
 
 def content_terms(query: str) -> list[str]:
     """The words of `query` a content search requires (lower-cased; words without a letter or digit dropped)."""

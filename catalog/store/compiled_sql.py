@@ -601,3 +601,30 @@ SQL: dict[str, str] = {
         'UPDATE machines SET host=:host, sessions_root=:sessions_root, content=:content, home=:home WHERE machines.name = :machine'
     ),
 }
+
+# A new SQLite catalog at SCHEMA_REVISION, without Alembic (statements.fresh_catalog_script).
+FRESH_CATALOG_SCRIPT: tuple[str, ...] = (
+    'CREATE TABLE alembic_version (\n\tversion_num VARCHAR(32) NOT NULL, \n\tCONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)\n)',
+    'CREATE TABLE messages (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tseq INTEGER NOT NULL, \n\tpending BOOLEAN NOT NULL, \n\ttext TEXT NOT NULL, \n\tCONSTRAINT pk_messages PRIMARY KEY (id), \n\tCONSTRAINT fk_messages_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)',
+    'CREATE INDEX ix_messages_file_id_seq ON messages (file_id, seq)',
+    'CREATE TABLE catalog_meta (\n\t"key" TEXT NOT NULL, \n\tvalue TEXT NOT NULL, \n\tCONSTRAINT pk_catalog_meta PRIMARY KEY ("key")\n)',
+    "CREATE VIRTUAL TABLE message_fts USING fts5(text, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
+    "CREATE VIRTUAL TABLE session_fts USING fts5(title, first_message, content='session_files', content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
+    'CREATE TABLE usage_facts (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tpending BOOLEAN NOT NULL, \n\tcopied BOOLEAN NOT NULL, \n\tentry_id TEXT, \n\tentry_timestamp TEXT, \n\tts_ms BIGINT NOT NULL, \n\tday_utc TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost FLOAT NOT NULL, \n\tCONSTRAINT pk_usage_facts PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_facts_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)',
+    'CREATE INDEX ix_usage_facts_file_id_entry_id ON usage_facts (file_id, entry_id)',
+    'CREATE TABLE machines (\n\tname TEXT NOT NULL, \n\thost TEXT NOT NULL, \n\tsessions_root TEXT NOT NULL, \n\tcontent BOOLEAN NOT NULL, home TEXT, \n\tCONSTRAINT pk_machines PRIMARY KEY (name)\n)',
+    'CREATE TABLE "session_files" (\n\tid INTEGER NOT NULL, \n\tpath TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tdevice BIGINT NOT NULL, \n\tinode BIGINT NOT NULL, \n\tsize BIGINT NOT NULL, \n\tmtime_ns BIGINT NOT NULL, \n\tindexed_offset BIGINT NOT NULL, \n\thead_length INTEGER NOT NULL, \n\thead_digest TEXT NOT NULL, \n\tsummary_state TEXT NOT NULL, \n\tunparseable_lines INTEGER NOT NULL, \n\tpending_unparseable INTEGER NOT NULL, \n\theader_valid BOOLEAN NOT NULL, \n\tsession_id TEXT, \n\tcwd TEXT, \n\ttitle TEXT, \n\theader_title TEXT, \n\tshort_summary TEXT, \n\tparent_session TEXT, \n\tcreated TEXT, \n\tmessage_count INTEGER NOT NULL, \n\tentry_count INTEGER NOT NULL, \n\tfirst_message TEXT, \n\tprefix_state TEXT, \n\tlast_entry_id TEXT, \n\tlast_model TEXT, \n\tinput_tokens BIGINT NOT NULL, \n\toutput_tokens BIGINT NOT NULL, \n\tcache_read_tokens BIGINT NOT NULL, \n\tcache_write_tokens BIGINT NOT NULL, \n\tcost_total FLOAT NOT NULL, \n\tindexed_at_ms BIGINT NOT NULL, \n\tmachine TEXT NOT NULL, \n\tCONSTRAINT pk_session_files PRIMARY KEY (id), \n\tCONSTRAINT uq_session_files_machine_path UNIQUE (machine, path)\n)',
+    'CREATE INDEX ix_session_files_machine_directory ON session_files (machine, directory, mtime_ns, path, device, inode, size)',
+    'CREATE INDEX ix_session_files_machine_path ON session_files (machine, path, device, inode, size, mtime_ns)',
+    'CREATE INDEX ix_session_files_machine_session_id ON session_files (machine, session_id)',
+    'CREATE INDEX ix_session_files_machine_device_inode ON session_files (machine, device, inode)',
+    'CREATE INDEX ix_session_files_machine_parent_session ON session_files (machine, parent_session)',
+    'CREATE TABLE usage_rollup (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tcwd TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost FLOAT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tCONSTRAINT pk_usage_rollup PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_rollup_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)',
+    'CREATE INDEX ix_usage_rollup_file_id ON usage_rollup (file_id)',
+    'CREATE INDEX ix_usage_rollup_machine_directory_day_local ON usage_rollup (machine, directory, day_local)',
+    'CREATE TABLE usage_totals (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\tscope TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tfile_id INTEGER, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost FLOAT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tsessions INTEGER NOT NULL, label TEXT, json TEXT, \n\tCONSTRAINT pk_usage_totals PRIMARY KEY (id)\n)',
+    'CREATE UNIQUE INDEX ix_usage_totals_machine_kind_scope_key_model ON usage_totals (machine, kind, scope, "key", model)',
+    "CREATE INDEX ix_usage_totals_sessions_by_cost ON usage_totals (machine, kind, model, cost DESC, label, scope, json) WHERE kind = 'session' AND model = ''",
+    "INSERT INTO message_fts(message_fts, rank) VALUES ('automerge', 16)",
+    'INSERT INTO "alembic_version" VALUES (\'0005_usage_report_text\')',
+)

@@ -16,10 +16,15 @@ SESSION_INSERT = "INSERT INTO session_fts(rowid, title, first_message) VALUES (?
 SESSION_DELETE = "INSERT INTO session_fts(session_fts, rowid, title, first_message) VALUES ('delete', ?, ?, ?)"
 FTS_TABLES = ("message_fts", "session_fts")
 # The catalog_meta key of the message-text backlog: "FIRST DONE END" (message ids) while the rows FIRST..END
-# were written without their message_fts entries (a first index makes listings visible before the
+# were written without their message_fts entries (a first index of an earlier version made listings visible before the
 # content index); the entries of FIRST..DONE exist. No key: message_fts covers every message row.
 BACKLOG_KEY = "message_fts_backlog"
 FILL_BACKLOG = "INSERT INTO message_fts(rowid, text) SELECT id, text FROM messages WHERE id > ? AND id <= ?"
+# The catalog_meta key of the content backlog: "FIRST DONE END" (session_files ids) while the files FIRST..END were
+# indexed listing first (their rows only: a first index by a read command) and those of DONE+1..END still lack
+# their message rows, full-text entries and usage facts (see catalog.index.content_index). DONE = END: every file
+# has them, the usage rollup is still to be summed. No key: every file's content is indexed.
+FILES_BACKLOG_KEY = "content_files_backlog"
 
 # Search ranks without snippets, so that a word in every session costs a rank per match, not a snippet per
 # match: snippets are made afterwards for the rows shown only (SNIPPET_*). Sessions matched by title or first
@@ -65,9 +70,10 @@ def rebuild(table: str) -> str:
     return f"INSERT INTO {table}({table}) VALUES ('rebuild')"
 
 
-def read_backlog(connection: sqlite3.Connection) -> tuple[int, int, int] | None:
-    """(first, done, end) of the message-text backlog (see BACKLOG_KEY), or None when there is none."""
-    row = connection.execute("SELECT value FROM catalog_meta WHERE key = ?", (BACKLOG_KEY,)).fetchone()
+def read_backlog(connection: sqlite3.Connection, key: str = BACKLOG_KEY) -> tuple[int, int, int] | None:
+    """(first, done, end) of the message-text backlog (see BACKLOG_KEY; or of the content backlog,
+    FILES_BACKLOG_KEY), or None when there is none."""
+    row = connection.execute("SELECT value FROM catalog_meta WHERE key = ?", (key,)).fetchone()
     if row is None:
         return None
     first, done, end = (int(part) for part in row[0].split())
@@ -79,6 +85,15 @@ def write_backlog(connection: sqlite3.Connection, first: int, done: int, end: in
     connection.execute("DELETE FROM catalog_meta WHERE key = ?", (BACKLOG_KEY,))
     if done < end:
         connection.execute("INSERT INTO catalog_meta(key, value) VALUES (?, ?)", (BACKLOG_KEY, f"{first} {done} {end}"))
+
+
+def write_files_backlog(connection: sqlite3.Connection, backlog: tuple[int, int, int] | None) -> None:
+    """Record the content backlog (see FILES_BACKLOG_KEY) as (first, done, end), or None: no backlog (in the
+    caller's transaction)."""
+    connection.execute("DELETE FROM catalog_meta WHERE key = ?", (FILES_BACKLOG_KEY,))
+    if backlog is not None:
+        connection.execute("INSERT INTO catalog_meta(key, value) VALUES (?, ?)",
+                           (FILES_BACKLOG_KEY, " ".join(map(str, backlog))))
 
 
 def backlog_progress(connection: sqlite3.Connection) -> tuple[int, int] | None:

@@ -65,28 +65,57 @@ def alembic_on(location: CatalogLocation, machine: str | None = None) -> Iterato
 
 
 def upgrade_catalog(location: CatalogLocation, machine: str | None = None) -> None:
-    """Bring the catalog at `location` to the newest revision; concurrent callers wait on a file lock."""
-    from alembic import command
-    from alembic.util.exc import CommandError
+    """Bring the catalog at `location` to the newest revision; concurrent callers wait on a file lock.
 
+    A new SQLite file is given the newest schema at once by the script the migrations were rendered into
+    (`compiled_sql.FRESH_CATALOG_SCRIPT`): a first use does not wait for Alembic and SQLAlchemy to load."""
     if location.sqlite_path is not None:
         make_private_dirs(location.sqlite_path.parent)
     with exclusive_lock(location.migrate_lock_path):
         if location.sqlite_path is not None:
             create_private_file(location.sqlite_path)  # 0600 before SQLite makes it (and its -wal, -shm) 0644
             # WAL is a property of the file and cannot be switched inside the migration's transaction.
-            connection = sqlite3.connect(location.sqlite_path)
+            connection = sqlite3.connect(location.sqlite_path, isolation_level=None)
             try:
                 connection.execute("PRAGMA journal_mode = WAL")
+                if _create_new_catalog(connection):
+                    return
             finally:
                 connection.close()
-        try:
-            with alembic_on(location, machine) as config:
-                command.upgrade(config, "head")
-        except CommandError as exc:
-            raise CatalogError(f"cannot upgrade the catalog {location.display}: {exc} (it may have been created "
-                               "by a newer sessdex; use another --catalog or rebuild it with "
-                               "`sessdex index --rebuild`)") from exc
+        upgrade_with_alembic(location, machine)
+
+
+def _create_new_catalog(connection: sqlite3.Connection) -> bool:
+    """Give an empty SQLite database the newest schema by FRESH_CATALOG_SCRIPT; False when it is not empty."""
+    from sessdex.catalog.store.compiled_sql import FRESH_CATALOG_SCRIPT
+
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        if connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            connection.execute("ROLLBACK")
+            return False
+        for statement in FRESH_CATALOG_SCRIPT:
+            connection.execute(statement)
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    return True
+
+
+def upgrade_with_alembic(location: CatalogLocation, machine: str | None) -> None:
+    """Run the migrations up to the newest revision on the catalog at `location` (the caller holds the migrate
+    lock, or owns the file alone)."""
+    from alembic import command
+    from alembic.util.exc import CommandError
+
+    try:
+        with alembic_on(location, machine) as config:
+            command.upgrade(config, "head")
+    except CommandError as exc:
+        raise CatalogError(f"cannot upgrade the catalog {location.display}: {exc} (it may have been created "
+                           "by a newer sessdex; use another --catalog or rebuild it with "
+                           "`sessdex index --rebuild`)") from exc
 
 
 def check_catalog(location: CatalogLocation) -> None:

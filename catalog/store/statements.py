@@ -448,6 +448,38 @@ def head_revision() -> str:
     return head
 
 
+def fresh_catalog_script() -> list[str]:
+    """The statements that give a new SQLite file exactly the catalog the migrations make (tables, indexes, FTS5
+    tables and their settings, the Alembic revision): a first use then creates its catalog without importing
+    Alembic and SQLAlchemy (`sessdex.catalog.store.migrate.upgrade_catalog`)."""
+    import sqlite3
+    import tempfile
+
+    from sessdex.catalog.store.location import resolve_location
+    from sessdex.catalog.store.migrate import upgrade_with_alembic
+
+    with tempfile.TemporaryDirectory() as folder:
+        location = resolve_location(folder, str(Path(folder) / "template.db"))
+        upgrade_with_alembic(location, "template")  # never the script itself: it is what is being made
+        connection = sqlite3.connect(str(location.sqlite_path))
+        try:
+            objects = connection.execute("SELECT type, name, sql FROM sqlite_master ORDER BY rowid").fetchall()
+            virtual = [name for _kind, name, sql in objects if (sql or "").startswith("CREATE VIRTUAL TABLE")]
+            shadow = {name for name in (row[1] for row in objects) for table in virtual if name.startswith(f"{table}_")}
+            script = [sql for _kind, name, sql in objects if sql and name not in shadow]
+            for table in virtual:  # FTS5 settings beyond what creating the table writes
+                script += [f"INSERT INTO {table}({table}, rank) VALUES ({key!r}, {value!r})" for key, value in
+                           connection.execute(f"SELECT k, v FROM {table}_config WHERE k != 'version' ORDER BY k")]
+            for kind, name, _sql in objects:
+                if kind == "table" and name not in shadow and name not in virtual:
+                    for row in connection.execute(f'SELECT * FROM "{name}"'):
+                        values = ", ".join("NULL" if value is None else repr(value) for value in row)
+                        script.append(f'INSERT INTO "{name}" VALUES ({values})')
+        finally:
+            connection.close()
+    return script
+
+
 def render_compiled_module() -> str:
     """The source of `catalog/compiled_sql.py` for the current statements and migrations."""
     lines = [
@@ -466,6 +498,10 @@ def render_compiled_module() -> str:
         lines.extend(f"        {part!r}" for part in compile_for_sqlite(statement).splitlines(keepends=True))
         lines.append("    ),")
     lines.append("}")
+    lines += ["", "# A new SQLite catalog at SCHEMA_REVISION, without Alembic (statements.fresh_catalog_script).",
+              "FRESH_CATALOG_SCRIPT: tuple[str, ...] = ("]
+    lines.extend(f"    {statement!r}," for statement in fresh_catalog_script())
+    lines.append(")")
     return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,7 @@ from sessdex.catalog.cli.entry import NO_FASTPATH_ENV
 from sessdex.catalog.cli.fastpath import CommandLine, parse_command_line
 from sessdex.catalog.cli.output import echo
 from sessdex.catalog.history.storage import HistoryStorage
+from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.core.paths import AgentPaths
 from tests.catalog.catalog_support import BASE_MS, open_catalog_for
 
@@ -176,6 +177,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
                                now=NOW_MS / 1000)
     with open_catalog_for(paths) as catalog:  # creates the catalog and indexes every file
         catalog.list_all_sessions()
+        # A first index leaves message text and usage facts for later (content_index): the budgets are those of a
+        # complete catalog (a search or usage that completes one also reads session files, once).
+        assert fill_content_index(catalog._database())
     with HistoryStorage.open(agent_dir=paths.agent_dir, batch_delay=0) as history:
         for number, prompt in enumerate(("deploy the api", "fix the deploy script", "why is the parser slow")):
             history.add(prompt, str(root / "not-a-project") if number else "/elsewhere")

@@ -17,6 +17,7 @@ from gen_corpus import generate_corpus
 
 import sessdex.catalog.index.indexer as indexer_module
 import sessdex.catalog.index.parse_workers as workers_module
+from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.indexer import Indexer, Outcome
 from sessdex.catalog.store.db import open_catalog
 from sessdex.catalog.store.location import resolve_location
@@ -130,8 +131,53 @@ def test_parse_workers_write_exactly_the_catalog_of_the_single_process_run(tmp_p
     reference, catalog = whole_catalog(resolve_location(tmp_path / "single").sqlite_path), \
         whole_catalog(resolve_location(tmp_path / "parallel").sqlite_path)
     assert catalog == reference
-    assert len(catalog["session_files"]) == len(corpus) - 3 and catalog["usage_facts"]
+    assert len(catalog["session_files"]) == len(corpus) - 3
+    if defer_content:  # listings first: the content comes with content_index, and then equals a full index's
+        assert not catalog["messages"] and not catalog["usage_facts"]
+        fill_content(tmp_path / "single")
+        fill_content(tmp_path / "parallel", parse_workers=count)  # the files read again by workers
+        index_into(tmp_path / "full", corpus, parse_workers=0)
+        reference = whole_catalog(resolve_location(tmp_path / "full").sqlite_path)
+        catalog = whole_catalog(resolve_location(tmp_path / "parallel").sqlite_path)
+        for whole in (reference, catalog):  # the same entries (snapshot below), built in other steps
+            for table in [name for name in whole if name.startswith("message_fts_")]:
+                del whole[table]
+        assert catalog == reference
+        assert snapshot(resolve_location(tmp_path / "parallel").sqlite_path) == \
+            snapshot(resolve_location(tmp_path / "full").sqlite_path)
+    assert catalog["usage_facts"]
     assert any(row[4] == "after damage" for row in catalog["messages"])
+
+
+def fill_content(root: Path, parse_workers: int = 0, **options: Any) -> None:
+    """Complete the content a listing-first index left for later (as `sessdex index` does)."""
+    database = open_catalog(resolve_location(root))
+    try:
+        assert fill_content_index(database, chunk_bytes=40_000, parse_workers=parse_workers, **options)
+    finally:
+        database.close()
+
+
+def test_a_row_gone_while_workers_read_the_content_leaves_the_rest_to_this_process(tmp_path, corpus, started_workers):
+    files = [path for path in corpus if path.is_file() and path.suffix == ".jsonl"]
+    index_into(tmp_path / "parallel", files, parse_workers=0, defer_content=True)
+    gone = files[-5]
+
+    def remove_one(progress: Any) -> None:  # between two chunks, as a watcher would
+        if gone.exists():
+            os.unlink(gone)
+            database = open_catalog(resolve_location(tmp_path / "parallel"))
+            try:
+                Indexer(database, clock=clock).index_path(gone)
+            finally:
+                database.close()
+
+    fill_content(tmp_path / "parallel", parse_workers=1, progress=remove_one)
+    assert not gone.exists() and len(processes(started_workers)) == 1
+    assert all(process.returncode is not None for process in processes(started_workers))
+    index_into(tmp_path / "full", [path for path in files if path != gone], parse_workers=0)
+    assert_same_content(snapshot(resolve_location(tmp_path / "parallel").sqlite_path),
+                        snapshot(resolve_location(tmp_path / "full").sqlite_path))
 
 
 def test_a_worker_that_dies_sends_the_rest_the_ordinary_way(tmp_path, corpus, monkeypatch, started_workers):
@@ -195,3 +241,27 @@ def test_workers_that_cannot_start_leave_the_bulk_run_to_the_indexing_process(tm
     assert counts[Outcome.INDEXED] == len(corpus) - 3 and not failures
     assert whole_catalog(resolve_location(tmp_path / "parallel").sqlite_path) == \
         whole_catalog(resolve_location(tmp_path / "single").sqlite_path)
+
+
+def test_an_interrupted_listing_first_index_leaves_a_catalog_that_completes_to_a_full_one(tmp_path, corpus,
+                                                                                        monkeypatch, started_workers):
+    monkeypatch.setattr(indexer_module, "BATCH_FILES", 5)
+    database = open_catalog(resolve_location(tmp_path / "parallel"))
+
+    def interrupt(path: str, _outcome: Outcome) -> None:
+        if path == str(corpus[14]):
+            raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            Indexer(database, clock=clock, parse_workers=1, defer_content=True).index_paths(corpus, progress=interrupt)
+        assert database.scalar("count_files") == 10 and database.scalar("count_messages") == 0  # two batches
+        assert not fill_content_index(database, chunk_bytes=1, deadline=0)  # usable: a chunk of its content follows
+        Indexer(database, clock=clock, defer_content=True).index_paths(corpus)  # the next command: the rest
+        assert fill_content_index(database)
+    finally:
+        database.close()
+    assert all(process.returncode is not None for process in processes(started_workers))
+    index_into(tmp_path / "full", corpus, parse_workers=0)
+    assert_same_content(snapshot(resolve_location(tmp_path / "parallel").sqlite_path),
+                        snapshot(resolve_location(tmp_path / "full").sqlite_path))

@@ -65,3 +65,31 @@ def test_fts_tables_are_recognised_for_autogenerate_exclusion(name, expected):
 
 def test_schema_defines_no_fts_table():
     assert not [table for table in metadata.tables if is_fts_table(table)]
+
+
+def _whole_database(path: Path) -> dict[str, object]:
+    """The schema objects in creation order, every table's rows (FTS5 shadow tables included) and the file's settings."""
+    connection = sqlite3.connect(path)
+    try:
+        objects = connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid").fetchall()
+        rows = {name: sorted(connection.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr)
+                for kind, name, _table, sql in objects if kind == "table" and not (sql or "").startswith("CREATE VIRTUAL")}
+        settings = [connection.execute(f"PRAGMA {name}").fetchone() for name in
+                    ("journal_mode", "user_version", "page_size", "auto_vacuum", "encoding")]
+        return {"objects": objects, "rows": rows, "settings": settings}
+    finally:
+        connection.close()
+
+
+def test_a_new_catalog_made_without_alembic_is_the_one_the_migrations_make(tmp_path: Path):
+    from sessdex.catalog.store import migrate
+
+    new = resolve_location(tmp_path, str(tmp_path / "new.db"))
+    open_catalog(new).close()  # a new file: FRESH_CATALOG_SCRIPT
+    migrated = resolve_location(tmp_path, str(tmp_path / "migrated.db"))
+    connection = sqlite3.connect(migrated.sqlite_path)
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.close()
+    migrate.upgrade_with_alembic(migrated, "this-machine")  # what every catalog went through before
+    assert _whole_database(new.sqlite_path) == _whole_database(migrated.sqlite_path)
+    assert _whole_database(new.sqlite_path)["rows"]["message_fts_config"]  # automerge and version

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.watcher import Watcher
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.location import resolve_location
@@ -97,6 +98,7 @@ def test_a_watcher_that_loses_the_server_catches_up_when_it_is_back(paths: Agent
             expected = [session_fields(i) for i in own_sqlite.list_all_sessions(include_empty=True)]
             assert [session_fields(i) for i in shared.list_all_sessions(include_empty=True)] == expected, log.getvalue()
             assert [i.id for i in shared.list_all_sessions()] == ["4ddd000000000003", "4ddd000000000002"]
+            assert fill_content_index(own_sqlite.db)  # its first index left message rows for later (content_index)
             assert shared.db.scalar("count_messages") == own_sqlite.db.scalar("count_messages") == 3
     finally:
         server.destroy()
@@ -149,6 +151,7 @@ def test_a_watcher_started_while_the_server_is_down_says_so_once_and_catches_up_
             assert [session_fields(i) for i in shared.list_all_sessions(include_empty=True)] == expected, lines
             assert {i.id for i in shared.list_all_sessions()} == {"4ddd000000000001", "4ddd000000000002",
                                                                    "4ddd000000000004"}
+            assert fill_content_index(own_sqlite.db)  # its first index left message rows for later (content_index)
             assert shared.db.scalar("count_messages") == own_sqlite.db.scalar("count_messages") == 4
             assert shared.db.scalar("count_usage_facts") == own_sqlite.db.scalar("count_usage_facts") == 1
             for kind in ("daily", "session"):
