@@ -224,6 +224,21 @@ def time_ago(mtime_ms: float, now_ms: float) -> str:
     return f"{local.month}/{local.day}/{local.year}"
 
 
+def format_cost(cost: float) -> str:
+    """A cost in dollars for tables: `$0.00` to two decimals, `<$0.01` for a tiny non-zero amount."""
+    if 0 < cost < 0.005:
+        return "<$0.01"
+    return f"${cost:,.2f}"
+
+
+def format_tokens(tokens: float) -> str:
+    """A token count for tables: 950, 12.3k, 4.5M, 1.2B."""
+    for limit, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(tokens) >= limit:
+            return f"{tokens / limit:.1f}{suffix}"
+    return f"{tokens:.0f}"
+
+
 class RecentSessionInfo:
     """A light recent-session record built from a file's first 4 KB; `name` and `time_ago` are lazy."""
 

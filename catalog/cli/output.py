@@ -340,8 +340,7 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
                    *, color: bool = False) -> str:
     """The human listing of every listing command: id prefix, modified, message count, cost, tokens, name, cwd."""
     from sessdex.catalog.tui.dates import short_date
-    from sessdex.core.discovery import id_prefix_length
-    from sessdex.core.usage import format_cost, format_tokens
+    from sessdex.core.discovery import format_cost, format_tokens, id_prefix_length
 
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     ids = [info.id for info in sessions]

@@ -48,6 +48,7 @@ RUNNER = ("import atexit, os, sys\n"
 # Every command: the entry and its parser, the line writer (terminal-safe text, widths, dates).
 _ENTRY = {
     "__future__", "_datetime", "unicodedata",
+    "gc",  # built in: the entry turns the cycle collector off for the hot commands
     "sessdex", "sessdex.catalog", "sessdex.catalog.cli", "sessdex.catalog.cli.entry", "sessdex.catalog.cli.errors",
     "sessdex.catalog.cli.fastpath", "sessdex.catalog.cli.output", "sessdex.catalog.tui",
     "sessdex.catalog.tui.terminal_text", "sessdex.catalog.tui.width", "sessdex.core", "sessdex.core.datetimes",
@@ -68,11 +69,11 @@ _CATALOG = _SQLITE | _SETTINGS | {
 }
 # Issue 13: refusals as JSON (read_guard).
 _SESSION_COMMANDS = _ENTRY | _CATALOG | {"sessdex.catalog.cli.session_commands", "sessdex.catalog.cli.read_guard"}
-# The listing table: the one display-name rule (naming), dates, each session's cost and tokens (issue 14).
-# collections (with what it imports itself), for core.usage's namedtuple.
+# The listing table: the one display-name rule (naming), dates; each session's cost and tokens are formatted by
+# core.discovery (not core.usage: its reports are not a listing's business).
+_TABLE = {"sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates"}
+# collections (with what it imports itself).
 _COLLECTIONS = {"collections", "_collections", "itertools", "keyword", "operator", "reprlib"}
-_TABLE = {"sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates", "sessdex.core.usage", "sessdex.core.text",
-          *_COLLECTIONS}
 # --json only (checked below): the C string encoder of the json package, without the package.
 _JSON_OUTPUT = {"_json", "sessdex.catalog.cli.json_text"}
 _RE = {"_sre", "copyreg", "enum", "re", "re._casefix", "re._compiler", "re._constants", "re._parser", "functools",
@@ -95,7 +96,7 @@ IMPORT_BUDGET: dict[str, set[str]] = {
     "continue": _SESSION_COMMANDS | _JSON_OUTPUT | {"sessdex.core.breadcrumbs", "sessdex.core.regular_files"},
     "search": _ENTRY | _CATALOG | _TABLE | _JSON_OUTPUT | {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.index.content_index",
-        "collections.abc"},  # content_index's Callable at run time
+        "collections.abc", *_COLLECTIONS},  # content_index's Callable at run time (collections.abc loads collections)
     "history": _ENTRY | _SETTINGS | _SQLITE | {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.history", "sessdex.catalog.history.search",
         "sessdex.core.text", "_heapq", "heapq", *_RE,
