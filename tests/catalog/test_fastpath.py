@@ -266,6 +266,9 @@ def _cases(corpus: Corpus) -> list[Case]:
         # An agent dir that is a file: click refuses it (the catalog named too, so that one would open).
         Case("project", ("--agent-dir", catalog_file, "--catalog", catalog_file, "list"), fast=False,
              with_agent_dir=False),
+        # Another program's SQLite database named as the catalog: not a catalog at the current revision, so click
+        # refuses it (the fast path does not probe its tables itself).
+        Case("project", ("--catalog", str(corpus.paths.agent_dir / "history.db"), "list"), fast=False),
         # A catalog to create: click does it (the first run), after which it is current for the second.
         Case("project", ("--catalog", str(corpus.root / "new-catalog.db"), "list"), fast=False),
     ]
