@@ -368,9 +368,38 @@ class Catalog:
         """`list(cwd, session_dir)` from the catalog: the project's sessions, newest first (the first `limit`)."""
         folders = self.project_dirs(cwd, session_dir)
         self.refresh(Scope.of(folders))
-        return self._infos(self._rows_in_folders("infos_in_directories", folders,
-                                                 {"min_messages": 0 if include_empty else 1},
-                                                 cwd if session_dir is None else None), limit)
+        params = {"min_messages": 0 if include_empty else 1}
+        project_cwd = cwd if session_dir is None else None
+        if limit is not None and limit > 0:
+            newest = self._newest_rows_in_folders(folders, params, project_cwd, limit)
+            if newest is not None:
+                return self._infos(newest, limit)
+        return self._infos(self._rows_in_folders("infos_in_directories", folders, params, project_cwd), limit)
+
+    def _newest_rows_in_folders(self, folders: Sequence[str], params: dict[str, Any],
+                                cwd: str | os.PathLike[str] | None, limit: int) -> list[Any] | None:
+        """Rows holding the `limit` newest sessions of the folders by the file scan's key (`_infos` orders them),
+        with only about `limit` rows per statement read from the database; None when a tie at the cut makes
+        that unsure (the caller then reads every row).
+
+        SQL orders by the exact mtime_ns (and the database's collation of paths), the file scan by mtime in
+        milliseconds as a float (then the path): a statement's rows beyond its `limit + 1` newest have an mtime
+        at or below its last row's, so they rank after the `limit`-th row whenever that one's float key is
+        newer than the last row's.
+        """
+        db = self._database()
+        rows: list[Any] = []
+        cut_ms: list[float] = []  # the oldest mtime (ms) of each statement that had more rows than it returned
+        for part in self.machine_scopes(folders, cwd):
+            found = db.fetchall("newest_infos_in_directories", {**params, **part, "limit": limit + 1, "offset": 0})
+            if len(found) > limit:
+                cut_ms.append(found[-1]["mtime_ns"] / 1_000_000)
+            rows += found
+        if cut_ms:
+            last_kept_ms = sorted(row["mtime_ns"] / 1_000_000 for row in rows)[-limit]
+            if max(cut_ms) >= last_kept_ms:
+                return None
+        return rows
 
     def list_all_sessions(self, *, include_empty: bool = False) -> list[SessionInfo]:
         """`list_all()` from the catalog: every session below the sessions root, newest first."""
