@@ -105,9 +105,13 @@ _MEASURED_LIMIT = 4096
 def _non_ascii_width(text: str) -> int:
     width = _MEASURED.get(text)
     if width is None:
-        if not _has_cluster_machinery(text):
+        # Its distinct characters, gathered at C speed: most text holding some non-ASCII is mostly ASCII, and
+        # looking at each character in Python cost a listing more than everything else it shows.
+        others = [char for char in set(text) if char > "\x7f"]
+        if not any(char in _JOINERS or "\U0001f1e6" <= char <= "\U0001f1ff" or "\U0001f3fb" <= char <= "\U0001f3ff"
+                   for char in others):  # (what _has_cluster_machinery tells)
             # A cluster of plain characters is as wide as its characters together (combining marks are 0).
-            width = sum(map(_CHAR_WIDTHS.__getitem__, text))
+            width = len(text) + sum((_CHAR_WIDTHS[char] - 1) * text.count(char) for char in others)
         else:
             width = sum(_cluster_width(cluster) for cluster in graphemes(text))
         if len(_MEASURED) >= _MEASURED_LIMIT:
