@@ -102,6 +102,14 @@ class CatalogSessionInfo(SessionInfo):
         return os.fspath(self.__dict__["_path"])
 
 
+_new_info = object.__new__
+# The setters of SessionInfo's slots (member descriptors), for CatalogSessionInfo values built in bulk.
+(_set_id, _set_cwd, _set_title, _set_message_count, _set_first_message, _set_created, _set_modified,
+ _set_parent_session, _set_cost, _set_total_tokens) = (
+    SessionInfo.__dict__[name].__set__ for name in ("id", "cwd", "title", "message_count", "first_message", "created",
+                                                     "modified", "parent_session", "cost", "total_tokens"))
+
+
 def _json_loads(text: str) -> Any:
     import json  # only `recent` reads stored JSON: the other hot commands skip the import
 
@@ -329,20 +337,21 @@ class Catalog:
         (file_id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, created,
          parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) = values
         modified = datetime_from_ms(mtime_ns / 1_000_000)
-        info = CatalogSessionInfo(
-            path=path,  # a Path on first access
-            id=session_id,
-            cwd=cwd or "",
-            title=title,
-            message_count=message_count,
-            first_message=first_message if first_message is not None else NO_MESSAGES,
-            all_messages_text=None,  # type: ignore[arg-type]  # loaded on first access
-            created=parse_iso_timestamp(created) or modified,
-            modified=modified,
-            parent_session=parent_session,
-            cost=cost,
-            total_tokens=input_tokens + output_tokens + cache_read_tokens + cache_write_tokens,
-        )
+        info = _new_info(CatalogSessionInfo)
+        # SessionInfo's fields set as its __init__ sets them (it is immutable), without its twelve
+        # object.__setattr__ calls: a listing builds hundreds.
+        info.__dict__["_path"] = path  # (CatalogSessionInfo.path: a Path on first access)
+        _set_id(info, session_id)
+        _set_cwd(info, cwd or "")
+        _set_title(info, title)
+        _set_message_count(info, message_count)
+        _set_first_message(info, first_message if first_message is not None else NO_MESSAGES)
+        _set_created(info, parse_iso_timestamp(created) or modified)
+        _set_modified(info, modified)
+        _set_parent_session(info, parent_session)
+        _set_cost(info, cost)
+        _set_total_tokens(info, input_tokens + output_tokens + cache_read_tokens + cache_write_tokens)
+        info.__dict__["_all_messages_text"] = None  # loaded on first access (CatalogSessionInfo.all_messages_text)
         info.__dict__["_load_messages_text"] = lambda: self.messages_text(file_id)
         info.__dict__["machine"] = machine  # not fields: SessionInfo itself is immutable
         info.__dict__["remote"] = machine != self.machine
