@@ -4,7 +4,6 @@ the sidecar files (locks, watcher heartbeat) beside it; and the engine Alembic a
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
 
@@ -232,7 +231,9 @@ class exclusive_lock:  # a function's name: used as `with exclusive_lock(path) a
         self.fd = -1
 
     def __enter__(self) -> int:
-        from sessdex.core.private_files import make_private_dirs, open_private  # only writers lock: off the read path
+        import fcntl  # a shared library to load: only writers lock, off the read path (issue 12)
+
+        from sessdex.core.private_files import make_private_dirs, open_private
 
         make_private_dirs(self.path.parent)
         fd = open_private(self.path)

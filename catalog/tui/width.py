@@ -8,8 +8,6 @@ joined emoji family is one 2-column picture: importing wcwidth costs a listing m
 
 from __future__ import annotations
 
-import unicodedata
-
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -57,6 +55,8 @@ def _cluster_width(cluster: str) -> int:
 
 
 def _plain_width(char: str) -> int:
+    import unicodedata  # a shared library to load: only text holding non-ASCII characters needs it (issue 12)
+
     if unicodedata.combining(char) or char in "\u200b\u200c\u2060\ufeff":
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
@@ -77,6 +77,8 @@ def graphemes(text: str) -> Iterator[str]:
 
         yield from wcwidth.iter_graphemes(text)
         return
+    import unicodedata
+
     cluster = ""
     for char in text:
         if cluster and unicodedata.combining(char):

@@ -47,7 +47,7 @@ RUNNER = ("import atexit, os, sys\n"
 # --json is written by cli.json_text.
 # Every command: the entry and its parser, the line writer (terminal-safe text, widths, dates).
 _ENTRY = {
-    "__future__", "_datetime", "unicodedata",
+    "__future__", "_datetime",
     "gc",  # built in: the entry turns the cycle collector off for the hot commands
     "sessdex", "sessdex.catalog", "sessdex.catalog.cli", "sessdex.catalog.cli.entry", "sessdex.catalog.cli.errors",
     "sessdex.catalog.cli.fastpath", "sessdex.catalog.cli.output", "sessdex.catalog.tui",
@@ -56,11 +56,12 @@ _ENTRY = {
 }
 # SQLite's C module, given functools' C statement cache without functools (core.sqlite_driver).
 _SQLITE = {"_sqlite3", "_functools", "_operator"}
-_SETTINGS = {"fcntl", "sessdex.catalog.store", "sessdex.catalog.store.location", "sessdex.catalog.store.settings",
+# (No fcntl: only writers lock.)
+_SETTINGS = {"sessdex.catalog.store", "sessdex.catalog.store.location", "sessdex.catalog.store.settings",
              "sessdex.core.sqlite_driver"}
 # A current catalog opened, its freshness checked (a live watcher's heartbeat), its rows read as SessionInfo.
 _CATALOG = _SQLITE | _SETTINGS | {
-    "errno", "math", "sessdex.catalog.index", "sessdex.catalog.index.reconcile", "sessdex.catalog.queries",
+    "errno", "sessdex.catalog.index", "sessdex.catalog.index.reconcile", "sessdex.catalog.queries",
     "sessdex.catalog.queries.open_source", "sessdex.catalog.queries.sessions", "sessdex.catalog.store.compiled_sql",
     "sessdex.catalog.store.db", "sessdex.catalog.store.fts", "sessdex.catalog.store.machine", "sessdex.core.discovery",
     "sessdex.core.records", "sessdex.core.summary",
@@ -71,7 +72,8 @@ _CATALOG = _SQLITE | _SETTINGS | {
 _SESSION_COMMANDS = _ENTRY | _CATALOG | {"sessdex.catalog.cli.session_commands", "sessdex.catalog.cli.read_guard"}
 # The listing table: the one display-name rule (naming), dates; each session's cost and tokens are formatted by
 # core.discovery (not core.usage: its reports are not a listing's business).
-_TABLE = {"sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates"}
+_TABLE = {"sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates",
+          "unicodedata"}  # the widths of non-ASCII text only
 # collections (with what it imports itself).
 _COLLECTIONS = {"collections", "_collections", "itertools", "keyword", "operator", "reprlib"}
 # --json only (checked below): the C string encoder of the json package, without the package.
@@ -107,7 +109,7 @@ IMPORT_BUDGET: dict[str, set[str]] = {
     "usage": _ENTRY | _CATALOG | {
         "_json", "gc", "sessdex.catalog.cli.usage_output", "sessdex.catalog.queries.usage_stored", "sessdex.core.usage_json",
         "sessdex.core.usage_terms", "sessdex.catalog.cli.usage_table", "sessdex.catalog.queries.usage",
-        "sessdex.core.usage", "sessdex.core.text",
+        "sessdex.core.usage", "sessdex.core.text", "math", "unicodedata",  # (core.usage's math; the table's widths)
         "collections.abc", *_COLLECTIONS},  # queries.usage's Sequence at run time
 }
 # `--catalog off` reads the session files themselves: the JSONL parser (core.jsonl: dataclasses, typing) and
@@ -315,10 +317,7 @@ def test_the_fast_path_imports_no_heavy_module(runs) -> None:
     for case, fast, _ in runs:
         if not case.fast:
             continue
-        # `continue` reads the terminal's breadcrumb: core.breadcrumbs imports core.runtime, whose storage
-        # module imports asyncio at its top (core's business; the other commands load none of it).
-        allowed = {"asyncio"} if "continue" in case.args else set()
-        assert fast.top_level_modules & (HEAVY_MODULES - allowed) == set(), case.args
+        assert fast.top_level_modules & HEAVY_MODULES == set(), case.args
 
 
 @pytest.fixture(scope="module")
