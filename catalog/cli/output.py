@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 MAX_COUNT = 1_000_000_000  # the largest -n / --limit accepted: larger values are usage errors, not overflows
 BOLD, NORMAL = "\x1b[1m", "\x1b[22m"
 BOLD_CYAN, RESET = "\033[1;36m", "\033[0m"
-# The escape sequences click.echo removes from text written to a non-terminal (click's own pattern).
-_ANSI_SEQUENCE = r"\033\[[0-?]*[ -/]*[@-~]"
 
 
 MAX_QUERY_CHARS = 1000
@@ -70,26 +68,30 @@ def current_directory() -> str:
         raise UsageError("the current directory no longer exists: cd to an existing one and try again") from None
 
 
-def echo(text: str, *, err: bool = False, markup: bool = False) -> None:
+def echo(text: str, *, err: bool = False, markup: bool = False, sanitized: bool = False) -> None:
     """Write `text` and a newline to stdout (stderr with `err`) and flush, as click.echo does.
 
     Every line sessdex prints comes through here, so this is where text from sessions, the catalog
     and the history is made terminal-safe: control characters and lone surrogates become U+FFFD
     (`terminal_text`). With `markup`, HIGHLIGHT_START/END around a match become bold on/off after
-    that, and EMPHASIS_START/END (an id's unique prefix) bold colour. Like click.echo, escape sequences are
-    removed when the stream is not a terminal.
+    that, and EMPHASIS_START/END (an id's unique prefix) bold colour, on a terminal; like click.echo, no escape
+    sequence is written to a stream that is not one. `sanitized`: every character of `text` already went through
+    `terminal_text` (a table: its cells, laid out with spaces and newlines), so the pass over the whole of it,
+    which would change nothing, is left out.
     """
     stream = sys.stderr if err else sys.stdout
     if stream is None:
         return
-    line = terminal_text(text, keep_newlines=True) + "\n"
+    line = (text if sanitized else terminal_text(text, keep_newlines=True)) + "\n"
     if markup:
-        line = (line.replace(HIGHLIGHT_START, BOLD).replace(HIGHLIGHT_END, NORMAL)
-                .replace(EMPHASIS_START, BOLD_CYAN).replace(EMPHASIS_END, RESET))
-    if "\033" in line and not stream.isatty():
-        import re  # only text holding an escape character needs it
-
-        line = re.sub(_ANSI_SEQUENCE, "", line)
+        if stream.isatty():
+            line = (line.replace(HIGHLIGHT_START, BOLD).replace(HIGHLIGHT_END, NORMAL)
+                    .replace(EMPHASIS_START, BOLD_CYAN).replace(EMPHASIS_END, RESET))
+        else:
+            # What click.echo's removal of escape sequences left of them: nothing. (They are the only escape
+            # sequences a line can hold: terminal_text replaced every escape character of the text itself.)
+            line = (line.replace(HIGHLIGHT_START, "").replace(HIGHLIGHT_END, "")
+                    .replace(EMPHASIS_START, "").replace(EMPHASIS_END, ""))
     if _ascii_only(stream) and hasattr(stream, "buffer"):
         # click's recovery for a stream set to ASCII (PYTHONIOENCODING=ascii): UTF-8 bytes, errors replaced.
         stream.flush()
@@ -267,7 +269,8 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
                  emphasis: Sequence[int] | None = None) -> str:
     """A plain-text table whose lines fit in `width` columns (no limit when None); flexible columns shrink.
 
-    Each cell is one line (a line break or tab in a cwd or title becomes a space), so rows stay rows.
+    Each cell is one line (a line break or tab in a cwd or title becomes a space), so rows stay rows. Every cell
+    goes through `terminal_text` (the table can be echoed with `sanitized=True`).
     `emphasis` (one number per row) marks that many leading characters of the first column, shown in bold
     colour when the table is printed with `echo(..., markup=True)`.
     """

@@ -24,10 +24,12 @@ from sessdex.catalog.cli.fastpath import CommandLine, parse_command_line
 from sessdex.catalog.cli.output import echo
 from sessdex.catalog.history.storage import HistoryStorage
 from sessdex.core.paths import AgentPaths
-from tests.catalog.catalog_support import BASE_MS, open_catalog_for
+from tests.catalog.catalog_support import BASE_MS, header, jsonl, open_catalog_for, user, write_file
 
 REPO = Path(__file__).resolve().parents[2]
 NOW_MS = BASE_MS + 400 * 86_400_000  # a fixed past: tables show dates, not a "3m ago" that moves
+HOSTILE_TITLE = ("\x1b]0;owned\x07 \ue000marked\ue001 \ue002id\ue003 \u200bzero \x1b[2J\x9b31m tab\there "
+                 "\U0001f680 \u65e5\u672c \x7f\u2028next line")
 HEAVY_MODULES = {"click", "sqlalchemy", "alembic", "prompt_toolkit", "asyncio", "watchdog"}
 # Runs the console-script entry and writes the names of the modules it loaded to $MODULES_OUT at exit.
 RUNNER = ("import atexit, os, sys\n"
@@ -177,16 +179,19 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     (root / "tmp").mkdir()
     manifest = generate_corpus(paths.agent_dir, sessions=30, projects=3, total_bytes=200_000, seed=5, home=home,
                                now=NOW_MS / 1000)
-    with open_catalog_for(paths) as catalog:  # creates the catalog and indexes every file
-        catalog.list_all_sessions()
-    with HistoryStorage.open(agent_dir=paths.agent_dir, batch_delay=0) as history:
-        for number, prompt in enumerate(("deploy the api", "fix the deploy script", "why is the parser slow")):
-            history.add(prompt, str(root / "not-a-project") if number else "/elsewhere")
     valid = [s for s in manifest.sessions if not s.damaged and s.message_count > 0]
     by_project: dict[str, list] = {}
     for session in valid:
         by_project.setdefault(session.cwd, []).append(session)
     project, other = sorted(by_project, key=lambda cwd: -len(by_project[cwd]))[:2]
+    # A session whose title and first message hold what a terminal acts on, and what it must show as it is.
+    write_file(paths.project_session_dir(project) / "hostile.jsonl",
+               jsonl([header("9" * 16, project, title=HOSTILE_TITLE), user(HOSTILE_TITLE)]), NOW_MS + 60_000)
+    with open_catalog_for(paths) as catalog:  # creates the catalog and indexes every file
+        catalog.list_all_sessions()
+    with HistoryStorage.open(agent_dir=paths.agent_dir, batch_delay=0) as history:
+        for number, prompt in enumerate(("deploy the api", "fix the deploy script", "why is the parser slow")):
+            history.add(prompt, str(root / "not-a-project") if number else "/elsewhere")
     ids = sorted(s.session_id for s in manifest.sessions)
     places = {"project": Path(project), "other": Path(other), "outside": root / "not-a-project"}
     for place in places.values():
@@ -294,6 +299,11 @@ def test_the_fast_path_prints_and_exits_exactly_as_click_does(runs) -> None:
     outcomes = {case.args: (fast.code, fast.out, fast.err) for case, fast, _ in runs}
     # The cases do reach the outcomes they are meant to exercise.
     assert outcomes[("list",)][0] == 0 and outcomes[("list",)][1].startswith("ID ")
+    # The hostile title is listed, without a character a terminal acts on (tables are echoed as sanitized text).
+    for args in (("list",), ("recent",), ("list", "--all"), ("recent", "--limit=3")):
+        out = outcomes[args][1]
+        assert args[0] == "recent" or "owned" in out  # (a `recent` case of another project comes last)
+        assert not any(ord(char) < 32 and char != "\n" or 0x7f <= ord(char) < 0xa0 for char in out)
     assert {code for args, (code, _, _) in outcomes.items() if args[0] == "resume" and len(args) > 1} == {0, 1, 2}
     ambiguous = next(err for args, (_, _, err) in outcomes.items() if args[:1] == ("resume",) and "ambiguous" in err)
     assert ambiguous.startswith("sessdex: Session ") and ambiguous.count("\n") > 2
