@@ -440,3 +440,22 @@ def test_supported_shapes_are_parsed(argv: list[str], expected: CommandLine) -> 
 ])
 def test_other_shapes_are_left_to_click(argv: list[str]) -> None:
     assert parse_command_line(argv) is None
+
+
+def test_the_fast_path_runs_without_the_cycle_collector_and_gives_it_back(corpus: Corpus) -> None:
+    # The entry turns the collector off, freezes what a fast-path answer leaves at exit (no last collection), and
+    # leaves the collector as it found it; a command click answers runs with it on and nothing frozen.
+    probe = ("import gc, os, sys\n"
+             "sys.path[:0] = [os.environ['IMPORT_ROOT'], os.environ['SITE_PACKAGES']]\n"
+             "from sessdex.catalog.cli.entry import main\n"
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+             "print('collector', gc.isenabled(), gc.get_freeze_count() > 0, file=sys.stderr)\n")
+    env = {name: value for name, value in os.environ.items() if name not in UNSET}
+    env.update({"HOME": str(corpus.paths.home), "TMPDIR": str(corpus.paths.tmp_dir), **_import_env(corpus)})
+    reports = []
+    for args in (("list", "--json"), ("list", "-h")):
+        process = subprocess.run([sys.executable, "-S", "-c", probe, "--agent-dir", str(corpus.paths.agent_dir), *args],
+                                 cwd=corpus.places["project"], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                                 text=True, timeout=60)
+        reports.append(process.stderr.strip().splitlines()[-1])
+    assert reports == ["collector True True", "collector True False"]
