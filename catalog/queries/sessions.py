@@ -117,6 +117,8 @@ def _json_loads(text: str) -> Any:
 
 
 # What a SessionInfo is made of, in this order (see Catalog._info_of).
+# = statements.INFO_COLUMNS (a test checks it): the listing statements select these, in this order, and their rows
+# are read as plain tuples (statements itself is not imported: it builds SQLAlchemy objects).
 _INFO_COLUMNS = ("id", "machine", "path", "mtime_ns", "session_id", "cwd", "title", "message_count", "first_message",
                  "created", "parent_session", "input_tokens", "output_tokens", "cache_read_tokens",
                  "cache_write_tokens", "cost_total")
@@ -306,21 +308,23 @@ class Catalog:
         return parts
 
     def _rows_in_folders(self, name: str, folders: Sequence[str], params: dict[str, Any],
-                         cwd: str | os.PathLike[str] | None = None) -> list[Any]:
-        """Rows of a listing statement over `folders` of this machine and, with all_machines, the same project
-        (at `cwd`, if known) elsewhere."""
+                         cwd: str | os.PathLike[str] | None = None) -> list[tuple[Any, ...]]:
+        """Rows (_INFO_COLUMNS tuples) of a listing statement over `folders` of this machine and, with all_machines,
+        the same project (at `cwd`, if known) elsewhere."""
         db = self._database()
-        rows: list[Any] = []
+        rows: list[tuple[Any, ...]] = []
         for part in self.machine_scopes(folders, cwd):
-            rows += db.fetchall(name, {**params, **part})
+            rows += db.fetch_tuples(name, {**params, **part})
         return rows
 
-    def _rows_under_roots(self, name: str, params: dict[str, Any]) -> list[Any]:
-        """Rows of a statement over this machine's sessions root and, with all_machines, every other machine's."""
+    def _rows_under_roots(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Rows (_INFO_COLUMNS tuples) of a listing statement over this machine's sessions root and, with
+        all_machines, every other machine's."""
         db = self._database()
-        rows = list(db.fetchall(name, {**root_range(self.sessions_root), **params}))
+        rows = db.fetch_tuples(name, {**root_range(self.sessions_root), **params})
         for machine in self.other_machines():
-            rows += db.fetchall(name, {**root_range(machine["sessions_root"]), **params, "machine": machine["name"]})
+            rows += db.fetch_tuples(name, {**root_range(machine["sessions_root"]), **params,
+                                           "machine": machine["name"]})
         return rows
 
     # -- rows -> values ---------------------------------------------------------------------------------
@@ -357,12 +361,10 @@ class Catalog:
         info.__dict__["remote"] = machine != self.machine
         return info
 
-    def _infos(self, rows: Sequence[Any], limit: int | None = None) -> list[SessionInfo]:
-        if not rows:
-            return []
-        columns = _info_columns(rows[0])
-        # Newest first, ties by path (the file scan's order): mtime_ns is column 3, path column 2.
-        ordered = sorted(map(columns, rows), key=lambda values: (-(values[3] / 1_000_000), values[2]))
+    def _infos(self, rows: Sequence[tuple[Any, ...]], limit: int | None = None) -> list[SessionInfo]:
+        """The SessionInfo values of _INFO_COLUMNS tuples, newest first (the first `limit`)."""
+        # Ties by path, as the file scan orders: mtime_ns is column 3, path column 2.
+        ordered = sorted(rows, key=lambda values: (-(values[3] / 1_000_000), values[2]))
         return [self._info_of(values) for values in ordered[:limit]]
 
     # -- list() / list_all() ------------------------------------------------------------------------------
@@ -386,7 +388,7 @@ class Catalog:
         return self._infos(self._rows_in_folders("infos_in_directories", folders, params, project_cwd), limit)
 
     def _newest_rows_in_folders(self, folders: Sequence[str], params: dict[str, Any],
-                                cwd: str | os.PathLike[str] | None, limit: int) -> list[Any] | None:
+                                cwd: str | os.PathLike[str] | None, limit: int) -> list[tuple[Any, ...]] | None:
         """Rows holding the `limit` newest sessions of the folders by the file scan's key (`_infos` orders them),
         with only about `limit` rows per statement read from the database; None when a tie at the cut makes
         that unsure (the caller then reads every row).
@@ -400,12 +402,13 @@ class Catalog:
         rows: list[Any] = []
         cut_ms: list[float] = []  # the oldest mtime (ms) of each statement that had more rows than it returned
         for part in self.machine_scopes(folders, cwd):
-            found = db.fetchall("newest_infos_in_directories", {**params, **part, "limit": limit + 1, "offset": 0})
+            found = db.fetch_tuples("newest_infos_in_directories",
+                                    {**params, **part, "limit": limit + 1, "offset": 0})
             if len(found) > limit:
-                cut_ms.append(found[-1]["mtime_ns"] / 1_000_000)
+                cut_ms.append(found[-1][3] / 1_000_000)  # (mtime_ns: column 3 of _INFO_COLUMNS)
             rows += found
         if cut_ms:
-            last_kept_ms = sorted(row["mtime_ns"] / 1_000_000 for row in rows)[-limit]
+            last_kept_ms = sorted(row[3] / 1_000_000 for row in rows)[-limit]
             if max(cut_ms) >= last_kept_ms:
                 return None
         return rows
@@ -429,7 +432,7 @@ class Catalog:
             rows = self._rows_in_folders("infos_by_id_in_directories", folders,
                                          {**_id_range(prefix), "min_messages": 0},
                                          cwd if session_dir is None else None)
-        return self._infos([row for row in rows if row["session_id"].startswith(prefix)])
+        return self._infos([row for row in rows if row[4].startswith(prefix)])  # (session_id: column 4)
 
     def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
                            session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
