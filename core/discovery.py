@@ -194,6 +194,8 @@ def id_prefix_length(ids: Sequence[str]) -> int:
 def sanitize_display_name(text: str) -> str:
     """A one-line display form: trimmed, first line only, control characters turned into spaces."""
     first_line = text.strip()
+    if first_line.isprintable():  # the common case: no line break (none is printable), nothing to replace
+        return first_line
     for line_break in _LINE_BREAKS:
         first_line = first_line.split(line_break, 1)[0]
     if first_line.isprintable():  # no control character to replace (a listing names hundreds of sessions)
@@ -222,6 +224,23 @@ def time_ago(mtime_ms: float, now_ms: float) -> str:
         return f"{days}d ago"
     local = datetime.fromtimestamp(clamp_epoch_ms(mtime_ms) / 1000)
     return f"{local.month}/{local.day}/{local.year}"
+
+
+def format_cost(cost: float) -> str:
+    """A cost in dollars for tables: `$0.00` to two decimals, `<$0.01` for a tiny non-zero amount."""
+    if 0 < cost < 0.005:
+        return "<$0.01"
+    return f"${cost:,.2f}"
+
+
+def format_tokens(tokens: float) -> str:
+    """A token count for tables: 950, 12.3k, 4.5M, 1.2B."""
+    magnitude = abs(tokens)  # (NaN fails every test below, as it did in a loop over the units)
+    if magnitude >= 1e6:
+        return f"{tokens / 1e9:.1f}B" if magnitude >= 1e9 else f"{tokens / 1e6:.1f}M"
+    if magnitude >= 1e3:
+        return f"{tokens / 1e3:.1f}k"
+    return f"{tokens:.0f}"
 
 
 class RecentSessionInfo:

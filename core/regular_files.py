@@ -10,7 +10,6 @@ advisory `flock` on the session file itself, taken on the inode the path names *
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import stat as stat_module
 
@@ -94,6 +93,8 @@ _LOCKS_UNSUPPORTED = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVA
 
 def flock_exclusive(fd: int) -> None:
     """Take the writers' flock on `fd`, waiting for it; where the file system has no locks, go on without."""
+    import fcntl  # a shared library to load: readers (`sessdex continue`) never lock (issue 12)
+
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
     except OSError as exc:
@@ -103,6 +104,8 @@ def flock_exclusive(fd: int) -> None:
 
 def flock_release(fd: int) -> None:
     """Release the flock taken by `flock_exclusive` (nothing to do where there are no locks)."""
+    import fcntl
+
     try:
         fcntl.flock(fd, fcntl.LOCK_UN)
     except OSError as exc:

@@ -16,7 +16,6 @@ Field rules, as the specification and the recorded agent give them:
 
 from __future__ import annotations
 
-import math
 import os
 
 from sessdex.core.datetimes import UTC, datetime
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 NO_MESSAGES = "(no messages)"
+_INFINITY = float("inf")
 STATE_VERSION = 1
 
 _BEFORE_HEADER, _IN_BODY, _INVALID = "before_header", "body", "invalid"
@@ -54,7 +54,7 @@ def _number(value: Any) -> float:
     kind = type(value)
     if kind is int:
         return int(value)
-    if kind is float and math.isfinite(value):
+    if kind is float and -_INFINITY < value < _INFINITY:  # finite (NaN fails every comparison)
         return float(value)
     return 0
 
@@ -411,7 +411,7 @@ def clamp_epoch_ms(epoch_ms: float) -> float:
 
 def datetime_from_ms(epoch_ms: float) -> datetime:
     """A UTC datetime at millisecond precision (what the agent's Date keeps), clamped to datetime's range."""
-    return datetime.fromtimestamp(math.floor(clamp_epoch_ms(epoch_ms)) / 1000, tz=UTC)
+    return datetime.fromtimestamp(int(clamp_epoch_ms(epoch_ms) // 1) / 1000, tz=UTC)  # (math.floor, without math)
 
 
 def parse_iso_timestamp(text: str | None) -> datetime | None:

@@ -22,21 +22,26 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections import namedtuple
 
 from sessdex.core.datetimes import UTC, date, datetime, timedelta
+
+# The table formats of cost and tokens live with the listings' other formats (a listing shows them without
+# importing this module); the usage tables take them from here too.
+from sessdex.core.discovery import format_cost as format_cost
+from sessdex.core.discovery import format_tokens as format_tokens
 from sessdex.core.text import without_lone_surrogates
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (`list` shows cost and tokens; issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (`sessdex usage` runs through the fast path; issue 12)
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
-    from typing import Any, Literal
+    from typing import Any, Literal, NamedTuple
 
     from sessdex.core.usage_terms import DateRange
 
     ReportKind = Literal["daily", "weekly", "monthly", "session", "project", "model"]
 else:
     ReportKind = str  # the names below import it at run time; the type checker sees the Literal
+    from _collections import _tuplegetter  # namedtuple's field getter, without collections' own start-up
 
 FIRST_MESSAGE_CHARS = 200  # the session report shows the start of a session's first message
 UNKNOWN = "unknown"
@@ -61,25 +66,51 @@ def _text(value: Any) -> str | None:
     return without_lone_surrogates(value) if isinstance(value, str) else None
 
 
-class UsageFact(namedtuple("UsageFact", "entry_id entry_timestamp ts_ms day_utc day_local week_local provider model "
-                                        "input_tokens output_tokens cache_read_tokens cache_write_tokens cost")):
-    """One assistant message's usage, with the keys that find it again in a fork's copy."""
+_USAGE_FACT_FIELDS = ("entry_id", "entry_timestamp", "ts_ms", "day_utc", "day_local", "week_local", "provider", "model",
+                      "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost")
 
-    __slots__ = ()
-    # The fields' types, for the type checker (annotations only: no class attributes).
-    entry_id: str | None
-    entry_timestamp: str | None  # the entry's timestamp as written (the copy key), None when absent
-    ts_ms: int
-    day_utc: str
-    day_local: str
-    week_local: str  # the Monday of day_local's week
-    provider: str
-    model: str
-    input_tokens: float
-    output_tokens: float
-    cache_read_tokens: float
-    cache_write_tokens: float
-    cost: float
+if TYPE_CHECKING:
+    class UsageFact(NamedTuple):
+        """One assistant message's usage, with the keys that find it again in a fork's copy."""
+
+        entry_id: str | None
+        entry_timestamp: str | None  # the entry's timestamp as written (the copy key), None when absent
+        ts_ms: int
+        day_utc: str
+        day_local: str
+        week_local: str  # the Monday of day_local's week
+        provider: str
+        model: str
+        input_tokens: float
+        output_tokens: float
+        cache_read_tokens: float
+        cache_write_tokens: float
+        cost: float
+else:
+    class UsageFact(tuple):
+        """One assistant message's usage, with the keys that find it again in a fork's copy.
+
+        What `namedtuple` made (a tuple, so the indexer binds it as one; fields read by name; pickled by value),
+        written out: namedtuple imports collections, which `sessdex list` would pay on every start (issue 12).
+        """
+
+        __slots__ = ()
+        _fields = _USAGE_FACT_FIELDS
+
+        def __new__(cls, entry_id, entry_timestamp, ts_ms, day_utc, day_local, week_local, provider, model,
+                    input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost):
+            return tuple.__new__(cls, (entry_id, entry_timestamp, ts_ms, day_utc, day_local, week_local, provider,
+                                       model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost))
+
+        def __getnewargs__(self):
+            return tuple(self)
+
+        def __repr__(self):
+            return "UsageFact(" + ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self)) + ")"
+
+    for _index, _field in enumerate(_USAGE_FACT_FIELDS):
+        setattr(UsageFact, _field, _tuplegetter(_index, f"Alias for field number {_index}"))
+    del _index, _field
 
 
 # The columns of a `usage_facts` row, in the order `catalog.index.usage_writer` binds them.
@@ -278,21 +309,6 @@ def order_rows(kind: ReportKind, rows: list[UsageRow]) -> list[UsageRow]:
     if kind in ("daily", "weekly", "monthly"):  # usage_terms.PERIOD_KINDS (not imported: `list` loads this)
         return sorted(rows, key=lambda row: row.key)
     return sorted(rows, key=lambda row: (-row.totals.cost, row.key))
-
-
-def format_cost(cost: float) -> str:
-    """A cost in dollars for tables: `$0.00` to two decimals, `<$0.01` for a tiny non-zero amount."""
-    if 0 < cost < 0.005:
-        return "<$0.01"
-    return f"${cost:,.2f}"
-
-
-def format_tokens(tokens: float) -> str:
-    """A token count for tables: 950, 12.3k, 4.5M, 1.2B."""
-    for limit, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if abs(tokens) >= limit:
-            return f"{tokens / limit:.1f}{suffix}"
-    return f"{tokens:.0f}"
 
 
 # -- the file-scan reference ------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ through `sessdex.catalog.cli.errors.run_reporting_errors`, so messages and exit 
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -26,7 +27,17 @@ NO_FASTPATH_ENV = "SESSDEX_NO_FASTPATH"
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Run `sessdex ARGV` (default: the process arguments) and exit with its status."""
     args = list(sys.argv[1:] if argv is None else argv)
-    sys.exit(run_reporting_errors(lambda: _run(args)))
+    # A hot command lives for milliseconds and makes no garbage worth a cycle collection: the collector's passes
+    # over the freshly imported modules were a twelfth of `sessdex list`. Whatever may run long (the picker,
+    # the click commands: index, watch, ...) turns it back on (_run).
+    gc.disable()
+    status = run_reporting_errors(lambda: _run(args))
+    if not gc.isenabled():
+        # Answered without click: nothing is left for the collector at exit either (every file and connection is
+        # closed), and its last pass over every object would cost as much as the command's own work.
+        gc.freeze()
+        gc.enable()  # as it was, for a caller that catches the SystemExit
+    sys.exit(status)
 
 
 def _run(args: list[str]) -> int:
@@ -41,10 +52,13 @@ def _run(args: list[str]) -> int:
         from sessdex.catalog.cli.fastpath import run_fast
 
         status = run_fast(args)
-        if status is None:
-            status = _run_picker_fast(args)
         if status is not None:
             return status
+        gc.enable()
+        status = _run_picker_fast(args)
+        if status is not None:
+            return status
+    gc.enable()
     from sessdex.catalog.cli.click_app import run_click
 
     return run_click(args)

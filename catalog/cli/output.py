@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 MAX_COUNT = 1_000_000_000  # the largest -n / --limit accepted: larger values are usage errors, not overflows
 BOLD, NORMAL = "\x1b[1m", "\x1b[22m"
 BOLD_CYAN, RESET = "\033[1;36m", "\033[0m"
-# The escape sequences click.echo removes from text written to a non-terminal (click's own pattern).
-_ANSI_SEQUENCE = r"\033\[[0-?]*[ -/]*[@-~]"
 
 
 MAX_QUERY_CHARS = 1000
@@ -70,26 +68,30 @@ def current_directory() -> str:
         raise UsageError("the current directory no longer exists: cd to an existing one and try again") from None
 
 
-def echo(text: str, *, err: bool = False, markup: bool = False) -> None:
+def echo(text: str, *, err: bool = False, markup: bool = False, sanitized: bool = False) -> None:
     """Write `text` and a newline to stdout (stderr with `err`) and flush, as click.echo does.
 
     Every line sessdex prints comes through here, so this is where text from sessions, the catalog
     and the history is made terminal-safe: control characters and lone surrogates become U+FFFD
     (`terminal_text`). With `markup`, HIGHLIGHT_START/END around a match become bold on/off after
-    that, and EMPHASIS_START/END (an id's unique prefix) bold colour. Like click.echo, escape sequences are
-    removed when the stream is not a terminal.
+    that, and EMPHASIS_START/END (an id's unique prefix) bold colour, on a terminal; like click.echo, no escape
+    sequence is written to a stream that is not one. `sanitized`: every character of `text` already went through
+    `terminal_text` (a table: its cells, laid out with spaces and newlines), so the pass over the whole of it,
+    which would change nothing, is left out.
     """
     stream = sys.stderr if err else sys.stdout
     if stream is None:
         return
-    line = terminal_text(text, keep_newlines=True) + "\n"
+    line = (text if sanitized else terminal_text(text, keep_newlines=True)) + "\n"
     if markup:
-        line = (line.replace(HIGHLIGHT_START, BOLD).replace(HIGHLIGHT_END, NORMAL)
-                .replace(EMPHASIS_START, BOLD_CYAN).replace(EMPHASIS_END, RESET))
-    if "\033" in line and not stream.isatty():
-        import re  # only text holding an escape character needs it
-
-        line = re.sub(_ANSI_SEQUENCE, "", line)
+        if stream.isatty():
+            line = (line.replace(HIGHLIGHT_START, BOLD).replace(HIGHLIGHT_END, NORMAL)
+                    .replace(EMPHASIS_START, BOLD_CYAN).replace(EMPHASIS_END, RESET))
+        else:
+            # What click.echo's removal of escape sequences left of them: nothing. (They are the only escape
+            # sequences a line can hold: terminal_text replaced every escape character of the text itself.)
+            line = (line.replace(HIGHLIGHT_START, "").replace(HIGHLIGHT_END, "")
+                    .replace(EMPHASIS_START, "").replace(EMPHASIS_END, ""))
     if _ascii_only(stream) and hasattr(stream, "buffer"):
         # click's recovery for a stream set to ASCII (PYTHONIOENCODING=ascii): UTF-8 bytes, errors replaced.
         stream.flush()
@@ -267,15 +269,32 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
                  emphasis: Sequence[int] | None = None) -> str:
     """A plain-text table whose lines fit in `width` columns (no limit when None); flexible columns shrink.
 
-    Each cell is one line (a line break or tab in a cwd or title becomes a space), so rows stay rows.
+    Each cell is one line (a line break or tab in a cwd or title becomes a space), so rows stay rows. Every cell
+    goes through `terminal_text` (the table can be echoed with `sanitized=True`).
     `emphasis` (one number per row) marks that many leading characters of the first column, shown in bold
     colour when the table is printed with `echo(..., markup=True)`.
     """
-    rows = [[terminal_text(cell) for cell in row] for row in rows]
-    # Each cell measured once (by column): a listing has thousands of cells, and measuring is most of its work.
-    cells_by_column = [[row[i] for row in rows] for i in range(len(columns))]
-    used_by_column = [list(map(display_width, cells)) for cells in cells_by_column]
-    natural = [max([display_width(col.header), *used]) for col, used in zip(columns, used_by_column)]
+    cells_by_column = [list(cells) for cells in zip(*rows)] if rows else [[] for _ in columns]
+    return render_columns(columns, cells_by_column[:len(columns)], width, emphasis)
+
+
+def render_columns(columns: Sequence[Column], cells_by_column: list[list[str]], width: int | None,
+                   emphasis: Sequence[int] | None = None) -> str:
+    """`render_table` of the table given column by column (each list of cells is replaced by what is shown).
+
+    A listing has thousands of cells: each column is checked, measured and padded with whole-list operations
+    where its cells are plain (printable, and ASCII for widths), and cell by cell only where they are not.
+    """
+    ascii_columns = []
+    used_by_column = []
+    for index, cells in enumerate(cells_by_column):
+        joined = "".join(cells)
+        if not joined.isprintable():  # a control character or line break in some cell (each is one line)
+            cells = cells_by_column[index] = [terminal_text(cell) for cell in cells]
+            joined = "".join(cells)
+        ascii_columns.append(joined.isascii())
+        used_by_column.append(list(map(len if ascii_columns[-1] else display_width, cells)))
+    natural = [max(display_width(col.header), *used) for col, used in zip(columns, used_by_column)]
     widths = list(natural)
     gaps = 2 * (len(columns) - 1)
     if width is not None and sum(widths) + gaps > width:
@@ -291,18 +310,32 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
     for i, col in enumerate(columns):
         if col.path and widths[i] < natural[i]:
             cells_by_column[i] = distinct_short_paths(cells_by_column[i], widths[i])
+            ascii_columns[i] = False  # shortened paths hold an ellipsis
             used_by_column[i] = list(map(display_width, cells_by_column[i]))
-    aligned_by_column = [[_aligned(cell, used, room, col.align_right) for cell, used in zip(cells, used_column)]
-                         for cells, used_column, room, col in zip(cells_by_column, used_by_column, widths, columns)]
+    aligned_by_column = [_aligned_column(cells, used, room, col.align_right, plain)
+                         for cells, used, room, col, plain in zip(cells_by_column, used_by_column, widths, columns,
+                                                                 ascii_columns)]
     lines = ["  ".join(_aligned(col.header, display_width(col.header), room, col.align_right)
                        for col, room in zip(columns, widths)).rstrip()]
-    for number in range(len(rows)):
-        parts = [column[number] for column in aligned_by_column]
-        line = "  ".join(parts).rstrip()
-        if emphasis is not None and 0 < emphasis[number] <= len(parts[0].rstrip()):
-            line = EMPHASIS_START + line[:emphasis[number]] + EMPHASIS_END + line[emphasis[number]:]
-        lines.append(line)
+    lines += map(str.rstrip, map("  ".join, zip(*aligned_by_column)))
+    if emphasis is not None:
+        first_column = aligned_by_column[0]
+        for number, marked in enumerate(emphasis, start=1):
+            line = lines[number]
+            if 0 < marked <= len(first_column[number - 1].rstrip()):
+                lines[number] = EMPHASIS_START + line[:marked] + EMPHASIS_END + line[marked:]
     return "\n".join(lines)
+
+
+def _aligned_column(cells: list[str], used: list[int], width: int, align_right: bool, plain: bool) -> list[str]:
+    """The cells of a column `width` wide, each `_aligned`; ASCII cells (`plain`) that fit are padded by str methods."""
+    if used and max(used) > width:
+        return [_aligned(cell, cell_used, width, align_right) for cell, cell_used in zip(cells, used)]
+    if plain:  # one character is one column: str.ljust / rjust pad exactly as _aligned does
+        return list(map(str.rjust if align_right else str.ljust, cells, [width] * len(cells)))
+    if align_right:
+        return [" " * (width - cell_used) + cell for cell, cell_used in zip(cells, used)]
+    return [cell + " " * (width - cell_used) for cell, cell_used in zip(cells, used)]
 
 
 def _aligned(cell: str, used: int, width: int, align_right: bool) -> str:
@@ -339,27 +372,31 @@ def session_label(info: SessionInfo) -> str:
 def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: float | None = None,
                    *, color: bool = False) -> str:
     """The human listing of every listing command: id prefix, modified, message count, cost, tokens, name, cwd."""
+    from sessdex.catalog.queries.naming import display_name
     from sessdex.catalog.tui.dates import short_date
-    from sessdex.core.discovery import id_prefix_length
-    from sessdex.core.usage import format_cost, format_tokens
+    from sessdex.core.discovery import format_cost, format_tokens, id_prefix_length
 
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     ids = [info.id for info in sessions]
     prefix = id_prefix_length(ids)
     home = os.path.expanduser("~")  # once: each lookup decodes the whole environment's mapping entry again
-    rows = [[info.id[:prefix], short_date(info.modified.timestamp() * 1000, now_ms), str(info.message_count),
-             format_cost(info.cost), format_tokens(info.total_tokens), session_label(info), home_relative(info.cwd, home)]
-            for info in sessions]
+    # Built column by column (render_columns): a listing has hundreds of rows.
+    cells_by_column = [[session_id[:prefix] for session_id in ids],
+                       [short_date(info.modified.timestamp() * 1000, now_ms) for info in sessions],
+                       [str(info.message_count) for info in sessions],
+                       list(map(format_cost, [info.cost for info in sessions])),
+                       list(map(format_tokens, [info.total_tokens for info in sessions])),
+                       [display_name(info.title, info.first_message, info.message_count, info.id, info.path_text)
+                        for info in sessions],  # session_label's, its import once
+                       [home_relative(info.cwd, home) for info in sessions]]
     columns = [Column("ID"), Column("MODIFIED"), Column("MSGS", align_right=True), Column("COST", align_right=True),
                Column("TOKENS", align_right=True), Column("NAME", flexible=True), Column("CWD", flexible=True, path=True)]
     if width is not None and width < NARROW_TABLE_COLUMNS:  # name and folder need the room more than the tokens
-        columns = [column for column in columns if column.header != "TOKENS"]
-        rows = [row[:4] + row[5:] for row in rows]
+        del columns[4], cells_by_column[4]
     if any(getattr(info, "remote", False) for info in sessions):
         # Sessions of other machines sharing the catalog: every row says whose it is.
         from sessdex.core.discovery import sanitize_display_name
 
         columns.append(Column("MACHINE"))
-        for row, info in zip(rows, sessions):
-            row.append(sanitize_display_name(getattr(info, "machine", None) or ""))
-    return render_table(columns, rows, width, emphasis=unique_prefix_lengths(ids) if color else None)
+        cells_by_column.append([sanitize_display_name(getattr(info, "machine", None) or "") for info in sessions])
+    return render_columns(columns, cells_by_column, width, emphasis=unique_prefix_lengths(ids) if color else None)

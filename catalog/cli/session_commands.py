@@ -60,7 +60,7 @@ def print_sessions(sessions: list[SessionInfo], *, as_json: bool) -> None:
     elif not sessions:
         echo("No sessions found", err=True)
     else:
-        echo(sessions_table(sessions, output_width(), color=color_enabled()), markup=True)
+        echo(sessions_table(sessions, output_width(), color=color_enabled()), markup=True, sanitized=True)
 
 
 def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, as_json: bool,

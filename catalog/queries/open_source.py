@@ -47,7 +47,9 @@ def open_session_source(settings: Settings, *, warn: Callable[[str], None] | Non
         return _file_scan(settings)
     if only_if_ready:
         try:
-            location = settings.location()
+            # A named file is not opened a second time to look for another program's tables: only a catalog at
+            # the current revision (which is therefore ours) is used here, anything else goes to click.
+            location = settings.location(probe_tables=False)
             database = (current_sqlite_catalog(location, settings.machine_name) if location.sqlite_file is not None
                         else None)
         except (CatalogError, sqlite3.DatabaseError, OSError):

@@ -103,6 +103,14 @@ class CatalogSessionInfo(SessionInfo):
         return os.fspath(self.__dict__["_path"])
 
 
+_new_info = object.__new__
+# The setters of SessionInfo's slots (member descriptors), for CatalogSessionInfo values built in bulk.
+(_set_id, _set_cwd, _set_title, _set_message_count, _set_first_message, _set_created, _set_modified,
+ _set_parent_session, _set_cost, _set_total_tokens) = (
+    SessionInfo.__dict__[name].__set__ for name in ("id", "cwd", "title", "message_count", "first_message", "created",
+                                                     "modified", "parent_session", "cost", "total_tokens"))
+
+
 def _json_loads(text: str) -> Any:
     import json  # only `recent` reads stored JSON: the other hot commands skip the import
 
@@ -110,6 +118,8 @@ def _json_loads(text: str) -> Any:
 
 
 # What a SessionInfo is made of, in this order (see Catalog._info_of).
+# = statements.INFO_COLUMNS (a test checks it): the listing statements select these, in this order, and their rows
+# are read as plain tuples (statements itself is not imported: it builds SQLAlchemy objects).
 _INFO_COLUMNS = ("id", "machine", "path", "mtime_ns", "session_id", "cwd", "title", "message_count", "first_message",
                  "created", "parent_session", "input_tokens", "output_tokens", "cache_read_tokens",
                  "cache_write_tokens", "cost_total")
@@ -299,21 +309,23 @@ class Catalog:
         return parts
 
     def _rows_in_folders(self, name: str, folders: Sequence[str], params: dict[str, Any],
-                         cwd: str | os.PathLike[str] | None = None) -> list[Any]:
-        """Rows of a listing statement over `folders` of this machine and, with all_machines, the same project
-        (at `cwd`, if known) elsewhere."""
+                         cwd: str | os.PathLike[str] | None = None) -> list[tuple[Any, ...]]:
+        """Rows (_INFO_COLUMNS tuples) of a listing statement over `folders` of this machine and, with all_machines,
+        the same project (at `cwd`, if known) elsewhere."""
         db = self._database()
-        rows: list[Any] = []
+        rows: list[tuple[Any, ...]] = []
         for part in self.machine_scopes(folders, cwd):
-            rows += db.fetchall(name, {**params, **part})
+            rows += db.fetch_tuples(name, {**params, **part})
         return rows
 
-    def _rows_under_roots(self, name: str, params: dict[str, Any]) -> list[Any]:
-        """Rows of a statement over this machine's sessions root and, with all_machines, every other machine's."""
+    def _rows_under_roots(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Rows (_INFO_COLUMNS tuples) of a listing statement over this machine's sessions root and, with
+        all_machines, every other machine's."""
         db = self._database()
-        rows = list(db.fetchall(name, {**root_range(self.sessions_root), **params}))
+        rows = db.fetch_tuples(name, {**root_range(self.sessions_root), **params})
         for machine in self.other_machines():
-            rows += db.fetchall(name, {**root_range(machine["sessions_root"]), **params, "machine": machine["name"]})
+            rows += db.fetch_tuples(name, {**root_range(machine["sessions_root"]), **params,
+                                           "machine": machine["name"]})
         return rows
 
     # -- rows -> values ---------------------------------------------------------------------------------
@@ -337,31 +349,30 @@ class Catalog:
         (file_id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, created,
          parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) = values
         modified = datetime_from_ms(mtime_ns / 1_000_000)
-        info = CatalogSessionInfo(
-            path=path,  # a Path on first access
-            id=session_id,
-            cwd=cwd or "",
-            title=title,
-            message_count=message_count,
-            first_message=first_message if first_message is not None else NO_MESSAGES,
-            all_messages_text=None,  # type: ignore[arg-type]  # loaded on first access
-            created=parse_iso_timestamp(created) or modified,
-            modified=modified,
-            parent_session=parent_session,
-            cost=cost,
-            total_tokens=input_tokens + output_tokens + cache_read_tokens + cache_write_tokens,
-        )
+        info = _new_info(CatalogSessionInfo)
+        # SessionInfo's fields set as its __init__ sets them (it is immutable), without its twelve
+        # object.__setattr__ calls: a listing builds hundreds.
+        info.__dict__["_path"] = path  # (CatalogSessionInfo.path: a Path on first access)
+        _set_id(info, session_id)
+        _set_cwd(info, cwd or "")
+        _set_title(info, title)
+        _set_message_count(info, message_count)
+        _set_first_message(info, first_message if first_message is not None else NO_MESSAGES)
+        _set_created(info, parse_iso_timestamp(created) or modified)
+        _set_modified(info, modified)
+        _set_parent_session(info, parent_session)
+        _set_cost(info, cost)
+        _set_total_tokens(info, input_tokens + output_tokens + cache_read_tokens + cache_write_tokens)
+        info.__dict__["_all_messages_text"] = None  # loaded on first access (CatalogSessionInfo.all_messages_text)
         info.__dict__["_load_messages_text"] = lambda: self.messages_text(file_id)
         info.__dict__["machine"] = machine  # not fields: SessionInfo itself is immutable
         info.__dict__["remote"] = machine != self.machine
         return info
 
-    def _infos(self, rows: Sequence[Any], limit: int | None = None) -> list[SessionInfo]:
-        if not rows:
-            return []
-        columns = _info_columns(rows[0])
-        # Newest first, ties by path (the file scan's order): mtime_ns is column 3, path column 2.
-        ordered = sorted(map(columns, rows), key=lambda values: (-(values[3] / 1_000_000), values[2]))
+    def _infos(self, rows: Sequence[tuple[Any, ...]], limit: int | None = None) -> list[SessionInfo]:
+        """The SessionInfo values of _INFO_COLUMNS tuples, newest first (the first `limit`)."""
+        # Ties by path, as the file scan orders: mtime_ns is column 3, path column 2.
+        ordered = sorted(rows, key=lambda values: (-(values[3] / 1_000_000), values[2]))
         return [self._info_of(values) for values in ordered[:limit]]
 
     # -- list() / list_all() ------------------------------------------------------------------------------
@@ -376,9 +387,39 @@ class Catalog:
         """`list(cwd, session_dir)` from the catalog: the project's sessions, newest first (the first `limit`)."""
         folders = self.project_dirs(cwd, session_dir)
         self.refresh(Scope.of(folders))
-        return self._infos(self._rows_in_folders("infos_in_directories", folders,
-                                                 {"min_messages": 0 if include_empty else 1},
-                                                 cwd if session_dir is None else None), limit)
+        params = {"min_messages": 0 if include_empty else 1}
+        project_cwd = cwd if session_dir is None else None
+        if limit is not None and limit > 0:
+            newest = self._newest_rows_in_folders(folders, params, project_cwd, limit)
+            if newest is not None:
+                return self._infos(newest, limit)
+        return self._infos(self._rows_in_folders("infos_in_directories", folders, params, project_cwd), limit)
+
+    def _newest_rows_in_folders(self, folders: Sequence[str], params: dict[str, Any],
+                                cwd: str | os.PathLike[str] | None, limit: int) -> list[tuple[Any, ...]] | None:
+        """Rows holding the `limit` newest sessions of the folders by the file scan's key (`_infos` orders them),
+        with only about `limit` rows per statement read from the database; None when a tie at the cut makes
+        that unsure (the caller then reads every row).
+
+        SQL orders by the exact mtime_ns (and the database's collation of paths), the file scan by mtime in
+        milliseconds as a float (then the path): a statement's rows beyond its `limit + 1` newest have an mtime
+        at or below its last row's, so they rank after the `limit`-th row whenever that one's float key is
+        newer than the last row's.
+        """
+        db = self._database()
+        rows: list[Any] = []
+        cut_ms: list[float] = []  # the oldest mtime (ms) of each statement that had more rows than it returned
+        for part in self.machine_scopes(folders, cwd):
+            found = db.fetch_tuples("newest_infos_in_directories",
+                                    {**params, **part, "limit": limit + 1, "offset": 0})
+            if len(found) > limit:
+                cut_ms.append(found[-1][3] / 1_000_000)  # (mtime_ns: column 3 of _INFO_COLUMNS)
+            rows += found
+        if cut_ms:
+            last_kept_ms = sorted(row[3] / 1_000_000 for row in rows)[-limit]
+            if max(cut_ms) >= last_kept_ms:
+                return None
+        return rows
 
     def list_all_sessions(self, *, include_empty: bool = False) -> list[SessionInfo]:
         """`list_all()` from the catalog: every session below the sessions root, newest first."""
@@ -399,7 +440,7 @@ class Catalog:
             rows = self._rows_in_folders("infos_by_id_in_directories", folders,
                                          {**_id_range(prefix), "min_messages": 0},
                                          cwd if session_dir is None else None)
-        return self._infos([row for row in rows if row["session_id"].startswith(prefix)])
+        return self._infos([row for row in rows if row[4].startswith(prefix)])  # (session_id: column 4)
 
     def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
                            session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:

@@ -4,7 +4,6 @@ the sidecar files (locks, watcher heartbeat) beside it; and the engine Alembic a
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
 
@@ -140,12 +139,15 @@ def _sqlite_path_from_url(url: str) -> str | None:
     return _absolute(rest[1:].split("?", 1)[0])
 
 
-def resolve_location(agent_dir: str | os.PathLike[str], configured: str | None = None) -> CatalogLocation:
+def resolve_location(agent_dir: str | os.PathLike[str], configured: str | None = None, *,
+                     probe_tables: bool = True) -> CatalogLocation:
     """The catalog `configured` names (a path or a SQLAlchemy URL), else `<agent dir>/catalog.db`.
 
     The environment is not read here: `sessdex.catalog.store.settings.Settings` resolves `$SESSDEX_CATALOG`.
     A named SQLite file must be absent or a SQLite database (`check_named_catalog_file`): sessdex may
     rebuild or move aside its catalog, and must never do that to a file that is something else.
+    `probe_tables=False` leaves out opening the file to look for another program's tables: for a caller that
+    reads the catalog's revision itself and uses the file only when it is the current one (the fast path).
     """
     value = configured or None
     if value == CATALOG_OFF:
@@ -156,20 +158,21 @@ def resolve_location(agent_dir: str | os.PathLike[str], configured: str | None =
     if "://" in value:
         url_path = _sqlite_path_from_url(value)
         if url_path is not None:
-            check_named_catalog_file(url_path)
+            check_named_catalog_file(url_path, probe_tables=probe_tables)
         lock_dir = os.path.dirname(url_path) if url_path is not None else _absolute(os.fspath(agent_dir))
         return CatalogLocation(url=value if url_path is None else f"sqlite:///{url_path}", sqlite_path=url_path,
                                lock_dir=lock_dir)
     path = _absolute(value)
-    check_named_catalog_file(path)
+    check_named_catalog_file(path, probe_tables=probe_tables)
     return CatalogLocation(url=f"sqlite:///{path}", sqlite_path=path, lock_dir=os.path.dirname(path))
 
 
-def check_named_catalog_file(path: str) -> None:
+def check_named_catalog_file(path: str, *, probe_tables: bool = True) -> None:
     """Raise UsageError unless `path` is absent, an empty file, or a file starting with the SQLite header.
 
     A directory, a device, a FIFO, a session file or notes would otherwise be opened, "repaired" or
-    replaced as a catalog. Only the first 16 bytes are read, opened without blocking.
+    replaced as a catalog. Only the first 16 bytes are read, opened without blocking. With `probe_tables`,
+    a SQLite database holding another program's tables (and no catalog revision) is refused too.
     """
     try:
         result = os.stat(path)
@@ -191,7 +194,7 @@ def check_named_catalog_file(path: str) -> None:
         raise UsageError(f"--catalog {path}: {exc.strerror}") from None
     if header != SQLITE_HEADER:
         raise UsageError(f"--catalog {path}: not a SQLite database; sessdex will not use (or overwrite) it")
-    if _holds_other_tables(path):
+    if probe_tables and _holds_other_tables(path):
         raise UsageError(f"--catalog {path}: a SQLite database that is not a sessdex catalog (it has tables but "
                          "no catalog revision); sessdex will not use (or overwrite) it")
 
@@ -228,7 +231,9 @@ class exclusive_lock:  # a function's name: used as `with exclusive_lock(path) a
         self.fd = -1
 
     def __enter__(self) -> int:
-        from sessdex.core.private_files import make_private_dirs, open_private  # only writers lock: off the read path
+        import fcntl  # a shared library to load: only writers lock, off the read path (issue 12)
+
+        from sessdex.core.private_files import make_private_dirs, open_private
 
         make_private_dirs(self.path.parent)
         fd = open_private(self.path)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 
+from sessdex.catalog.store.compiled_sql import SQL
 from sessdex.catalog.store.location import MACHINE_ENV, MACHINES_ENV
 from sessdex.core.errors import UsageError
 
 TYPE_CHECKING = False  # pathlib stays off the hot commands' imports
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
+    from typing import Any
 
 MACHINE_FILE_NAME = "sessdex-machine"
 ALL_MACHINES = "all"
@@ -25,6 +28,19 @@ MAX_MACHINE_CHARS = 200
 def host_name() -> str:
     """This computer's host name (what `ssh HOST` would reach), without importing socket."""
     return os.uname().nodename or "localhost"
+
+
+# The statements that take a `machine` parameter (those about session_files rows).
+_MACHINE_STATEMENTS = frozenset(name for name, sql in SQL.items() if ":machine" in sql)
+
+
+def with_machine(name: str, params: Mapping[str, Any] | None, machine: str) -> Mapping[str, Any]:
+    """`params` for statement `name`, with `machine` added when the statement takes one and the caller gave none."""
+    if name not in _MACHINE_STATEMENTS:
+        return params or {}
+    if params is None:
+        return {"machine": machine}
+    return params if "machine" in params else {"machine": machine, **params}
 
 
 def validate_machine(name: str) -> str:

@@ -75,9 +75,10 @@ class Settings:
 
         return wants_all_machines(self.machines)
 
-    def location(self) -> CatalogLocation:
-        """Where the catalog is; CatalogError when it is turned off or not a usable database name."""
-        return resolve_location(self.paths.agent_dir_text, self.catalog)
+    def location(self, *, probe_tables: bool = True) -> CatalogLocation:
+        """Where the catalog is; CatalogError when it is turned off or not a usable database name
+        (`probe_tables`: see `resolve_location`)."""
+        return resolve_location(self.paths.agent_dir_text, self.catalog, probe_tables=probe_tables)
 
     def __repr__(self) -> str:
         return (f"Settings(agent_dir={self.agent_dir!r}, catalog={self.catalog!r}, machine={self.machine!r}, "

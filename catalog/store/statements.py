@@ -398,6 +398,9 @@ def build_statements() -> dict[str, ClauseElement]:
         "paths_under_root": select(f.path).where(_mine() & _under_root()),
         # -- listings --------------------------------------------------------------------------------
         "infos_in_directories": _info_select().where(_mine() & _in_directories() & _listable()),
+        # `recent`: only the newest rows leave SQLite (queries.sessions re-sorts them by the file scan's key).
+        "newest_infos_in_directories": _info_select().where(_mine() & _in_directories() & _listable())
+        .order_by(_f.mtime_ns.desc(), _f.path).limit(bindparam("limit")).offset(bindparam("offset")),
         "infos_under_root": _info_select().where(_mine() & _under_root() & _listable()),
         "infos_by_id_in_directories": _info_select().where(_mine() & _in_directories() & _listable() & _id_prefix()),
         "infos_by_id_under_root": _info_select().where(_mine() & _under_root() & _listable() & _id_prefix()),

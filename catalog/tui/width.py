@@ -8,8 +8,6 @@ joined emoji family is one 2-column picture: importing wcwidth costs a listing m
 
 from __future__ import annotations
 
-import unicodedata
-
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -57,6 +55,8 @@ def _cluster_width(cluster: str) -> int:
 
 
 def _plain_width(char: str) -> int:
+    import unicodedata  # a shared library to load: only text holding non-ASCII characters needs it (issue 12)
+
     if unicodedata.combining(char) or char in "\u200b\u200c\u2060\ufeff":
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
@@ -77,6 +77,8 @@ def graphemes(text: str) -> Iterator[str]:
 
         yield from wcwidth.iter_graphemes(text)
         return
+    import unicodedata
+
     cluster = ""
     for char in text:
         if cluster and unicodedata.combining(char):
@@ -105,9 +107,13 @@ _MEASURED_LIMIT = 4096
 def _non_ascii_width(text: str) -> int:
     width = _MEASURED.get(text)
     if width is None:
-        if not _has_cluster_machinery(text):
+        # Its distinct characters, gathered at C speed: most text holding some non-ASCII is mostly ASCII, and
+        # looking at each character in Python cost a listing more than everything else it shows.
+        others = [char for char in set(text) if char > "\x7f"]
+        if not any(char in _JOINERS or "\U0001f1e6" <= char <= "\U0001f1ff" or "\U0001f3fb" <= char <= "\U0001f3ff"
+                   for char in others):  # (what _has_cluster_machinery tells)
             # A cluster of plain characters is as wide as its characters together (combining marks are 0).
-            width = sum(map(_CHAR_WIDTHS.__getitem__, text))
+            width = len(text) + sum((_CHAR_WIDTHS[char] - 1) * text.count(char) for char in others)
         else:
             width = sum(_cluster_width(cluster) for cluster in graphemes(text))
         if len(_MEASURED) >= _MEASURED_LIMIT:

@@ -25,10 +25,12 @@ from sessdex.catalog.cli.output import echo
 from sessdex.catalog.history.storage import HistoryStorage
 from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.core.paths import AgentPaths
-from tests.catalog.catalog_support import BASE_MS, open_catalog_for
+from tests.catalog.catalog_support import BASE_MS, header, jsonl, open_catalog_for, user, write_file
 
 REPO = Path(__file__).resolve().parents[2]
 NOW_MS = BASE_MS + 400 * 86_400_000  # a fixed past: tables show dates, not a "3m ago" that moves
+HOSTILE_TITLE = ("\x1b]0;owned\x07 \ue000marked\ue001 \ue002id\ue003 \u200bzero \x1b[2J\x9b31m tab\there "
+                 "\U0001f680 \u65e5\u672c \x7f\u2028next line")
 HEAVY_MODULES = {"click", "sqlalchemy", "alembic", "prompt_toolkit", "asyncio", "watchdog"}
 # Runs the console-script entry and writes the names of the modules it loaded to $MODULES_OUT at exit.
 RUNNER = ("import atexit, os, sys\n"
@@ -48,7 +50,8 @@ RUNNER = ("import atexit, os, sys\n"
 # --json is written by cli.json_text.
 # Every command: the entry and its parser, the line writer (terminal-safe text, widths, dates).
 _ENTRY = {
-    "__future__", "_datetime", "unicodedata",
+    "__future__", "_datetime",
+    "gc",  # built in: the entry turns the cycle collector off for the hot commands
     "sessdex", "sessdex.catalog", "sessdex.catalog.cli", "sessdex.catalog.cli.entry", "sessdex.catalog.cli.errors",
     "sessdex.catalog.cli.fastpath", "sessdex.catalog.cli.output", "sessdex.catalog.tui",
     "sessdex.catalog.tui.terminal_text", "sessdex.catalog.tui.width", "sessdex.core", "sessdex.core.datetimes",
@@ -56,11 +59,12 @@ _ENTRY = {
 }
 # SQLite's C module, given functools' C statement cache without functools (core.sqlite_driver).
 _SQLITE = {"_sqlite3", "_functools", "_operator"}
-_SETTINGS = {"fcntl", "sessdex.catalog.store", "sessdex.catalog.store.location", "sessdex.catalog.store.settings",
+# (No fcntl: only writers lock.)
+_SETTINGS = {"sessdex.catalog.store", "sessdex.catalog.store.location", "sessdex.catalog.store.settings",
              "sessdex.core.sqlite_driver"}
 # A current catalog opened, its freshness checked (a live watcher's heartbeat), its rows read as SessionInfo.
 _CATALOG = _SQLITE | _SETTINGS | {
-    "errno", "math", "sessdex.catalog.index", "sessdex.catalog.index.reconcile", "sessdex.catalog.queries",
+    "errno", "sessdex.catalog.index", "sessdex.catalog.index.reconcile", "sessdex.catalog.queries",
     "sessdex.catalog.queries.open_source", "sessdex.catalog.queries.sessions", "sessdex.catalog.store.compiled_sql",
     "sessdex.catalog.store.db", "sessdex.catalog.store.fts", "sessdex.catalog.store.machine", "sessdex.core.discovery",
     "sessdex.core.records", "sessdex.core.summary",
@@ -69,11 +73,12 @@ _CATALOG = _SQLITE | _SETTINGS | {
 }
 # Issue 13: refusals as JSON (read_guard).
 _SESSION_COMMANDS = _ENTRY | _CATALOG | {"sessdex.catalog.cli.session_commands", "sessdex.catalog.cli.read_guard"}
-# The listing table: the one display-name rule (naming), dates, each session's cost and tokens (issue 14).
-# collections (with what it imports itself), for core.usage's namedtuple.
+# The listing table: the one display-name rule (naming), dates; each session's cost and tokens are formatted by
+# core.discovery (not core.usage: its reports are not a listing's business).
+_TABLE = {"sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates",
+          "unicodedata"}  # the widths of non-ASCII text only
+# collections (with what it imports itself).
 _COLLECTIONS = {"collections", "_collections", "itertools", "keyword", "operator", "reprlib"}
-_TABLE = {"sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates", "sessdex.core.usage", "sessdex.core.text",
-          *_COLLECTIONS}
 # --json only (checked below): the C string encoder of the json package, without the package.
 _JSON_OUTPUT = {"_json", "sessdex.catalog.cli.json_text"}
 _RE = {"_sre", "copyreg", "enum", "re", "re._casefix", "re._compiler", "re._constants", "re._parser", "functools",
@@ -96,7 +101,7 @@ IMPORT_BUDGET: dict[str, set[str]] = {
     "continue": _SESSION_COMMANDS | _JSON_OUTPUT | {"sessdex.core.breadcrumbs", "sessdex.core.regular_files"},
     "search": _ENTRY | _CATALOG | _TABLE | _JSON_OUTPUT | {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.index.content_index",
-        "collections.abc"},  # content_index's Callable at run time
+        "collections.abc", *_COLLECTIONS},  # content_index's Callable at run time (collections.abc loads collections)
     "history": _ENTRY | _SETTINGS | _SQLITE | {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.history", "sessdex.catalog.history.search",
         "sessdex.core.text", "_heapq", "heapq", *_RE,
@@ -107,7 +112,7 @@ IMPORT_BUDGET: dict[str, set[str]] = {
     "usage": _ENTRY | _CATALOG | {
         "_json", "gc", "sessdex.catalog.cli.usage_output", "sessdex.catalog.queries.usage_stored", "sessdex.core.usage_json",
         "sessdex.core.usage_terms", "sessdex.catalog.cli.usage_table", "sessdex.catalog.queries.usage",
-        "sessdex.core.usage", "sessdex.core.text",
+        "sessdex.core.usage", "sessdex.core.text", "math", "unicodedata",  # (core.usage's math; the table's widths)
         "collections.abc", *_COLLECTIONS},  # queries.usage's Sequence at run time
 }
 # `--catalog off` reads the session files themselves: the JSONL parser (core.jsonl: dataclasses, typing) and
@@ -175,6 +180,14 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     (root / "tmp").mkdir()
     manifest = generate_corpus(paths.agent_dir, sessions=30, projects=3, total_bytes=200_000, seed=5, home=home,
                                now=NOW_MS / 1000)
+    valid = [s for s in manifest.sessions if not s.damaged and s.message_count > 0]
+    by_project: dict[str, list] = {}
+    for session in valid:
+        by_project.setdefault(session.cwd, []).append(session)
+    project, other = sorted(by_project, key=lambda cwd: -len(by_project[cwd]))[:2]
+    # A session whose title and first message hold what a terminal acts on, and what it must show as it is.
+    write_file(paths.project_session_dir(project) / "hostile.jsonl",
+               jsonl([header("9" * 16, project, title=HOSTILE_TITLE), user(HOSTILE_TITLE)]), NOW_MS + 60_000)
     with open_catalog_for(paths) as catalog:  # creates the catalog and indexes every file
         catalog.list_all_sessions()
         # A first index leaves message text and usage facts for later (content_index): the budgets are those of a
@@ -183,11 +196,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     with HistoryStorage.open(agent_dir=paths.agent_dir, batch_delay=0) as history:
         for number, prompt in enumerate(("deploy the api", "fix the deploy script", "why is the parser slow")):
             history.add(prompt, str(root / "not-a-project") if number else "/elsewhere")
-    valid = [s for s in manifest.sessions if not s.damaged and s.message_count > 0]
-    by_project: dict[str, list] = {}
-    for session in valid:
-        by_project.setdefault(session.cwd, []).append(session)
-    project, other = sorted(by_project, key=lambda cwd: -len(by_project[cwd]))[:2]
     ids = sorted(s.session_id for s in manifest.sessions)
     places = {"project": Path(project), "other": Path(other), "outside": root / "not-a-project"}
     for place in places.values():
@@ -269,6 +277,9 @@ def _cases(corpus: Corpus) -> list[Case]:
         # An agent dir that is a file: click refuses it (the catalog named too, so that one would open).
         Case("project", ("--agent-dir", catalog_file, "--catalog", catalog_file, "list"), fast=False,
              with_agent_dir=False),
+        # Another program's SQLite database named as the catalog: not a catalog at the current revision, so click
+        # refuses it (the fast path does not probe its tables itself).
+        Case("project", ("--catalog", str(corpus.paths.agent_dir / "history.db"), "list"), fast=False),
         # A catalog to create: click does it (the first run), after which it is current for the second.
         Case("project", ("--catalog", str(corpus.root / "new-catalog.db"), "list"), fast=False),
     ]
@@ -292,6 +303,11 @@ def test_the_fast_path_prints_and_exits_exactly_as_click_does(runs) -> None:
     outcomes = {case.args: (fast.code, fast.out, fast.err) for case, fast, _ in runs}
     # The cases do reach the outcomes they are meant to exercise.
     assert outcomes[("list",)][0] == 0 and outcomes[("list",)][1].startswith("ID ")
+    # The hostile title is listed, without a character a terminal acts on (tables are echoed as sanitized text).
+    for args in (("list",), ("recent",), ("list", "--all"), ("recent", "--limit=3")):
+        out = outcomes[args][1]
+        assert args[0] == "recent" or "owned" in out  # (a `recent` case of another project comes last)
+        assert not any(ord(char) < 32 and char != "\n" or 0x7f <= ord(char) < 0xa0 for char in out)
     assert {code for args, (code, _, _) in outcomes.items() if args[0] == "resume" and len(args) > 1} == {0, 1, 2}
     ambiguous = next(err for args, (_, _, err) in outcomes.items() if args[:1] == ("resume",) and "ambiguous" in err)
     assert ambiguous.startswith("sessdex: Session ") and ambiguous.count("\n") > 2
@@ -315,10 +331,7 @@ def test_the_fast_path_imports_no_heavy_module(runs) -> None:
     for case, fast, _ in runs:
         if not case.fast:
             continue
-        # `continue` reads the terminal's breadcrumb: core.breadcrumbs imports core.runtime, whose storage
-        # module imports asyncio at its top (core's business; the other commands load none of it).
-        allowed = {"asyncio"} if "continue" in case.args else set()
-        assert fast.top_level_modules & (HEAVY_MODULES - allowed) == set(), case.args
+        assert fast.top_level_modules & HEAVY_MODULES == set(), case.args
 
 
 @pytest.fixture(scope="module")
@@ -431,3 +444,22 @@ def test_supported_shapes_are_parsed(argv: list[str], expected: CommandLine) -> 
 ])
 def test_other_shapes_are_left_to_click(argv: list[str]) -> None:
     assert parse_command_line(argv) is None
+
+
+def test_the_fast_path_runs_without_the_cycle_collector_and_gives_it_back(corpus: Corpus) -> None:
+    # The entry turns the collector off, freezes what a fast-path answer leaves at exit (no last collection), and
+    # leaves the collector as it found it; a command click answers runs with it on and nothing frozen.
+    probe = ("import gc, os, sys\n"
+             "sys.path[:0] = [os.environ['IMPORT_ROOT'], os.environ['SITE_PACKAGES']]\n"
+             "from sessdex.catalog.cli.entry import main\n"
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+             "print('collector', gc.isenabled(), gc.get_freeze_count() > 0, file=sys.stderr)\n")
+    env = {name: value for name, value in os.environ.items() if name not in UNSET}
+    env.update({"HOME": str(corpus.paths.home), "TMPDIR": str(corpus.paths.tmp_dir), **_import_env(corpus)})
+    reports = []
+    for args in (("list", "--json"), ("list", "-h")):
+        process = subprocess.run([sys.executable, "-S", "-c", probe, "--agent-dir", str(corpus.paths.agent_dir), *args],
+                                 cwd=corpus.places["project"], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                                 text=True, timeout=60)
+        reports.append(process.stderr.strip().splitlines()[-1])
+    assert reports == ["collector True True", "collector True False"]

@@ -85,9 +85,11 @@ def assert_parity(paths: AgentPaths, catalog: Catalog, cwds: list[str]) -> int:
             assert [session_fields(i) for i in catalog.list_sessions(cwd, include_empty=include_empty)] == \
                 [session_fields(i) for i in scanned]
             ids.update(info.id for info in scanned)
-            # `recent` builds only the sessions it prints
-            assert [session_fields(i) for i in catalog.list_sessions(cwd, include_empty=include_empty, limit=2)] == \
-                [session_fields(i) for i in scanned[:2]]
+            # `recent` builds only the sessions it prints (and reads about as many rows)
+            for limit in (1, 2, 5):
+                assert [session_fields(i) for i in catalog.list_sessions(cwd, include_empty=include_empty,
+                                                                         limit=limit)] == \
+                    [session_fields(i) for i in scanned[:limit]]
             compared += 1
         folders = discovery.project_session_dirs(cwd, None, paths)
         for limit in (1, 3, 1000):

@@ -42,6 +42,28 @@ def session(paths: AgentPaths, cwd: str, session_id: str, *records, mtime_ms: in
     return write_file(folder / (name or f"{session_id}.jsonl"), jsonl([header(session_id, cwd), *records]), mtime_ms)
 
 
+# -- the newest sessions (`recent`) ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["auto", "sqlalchemy"])
+def test_the_newest_sessions_keep_the_file_scan_order_when_mtimes_tie_as_milliseconds(paths: AgentPaths,
+                                                                                        backend: str):
+    # The file scan orders by mtime in ms as a float, then by path; SQL reads the newest by exact mtime_ns. Three
+    # mtimes one nanosecond apart are one float: the oldest of them, first by path, is the second newest.
+    cwd = project(paths, "proj")
+    base_ns = 1_700_000_000_000_000_000
+    assert base_ns / 1_000_000 == (base_ns + 2) / 1_000_000
+    files = {}
+    for name, mtime_ns in (("c-newest", base_ns + 10**9), ("y-tied", base_ns + 2), ("z-tied", base_ns + 1),
+                           ("a-tied", base_ns), ("d-oldest", base_ns - 10**9)):
+        files[name] = session(paths, cwd, f"{len(files) + 1:016d}", user(name), name=f"{name}.jsonl")
+        os.utime(files[name], ns=(mtime_ns, mtime_ns))
+    expected = [files[name] for name in ("c-newest", "a-tied", "y-tied", "z-tied", "d-oldest")]
+    with open_catalog_for(paths, backend=backend) as catalog:
+        assert [i.path for i in catalog.list_sessions(cwd, include_empty=True)] == expected
+        for limit in range(1, 7):
+            assert [i.path for i in catalog.list_sessions(cwd, include_empty=True, limit=limit)] == expected[:limit]
+
+
 # -- freshness ------------------------------------------------------------------------------------------
 
 def test_every_read_sees_changes_made_since_the_last_one(paths: AgentPaths):
@@ -238,3 +260,10 @@ def test_an_id_lookup_falls_back_to_the_full_pass_when_a_file_vanished(paths: Ag
         assert catalog.find_session_by_id("abab", cwd).path == second
         with pytest.raises(SessionNotFoundError):
             catalog.find_session_by_id("cdcd", cwd)
+
+
+def test_listing_rows_are_read_as_tuples_of_the_columns_the_statements_select() -> None:
+    from sessdex.catalog.queries.sessions import _INFO_COLUMNS
+    from sessdex.catalog.store.statements import INFO_COLUMNS
+
+    assert _INFO_COLUMNS == INFO_COLUMNS
