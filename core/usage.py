@@ -30,6 +30,7 @@ from sessdex.core.datetimes import UTC, date, datetime, timedelta
 from sessdex.core.discovery import format_cost as format_cost
 from sessdex.core.discovery import format_tokens as format_tokens
 from sessdex.core.text import without_lone_surrogates
+from sessdex.core.usage_terms import PERIOD_KINDS
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (`sessdex usage` runs through the fast path; issue 12)
 if TYPE_CHECKING:
@@ -285,7 +286,7 @@ def _by_cost(item: tuple[str, UsageTotals]) -> tuple[float, str]:
 
 def key_name(kind: ReportKind) -> str:
     """The JSON field holding a row's key: `period` for daily/weekly/monthly, else the kind's name."""
-    return "period" if kind in ("daily", "weekly", "monthly") else kind  # usage_terms.PERIOD_KINDS
+    return "period" if kind in PERIOD_KINDS else kind
 
 
 class UsageReport:
@@ -306,7 +307,7 @@ class UsageReport:
 
 def order_rows(kind: ReportKind, rows: list[UsageRow]) -> list[UsageRow]:
     """Periods oldest first; sessions, projects and models most expensive first (then by key)."""
-    if kind in ("daily", "weekly", "monthly"):  # usage_terms.PERIOD_KINDS (not imported: `list` loads this)
+    if kind in PERIOD_KINDS:
         return sorted(rows, key=lambda row: row.key)
     return sorted(rows, key=lambda row: (-row.totals.cost, row.key))
 

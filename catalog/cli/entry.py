@@ -30,13 +30,18 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     # A hot command lives for milliseconds and makes no garbage worth a cycle collection: the collector's passes
     # over the freshly imported modules were a twelfth of `sessdex list`. Whatever may run long (the picker,
     # the click commands: index, watch, ...) turns it back on (_run).
+    collecting = gc.isenabled()
     gc.disable()
     status = run_reporting_errors(lambda: _run(args))
-    if not gc.isenabled():
-        # Answered without click: nothing is left for the collector at exit either (every file and connection is
-        # closed), and its last pass over every object would cost as much as the command's own work.
+    if argv is None and not gc.isenabled():
+        # The process's own command, answered without click: nothing is left for the collector at exit either
+        # (every file and connection is closed), and its last pass over every object would cost as much as the
+        # command's own work. (A caller passing `argv` lives on: its objects stay collectable.)
         gc.freeze()
+    if collecting:
         gc.enable()  # as it was, for a caller that catches the SystemExit
+    else:
+        gc.disable()
     sys.exit(status)
 
 

@@ -447,19 +447,26 @@ def test_other_shapes_are_left_to_click(argv: list[str]) -> None:
 
 
 def test_the_fast_path_runs_without_the_cycle_collector_and_gives_it_back(corpus: Corpus) -> None:
-    # The entry turns the collector off, freezes what a fast-path answer leaves at exit (no last collection), and
-    # leaves the collector as it found it; a command click answers runs with it on and nothing frozen.
+    # The entry turns the collector off, freezes what a fast-path answer of the process's own command line leaves
+    # at exit (no last collection), and leaves the collector as it found it; a command click answers runs with it
+    # on and nothing frozen, and a caller passing its own arguments (it lives on) gets nothing frozen either.
     probe = ("import gc, os, sys\n"
              "sys.path[:0] = [os.environ['IMPORT_ROOT'], os.environ['SITE_PACKAGES']]\n"
              "from sessdex.catalog.cli.entry import main\n"
-             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+             "own, disabled, args = sys.argv[1] == 'own', sys.argv[2] == 'off', sys.argv[3:]\n"
+             "sys.argv[1:] = args\n"
+             "gc.disable() if disabled else None\n"
+             "try:\n    main() if own else main(args)\nexcept SystemExit:\n    pass\n"
              "print('collector', gc.isenabled(), gc.get_freeze_count() > 0, file=sys.stderr)\n")
     env = {name: value for name, value in os.environ.items() if name not in UNSET}
     env.update({"HOME": str(corpus.paths.home), "TMPDIR": str(corpus.paths.tmp_dir), **_import_env(corpus)})
     reports = []
-    for args in (("list", "--json"), ("list", "-h")):
-        process = subprocess.run([sys.executable, "-S", "-c", probe, "--agent-dir", str(corpus.paths.agent_dir), *args],
+    for caller, collector, command in (("own", "on", "--json"), ("own", "on", "-h"), ("given", "on", "--json"),
+                                       ("own", "off", "--json")):
+        process = subprocess.run([sys.executable, "-S", "-c", probe, caller, collector,
+                                  "--agent-dir", str(corpus.paths.agent_dir), "list", command],
                                  cwd=corpus.places["project"], env=env, stdin=subprocess.DEVNULL, capture_output=True,
                                  text=True, timeout=60)
         reports.append(process.stderr.strip().splitlines()[-1])
-    assert reports == ["collector True True", "collector True False"]
+    assert reports == ["collector True True", "collector True False", "collector True False",
+                       "collector False True"]
