@@ -73,6 +73,10 @@ ESCAPE_TIMEOUT_S = 0.05  # how long a lone Esc waits for the rest of an escape s
 # 150 ms of the last key, long enough not to search for every character of a word typed at speed.
 CONTENT_DEBOUNCE_S = 0.06
 RANKING_CHUNK_ROWS = 1_000
+# The keys whose bindings are looked up before the first key press (see SessionPicker._warm_up): the printable ASCII
+# characters and Backspace; a few per step of the event loop, so that a key typed meanwhile waits little.
+QUERY_KEYS = (*(chr(code) for code in range(0x20, 0x7f)), Keys.Backspace.value)
+WARM_UP_KEYS_PER_STEP = 8
 
 STYLE = Style.from_dict(STYLE_RULES)
 
@@ -473,10 +477,24 @@ class SessionPicker:
             return None
 
     def _warm_up(self) -> None:
-        """Right after the first paint: build the search strings, then check the rows are current."""
+        """Right after the first paint: build the search strings, then check the rows are current, then have
+        prompt_toolkit look up the bindings of the keys that edit the query (its first lookup merges every binding
+        into one table: over 10 ms that the first typed key would otherwise wait for)."""
         loop = asyncio.get_running_loop()
         loop.call_soon(self.model.build_index)
         loop.call_soon(self._verify, self.model.scope)
+        keys = [*QUERY_KEYS]
+        for start in range(0, len(keys), WARM_UP_KEYS_PER_STEP):
+            loop.call_soon(self._look_up_bindings, keys[start:start + WARM_UP_KEYS_PER_STEP])
+
+    def _look_up_bindings(self, keys: list[str]) -> None:
+        """Fill prompt_toolkit's caches of the bindings for `keys` (pressed alone), as a key press would."""
+        bindings = getattr(self.app.key_processor, "_bindings", None)  # the application's combined key bindings
+        if bindings is None:
+            return
+        for key in keys:
+            bindings.get_bindings_for_keys((key,))
+            bindings.get_bindings_starting_with_keys((key,))
 
     # -- running ---------------------------------------------------------------------------------------------
 
