@@ -128,7 +128,12 @@ def fuzzy_match(query: str, text: str) -> FuzzyMatch | None:
     needle = normalize_query(query)
     if not needle:
         return FuzzyMatch(0, ())
-    folded_text = fold(text)
+    return needle_match(needle, text, fold(text))
+
+
+def needle_match(needle: str, text: str, folded_text: str) -> FuzzyMatch | None:
+    """`fuzzy_match` of a non-empty `needle` (a query as `normalize_query` gives it) in `text`, whose `fold` is
+    `folded_text`: for matching one query against many texts, each folded once."""
     substring = _best_substring(text, folded_text, needle)
     if substring is not None:
         return substring

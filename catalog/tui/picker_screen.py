@@ -15,7 +15,7 @@ import os
 from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN
 from sessdex.catalog.tui.dates import short_date
-from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
+from sessdex.catalog.tui.fuzzy import fold, fuzzy_match, highlight_runs, needle_match
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.catalog.tui.width import char_width, cut, display_width
 from sessdex.core.usage import format_cost
@@ -207,7 +207,7 @@ class PickerScreen:
         self.question = ""  # a yes/no question the next key answers (trash confirmation)
         self.updating: set[Scope] = set()  # scopes whose rows the source is bringing up to date
         self._row_lines: dict[tuple[object, ...], Fragments] = {}
-        self._cells: dict[tuple[object, ...], tuple[list[tuple[str, int]], str]] = {}
+        self._cells: dict[tuple[object, ...], tuple[list[tuple[str, str, int]], str]] = {}
 
     def count_text(self) -> str:
         """The result count ("3 of 12", "3+ of 12" while ranking) and what is still running."""
@@ -269,25 +269,28 @@ class PickerScreen:
         cells += ["CWD"] if columns.cwd else []
         return [("class:columns", GAP.join(cells)[:width])]
 
-    def row(self, position: int, width: int) -> Fragments:
-        """One result line: marker, title or first message, id prefix, time ago, message count, cwd.
+    def row(self, position: int, width: int, needle: str | None = None) -> Fragments:
+        """One result line: marker, title or first message, id prefix, time ago, message count, cwd (`needle`: the
+        model's, passed by callers drawing many rows).
 
         Kept between redraws: a redraw that moves the selection or merges background results rebuilds only the
         lines that changed, and the query-independent cells of a row are laid out once per width."""
         model = self.model
         row = model.rows[model.results[position]]
         selected = position == model.selected
-        key = (row, selected, model.query, width, model.id_length, model.by_cost)
+        if needle is None:
+            needle = model.needle
+        key = (row, selected, needle, width, model.id_length, model.by_cost)
         fragments = self._row_lines.get(key)
         if fragments is None:
             if len(self._row_lines) >= ROW_CACHE_LINES:
                 self._row_lines.clear()
-            fragments = self._row_lines[key] = self._layout_row(row, selected, width)
+            fragments = self._row_lines[key] = self._layout_row(row, selected, width, needle)
         return fragments
 
-    def _row_cells(self, row: PickerRow, width: int) -> tuple[list[tuple[str, int]], str]:
-        """A row's query-independent layout: its highlightable cells (terminal-safe text cut to its column, and
-        the blanks that pad it) and the fixed cells between them (time, messages, cost), kept per width."""
+    def _row_cells(self, row: PickerRow, width: int) -> tuple[list[tuple[str, str, int]], str]:
+        """A row's query-independent layout: its highlightable cells (terminal-safe text cut to its column, its
+        fold, and the blanks that pad it) and the fixed cells between them (time, messages, cost), kept per width."""
         model = self.model
         key = (row, width, model.id_length, model.by_cost)
         cells = self._cells.get(key)
@@ -305,20 +308,19 @@ class PickerScreen:
                      (row.session_id[:columns.session_id], columns.session_id)]
             if columns.cwd:
                 texts.append((short_path(row.cwd, columns.cwd), columns.cwd))
-            cells = self._cells[key] = ([(terminal_text(text), column - display_width(text)) for text, column in texts],
-                                        GAP.join(fixed))
+            safe = [(terminal_text(text), column - display_width(text)) for text, column in texts]
+            cells = self._cells[key] = ([(text, fold(text), padding) for text, padding in safe], GAP.join(fixed))
         return cells
 
-    def _layout_row(self, row: PickerRow, selected: bool, width: int) -> Fragments:
+    def _layout_row(self, row: PickerRow, selected: bool, width: int, needle: str) -> Fragments:
         highlightable, fixed = self._row_cells(row, width)
-        query = self.model.query if self.model.needle else ""
         base = "class:row.selected" if selected else ""
         match = f"{base} class:match" if base else "class:match"
         fragments: Fragments = [(base, "❯ " if selected else "  ")]
-        for number, (text, padding) in enumerate(highlightable):
+        for number, (text, folded, padding) in enumerate(highlightable):
             if number:
                 fragments.append((base, GAP))
-            found = fuzzy_match(query, text) if query else None
+            found = needle_match(needle, text, folded) if needle else None
             if found is not None and found.positions:
                 fragments += [(match if marked else base, piece) for piece, marked in highlight_runs(text, found.positions)]
             else:
@@ -351,7 +353,8 @@ class PickerScreen:
     def body_lines(self, width: int, height: int) -> list[Fragments]:
         """The list area, exactly `height` lines: the rows (or the empty-list message), then blank lines."""
         positions = self.model.window(height)
-        lines = ([self.row(position, width) for position in positions] if positions
+        needle = self.model.needle
+        lines = ([self.row(position, width, needle) for position in positions] if positions
                  else [[("class:empty", "  " + self.empty_message())]])
         return lines + [[] for _ in range(height - len(lines))]
 
