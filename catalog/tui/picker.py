@@ -72,7 +72,7 @@ ESCAPE_TIMEOUT_S = 0.05  # how long a lone Esc waits for the rest of an escape s
 # Typing pauses this long before the message text is searched: short enough for matches to arrive within
 # 150 ms of the last key, long enough not to search for every character of a word typed at speed.
 CONTENT_DEBOUNCE_S = 0.06
-RANKING_CHUNK_ROWS = 1_000
+RANKING_CHUNK_ROWS = 256
 # The keys whose bindings are looked up before the first key press (see SessionPicker._warm_up): the printable ASCII
 # characters and Backspace; a few per step of the event loop, so that a key typed meanwhile waits little.
 QUERY_KEYS = (*(chr(code) for code in range(0x20, 0x7f)), Keys.Backspace.value)
