@@ -415,6 +415,8 @@ class SessionPicker:
         for task in (self._ranking_task, self._content_task):
             if task is not None:
                 task.cancel()
+        if self._content_task is not None and not self._content_task.done():
+            self.source.interrupt_content_search()  # the worker thread would finish it for nothing
         self._ranking_task = self._content_task = None
         if not self.model.search_complete:
             self._ranking_task = self.app.create_background_task(self._finish_ranking())
@@ -514,9 +516,15 @@ class SessionPicker:
     async def run_async(self) -> PickerResult:
         """Show the picker until a session is selected, Esc or Ctrl+C."""
         with self._flush_held_while_rendering():
-            return await self.app.run_async(pre_run=self._warm_up)
+            try:
+                return await self.app.run_async(pre_run=self._warm_up)
+            finally:
+                self.source.interrupt_content_search()  # nobody waits for its answer any more
 
     def run(self) -> PickerResult:
         """Show the picker (blocking) until a session is selected, Esc or Ctrl+C."""
         with self._flush_held_while_rendering():
-            return self.app.run(pre_run=self._warm_up)
+            try:
+                return self.app.run(pre_run=self._warm_up)
+            finally:
+                self.source.interrupt_content_search()
