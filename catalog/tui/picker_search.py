@@ -159,7 +159,10 @@ class Search:
         self._next_fuzzy_only = 0
         self._middle_done = False
         self._ranked: list[int] | None = None
-        self._hit_set: set[int] = set()
+        self._hit_set: set[int] | None = None
+        # The search this one narrows, until the middle pass needs its groups (`_group`): a keystroke whose screen
+        # is filled by ranks 0-1 leaves that to the background.
+        self._previous: Search | None = None
         if not needle:
             self._hits: Sequence[int] = range(count)
             self._head = list(range(count))
@@ -175,30 +178,44 @@ class Search:
             in_strong = list(map(contains, strong, repeat(needle)))
             self._full = range(count)
         else:
-            # What each of the previous query's rows can still be (a longer needle only matches less).
             tested = previous._hits
             in_strong = list(map(contains, map(strong.__getitem__, tested), repeat(needle)))
-            if previous._middle_done:
-                self._full = _merged(tested, previous._rank2)
-                self._fuzzy_only = sorted(previous._rank3)
-                self._pending = _merged(previous._weak, previous._pending[previous._next_weak:])
-            else:
-                untested = previous._full[previous._next_full:]
-                self._full = _merged(tested, previous._rank2, filterfalse(previous._hit_set.__contains__, untested))
-                self._fuzzy_only = _merged(previous._rank3, previous._fuzzy_only[previous._next_fuzzy_only:])
-                self._pending = sorted(previous._pending)
+            self._previous = previous
         hits = self._hits = list(compress(tested, in_strong))
         at_word = list(map(contains, map(marked.__getitem__, hits), repeat(self._marked_needle)))
         self._head = list(compress(hits, at_word))
         self._head.extend(compress(hits, map(not_, at_word)))
-        self._hit_set = set(hits)
+
+    def _hits_set(self) -> set[int]:
+        if self._hit_set is None:
+            self._hit_set = set(self._hits)
+        return self._hit_set
+
+    def _group(self) -> None:
+        """Sort the narrowed search's rows by what each can still be (a longer needle only matches less), from what
+        the previous search knows by now: the middle pass's groups and the rows already known to be pending."""
+        previous = self._previous
+        if previous is None:
+            return
+        previous._group()
+        if previous._middle_done:
+            self._full = _merged(previous._hits, previous._rank2)
+            self._fuzzy_only = sorted(previous._rank3)
+            self._pending = _merged(previous._weak, previous._pending[previous._next_weak:])
+        else:
+            untested = previous._full[previous._next_full:]
+            self._full = _merged(previous._hits, previous._rank2,
+                                 filterfalse(previous._hits_set().__contains__, untested))
+            self._fuzzy_only = _merged(previous._rank3, previous._fuzzy_only[previous._next_fuzzy_only:])
+            self._pending = sorted(previous._pending)
+        self._previous = None
 
     # -- the passes --------------------------------------------------------------------------------------
 
     def _classify(self, rows: Sequence[int]) -> None:
         """Middle pass over `rows` (ascending, of the full group): weak substring -> rank 2, id/title fuzzy -> 3."""
         weak = self.index.weak
-        rest = list(filterfalse(self._hit_set.__contains__, rows))
+        rest = list(filterfalse(self._hits_set().__contains__, rows))
         in_weak = list(map(contains, map(weak.__getitem__, rest), repeat(self.needle)))
         found = list(compress(rest, in_weak))
         self._rank2 += found
@@ -216,6 +233,7 @@ class Search:
         self._pending += compress(rows, map(not_, fuzzy))
 
     def _advance_middle(self, max_rows: int) -> None:
+        self._group()
         if self._next_full < len(self._full):
             stop = self._next_full + max_rows
             self._classify(self._full[self._next_full:stop])
