@@ -149,6 +149,16 @@ def needle_match(needle: str, text: str, folded_text: str) -> FuzzyMatch | None:
     return FuzzyMatch(score_positions(text, best), best)
 
 
+def highlight_positions(needle: str, text: str, folded_text: str) -> tuple[int, ...]:
+    """The positions `needle_match` highlights in `text` (() when it does not match), without scoring the
+    alignment when there is nothing to choose: a needle found once as a substring is highlighted there."""
+    start = folded_text.find(needle)
+    if start >= 0 and folded_text.find(needle, start + 1) < 0:
+        return tuple(index for index in range(start, start + len(needle)) if not needle[index - start].isspace())
+    match = needle_match(needle, text, folded_text)
+    return match.positions if match is not None else ()
+
+
 def highlight_runs(text: str, positions: tuple[int, ...]) -> list[tuple[str, bool]]:
     """`text` cut into (piece, highlighted) runs, highlighted where `positions` say; pieces join back to `text`."""
     runs: list[tuple[str, bool]] = []

@@ -15,7 +15,7 @@ import os
 from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN
 from sessdex.catalog.tui.dates import short_date
-from sessdex.catalog.tui.fuzzy import fold, fuzzy_match, highlight_runs, needle_match
+from sessdex.catalog.tui.fuzzy import fold, fuzzy_match, highlight_positions, highlight_runs
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.catalog.tui.width import char_width, cut, display_width
 from sessdex.core.usage import format_cost
@@ -320,9 +320,9 @@ class PickerScreen:
         for number, (text, folded, padding) in enumerate(highlightable):
             if number:
                 fragments.append((base, GAP))
-            found = needle_match(needle, text, folded) if needle else None
-            if found is not None and found.positions:
-                fragments += [(match if marked else base, piece) for piece, marked in highlight_runs(text, found.positions)]
+            positions = highlight_positions(needle, text, folded) if needle else ()
+            if positions:
+                fragments += [(match if marked else base, piece) for piece, marked in highlight_runs(text, positions)]
             else:
                 fragments.append((base, text))
             if padding > 0:
