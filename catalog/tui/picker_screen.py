@@ -208,6 +208,7 @@ class PickerScreen:
         self.updating: set[Scope] = set()  # scopes whose rows the source is bringing up to date
         self._row_lines: dict[tuple[object, ...], Fragments] = {}
         self._cells: dict[tuple[object, ...], tuple[list[tuple[str, str, int]], str]] = {}
+        self._headers: dict[tuple[object, ...], list[tuple[Fragments, int]]] = {}
 
     def count_text(self) -> str:
         """The result count ("3 of 12", "3+ of 12" while ranking) and what is still running."""
@@ -233,8 +234,21 @@ class PickerScreen:
 
         On a narrow terminal the other scopes, then the heading, then the long label go first: the count and
         the active scope always stay visible."""
-        model = self.model
         count = self.count_text()
+        count_width = display_width(count)
+        room = width - count_width - 1
+        layouts = self._header_layouts(width)
+        left, used = next(((layout, used) for layout, used in layouts if used < room), layouts[-1])
+        return [*left, ("", " " * max(width - used - count_width - 1, 1)), ("class:dim", count)]
+
+    def _header_layouts(self, width: int) -> list[tuple[Fragments, int]]:
+        """The header's left parts, widest first, each with its width: kept per width and scope (only the count
+        changes from one keystroke to the next)."""
+        model = self.model
+        key = (width, model.scope, model.scopes, self.heading)
+        found = self._headers.get(key)
+        if found is not None:
+            return found
         short = {"project": "project", "repo": "repo", "all": "all"}
 
         def chip(scope: Scope, label: str) -> Fragments:
@@ -250,11 +264,9 @@ class PickerScreen:
         active_only = [*chip(model.scope, self.scope_label(model.scope, width)), ("class:dim", "Tab")]
         layouts = [every_scope(True), [*every_scope(True)[:-1]], [("class:header", f" {self.heading}  "), *active_only],
                    active_only, chip(model.scope, short[model.scope])]
-        room = width - display_width(count) - 1
-        left = next((layout for layout in layouts
-                     if sum(display_width(fragment[1]) for fragment in layout) < room), layouts[-1])
-        used = sum(display_width(fragment[1]) for fragment in left)
-        return [*left, ("", " " * max(width - used - display_width(count) - 1, 1)), ("class:dim", count)]
+        found = self._headers[key] = [(layout, sum(display_width(fragment[1]) for fragment in layout))
+                                      for layout in layouts]
+        return found
 
     def placeholder(self) -> str:
         """What the empty query line says."""
