@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -175,6 +176,7 @@ class SessionPicker:
         self.preview.visible = preview if preview is not None else self._size().columns >= PREVIEW_MIN_COLUMNS
         self.painter = LinePainter(StyleCodes(colours=self.app.color_depth.value != "DEPTH_1_BIT"))
         self._painted_size: Size | None = None
+        self._froze_heap = False
         self._holding_flush = False
         self._flush = self.app.output.flush
         self.app.before_render += self._before_render
@@ -488,6 +490,21 @@ class SessionPicker:
         keys = [*QUERY_KEYS]
         for start in range(0, len(keys), WARM_UP_KEYS_PER_STEP):
             loop.call_soon(self._look_up_bindings, keys[start:start + WARM_UP_KEYS_PER_STEP])
+        loop.call_soon(self._freeze_heap)
+
+    def _freeze_heap(self) -> None:
+        """Move every object made so far (the rows, their search strings, prompt_toolkit's layout) out of the
+        garbage collector's sight: a full collection then scans only what typing allocates, a few ms instead of
+        over 20 at 10,000 rows, and it runs in the middle of a keystroke, where the allocations are. Undone when
+        the picker ends (`_thaw_heap`); left alone when something else froze objects already."""
+        if not gc.get_freeze_count():
+            gc.freeze()
+            self._froze_heap = True
+
+    def _thaw_heap(self) -> None:
+        if self._froze_heap:
+            gc.unfreeze()
+            self._froze_heap = False
 
     def _look_up_bindings(self, keys: list[str]) -> None:
         """Fill prompt_toolkit's caches of the bindings for `keys` (pressed alone), as a key press would."""
@@ -520,6 +537,7 @@ class SessionPicker:
                 return await self.app.run_async(pre_run=self._warm_up)
             finally:
                 self.source.interrupt_content_search()  # nobody waits for its answer any more
+                self._thaw_heap()
 
     def run(self) -> PickerResult:
         """Show the picker (blocking) until a session is selected, Esc or Ctrl+C."""
@@ -528,3 +546,4 @@ class SessionPicker:
                 return self.app.run(pre_run=self._warm_up)
             finally:
                 self.source.interrupt_content_search()
+                self._thaw_heap()
