@@ -174,14 +174,12 @@ class Search:
         self._marked_needle = mark_word_starts(needle)
         strong, marked = index.strong, index.marked_strong
         if previous is None:
-            tested: Sequence[int] = range(count)
-            in_strong = list(map(contains, strong, repeat(needle)))
+            hits = list(compress(range(count), map(contains, strong, repeat(needle))))
             self._full = range(count)
         else:
-            tested = previous._hits
-            in_strong = list(map(contains, map(strong.__getitem__, tested), repeat(needle)))
+            hits = list(compress(previous._hits, map(contains, map(strong.__getitem__, previous._hits), repeat(needle))))
             self._previous = previous
-        hits = self._hits = list(compress(tested, in_strong))
+        self._hits = hits
         at_word = list(map(contains, map(marked.__getitem__, hits), repeat(self._marked_needle)))
         self._head = list(compress(hits, at_word))
         self._head.extend(compress(hits, map(not_, at_word)))
