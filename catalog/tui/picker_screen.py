@@ -325,27 +325,36 @@ class PickerScreen:
         return cells
 
     def _layout_row(self, row: PickerRow, selected: bool, width: int, needle: str) -> Fragments:
+        """A row's fragments, each run of the row's own style as one fragment (fewer pieces to draw)."""
         highlightable, fixed = self._row_cells(row, width)
         base = "class:row.selected" if selected else ""
         match = f"{base} class:match" if base else "class:match"
-        fragments: Fragments = [(base, "❯ " if selected else "  ")]
+        fragments: Fragments = []
+        plain = ["❯ " if selected else "  "]  # text in the row's style not yet in `fragments`
         for number, (text, folded, padding) in enumerate(highlightable):
             if number:
-                fragments.append((base, GAP))
+                plain.append(GAP)
             positions = highlight_positions(needle, text, folded) if needle else ()
             if positions:
-                fragments += [(match if marked else base, piece) for piece, marked in highlight_runs(text, positions)]
+                for piece, marked in highlight_runs(text, positions):
+                    if marked:
+                        if plain:
+                            fragments.append((base, "".join(plain)))
+                            plain = []
+                        fragments.append((match, piece))
+                    else:
+                        plain.append(piece)
             else:
-                fragments.append((base, text))
+                plain.append(text)
             if padding > 0:
-                fragments.append((base, " " * padding))
+                plain.append(" " * padding)
             if number == 1:
-                fragments += [(base, GAP), (base, fixed)]
+                plain += [GAP, fixed]
+        ending = "".join(plain)
         if not selected:  # unstyled trailing blanks would only be more cells to draw
-            while fragments and not fragments[-1][0] and not fragments[-1][1].strip():
-                fragments.pop()
-            if fragments and not fragments[-1][0]:
-                fragments[-1] = ("", fragments[-1][1].rstrip())
+            ending = ending.rstrip()
+        if ending:
+            fragments.append((base, ending))
         return fragments
 
     def empty_message(self) -> str:
