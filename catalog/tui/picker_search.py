@@ -36,7 +36,7 @@ from sessdex.catalog.tui.fuzzy import fold, normalize_query
 
 TYPE_CHECKING = False  # typing stays off the first frame's imports
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from sessdex.catalog.queries.source import PickerRow
 
@@ -169,7 +169,7 @@ class Search:
             self._middle_done = True
             return
         chars = needle.replace(" ", "")
-        self._fuzzy = fuzzy_pattern(needle).search
+        self._fuzzy_search: Callable[[str], object] | None = None  # compiled when first needed (`_fuzzy`)
         self._one_char = len(chars) == 1  # an id/title fuzzy match of one character is a substring: ranks 0-1
         self._marked_needle = mark_word_starts(needle)
         strong, marked = index.strong, index.marked_strong
@@ -184,6 +184,13 @@ class Search:
         self._head = list(compress(hits, at_word))
         self._head.extend(compress(hits, map(not_, at_word)))
 
+    @property
+    def _fuzzy(self) -> Callable[[str], object]:
+        """The fuzzy pattern's search (not compiled for a keystroke whose screen ranks 0-1 fill)."""
+        if self._fuzzy_search is None:
+            self._fuzzy_search = fuzzy_pattern(self.needle).search
+        return self._fuzzy_search
+
     def _hits_set(self) -> set[int]:
         if self._hit_set is None:
             self._hit_set = set(self._hits)
@@ -191,11 +198,21 @@ class Search:
 
     def _group(self) -> None:
         """Sort the narrowed search's rows by what each can still be (a longer needle only matches less), from what
-        the previous search knows by now: the middle pass's groups and the rows already known to be pending."""
+        the previous search knows by now: the middle pass's groups and the rows already known to be pending.
+
+        The previous search may not be grouped yet either (keys typed faster than the background ran): the chain
+        is grouped oldest first, in a loop (a pasted run of keys can make it thousands of searches long)."""
+        chain = []
+        search: Search | None = self
+        while search is not None and search._previous is not None:
+            chain.append(search)
+            search = search._previous
+        for search in reversed(chain):
+            search._group_after_previous()
+
+    def _group_after_previous(self) -> None:
         previous = self._previous
-        if previous is None:
-            return
-        previous._group()
+        assert previous is not None and previous._previous is None  # grouped already
         if previous._middle_done:
             self._full = _merged(previous._hits, previous._rank2)
             self._fuzzy_only = sorted(previous._rank3)

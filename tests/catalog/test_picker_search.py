@@ -211,6 +211,18 @@ def test_narrowing_from_a_search_stopped_in_any_pass_keeps_its_untested_rows() -
         assert narrowed.ranked() == list(range(10))
 
 
+def test_a_long_run_of_keys_typed_before_any_background_step_narrows_without_recursing() -> None:
+    index = SearchIndex(corpus(3, 50), ROOT)
+    word = "a" * 1_200  # each key's search narrows the previous one, none of them advanced yet (> recursion limit)
+    search = None
+    for length in range(1, len(word) + 1):
+        search = index.search(word[:length], search)
+    while not search.advance(10):
+        pass
+    assert search.ranked() == reference_ranking(index, word) == []
+    assert complete(index, "a").ranked() == reference_ranking(index, "a")
+
+
 def test_a_screenful_is_ranked_without_testing_every_row() -> None:
     rows = [row(f"{n:08x}", title="parser" if n % 2 else None, first="the parser") for n in range(400)]
     search = SearchIndex(rows, ROOT).search("parser")
