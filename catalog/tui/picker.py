@@ -17,8 +17,10 @@ write (prompt_toolkit's cell-by-cell screen diff was most of a keystroke's time)
 `picker_screen`, which the first frame (`picker_first_frame`, drawn before this module is imported) shares.
 
 Work that does not fit in a keystroke runs in the background on the picker's event loop: the rest of
-the weak-fuzzy ranking (in chunks between keystrokes), the content search (debounced, in a worker
-thread) and loading another scope's rows (in a worker thread).
+the ranking (`picker_search`'s passes, in chunks between keystrokes), the content search (debounced, in a
+worker thread, interrupted when the query moves on) and loading another scope's rows (in a worker thread).
+Work every keystroke would otherwise repeat or trip over is done once while idle after the first paint: the
+search strings, prompt_toolkit's key-binding table, and freezing the heap for the garbage collector.
 """
 
 from __future__ import annotations
