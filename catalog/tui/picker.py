@@ -37,7 +37,6 @@ from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.filters import Condition
-from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.key_binding.bindings.basic import load_basic_bindings
@@ -45,7 +44,7 @@ from prompt_toolkit.key_binding.bindings.emacs import load_emacs_bindings
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import ConditionalContainer, Dimension, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.containers import Container
-from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+from prompt_toolkit.layout.controls import BufferControl
 from prompt_toolkit.layout.mouse_handlers import MouseHandlers
 from prompt_toolkit.layout.processors import AfterInput, BeforeInput, ConditionalProcessor
 from prompt_toolkit.layout.screen import Screen, WritePosition
@@ -56,7 +55,7 @@ from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.source import PickerRow, Scope
 from sessdex.catalog.tui.picker_model import PickerModel
-from sessdex.catalog.tui.picker_paint import RESTORE_CURSOR, SAVE_CURSOR, LinePainter, StyleCodes
+from sessdex.catalog.tui.picker_paint import RESTORE_CURSOR, SAVE_CURSOR, LinePainter, StyleCodes, wrapped_lines
 from sessdex.catalog.tui.picker_preview import PreviewPane
 from sessdex.catalog.tui.picker_screen import (
     FIXED_LINES,
@@ -179,6 +178,7 @@ class SessionPicker:
         self.painter = LinePainter(StyleCodes(colours=self.app.color_depth.value != "DEPTH_1_BIT"))
         self._painted_size: Size | None = None
         self._froze_heap = False
+        self._preview_drawn: tuple[object, list[list[tuple[str, str]]]] | None = None  # (what it shows, its lines)
         self._holding_flush = False
         self._flush = self.app.output.flush
         self.app.before_render += self._before_render
@@ -204,11 +204,8 @@ class SessionPicker:
                              height=1)
         body = VSplit([
             _Blank(height=self._body_height, width=self._list_width),
-            ConditionalContainer(VSplit([
-                Window(width=1, char="│", style="class:dim", height=lambda: self._body_height()),
-                Window(FormattedTextControl(self._preview_fragments),
-                       width=lambda: self._preview_width(), height=lambda: self._body_height(), wrap_lines=True),
-            ]), filter=Condition(lambda: self.preview.visible)),
+            ConditionalContainer(_Blank(height=self._body_height, width=lambda: self._preview_width() + 1),
+                                 filter=Condition(lambda: self.preview.visible)),  # its separator and the pane
         ], height=lambda: self._body_height())
         root = HSplit([
             _Blank(height=lambda: 1),  # the header
@@ -220,14 +217,26 @@ class SessionPicker:
         ])
         return Layout(root, focused_element=self.query_buffer)
 
-    def _preview_fragments(self) -> StyleAndTextTuples:
-        fragments: StyleAndTextTuples = [*self.preview.fragments(self._preview_width(), self._body_height())]
-        return fragments
-
     def painted_lines(self) -> list[tuple[int, int, int, list[tuple[str, str]]]]:
-        """The lines `_paint` draws: (screen row, column, width, fragments)."""
+        """The lines `_paint` draws: (screen row, column, width, fragments); with the preview pane, its lines too
+        (its separator and text, wrapped as a prompt_toolkit window wraps them, as the first frame draws them)."""
         size = self._size()
-        return painted_lines(self.screen, size.columns, size.rows, self.preview.visible)
+        lines = painted_lines(self.screen, size.columns, size.rows, self.preview.visible)
+        if self.preview.visible:
+            left, width = list_width(size.columns, True), preview_width(size.columns)
+            lines += [(3 + number, left, width + 1, line)
+                      for number, line in enumerate(self._preview_lines(width, body_height(size.rows)))]
+        return lines
+
+    def _preview_lines(self, width: int, height: int) -> list[list[tuple[str, str]]]:
+        """The preview pane's `height` lines, each with the separator in front; the same list objects while the
+        pane's text is the same (the painter then skips them)."""
+        fragments = self.preview.fragments(width, height)
+        if self._preview_drawn is None or self._preview_drawn[0] != (fragments, width, height):
+            pane = wrapped_lines(fragments, width, height)
+            lines = [[("class:dim", "│"), *(pane[number] if number < len(pane) else [])] for number in range(height)]
+            self._preview_drawn = ((fragments, width, height), lines)
+        return self._preview_drawn[1]
 
     def _before_render(self, _app: object) -> None:
         """Hold prompt_toolkit's flush until `_paint` has added its lines (one write: a full redraw, which erases
