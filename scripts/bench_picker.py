@@ -7,7 +7,7 @@ Budgets (issue 12): first paint <= 150 ms from the process start, each keystroke
   first frame (which takes the screen over), beside `python -c pass` spawned the same way;
 - import: a fresh interpreter imports the picker application (prompt_toolkit and sessdex's picker modules);
 - application first paint (in-process, after the import): open the source, load every session's row, build
-  the picker and draw its first frame into a 120x40 VT100 terminal sink (all escape sequences generated);
+  the picker and draw its first frame into a VT100 terminal sink of 120 (--columns) x 40 cells (all escape sequences generated);
 - keystrokes: the picker runs on its event loop; each typed character goes in through a pipe, and the
   time is taken from writing the byte to the end of the first redraw that shows the new query;
 - CPU lines: the same spans in CPU time of the picker's thread, which other processes' load does not
@@ -21,7 +21,7 @@ it is indexed first (not timed). Figures are warm-cache, wall-clock, on this mac
 
     .venv/bin/python scripts/bench_picker.py [--sessions 10000] [--projects 40] [--total-size 100MB] \
         [--agent-dir DIR | --keep DIR] [--source catalog|filescan] [--runs 5] [--pause 0.12] [--pty] \
-        [--profile FILE]
+        [--profile FILE] [--columns 120]
 """
 
 from __future__ import annotations
@@ -299,6 +299,7 @@ def summary(label: str, values: list[float], budget: float | None = None) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
+    global SCREEN_COLUMNS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--projects", type=int, default=40)
@@ -313,7 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pty", action="store_true", help="also time `sessdex pick --all` end to end")
     parser.add_argument("--profile", type=Path, help="save a cProfile of the keystrokes here (read it with pstats)")
     parser.add_argument("--json", type=Path, help="also write the headline figures to this file as JSON")
+    parser.add_argument("--columns", type=int, default=SCREEN_COLUMNS,
+                        help="terminal width (the preview pane opens from 140 columns)")
     options = parser.parse_args(argv)
+    SCREEN_COLUMNS = options.columns
 
     with tempfile.TemporaryDirectory(prefix="sessdex-bench-picker-") as scratch:
         agent_dir = options.agent_dir or options.keep or Path(scratch) / "agent"
