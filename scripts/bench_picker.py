@@ -7,7 +7,7 @@ Budgets (issue 12): first paint <= 150 ms from the process start, each keystroke
   first frame (which takes the screen over), beside `python -c pass` spawned the same way;
 - import: a fresh interpreter imports the picker application (prompt_toolkit and sessdex's picker modules);
 - application first paint (in-process, after the import): open the source, load every session's row, build
-  the picker and draw its first frame into a 120x40 VT100 terminal sink (all escape sequences generated);
+  the picker and draw its first frame into a VT100 terminal sink of 120 (--columns) x 40 cells (all escape sequences generated);
 - keystrokes: the picker runs on its event loop; each typed character goes in through a pipe, and the
   time is taken from writing the byte to the end of the first redraw that shows the new query;
 - CPU lines: the same spans in CPU time of the picker's thread, which other processes' load does not
@@ -21,7 +21,7 @@ it is indexed first (not timed). Figures are warm-cache, wall-clock, on this mac
 
     .venv/bin/python scripts/bench_picker.py [--sessions 10000] [--projects 40] [--total-size 100MB] \
         [--agent-dir DIR | --keep DIR] [--source catalog|filescan] [--runs 5] [--pause 0.12] [--pty] \
-        [--profile FILE]
+        [--profile FILE] [--columns 120]
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from sessdex.core.paths import AgentPaths
 
 FIRST_PAINT_BUDGET_MS = 150
 KEYSTROKE_BUDGET_MS = 16
+SLOWEST_KEYS = 6  # a p95 over the 78 keys of the default queries is about the 5th slowest
 QUERIES = ("parser", "deploy api", "fsync", "15e1a", "fix the cache")
 SCREEN_COLUMNS, SCREEN_ROWS = 120, 40
 
@@ -145,8 +146,9 @@ async def first_paint(kind: str, paths: AgentPaths, cwd: str) -> dict[str, float
 
 
 async def typing(kind: str, paths: AgentPaths, cwd: str, queries: list[str], pause: float,
-                 profile: Any = None) -> dict[str, list[float]]:
-    """Type each query (then erase it) in a running picker: per-keystroke wall and CPU latency, content delay.
+                 profile: Any = None) -> tuple[dict[str, list[float]], list[tuple[str, float, float]]]:
+    """Type each query (then erase it) in a running picker: per-keystroke wall and CPU latency, content delay;
+    and each key's query (Backspace marked ⌫) with its wall and CPU milliseconds.
 
     CPU is the picker thread's own time from the key's arrival to the end of its redraw (the thread idles
     in select() until then), so it does not count other processes competing for the cores.
@@ -158,6 +160,7 @@ async def typing(kind: str, paths: AgentPaths, cwd: str, queries: list[str], pau
     loop = asyncio.get_running_loop()
     source = open_source(kind, paths, cwd)
     latencies: dict[str, list[float]] = {"type": [], "type_cpu": [], "erase": [], "erase_cpu": [], "content": []}
+    keys: list[tuple[str, float, float]] = []  # (the query the key made, wall ms, CPU ms), in typing order
     with create_pipe_input() as pipe:
         picker = SessionPicker(source, "all", input=pipe, output=make_output())
         model = picker.model
@@ -197,6 +200,8 @@ async def typing(kind: str, paths: AgentPaths, cwd: str, queries: list[str], pau
             done_at, done_cpu = await done
             latencies[kind].append((done_at - sent) * 1000)
             latencies[kind + "_cpu"].append((done_cpu - sent_cpu) * 1000)
+            keys.append((("⌫ " if kind == "erase" else "") + repr(expected_query), latencies[kind][-1],
+                         latencies[kind + "_cpu"][-1]))
             await asyncio.sleep(pause)
 
         for query in queries:
@@ -213,7 +218,7 @@ async def typing(kind: str, paths: AgentPaths, cwd: str, queries: list[str], pau
         picker.app.exit(result=PickerResult("cancelled"))
         await task
     source.close()
-    return latencies
+    return latencies, keys
 
 
 def _read_terminal(leader: int) -> bytes:
@@ -294,6 +299,7 @@ def summary(label: str, values: list[float], budget: float | None = None) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
+    global SCREEN_COLUMNS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--projects", type=int, default=40)
@@ -308,7 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pty", action="store_true", help="also time `sessdex pick --all` end to end")
     parser.add_argument("--profile", type=Path, help="save a cProfile of the keystrokes here (read it with pstats)")
     parser.add_argument("--json", type=Path, help="also write the headline figures to this file as JSON")
+    parser.add_argument("--columns", type=int, default=SCREEN_COLUMNS,
+                        help="terminal width (the preview pane opens from 140 columns)")
     options = parser.parse_args(argv)
+    SCREEN_COLUMNS = options.columns
 
     with tempfile.TemporaryDirectory(prefix="sessdex-bench-picker-") as scratch:
         agent_dir = options.agent_dir or options.keep or Path(scratch) / "agent"
@@ -329,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
         imports, imports_cpu = cold_import_ms(options.runs)
         paints = [asyncio.run(first_paint(options.source, paths, cwd)) for _ in range(options.runs)]
         profile = cProfile.Profile() if options.profile else None
-        latencies = asyncio.run(typing(options.source, paths, cwd, options.queries.split(","), options.pause, profile))
+        latencies, keys = asyncio.run(typing(options.source, paths, cwd, options.queries.split(","), options.pause,
+                                             profile))
         if profile is not None:
             profile.dump_stats(options.profile)
         print()
@@ -358,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
         keystrokes = sorted(latencies["type"] + latencies["erase"])
         print(summary("keystroke: all", keystrokes, KEYSTROKE_BUDGET_MS))
         print(summary("  CPU", latencies["type_cpu"] + latencies["erase_cpu"], KEYSTROKE_BUDGET_MS))
+        slowest = sorted(keys, key=lambda key: -key[2])[:SLOWEST_KEYS]
+        print("slowest keys by CPU (query after the key: wall / CPU ms): "
+              + ", ".join(f"{query} {wall:.1f}/{cpu:.1f}" for query, wall, cpu in slowest))
         if latencies["content"]:
             print(summary("content matches after last key", latencies["content"]))
         if options.json is not None:

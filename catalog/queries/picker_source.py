@@ -33,6 +33,9 @@ class PickerSource:
         self.sessions_root = os.path.abspath(source.paths.sessions_root)
         self.repo_dirs = repository_dirs(self.cwd)
         self._lock = threading.Lock()
+        self._search_state = threading.Lock()  # guards _searching and _interrupted (taken without _lock)
+        self._searching = False  # a content search is running (in a worker thread)
+        self._interrupted = False  # interrupt_content_search aborted it
         self._rows: dict[Scope, list[PickerRow]] = {}
         source.check_freshness_once()
 
@@ -52,13 +55,38 @@ class PickerSource:
             return self._refresh(scope)
 
     def content_matches(self, query: str, scope: Scope) -> dict[str, str]:
-        """Session path -> snippet (matches marked) for sessions in `scope` whose message text matches `query`."""
+        """Session path -> snippet (matches marked) for sessions in `scope` whose message text matches `query`;
+        {} when `interrupt_content_search` stopped it."""
         with self._lock:
-            matches = self.source.content_matches(query, self.cwd, self.session_dir, all_projects=scope != "project")
+            with self._search_state:
+                self._searching, self._interrupted = True, False
+            try:
+                matches = self.source.content_matches(query, self.cwd, self.session_dir,
+                                                      all_projects=scope != "project")
+            except Exception:
+                if self._interrupted:  # the statement was aborted on purpose: an answer nobody waits for
+                    return {}
+                raise
+            finally:
+                with self._search_state:
+                    self._searching = False
             if scope == "repo":
                 listed = {row.path for row in self._rows.get("repo", [])}
                 matches = {path: snippet for path, snippet in matches.items() if path in listed}
             return matches
+
+    def interrupt_content_search(self) -> None:
+        """Abort a content search running in another thread (the picker's query moved on: its answer would be
+        dropped, and its CPU time is better spent on the keystrokes). Only SQLite catalogs can abort a statement;
+        with other sources the search runs to its end."""
+        database = getattr(self.source, "db", None)  # a Catalog's database, once opened
+        reader = database.sqlite_reader() if database is not None else None
+        if reader is None:
+            return
+        with self._search_state:  # held while interrupting: the search cannot finish and another statement start
+            if self._searching:
+                self._interrupted = True
+                reader.interrupt()
 
     def close(self) -> None:
         """Close the source."""

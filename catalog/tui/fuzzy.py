@@ -128,7 +128,12 @@ def fuzzy_match(query: str, text: str) -> FuzzyMatch | None:
     needle = normalize_query(query)
     if not needle:
         return FuzzyMatch(0, ())
-    folded_text = fold(text)
+    return needle_match(needle, text, fold(text))
+
+
+def needle_match(needle: str, text: str, folded_text: str) -> FuzzyMatch | None:
+    """`fuzzy_match` of a non-empty `needle` (a query as `normalize_query` gives it) in `text`, whose `fold` is
+    `folded_text`: for matching one query against many texts, each folded once."""
     substring = _best_substring(text, folded_text, needle)
     if substring is not None:
         return substring
@@ -142,6 +147,16 @@ def fuzzy_match(query: str, text: str) -> FuzzyMatch | None:
         candidates.append(acronym)
     best = max(candidates, key=lambda positions: score_positions(text, positions))
     return FuzzyMatch(score_positions(text, best), best)
+
+
+def highlight_positions(needle: str, text: str, folded_text: str) -> tuple[int, ...]:
+    """The positions `needle_match` highlights in `text` (() when it does not match), without scoring the
+    alignment when there is nothing to choose: a needle found once as a substring is highlighted there."""
+    start = folded_text.find(needle)
+    if start >= 0 and folded_text.find(needle, start + 1) < 0:
+        return tuple(index for index in range(start, start + len(needle)) if not needle[index - start].isspace())
+    match = needle_match(needle, text, folded_text)
+    return match.positions if match is not None else ()
 
 
 def highlight_runs(text: str, positions: tuple[int, ...]) -> list[tuple[str, bool]]:

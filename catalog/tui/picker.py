@@ -17,14 +17,17 @@ write (prompt_toolkit's cell-by-cell screen diff was most of a keystroke's time)
 `picker_screen`, which the first frame (`picker_first_frame`, drawn before this module is imported) shares.
 
 Work that does not fit in a keystroke runs in the background on the picker's event loop: the rest of
-the weak-fuzzy ranking (in chunks between keystrokes), the content search (debounced, in a worker
-thread) and loading another scope's rows (in a worker thread).
+the ranking (`picker_search`'s passes, in chunks between keystrokes), the content search (debounced, in a
+worker thread, interrupted when the query moves on) and loading another scope's rows (in a worker thread).
+Work every keystroke would otherwise repeat or trip over is done once while idle after the first paint: the
+search strings, prompt_toolkit's key-binding table, and freezing the heap for the garbage collector.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,7 +37,6 @@ from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.filters import Condition
-from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.key_binding.bindings.basic import load_basic_bindings
@@ -42,7 +44,7 @@ from prompt_toolkit.key_binding.bindings.emacs import load_emacs_bindings
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import ConditionalContainer, Dimension, HSplit, Layout, VSplit, Window
 from prompt_toolkit.layout.containers import Container
-from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+from prompt_toolkit.layout.controls import BufferControl
 from prompt_toolkit.layout.mouse_handlers import MouseHandlers
 from prompt_toolkit.layout.processors import AfterInput, BeforeInput, ConditionalProcessor
 from prompt_toolkit.layout.screen import Screen, WritePosition
@@ -53,7 +55,7 @@ from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.source import PickerRow, Scope
 from sessdex.catalog.tui.picker_model import PickerModel
-from sessdex.catalog.tui.picker_paint import RESTORE_CURSOR, SAVE_CURSOR, LinePainter, StyleCodes
+from sessdex.catalog.tui.picker_paint import RESTORE_CURSOR, SAVE_CURSOR, LinePainter, StyleCodes, wrapped_lines
 from sessdex.catalog.tui.picker_preview import PreviewPane
 from sessdex.catalog.tui.picker_screen import (
     FIXED_LINES,
@@ -72,7 +74,11 @@ ESCAPE_TIMEOUT_S = 0.05  # how long a lone Esc waits for the rest of an escape s
 # Typing pauses this long before the message text is searched: short enough for matches to arrive within
 # 150 ms of the last key, long enough not to search for every character of a word typed at speed.
 CONTENT_DEBOUNCE_S = 0.06
-RANKING_CHUNK_ROWS = 1_000
+RANKING_CHUNK_ROWS = 256
+# The keys whose bindings are looked up before the first key press (see SessionPicker._warm_up): the printable ASCII
+# characters and Backspace; a few per step of the event loop, so that a key typed meanwhile waits little.
+QUERY_KEYS = (*(chr(code) for code in range(0x20, 0x7f)), Keys.Backspace.value)
+WARM_UP_KEYS_PER_STEP = 8
 
 STYLE = Style.from_dict(STYLE_RULES)
 
@@ -171,6 +177,8 @@ class SessionPicker:
         self.preview.visible = preview if preview is not None else self._size().columns >= PREVIEW_MIN_COLUMNS
         self.painter = LinePainter(StyleCodes(colours=self.app.color_depth.value != "DEPTH_1_BIT"))
         self._painted_size: Size | None = None
+        self._froze_heap = False
+        self._preview_drawn: tuple[object, list[list[tuple[str, str]]]] | None = None  # (what it shows, its lines)
         self._holding_flush = False
         self._flush = self.app.output.flush
         self.app.before_render += self._before_render
@@ -196,11 +204,8 @@ class SessionPicker:
                              height=1)
         body = VSplit([
             _Blank(height=self._body_height, width=self._list_width),
-            ConditionalContainer(VSplit([
-                Window(width=1, char="│", style="class:dim", height=lambda: self._body_height()),
-                Window(FormattedTextControl(self._preview_fragments),
-                       width=lambda: self._preview_width(), height=lambda: self._body_height(), wrap_lines=True),
-            ]), filter=Condition(lambda: self.preview.visible)),
+            ConditionalContainer(_Blank(height=self._body_height, width=lambda: self._preview_width() + 1),
+                                 filter=Condition(lambda: self.preview.visible)),  # its separator and the pane
         ], height=lambda: self._body_height())
         root = HSplit([
             _Blank(height=lambda: 1),  # the header
@@ -212,14 +217,26 @@ class SessionPicker:
         ])
         return Layout(root, focused_element=self.query_buffer)
 
-    def _preview_fragments(self) -> StyleAndTextTuples:
-        fragments: StyleAndTextTuples = [*self.preview.fragments(self._preview_width(), self._body_height())]
-        return fragments
-
     def painted_lines(self) -> list[tuple[int, int, int, list[tuple[str, str]]]]:
-        """The lines `_paint` draws: (screen row, column, width, fragments)."""
+        """The lines `_paint` draws: (screen row, column, width, fragments); with the preview pane, its lines too
+        (its separator and text, wrapped as a prompt_toolkit window wraps them, as the first frame draws them)."""
         size = self._size()
-        return painted_lines(self.screen, size.columns, size.rows, self.preview.visible)
+        lines = painted_lines(self.screen, size.columns, size.rows, self.preview.visible)
+        if self.preview.visible:
+            left, width = list_width(size.columns, True), preview_width(size.columns)
+            lines += [(3 + number, left, width + 1, line)
+                      for number, line in enumerate(self._preview_lines(width, body_height(size.rows)))]
+        return lines
+
+    def _preview_lines(self, width: int, height: int) -> list[list[tuple[str, str]]]:
+        """The preview pane's `height` lines, each with the separator in front; the same list objects while the
+        pane's text is the same (the painter then skips them)."""
+        fragments = self.preview.fragments(width, height)
+        if self._preview_drawn is None or self._preview_drawn[0] != (fragments, width, height):
+            pane = wrapped_lines(fragments, width, height)
+            lines = [[("class:dim", "│"), *(pane[number] if number < len(pane) else [])] for number in range(height)]
+            self._preview_drawn = ((fragments, width, height), lines)
+        return self._preview_drawn[1]
 
     def _before_render(self, _app: object) -> None:
         """Hold prompt_toolkit's flush until `_paint` has added its lines (one write: a full redraw, which erases
@@ -411,6 +428,8 @@ class SessionPicker:
         for task in (self._ranking_task, self._content_task):
             if task is not None:
                 task.cancel()
+        if self._content_task is not None and not self._content_task.done():
+            self.source.interrupt_content_search()  # the worker thread would finish it for nothing
         self._ranking_task = self._content_task = None
         if not self.model.search_complete:
             self._ranking_task = self.app.create_background_task(self._finish_ranking())
@@ -473,10 +492,39 @@ class SessionPicker:
             return None
 
     def _warm_up(self) -> None:
-        """Right after the first paint: build the search strings, then check the rows are current."""
+        """Right after the first paint: build the search strings, then check the rows are current, then have
+        prompt_toolkit look up the bindings of the keys that edit the query (its first lookup merges every binding
+        into one table: over 10 ms that the first typed key would otherwise wait for)."""
         loop = asyncio.get_running_loop()
         loop.call_soon(self.model.build_index)
         loop.call_soon(self._verify, self.model.scope)
+        keys = [*QUERY_KEYS]
+        for start in range(0, len(keys), WARM_UP_KEYS_PER_STEP):
+            loop.call_soon(self._look_up_bindings, keys[start:start + WARM_UP_KEYS_PER_STEP])
+        loop.call_soon(self._freeze_heap)
+
+    def _freeze_heap(self) -> None:
+        """Move every object made so far (the rows, their search strings, prompt_toolkit's layout) out of the
+        garbage collector's sight: a full collection then scans only what typing allocates, a few ms instead of
+        over 20 at 10,000 rows, and it runs in the middle of a keystroke, where the allocations are. Undone when
+        the picker ends (`_thaw_heap`); left alone when something else froze objects already."""
+        if not gc.get_freeze_count():
+            gc.freeze()
+            self._froze_heap = True
+
+    def _thaw_heap(self) -> None:
+        if self._froze_heap:
+            gc.unfreeze()
+            self._froze_heap = False
+
+    def _look_up_bindings(self, keys: list[str]) -> None:
+        """Fill prompt_toolkit's caches of the bindings for `keys` (pressed alone), as a key press would."""
+        bindings = getattr(self.app.key_processor, "_bindings", None)  # the application's combined key bindings
+        if bindings is None:
+            return
+        for key in keys:
+            bindings.get_bindings_for_keys((key,))
+            bindings.get_bindings_starting_with_keys((key,))
 
     # -- running ---------------------------------------------------------------------------------------------
 
@@ -496,9 +544,17 @@ class SessionPicker:
     async def run_async(self) -> PickerResult:
         """Show the picker until a session is selected, Esc or Ctrl+C."""
         with self._flush_held_while_rendering():
-            return await self.app.run_async(pre_run=self._warm_up)
+            try:
+                return await self.app.run_async(pre_run=self._warm_up)
+            finally:
+                self.source.interrupt_content_search()  # nobody waits for its answer any more
+                self._thaw_heap()
 
     def run(self) -> PickerResult:
         """Show the picker (blocking) until a session is selected, Esc or Ctrl+C."""
         with self._flush_held_while_rendering():
-            return self.app.run(pre_run=self._warm_up)
+            try:
+                return self.app.run(pre_run=self._warm_up)
+            finally:
+                self.source.interrupt_content_search()
+                self._thaw_heap()

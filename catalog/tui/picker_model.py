@@ -7,6 +7,8 @@ for (`advance_search`, content matches, loading a scope).
 
 from __future__ import annotations
 
+from itertools import filterfalse
+
 from sessdex.catalog.queries.source import should_search_content
 from sessdex.catalog.tui.fuzzy import normalize_query
 from sessdex.catalog.tui.picker_search import Search, SearchIndex
@@ -56,11 +58,13 @@ class PickerModel:
         self._earlier: dict[str, Search] = {}  # needle -> its search, for the prefixes of the current needle
         self._content: dict[str, str] = {}
         self._content_key: tuple[str, Scope] | None = None
-        # results = the head (ranks 0-3, then content hits), rebuilt when the query, scope or content changes,
-        # followed by the rank-4 rows, appended as the search finds them.
+        # results = ranks 0-3 (appended as the search makes them final), then content hits (once ranks 0-3 are
+        # complete), then the rank-4 rows (appended as the search finds them); started again when the query, scope
+        # or content changes.
         self._results: list[int] = []
-        self._listed: set[int] = set()
-        self._head_valid = False
+        self._results_valid = False
+        self._head_consumed = 0
+        self._content_listed: set[int] | None = None  # the content hits listed after ranks 0-3, once they are
         self._weak_consumed = 0
         if rows is not None:
             self.set_rows(scope, rows)
@@ -181,7 +185,7 @@ class PickerModel:
         self._after_change()
 
     def _after_change(self) -> None:
-        self._head_valid = False
+        self._results_valid = False
         self.selected = 0
         self.top = 0
 
@@ -223,7 +227,7 @@ class PickerModel:
         moved_to = self.selected_row_index() if self.selected else None
         self._content_key = key
         self._content = matches
-        self._head_valid = False
+        self._results_valid = False
         if moved_to is not None:
             self._keep_selected(moved_to)
 
@@ -239,24 +243,34 @@ class PickerModel:
     @property
     def results(self) -> list[int]:
         """Row indices shown, best first: id/title/substring matches (ranks 0-3), then sessions whose messages
-        match (content search), then the weak fuzzy matches (rank 4, growing while the search completes)."""
-        if self._search is None:
+        match (content search), then the weak fuzzy matches (rank 4). Grows while the search completes: rows are
+        only ever appended (what is shown does not move)."""
+        search = self._search
+        if search is None:
             return []
-        if not self._head_valid:
-            self._results = self._search.strong_ranked()
-            self._listed = set(self._results)
-            for row in self._content_rows():
-                if row not in self._listed:
-                    self._results.append(row)
-                    self._listed.add(row)
-            self._head_valid = True
-            self._weak_consumed = 0
-        weak = self._search.weak_fuzzy()
+        if not self._results_valid:
+            self._results = []
+            self._head_consumed = self._weak_consumed = 0
+            self._content_listed = None
+            self._results_valid = True
+        results = self._results
+        head = search.head
+        if self._head_consumed < len(head):
+            results += head[self._head_consumed:] if self._head_consumed else head
+            self._head_consumed = len(head)
+        if self._content_listed is None:
+            if not search.head_complete:
+                return results
+            # Content hits not already in ranks 0-3, in the source's order (at most CONTENT_MATCH_LIMIT rows).
+            content = [row for row in dict.fromkeys(self._content_rows()) if search.rank_of(row) in (None, 4)]
+            results += content
+            self._content_listed = set(content)
+        weak = search.weak_fuzzy()
         if self._weak_consumed < len(weak):
-            listed = self._listed
-            self._results.extend(row for row in weak[self._weak_consumed:] if row not in listed)
+            fresh = weak[self._weak_consumed:]
+            results += filterfalse(self._content_listed.__contains__, fresh) if self._content_listed else fresh
             self._weak_consumed = len(weak)
-        return self._results
+        return results
 
     def _content_rows(self) -> list[int]:
         data = self._scopes.get(self.scope)

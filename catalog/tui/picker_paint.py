@@ -108,8 +108,24 @@ def line_text(codes: StyleCodes, fragments: Fragments, width: int) -> str:
     out: list[str] = []
     used = 0
     style = None
+    escape = codes.escape
     for fragment in fragments:
-        for fragment_style, text in ((fragment,) if fragment[1].isprintable() else displayed(*fragment)):
+        if used >= width:
+            break
+        text = fragment[1]
+        if text.isascii() and text.isprintable():  # the common case: one column per character
+            if not text:
+                continue
+            if used + len(text) > width:
+                text = text[:width - used]
+            if fragment[0] != style:
+                style = fragment[0]
+                out.append(escape(style))
+            out.append(text)
+            used += len(text)
+            continue
+        pieces = (fragment,) if text.isprintable() else displayed(*fragment)
+        for fragment_style, text in pieces:
             if not text or used >= width:
                 continue
             if text.isascii():
@@ -127,7 +143,7 @@ def line_text(codes: StyleCodes, fragments: Fragments, width: int) -> str:
                         columns += char_width(char)
                     text = "".join(kept)
             if fragment_style != style:
-                out.append(codes.escape(fragment_style))
+                out.append(escape(fragment_style))
                 style = fragment_style
             out.append(text)
             used += columns

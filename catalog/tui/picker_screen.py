@@ -15,7 +15,7 @@ import os
 from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN
 from sessdex.catalog.tui.dates import short_date
-from sessdex.catalog.tui.fuzzy import fuzzy_match, highlight_runs
+from sessdex.catalog.tui.fuzzy import fold, fuzzy_match, highlight_positions, highlight_runs
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.catalog.tui.width import char_width, cut, display_width
 from sessdex.core.usage import format_cost
@@ -207,7 +207,8 @@ class PickerScreen:
         self.question = ""  # a yes/no question the next key answers (trash confirmation)
         self.updating: set[Scope] = set()  # scopes whose rows the source is bringing up to date
         self._row_lines: dict[tuple[object, ...], Fragments] = {}
-        self._cells: dict[tuple[object, ...], tuple[list[tuple[str, int]], str]] = {}
+        self._cells: dict[tuple[object, ...], tuple[list[tuple[str, str, int]], str]] = {}
+        self._headers: dict[tuple[object, ...], list[tuple[Fragments, int]]] = {}
 
     def count_text(self) -> str:
         """The result count ("3 of 12", "3+ of 12" while ranking) and what is still running."""
@@ -233,8 +234,21 @@ class PickerScreen:
 
         On a narrow terminal the other scopes, then the heading, then the long label go first: the count and
         the active scope always stay visible."""
-        model = self.model
         count = self.count_text()
+        count_width = display_width(count)
+        room = width - count_width - 1
+        layouts = self._header_layouts(width)
+        left, used = next(((layout, used) for layout, used in layouts if used < room), layouts[-1])
+        return [*left, ("", " " * max(width - used - count_width - 1, 1)), ("class:dim", count)]
+
+    def _header_layouts(self, width: int) -> list[tuple[Fragments, int]]:
+        """The header's left parts, widest first, each with its width: kept per width and scope (only the count
+        changes from one keystroke to the next)."""
+        model = self.model
+        key = (width, model.scope, model.scopes, self.heading)
+        found = self._headers.get(key)
+        if found is not None:
+            return found
         short = {"project": "project", "repo": "repo", "all": "all"}
 
         def chip(scope: Scope, label: str) -> Fragments:
@@ -250,11 +264,9 @@ class PickerScreen:
         active_only = [*chip(model.scope, self.scope_label(model.scope, width)), ("class:dim", "Tab")]
         layouts = [every_scope(True), [*every_scope(True)[:-1]], [("class:header", f" {self.heading}  "), *active_only],
                    active_only, chip(model.scope, short[model.scope])]
-        room = width - display_width(count) - 1
-        left = next((layout for layout in layouts
-                     if sum(display_width(fragment[1]) for fragment in layout) < room), layouts[-1])
-        used = sum(display_width(fragment[1]) for fragment in left)
-        return [*left, ("", " " * max(width - used - display_width(count) - 1, 1)), ("class:dim", count)]
+        found = self._headers[key] = [(layout, sum(display_width(fragment[1]) for fragment in layout))
+                                      for layout in layouts]
+        return found
 
     def placeholder(self) -> str:
         """What the empty query line says."""
@@ -269,25 +281,28 @@ class PickerScreen:
         cells += ["CWD"] if columns.cwd else []
         return [("class:columns", GAP.join(cells)[:width])]
 
-    def row(self, position: int, width: int) -> Fragments:
-        """One result line: marker, title or first message, id prefix, time ago, message count, cwd.
+    def row(self, position: int, width: int, needle: str | None = None) -> Fragments:
+        """One result line: marker, title or first message, id prefix, time ago, message count, cwd (`needle`: the
+        model's, passed by callers drawing many rows).
 
         Kept between redraws: a redraw that moves the selection or merges background results rebuilds only the
         lines that changed, and the query-independent cells of a row are laid out once per width."""
         model = self.model
         row = model.rows[model.results[position]]
         selected = position == model.selected
-        key = (row, selected, model.query, width, model.id_length, model.by_cost)
+        if needle is None:
+            needle = model.needle
+        key = (row, selected, needle, width, model.id_length, model.by_cost)
         fragments = self._row_lines.get(key)
         if fragments is None:
             if len(self._row_lines) >= ROW_CACHE_LINES:
                 self._row_lines.clear()
-            fragments = self._row_lines[key] = self._layout_row(row, selected, width)
+            fragments = self._row_lines[key] = self._layout_row(row, selected, width, needle)
         return fragments
 
-    def _row_cells(self, row: PickerRow, width: int) -> tuple[list[tuple[str, int]], str]:
-        """A row's query-independent layout: its highlightable cells (terminal-safe text cut to its column, and
-        the blanks that pad it) and the fixed cells between them (time, messages, cost), kept per width."""
+    def _row_cells(self, row: PickerRow, width: int) -> tuple[list[tuple[str, str, int]], str]:
+        """A row's query-independent layout: its highlightable cells (terminal-safe text cut to its column, its
+        fold, and the blanks that pad it) and the fixed cells between them (time, messages, cost), kept per width."""
         model = self.model
         key = (row, width, model.id_length, model.by_cost)
         cells = self._cells.get(key)
@@ -305,33 +320,41 @@ class PickerScreen:
                      (row.session_id[:columns.session_id], columns.session_id)]
             if columns.cwd:
                 texts.append((short_path(row.cwd, columns.cwd), columns.cwd))
-            cells = self._cells[key] = ([(terminal_text(text), column - display_width(text)) for text, column in texts],
-                                        GAP.join(fixed))
+            safe = [(terminal_text(text), column - display_width(text)) for text, column in texts]
+            cells = self._cells[key] = ([(text, fold(text), padding) for text, padding in safe], GAP.join(fixed))
         return cells
 
-    def _layout_row(self, row: PickerRow, selected: bool, width: int) -> Fragments:
+    def _layout_row(self, row: PickerRow, selected: bool, width: int, needle: str) -> Fragments:
+        """A row's fragments, each run of the row's own style as one fragment (fewer pieces to draw)."""
         highlightable, fixed = self._row_cells(row, width)
-        query = self.model.query if self.model.needle else ""
         base = "class:row.selected" if selected else ""
         match = f"{base} class:match" if base else "class:match"
-        fragments: Fragments = [(base, "❯ " if selected else "  ")]
-        for number, (text, padding) in enumerate(highlightable):
+        fragments: Fragments = []
+        plain = ["❯ " if selected else "  "]  # text in the row's style not yet in `fragments`
+        for number, (text, folded, padding) in enumerate(highlightable):
             if number:
-                fragments.append((base, GAP))
-            found = fuzzy_match(query, text) if query else None
-            if found is not None and found.positions:
-                fragments += [(match if marked else base, piece) for piece, marked in highlight_runs(text, found.positions)]
+                plain.append(GAP)
+            positions = highlight_positions(needle, text, folded) if needle else ()
+            if positions:
+                for piece, marked in highlight_runs(text, positions):
+                    if marked:
+                        if plain:
+                            fragments.append((base, "".join(plain)))
+                            plain = []
+                        fragments.append((match, piece))
+                    else:
+                        plain.append(piece)
             else:
-                fragments.append((base, text))
+                plain.append(text)
             if padding > 0:
-                fragments.append((base, " " * padding))
+                plain.append(" " * padding)
             if number == 1:
-                fragments += [(base, GAP), (base, fixed)]
+                plain += [GAP, fixed]
+        ending = "".join(plain)
         if not selected:  # unstyled trailing blanks would only be more cells to draw
-            while fragments and not fragments[-1][0] and not fragments[-1][1].strip():
-                fragments.pop()
-            if fragments and not fragments[-1][0]:
-                fragments[-1] = ("", fragments[-1][1].rstrip())
+            ending = ending.rstrip()
+        if ending:
+            fragments.append((base, ending))
         return fragments
 
     def empty_message(self) -> str:
@@ -351,7 +374,8 @@ class PickerScreen:
     def body_lines(self, width: int, height: int) -> list[Fragments]:
         """The list area, exactly `height` lines: the rows (or the empty-list message), then blank lines."""
         positions = self.model.window(height)
-        lines = ([self.row(position, width) for position in positions] if positions
+        needle = self.model.needle
+        lines = ([self.row(position, width, needle) for position in positions] if positions
                  else [[("class:empty", "  " + self.empty_message())]])
         return lines + [[] for _ in range(height - len(lines))]
 

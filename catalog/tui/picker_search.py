@@ -11,37 +11,39 @@ Ranks, best first, each newest first:
   2. the query as a substring of a weak field
   3. a fuzzy match (the query's characters in order, within one field) in id or title
   4. a fuzzy match in a weak field
-Ranks 0-3 cost a few C-level string operations per row and are computed at once. Rank 4, a regular
-expression over the long weak strings, is the expensive test: it runs on demand (`advance`) so that a
-keystroke can paint as soon as the visible page is known, and the rest completes between keystrokes.
-It is also the noisiest (a short query's letters are found, scattered, in most long texts), which is
-why the picker lists content-search hits between ranks 3 and 4.
-Typing narrows: a query that extends the previous one only re-tests that query's matches, and once those
-are a small share of the rows, its whole-list regex scans become per-row tests of just those rows.
+The picker lists content-search hits between ranks 3 and 4 (rank 4 is the noisiest: a short query's letters
+are found, scattered, in most long texts).
+
+A keystroke only pays for what its first screen needs. A search is done in three passes, each of C-level
+tests (map() over the strings: no Python step per row) on chunks of rows taken in order, newest first:
+  - on creation, the id/title substring test (short strings) gives ranks 0 and 1 whole;
+  - the middle pass sorts every other candidate into rank 2 (weak substring), rank 3 (id/title fuzzy) or
+    pending; rank-2 rows are final as soon as they are found (they come in order), rank 3 once the pass ends;
+  - the weak pass tests the pending rows for rank 4 (a regex over the long weak strings: the costly one).
+`fill` runs them until a screenful of final rows is known, and the picker runs the rest between keystrokes.
+Typing narrows: a query that extends the previous one only tests that query's possible matches, and each
+row only for what it can still be (a row without the shorter query in its weak string has not the longer one
+either, so it skips that test).
 """
 
 from __future__ import annotations
 
 import re
-from itertools import compress, repeat
-from operator import contains
+from itertools import compress, filterfalse, repeat
+from operator import contains, not_
 
 from sessdex.catalog.tui.fuzzy import fold, normalize_query
 
 TYPE_CHECKING = False  # typing stays off the first frame's imports
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from sessdex.catalog.queries.source import PickerRow
 
 FIELD_SEPARATOR = "\x1f"
-RANK_COUNT = 5
-WEAK_FUZZY_RANK = 4
-FILL_STEP_ROWS = 32
-# Below this share of the rows, candidates are tested one by one instead of by one scan over every row. Measured
-# at 10,000 rows: testing the narrowed candidates of a longer query one by one beats the whole-list scans even
-# when they are most rows (the tests stop early, and matched rows skip the weak-string test).
-NARROW_SHARE = 1.0
+FILL_STEP_ROWS = 64  # rows per step of a synchronous weak pass (`fill`)
+MIDDLE_FIRST_STEP_ROWS = 128  # a synchronous middle pass starts with this many rows and doubles each step
+MIDDLE_MAX_STEP_ROWS = 4_096
 
 WORD_START_MARK = "\x01"
 
@@ -75,20 +77,13 @@ def fuzzy_pattern(needle: str) -> re.Pattern[str]:
     return re.compile("".join(parts))
 
 
-class _Lines:
-    """Many strings, tested at C speed: map() over a C-level test per string, no Python step per string (a
-    one-letter query matches nearly every row, and a Python step per match would cost more than the tests)."""
-
-    def __init__(self, texts: list[str]) -> None:
-        self.texts = texts
-
-    def searched(self, pattern: re.Pattern[str]) -> set[int]:
-        """Indices of the strings where `pattern` is found: one C-level search per string (short strings)."""
-        return set(compress(range(len(self.texts)), map(pattern.search, self.texts)))
-
-    def containing(self, needle: str) -> set[int]:
-        """Indices of the strings holding `needle`: one C-level `in` per string, whether few or all match."""
-        return set(compress(range(len(self.texts)), map(contains, self.texts, repeat(needle))))
+def _merged(*runs: Iterable[int]) -> list[int]:
+    """Ascending lists of distinct rows merged into one ascending list (sorting runs is a merge for Timsort)."""
+    rows: list[int] = []
+    for run in runs:
+        rows.extend(run)
+    rows.sort()
+    return rows
 
 
 class SearchIndex:
@@ -98,11 +93,8 @@ class SearchIndex:
         self.rows = rows
         self._root_prefix = sessions_root.rstrip("/") + "/" if sessions_root else None
         self._strong: list[str] | None = None
-        self._weak: list[str] | None = None
-        self._strong_lines = _Lines([])
-        self._weak_lines = _Lines([])
+        self._weak: list[str] = []
         self._marked_strong: list[str] = []
-        self._marked_strong_lines = _Lines([])
 
     def _relative_path(self, path: str) -> str:
         if self._root_prefix is not None and path.startswith(self._root_prefix):
@@ -114,161 +106,233 @@ class SearchIndex:
         if self._strong is not None:
             return
         separator = FIELD_SEPARATOR
-        self._strong = [fold(row.session_id + separator + _flat(row.title)) for row in self.rows]
+        strong = [fold(_flat(row.session_id) + separator + _flat(row.title)) for row in self.rows]
         self._weak = [fold(_flat(row.first_message) + separator + _flat(row.cwd)
                            + separator + _flat(self._relative_path(row.path))) for row in self.rows]
-        self._strong_lines = _Lines(self._strong)
-        self._weak_lines = _Lines(self._weak)
-        self._marked_strong = mark_word_starts("\n".join(self._strong)).split("\n")
-        self._marked_strong_lines = _Lines(self._marked_strong)
-
-    def _few(self, candidates: Sequence[int] | None) -> bool:
-        """True when `candidates` are few enough to test one by one rather than by scans over every row."""
-        return candidates is not None and len(candidates) < NARROW_SHARE * len(self.rows)
-
-    def strong_fuzzy_rows(self, needle: str, candidates: Sequence[int] | None = None) -> set[int]:
-        """The rows (of `candidates`, default all) whose id or title holds the characters of `needle` in order.
-
-        One regex pass over all rows, or a test per candidate when they are few.
-        """
-        self.build()
-        if self._few(candidates):
-            search, strong = fuzzy_pattern(needle).search, self.strong
-            return {row for row in candidates if search(strong[row])}  # type: ignore[union-attr]
-        characters = needle.replace(" ", "")
-        if len(characters) == 1:  # one character in order is that character anywhere
-            return self._strong_lines.containing(characters)
-        return self._strong_lines.searched(fuzzy_pattern(needle))
-
-    def strong_word_start_rows(self, needle: str, candidates: Sequence[int] | None = None) -> set[int]:
-        """The rows (of `candidates`, default all) whose id or title holds `needle` starting at a word start."""
-        self.build()
-        marked_needle = mark_word_starts(needle)
-        if self._few(candidates):
-            marked = self._marked_strong
-            return {row for row in candidates if marked_needle in marked[row]}  # type: ignore[union-attr]
-        return self._marked_strong_lines.containing(marked_needle)
-
-    def substring_rows(self, needle: str, *, strong: bool) -> set[int]:
-        """Every row whose strong (else weak) string holds `needle` (one scan over all rows)."""
-        self.build()
-        return (self._strong_lines if strong else self._weak_lines).containing(needle)
+        self._marked_strong = mark_word_starts("\n".join(strong)).split("\n")
+        self._strong = strong
 
     @property
     def strong(self) -> list[str]:
+        """Each row's folded id and title, between them FIELD_SEPARATOR."""
         self.build()
         assert self._strong is not None
         return self._strong
 
     @property
     def weak(self) -> list[str]:
+        """Each row's folded first message, cwd and path below the sessions root, FIELD_SEPARATOR between them."""
         self.build()
-        assert self._weak is not None
         return self._weak
 
+    @property
+    def marked_strong(self) -> list[str]:
+        """`strong` with WORD_START_MARK before each word start."""
+        self.build()
+        return self._marked_strong
+
     def search(self, query: str, previous: Search | None = None) -> Search:
-        """Rank the rows for `query`; reuse `previous` (a search on this index) when `query` extends its query."""
+        """Rank the rows for `query`; narrow from `previous` (a search on this index) when `query` extends its query."""
         needle = normalize_query(query)
-        if previous is not None and previous.index is self and needle.startswith(previous.needle):
-            return Search(self, needle, previous.remaining_candidates())
-        return Search(self, needle, range(len(self.rows)))
+        if previous is not None and previous.index is self and previous.needle and needle.startswith(previous.needle):
+            return Search(self, needle, previous)
+        return Search(self, needle)
 
 
 class Search:
-    """The ranked matches of one query: ranks 0-3 complete on creation, rank 4 filled in by `advance`."""
+    """The ranked matches of one query, completed in passes (see the module docstring) by `advance` and `fill`."""
 
-    def __init__(self, index: SearchIndex, needle: str, candidates: Sequence[int]) -> None:
+    def __init__(self, index: SearchIndex, needle: str, previous: Search | None = None) -> None:
         self.index = index
         self.needle = needle
-        self._ranks: list[list[int]] = [[] for _ in range(RANK_COUNT)]
-        self._pending: list[int] = []
-        self._next_pending = 0
+        count = len(index.rows)
+        self._head: list[int] = []  # ranks 0-3 as far as final, best first (only ever appended to)
+        self._rank2: list[int] = []
+        self._rank3: list[int] = []  # found so far (from both middle groups), not in order
+        self._pending: list[int] = []  # neither rank 0-3: found so far, then (middle pass done) every one, in order
+        self._weak: list[int] = []  # rank 4 as far as tested
+        self._next_weak = 0  # pending rows before this one have had the weak test
+        # The middle pass: rows to test for rank 2 then 3, then rows that can only be rank 3 (else pending).
+        self._full: Sequence[int] = ()
+        self._next_full = 0
+        self._fuzzy_only: Sequence[int] = ()
+        self._next_fuzzy_only = 0
+        self._middle_done = False
         self._ranked: list[int] | None = None
+        self._hit_set: set[int] | None = None
+        # The search this one narrows, until the middle pass needs its groups (`_group`): a keystroke whose screen
+        # is filled by ranks 0-1 leaves that to the background.
+        self._previous: Search | None = None
         if not needle:
-            self._ranks[0] = list(candidates)
+            self._hits: Sequence[int] = range(count)
+            self._head = list(range(count))
+            self._middle_done = True
             return
-        self._fuzzy = fuzzy_pattern(needle).search
-        self._first_pass(candidates)
+        chars = needle.replace(" ", "")
+        self._fuzzy_search: Callable[[str], object] | None = None  # compiled when first needed (`_fuzzy`)
+        self._one_char = len(chars) == 1  # an id/title fuzzy match of one character is a substring: ranks 0-1
+        self._marked_needle = mark_word_starts(needle)
+        strong, marked = index.strong, index.marked_strong
+        if previous is None:
+            hits = list(compress(range(count), map(contains, strong, repeat(needle))))
+            self._full = range(count)
+        else:
+            hits = list(compress(previous._hits, map(contains, map(strong.__getitem__, previous._hits), repeat(needle))))
+            self._previous = previous
+        self._hits = hits
+        at_word = list(map(contains, map(marked.__getitem__, hits), repeat(self._marked_needle)))
+        self._head = list(compress(hits, at_word))
+        self._head.extend(compress(hits, map(not_, at_word)))
 
-    def _first_pass(self, candidates: Sequence[int]) -> None:
-        needle, strong, weak = self.needle, self.index.strong, self.index.weak
-        narrowed = None if isinstance(candidates, range) else candidates
-        strong_fuzzy_rows = self.index.strong_fuzzy_rows(needle, narrowed)
-        strong_word_rows = self.index.strong_word_start_rows(needle, narrowed)
-        if narrowed is None and candidates == range(len(self.index.rows)):
-            self._first_pass_over_all(strong_fuzzy_rows, strong_word_rows)
-            return
-        at_word, inner, weak_substring, strong_fuzzy = (rank.append for rank in self._ranks[:4])
-        pending = self._pending.append
-        for row in candidates:
-            if row in strong_fuzzy_rows:
-                if row in strong_word_rows:
-                    at_word(row)
-                elif needle in strong[row]:
-                    inner(row)
-                elif needle in weak[row]:
-                    weak_substring(row)
-                else:
-                    strong_fuzzy(row)
-            elif needle in weak[row]:
-                weak_substring(row)
-            else:
-                pending(row)
+    @property
+    def _fuzzy(self) -> Callable[[str], object]:
+        """The fuzzy pattern's search (not compiled for a keystroke whose screen ranks 0-1 fill)."""
+        if self._fuzzy_search is None:
+            self._fuzzy_search = fuzzy_pattern(self.needle).search
+        return self._fuzzy_search
 
-    def _first_pass_over_all(self, strong_fuzzy_rows: set[int], strong_word_rows: set[int]) -> None:
-        """`_first_pass` over every row, as set operations on whole-list scans instead of a test per row."""
-        in_strong = self.index.substring_rows(self.needle, strong=True)
-        in_weak = self.index.substring_rows(self.needle, strong=False)
-        fuzzy_elsewhere = strong_fuzzy_rows - strong_word_rows
-        not_inner = fuzzy_elsewhere - in_strong
-        ranks = (strong_fuzzy_rows & strong_word_rows, fuzzy_elsewhere & in_strong,
-                 (not_inner & in_weak) | (in_weak - strong_fuzzy_rows), not_inner - in_weak)
-        for rank, rows in zip(self._ranks, ranks):
-            rank.extend(sorted(rows))
-        self._pending = sorted(set(range(len(self.index.rows))) - strong_fuzzy_rows - in_weak)
+    def _hits_set(self) -> set[int]:
+        if self._hit_set is None:
+            self._hit_set = set(self._hits)
+        return self._hit_set
+
+    def _group(self) -> None:
+        """Sort the narrowed search's rows by what each can still be (a longer needle only matches less), from what
+        the previous search knows by now: the middle pass's groups and the rows already known to be pending.
+
+        The previous search may not be grouped yet either (keys typed faster than the background ran): the chain
+        is grouped oldest first, in a loop (a pasted run of keys can make it thousands of searches long)."""
+        chain = []
+        search: Search | None = self
+        while search is not None and search._previous is not None:
+            chain.append(search)
+            search = search._previous
+        for search in reversed(chain):
+            search._group_after_previous()
+
+    def _group_after_previous(self) -> None:
+        previous = self._previous
+        assert previous is not None and previous._previous is None  # grouped already
+        if previous._middle_done:
+            self._full = _merged(previous._hits, previous._rank2)
+            self._fuzzy_only = sorted(previous._rank3)
+            self._pending = _merged(previous._weak, previous._pending[previous._next_weak:])
+        else:
+            untested = previous._full[previous._next_full:]
+            self._full = _merged(previous._hits, previous._rank2,
+                                 filterfalse(previous._hits_set().__contains__, untested))
+            self._fuzzy_only = _merged(previous._rank3, previous._fuzzy_only[previous._next_fuzzy_only:])
+            self._pending = sorted(previous._pending)
+        self._previous = None
+
+    # -- the passes --------------------------------------------------------------------------------------
+
+    def _classify(self, rows: Sequence[int]) -> None:
+        """Middle pass over `rows` (ascending, of the full group): weak substring -> rank 2, id/title fuzzy -> 3."""
+        weak = self.index.weak
+        rest = list(filterfalse(self._hits_set().__contains__, rows))
+        in_weak = list(map(contains, map(weak.__getitem__, rest), repeat(self.needle)))
+        found = list(compress(rest, in_weak))
+        self._rank2 += found
+        self._head += found
+        others = list(compress(rest, map(not_, in_weak)))
+        if self._one_char:
+            self._pending += others
+        else:
+            self._fuzzy_split(others)
+
+    def _fuzzy_split(self, rows: list[int]) -> None:
+        """Rows that are neither rank 0-2 into rank 3 (an id/title fuzzy match) or pending."""
+        fuzzy = list(map(self._fuzzy, map(self.index.strong.__getitem__, rows)))
+        self._rank3 += compress(rows, fuzzy)
+        self._pending += compress(rows, map(not_, fuzzy))
+
+    def _advance_middle(self, max_rows: int) -> None:
+        self._group()
+        if self._next_full < len(self._full):
+            stop = self._next_full + max_rows
+            self._classify(self._full[self._next_full:stop])
+            self._next_full = min(stop, len(self._full))
+        elif self._next_fuzzy_only < len(self._fuzzy_only):
+            stop = self._next_fuzzy_only + max_rows
+            self._fuzzy_split(list(self._fuzzy_only[self._next_fuzzy_only:stop]))
+            self._next_fuzzy_only = min(stop, len(self._fuzzy_only))
+        if self._next_full >= len(self._full) and self._next_fuzzy_only >= len(self._fuzzy_only):
+            self._rank3.sort()
+            self._head += self._rank3
+            self._pending.sort()
+            self._middle_done = True
+        self._ranked = None
+
+    @property
+    def head_complete(self) -> bool:
+        """True when ranks 0-3 are complete (`head` is final)."""
+        return self._middle_done
 
     @property
     def complete(self) -> bool:
         """True when every candidate has been tested."""
-        return self._next_pending >= len(self._pending)
+        return self._middle_done and self._next_weak >= len(self._pending)
 
     def advance(self, max_rows: int) -> bool:
-        """Test up to `max_rows` more rows for a weak fuzzy match; return True when the search is complete."""
+        """Test up to `max_rows` more rows (middle pass first, then the weak pass); True when the search is complete."""
+        if not self._middle_done:
+            self._advance_middle(max_rows)
+            return self.complete
         if self.complete:
             return True
-        weak, fuzzy = self.index.weak, self._fuzzy
-        stop = min(len(self._pending), self._next_pending + max_rows)
-        found = [row for row in self._pending[self._next_pending:stop] if fuzzy(weak[row])]
-        self._next_pending = stop
+        weak = self.index.weak
+        chunk = self._pending[self._next_weak:self._next_weak + max_rows]
+        self._next_weak += len(chunk)
+        found = list(compress(chunk, map(self._fuzzy, map(weak.__getitem__, chunk))))
         if found:
-            self._ranks[WEAK_FUZZY_RANK].extend(found)
+            self._weak += found
             self._ranked = None
         return self.complete
 
     def fill(self, wanted: int, max_rows: int) -> None:
-        """Advance until `wanted` rows are ranked, the search is complete, or `max_rows` rows were tested."""
+        """Advance until `wanted` rows are ranked or the search is complete; the weak pass (the costly one) tests at
+        most `max_rows` rows (the middle pass goes as far as needed: ranks 0-3 always show at once)."""
+        step = MIDDLE_FIRST_STEP_ROWS
+        while not self._middle_done and len(self._head) < wanted:
+            self._advance_middle(step)
+            step = min(step * 2, MIDDLE_MAX_STEP_ROWS)
         tested = 0
         while len(self.ranked()) < wanted and not self.complete and tested < max_rows:
             step = min(FILL_STEP_ROWS, max_rows - tested)
             self.advance(step)
             tested += step
 
-    def ranked(self) -> list[int]:
-        """Row indices matched so far, best rank first, newest first within a rank."""
-        if self._ranked is None:
-            self._ranked = [row for rank in self._ranks for row in rank]
-        return self._ranked
+    # -- results -----------------------------------------------------------------------------------------
 
-    def strong_ranked(self) -> list[int]:
-        """Ranks 0-3 (complete from the start): every match except the weak fuzzy ones."""
-        return [row for rank in self._ranks[:WEAK_FUZZY_RANK] for row in rank]
+    @property
+    def head(self) -> list[int]:
+        """Ranks 0-3 as far as final, best first, newest first within a rank (grows; complete with head_complete)."""
+        return self._head
 
     def weak_fuzzy(self) -> list[int]:
         """Rank 4 as far as tested: rows matched only by a fuzzy match in a weak field."""
-        return self._ranks[WEAK_FUZZY_RANK]
+        return self._weak
 
-    def remaining_candidates(self) -> list[int]:
-        """Every row a longer query could still match: the matches so far plus the untested rows, newest first."""
-        rows = self.ranked() + self._pending[self._next_pending:]
-        rows.sort()
-        return rows
+    def ranked(self) -> list[int]:
+        """Row indices whose place is known so far, best rank first, newest first within a rank."""
+        if not self._middle_done:
+            return self._head
+        if not self._weak:
+            return self._head
+        if self._ranked is None:
+            self._ranked = self._head + self._weak
+        return self._ranked
+
+    def rank_of(self, row: int) -> int | None:
+        """The rank of `row` for this needle (None: no match), by testing it alone."""
+        if not self.needle:
+            return 0
+        strong, weak = self.index.strong[row], self.index.weak[row]
+        if self.needle in strong:
+            return 0 if self._marked_needle in self.index.marked_strong[row] else 1
+        if self.needle in weak:
+            return 2
+        if self._fuzzy(strong):
+            return 3
+        return 4 if self._fuzzy(weak) else None

@@ -9,6 +9,7 @@ from sessdex.catalog.tui.fuzzy import (
     FuzzyMatch,
     fold,
     fuzzy_match,
+    highlight_positions,
     highlight_runs,
     is_word_start,
     normalize_query,
@@ -107,3 +108,11 @@ def test_every_subsequence_matches_and_is_highlighted(text: str, data: st.DataOb
     runs = highlight_runs(text, match.positions)
     assert "".join(piece for piece, _ in runs) == text
     assert sum(len(piece) for piece, marked in runs if marked) == len(match.positions)
+
+
+@given(st.text(alphabet="abcXYZ _-éİ", max_size=30), st.text(alphabet="abcxyz _-éi", min_size=1, max_size=5))
+def test_highlight_positions_are_those_of_the_best_match(text: str, query: str) -> None:
+    needle = normalize_query(query)
+    if needle:
+        match = fuzzy_match(query, text)
+        assert highlight_positions(needle, text, fold(text)) == (match.positions if match is not None else ())

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sqlite3
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -434,6 +436,58 @@ def test_a_failing_content_search_is_reported_and_the_picker_stays_usable(tree: 
 
     result = drive(PickerSource(FailingContentSearch(tree.paths), tree.project("proj")), script)
     assert result.row is not None and result.row.session_id == "cc33000000000003"
+
+
+class EndlessContentSearch(Catalog):
+    """Real rows; the message-text search is one SQLite statement that only an interrupt ends (as a search over a
+    huge catalog on a slow disk would run long). Each search records how it ended."""
+
+    def __init__(self, paths: AgentPaths) -> None:
+        super().__init__(paths)
+        self.running = threading.Event()  # set from inside the running statement
+        self.ended: list[str] = []
+
+    def content_matches(self, query: str, cwd: str, session_dir: object, *, all_projects: bool) -> dict[str, str]:
+        reader = self._database().sqlite_reader()
+        assert reader is not None
+        self.running.clear()
+        reader.create_function("mark_running", 1, lambda value: self.running.set() or value)
+        try:
+            reader.execute("WITH RECURSIVE n(x) AS (SELECT mark_running(1) UNION ALL SELECT x + 1 FROM n) "
+                           "SELECT count(*) FROM n").fetchall()
+        except sqlite3.OperationalError as error:
+            self.ended.append(str(error))
+            raise
+        return {}
+
+
+def test_a_content_search_left_behind_by_typing_or_leaving_is_interrupted(tree: Tree) -> None:
+    populate(tree)
+    catalog = EndlessContentSearch(tree.paths)
+
+    async def script(d: Driver) -> None:
+        await d.press("zeb")
+        await d.until(catalog.running.is_set, timeout=30)
+        await d.press("r")  # the search for "zeb" is stopped; the one for "zebr" starts
+        await d.until(lambda: catalog.ended == ["interrupted"] and catalog.running.is_set(), timeout=30)
+        assert "failed" not in d.screen()
+        await d.press(ESC)  # leaving stops the search for "zebr" (else the picker would wait for it)
+
+    def rescue() -> None:  # a broken interrupt fails this test instead of hanging it: stop every search after a while
+        deadline = time.monotonic() + 60
+        while not stopped.wait(0.5):
+            if time.monotonic() > deadline and catalog.db is not None:
+                catalog.db.sqlite_reader().interrupt()
+
+    stopped = threading.Event()
+    rescuer = threading.Thread(target=rescue)
+    rescuer.start()
+    try:
+        assert drive(PickerSource(catalog, tree.project("proj")), script).outcome == "cancelled"
+    finally:
+        stopped.set()
+        rescuer.join()
+    assert catalog.ended == ["interrupted", "interrupted"]
 
 
 # -- the CLI flows (S13) ----------------------------------------------------------------------------------------

@@ -229,3 +229,46 @@ def test_pick_repo_starts_in_the_repository_scope(tree: Tree, monkeypatch, capsy
     with keyboard(monkeypatch, ENTER):
         code, _out, err = run_cli(tree, monkeypatch, capsys, tree.project("proj"), "pick", "--repo")
     assert code == 2 and "not inside a git repository" in err
+
+
+def test_the_bindings_of_query_keys_are_looked_up_before_the_first_key(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    # prompt_toolkit merges every binding into one table on its first lookup; the picker has that done while idle.
+    from prompt_toolkit.key_binding import key_bindings
+
+    populate(tree)
+    merges: list[object] = []
+    merge = key_bindings._MergedKeyBindings._update_cache
+
+    def counted(self: key_bindings._MergedKeyBindings) -> None:
+        version = self._last_version
+        merge(self)
+        if self._last_version != version:  # the table was built (every lookup checks it is current)
+            merges.append(self)
+
+    async def script(d: Driver) -> None:
+        await d.until(lambda: d.picker.app.is_running)
+        await d.idle()
+        monkeypatch.setattr(key_bindings._MergedKeyBindings, "_update_cache", counted)
+        await d.press("p", "\x7f")
+        assert merges == [] and d.model.query == ""
+        await d.press(ESC)
+
+    drive(file_source(tree), script)
+
+
+def test_the_heap_is_frozen_while_the_picker_runs_and_thawed_after(tree: Tree) -> None:
+    # What exists once the picker is up is kept out of the garbage collector's full collections (see _freeze_heap).
+    import gc
+
+    populate(tree)
+    assert gc.get_freeze_count() == 0
+    frozen: list[int] = []
+
+    async def script(d: Driver) -> None:
+        await d.until(lambda: d.picker.app.is_running)
+        await d.idle()
+        frozen.append(gc.get_freeze_count())
+        await d.press(ESC)
+
+    drive(file_source(tree), script)
+    assert frozen[0] > 0 and gc.get_freeze_count() == 0

@@ -321,3 +321,44 @@ def test_painted_lines_are_cut_padded_and_shown_as_prompt_toolkit_shows_them() -
     assert line_text(codes, [("class:match", "hit")], 5) == "\x1b[0;1;33mhit\x1b[0m  "
     assert line_text(StyleCodes(colours=False), [("class:match", "hit")], 3) == "\x1b[0;1mhit\x1b[0m"
     assert "^[" in line_text(codes, [("", "a\x1bb")], 6)  # a control character as prompt_toolkit draws it
+
+
+def test_the_preview_pane_is_painted_as_lines_and_left_alone_while_it_shows_the_same(tree: Tree) -> None:
+    # prompt_toolkit compared the pane cell by cell on every redraw; the picker paints its lines, only when changed.
+    populate(tree)
+    columns, rows = 150, 24
+    source = PickerSource(Catalog(tree.paths), tree.project("proj"))
+    capture = Capture()
+    written: list[str] = []
+
+    async def run() -> None:
+        with create_pipe_input() as pipe:
+            output = Vt100_Output(capture, lambda: Size(rows=rows, columns=columns),  # type: ignore[arg-type]
+                                  term="xterm-256color", enable_cpr=False)
+            picker = SessionPicker(source, "project", heading=HEADING, now_ms=NOW_MS, input=pipe, output=output)  # type: ignore[arg-type]
+            task = asyncio.ensure_future(picker.run_async())
+            for _ in range(500):  # until the selected session's messages are read and shown
+                await asyncio.sleep(0.01)
+                if "last messages" in "".join(capture.data):
+                    break
+            await asyncio.sleep(0.05)
+            screen = picker.app.renderer.last_rendered_screen
+            assert screen is not None
+            left = columns - columns * 2 // 5 - 1  # where the separator is
+            assert not any(column >= left for line, row in screen.data_buffer.items() if line >= 3 for column in row)
+            written.append("".join(capture.data))
+            capture.data.clear()
+            picker.app.invalidate()  # a redraw with nothing changed: the pane's lines are not written again
+            await asyncio.sleep(0.05)
+            written.append("".join(capture.data))
+            picker.app.exit(result=PickerResult("cancelled"))
+            await task
+    try:
+        asyncio.run(run())
+    finally:
+        source.close()
+    shown = emulated(written[0], columns, rows).display
+    left = columns - columns * 2 // 5 - 1
+    assert all(line[left] == "│" for line in shown[3:rows - 2])
+    assert "last messages, newest first" in "".join(line[left + 1:] for line in shown)
+    assert "│" not in written[1] and "last messages" not in written[1]
