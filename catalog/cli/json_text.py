@@ -1,6 +1,4 @@
-"""JSON text for `--json` output, exactly as `json.dumps(value, ensure_ascii=False, indent=2)` writes it, or as
-`orjson.dumps(value, option=orjson.OPT_INDENT_2)` does (`orjson_numbers`: the two differ only in how they spell
-numbers below 1e-4 and NaN).
+"""JSON text for `--json` output, exactly as `json.dumps(value, ensure_ascii=False, indent=2)` writes it.
 
 Every `--json` of the hot commands prints through here: importing `json` costs a command more than the rest
 of its start-up (it imports `re`), and orjson more still (it imports dataclasses, inspect, uuid, ...). Strings
@@ -27,25 +25,9 @@ INDENT = "  "
 _INFINITY = float("inf")
 
 
-def json_text(value: Any, *, orjson_numbers: bool = False) -> str:
-    """`value` (dicts, lists, tuples, strings, numbers, booleans, None) as indented JSON text; with
-    `orjson_numbers`, numbers spelled as orjson spells them."""
-    return _text(value, "\n", _orjson_float if orjson_numbers else None)
-
-
-def _orjson_float(value: float) -> str | None:
-    """orjson's text of a float when it is not Python's `repr`: 1e-05 is 0.00001, 5e-06 is 5e-6, NaN is null."""
-    if value != value or value in (_INFINITY, -_INFINITY):
-        return "null"
-    if value == 0 or not -1e-4 < value < 1e-4:
-        return None
-    mantissa, _e, exponent = float.__repr__(value).partition("e")
-    if not exponent:
-        return None
-    if exponent == "-05":
-        sign = "-" if mantissa[0] == "-" else ""
-        return f"{sign}0.0000{mantissa.lstrip('-').replace('.', '')}"
-    return f"{mantissa}e{int(exponent)}"
+def json_text(value: Any) -> str:
+    """`value` (dicts, lists, tuples, strings, numbers, booleans, None) as indented JSON text."""
+    return _text(value, "\n")
 
 
 _SCALARS = frozenset((str, int, float, bool, type(None)))
@@ -107,19 +89,14 @@ def _key(key: Any) -> str:
     return f'"{text}"'
 
 
-def _text(value: Any, newline: str, float_text: Any) -> str:
-    """`value`'s text; `newline` is a line break and the indentation of its level; `float_text` (optional) gives
-    the text of a float that is not its `repr`, else None.
+def _text(value: Any, newline: str) -> str:
+    """`value`'s text; `newline` is a line break and the indentation of its level.
 
     Consecutive items that hold no container go to the C encoder together (`_run_text`): most of any output
     (a session report has a row of figures per session) is written in C.
     """
     kind = type(value)
     if kind in _SCALARS:
-        if kind is float and float_text is not None:
-            special = float_text(value)
-            if special is not None:
-                return special
         return _scalar(value)  # type: ignore[return-value]  # a scalar always has a text
     inner = newline + INDENT
     separator = "," + inner
@@ -129,13 +106,13 @@ def _text(value: Any, newline: str, float_text: Any) -> str:
             return "{}"
         run: dict[Any, Any] = {}
         for key, item in value.items():
-            if type(item) in _SCALARS and (type(item) is not float or float_text is None or float_text(item) is None):
+            if type(item) in _SCALARS:
                 run[key] = item
                 continue
             if run:
                 pieces.append(_run_text(run, separator))
                 run = {}
-            pieces.append(f"{_key(key)}: {_text(item, inner, float_text)}")
+            pieces.append(f"{_key(key)}: {_text(item, inner)}")
         if run:
             pieces.append(_run_text(run, separator))
         return "{" + inner + separator.join(pieces) + newline + "}"
@@ -144,13 +121,13 @@ def _text(value: Any, newline: str, float_text: Any) -> str:
             return "[]"
         items: list[Any] = []
         for item in value:
-            if type(item) in _SCALARS and (type(item) is not float or float_text is None or float_text(item) is None):
+            if type(item) in _SCALARS:
                 items.append(item)
                 continue
             if items:
                 pieces.append(_run_text(items, separator))
                 items = []
-            pieces.append(_text(item, inner, float_text))
+            pieces.append(_text(item, inner))
         if items:
             pieces.append(_run_text(items, separator))
         return "[" + inner + separator.join(pieces) + newline + "]"

@@ -1,7 +1,7 @@
-"""The printers the hot commands use instead of json, orjson and re write exactly what those wrote.
+"""The printers the hot commands use instead of json and re write exactly what those wrote.
 
-`cli.json_text` stands in for `json.dumps(value, ensure_ascii=False, indent=2)` (every --json) and for orjson's
-indented text (`sessdex usage --json` of a small report); `tui.terminal_text` replaced regular expressions with
+`cli.json_text` stands in for `json.dumps(value, ensure_ascii=False, indent=2)` (every --json but usage's, which
+`core.usage_json` writes: tests/core/test_usage_json.py); `tui.terminal_text` replaced regular expressions with
 translation tables. Each is compared here with the library or the expressions it replaces, on generated values.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 
-import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,24 +20,12 @@ _SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text()
 _KEYS = st.text() | st.integers() | st.floats() | st.booleans() | st.none()
 _VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner) | st.tuples(inner, inner) | st.dictionaries(_KEYS, inner),
                        max_leaves=25)
-# orjson: 64-bit integers, string keys; NaN and the infinities are null there.
-_ORJSON_FLOATS = st.floats() | st.floats(min_value=-1e-4, max_value=1e-4)
-_ORJSON_SCALARS = (st.none() | st.booleans() | st.integers(min_value=-2**63, max_value=2**64 - 1) | _ORJSON_FLOATS
-                   | st.text())
-_ORJSON_VALUES = st.recursive(_ORJSON_SCALARS, lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
-                              max_leaves=25)
 
 
 @settings(max_examples=400)
 @given(_VALUES)
 def test_json_text_is_what_json_dumps_writes(value: object) -> None:
     assert json_text(value) == json.dumps(value, ensure_ascii=False, indent=2)
-
-
-@settings(max_examples=400)
-@given(_ORJSON_VALUES)
-def test_json_text_with_orjson_numbers_is_what_orjson_writes(value: object) -> None:
-    assert json_text(value, orjson_numbers=True) == orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 
 
 def test_json_text_refuses_what_json_refuses() -> None:

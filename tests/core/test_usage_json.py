@@ -4,14 +4,16 @@ printed before the rows were stored ready, for ordinary and hostile values alike
 
 from __future__ import annotations
 
+import json
 import random
 
 import orjson
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sessdex.catalog.cli.json_text import json_text
 from sessdex.catalog.tui.terminal_text import terminal_json
 from sessdex.core.usage import UsageReport, UsageRow, UsageTotals, session_fields
-from sessdex.core.usage_json import report_bytes, report_json, report_text, stored_row_json
+from sessdex.core.usage_json import float_text, report_bytes, report_json, report_text, stored_row_json
 
 NAMES = ["anthropic/claude-opus-4-1", "p/m\x7f", "é\u2028", "\x1b[31mred", "\x9b2J", "tab\tquote\"back\\slash",
          "", "日本語", "nbsp\u00a0", "\ud800lone"]
@@ -35,7 +37,33 @@ def _report(pick: random.Random, kind: str) -> UsageReport:
     return UsageReport(kind, rows, UsageRow("", _totals(pick), {pick.choice(NAMES): _totals(pick)}))
 
 
-def test_the_report_text_is_what_orjson_and_json_text_write_made_terminal_safe() -> None:
+def _json_dumps_with_orjson_numbers(value: object) -> str:
+    """`json.dumps(value, ensure_ascii=False, indent=2)` with each float spelled by orjson (it also takes lone
+    surrogates, which orjson refuses)."""
+    floats: list[float] = []
+
+    def marked(item: object) -> object:
+        if isinstance(item, dict):
+            return {key: marked(inner) for key, inner in item.items()}
+        if isinstance(item, list):
+            return [marked(inner) for inner in item]
+        if type(item) is float:
+            floats.append(item)
+            return f"\x00{len(floats) - 1}\x00"
+        return item
+
+    text = json.dumps(marked(value), ensure_ascii=False, indent=2)
+    for number, item in enumerate(floats):
+        text = text.replace(f'"\\u0000{number}\\u0000"', orjson.dumps(item).decode(), 1)
+    return text
+
+
+@given(st.floats() | st.floats(min_value=-1e-4, max_value=1e-4))
+def test_a_float_is_spelled_as_orjson_spells_it(value: float) -> None:
+    assert float_text(value) == orjson.dumps(value).decode()
+
+
+def test_the_report_text_is_what_orjson_and_json_dumps_write_made_terminal_safe() -> None:
     pick = random.Random(14)
     for _ in range(300):
         report = _report(pick, pick.choice(["daily", "weekly", "monthly", "session", "project", "model"]))
@@ -43,7 +71,7 @@ def test_the_report_text_is_what_orjson_and_json_text_write_made_terminal_safe()
             value = report.to_json(breakdown)
             written = report_json(report, breakdown)
             # What --json printed before: json_text with orjson's numbers below 1,000 rows, orjson from there on.
-            assert written == terminal_json(json_text(value, orjson_numbers=True))
+            assert written == terminal_json(_json_dumps_with_orjson_numbers(value))
             try:
                 by_orjson = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
             except TypeError:  # orjson refuses lone surrogates (the catalog never holds one)
