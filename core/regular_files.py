@@ -15,10 +15,6 @@ import stat as stat_module
 
 from sessdex.core.private_files import PRIVATE_FILE_MODE
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
-if TYPE_CHECKING:
-    pass
-
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
 

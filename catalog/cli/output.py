@@ -59,13 +59,19 @@ def search_query(words: Sequence[str]) -> str:
 
 
 def current_directory() -> str:
-    """The current directory, for the commands that answer about "this project"; UsageError when it was deleted."""
+    """The current directory, for the commands that answer about "this project"; UsageError when it was deleted.
+
+    A name of bytes that are not UTF-8 is read as the agent reads it (each invalid sequence is U+FFFD): that is
+    the directory its sessions name, and text the catalog can hold."""
     try:
-        return os.getcwd()
+        cwd = os.getcwd()
     except FileNotFoundError:
         from sessdex.core.errors import UsageError
 
         raise UsageError("the current directory no longer exists: cd to an existing one and try again") from None
+    if cwd.isascii():
+        return cwd
+    return os.fsencode(cwd).decode("utf-8", "replace")
 
 
 def echo(text: str, *, err: bool = False, markup: bool = False, sanitized: bool = False) -> None:
@@ -294,7 +300,7 @@ def render_columns(columns: Sequence[Column], cells_by_column: list[list[str]], 
             joined = "".join(cells)
         ascii_columns.append(joined.isascii())
         used_by_column.append(list(map(len if ascii_columns[-1] else display_width, cells)))
-    natural = [max(display_width(col.header), *used) for col, used in zip(columns, used_by_column)]
+    natural = [max([display_width(col.header), *used]) for col, used in zip(columns, used_by_column)]
     widths = list(natural)
     gaps = 2 * (len(columns) - 1)
     if width is not None and sum(widths) + gaps > width:

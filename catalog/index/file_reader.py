@@ -48,9 +48,7 @@ def stat_session_file(path: str | os.PathLike[str]) -> FileStat | None:
     """The FileStat of a regular file (symlinks followed), or None when it is missing or not a file."""
     try:
         result = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError:
+    except OSError:  # missing, a component not a directory, unreadable
         return None
     if not stat_module.S_ISREG(result.st_mode):
         return None

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import sessdex.core.breadcrumbs as breadcrumbs
+from sessdex.catalog.cli.output import Column, render_table
 from sessdex.catalog.tui.width import display_width, fit
 from sessdex.core.breadcrumbs import write_breadcrumb
 from sessdex.core.discovery import id_prefix_length
@@ -109,6 +110,19 @@ def test_list_without_sessions_says_so(tree: Tree, sessdex) -> None:
     assert (result.code, result.out, result.err) == (0, "", "No sessions found\n")
 
 
+def test_a_directory_whose_name_is_not_utf8_answers_with_the_sessions_the_agent_filed_for_it(tree: Tree,
+                                                                                             sessdex) -> None:
+    odd = tree.home / "proj-\udcff"  # the bytes b"proj-\xff", as Python names them
+    odd.mkdir()
+    as_the_agent_reads_it = tree.home / "proj-\ufffd"
+    tree.session(as_the_agent_reads_it, "ab12000000000001", [user("fix the parser"), assistant("done")],
+                 mtime_ms=BASE_MS)
+    for args in (("list",), ("list", "--json"), ("recent",), ("search", "parser"), ("usage",), ("continue",)):
+        result = sessdex(odd, *args)
+        assert result.code == 0 and "Traceback" not in result.err, (args, result.err)
+        assert "ab12" in result.out or args == ("usage",), (args, result.out)
+
+
 def test_list_rejects_all_with_session_dir(tree: Tree, sessdex) -> None:
     result = sessdex(tree.project("proj"), "list", "--all", "--session-dir", str(tree.root))
     assert result.code == 2 and "cannot be combined" in result.err
@@ -119,6 +133,8 @@ def test_table_helpers() -> None:
     assert display_width(fit("abc", 6)) == 6
     assert id_prefix_length(["1234567890ab", "1234567890cd"]) == 11
     assert id_prefix_length(["aa", "bb"]) == 8
+    # a table without rows is its header line
+    assert render_table([Column("ID"), Column("NAME", flexible=True)], [], 40).split() == ["ID", "NAME"]
 
 
 # -- recent ------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.output.vt100 import Vt100_Output
 
 from sessdex.catalog.cli import pick_fast
+from sessdex.catalog.cli.output import current_directory
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.tui import picker_first_frame as frame
@@ -181,6 +182,21 @@ def test_hostile_titles_and_no_color_look_the_same_in_both_frames(tree: Tree, mo
     assert "owned" in shown and "\x1b" not in shown and "\x07" not in shown
     colours = {cell[1] for row in cells(early) for cell in row}
     assert colours == {"default"} if no_color else "yellow" in colours or "cyan" in colours
+
+
+def test_a_folder_name_with_a_control_sequence_and_bytes_that_are_not_utf8_reaches_the_terminal_safely(
+        tree: Tree, monkeypatch) -> None:
+    populate(tree)
+    odd = tree.home / "bad\udcff\x1b]0;owned\x07dir"  # (a name of bytes that are not UTF-8 decodes to a surrogate)
+    odd.mkdir()
+    monkeypatch.chdir(odd)
+    source = PickerSource(Catalog(tree.paths), Path(current_directory()))  # as `sessdex pick` starts it
+    try:
+        text = early_first_frame(source, "project", 150, 20, HEADING)
+    finally:
+        source.close()
+    text.encode("utf-8")  # strictly, as pick_fast opens the terminal
+    assert "owned" in text and "\x1b]0;owned" not in text and "\x07" not in text
 
 
 def test_a_git_repository_adds_its_scope_to_both_frames(tree: Tree) -> None:
