@@ -17,8 +17,10 @@ from sessdex.core.usage_terms import REPORT_KINDS, DateRange, ReportKind, parse_
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from sessdex.catalog.queries.source import SessionSource
+    from sessdex.catalog.store.report_files import ReadyReport
 
     SourceOpener = Callable[[], SessionSource]
 
@@ -66,7 +68,7 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
              f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
              "completes it", err=True)
     if as_json:
-        print_safe_text(text)
+        print_report_json(text)
     elif not report.rows:
         echo("No usage found", err=True)
     else:
@@ -77,18 +79,41 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
     return 0
 
 
-def print_safe_text(text: bytes) -> None:
-    """Print UTF-8 text that is terminal-safe already (sessdex.core.usage_json escapes every string it writes) and
-    a newline, as `echo` writes it, without echo's pass over the whole text: a session report is megabytes."""
+def print_report_json(report: bytes | ReadyReport) -> None:
+    """Print a report's UTF-8 text, terminal-safe already (sessdex.core.usage_json escapes every string it
+    writes), and a newline, as `echo` writes it, without echo's pass over the whole text (a session report is
+    megabytes); a ready report file (whose text ends with the newline) is sent as it is."""
     stream = sys.stdout
     if stream is None:
+        if not isinstance(report, bytes):
+            report.close()
         return
     encoding = (getattr(stream, "encoding", None) or "").lower()
-    buffer = getattr(stream, "buffer", None)
-    if buffer is None or encoding not in ("utf-8", "utf8"):
-        echo(text.decode())  # another encoding: echo's own handling of it
+    buffer = getattr(stream, "buffer", None) if encoding in ("utf-8", "utf8") else None
+    if isinstance(report, bytes):
+        if buffer is None:
+            echo(report.decode())  # another encoding: echo's own handling of it
+            return
+        stream.flush()
+        buffer.write(report)
+        buffer.write(b"\n")
+        buffer.flush()
         return
-    stream.flush()
-    buffer.write(text)
-    buffer.write(b"\n")
-    buffer.flush()
+    try:
+        fd = _file_descriptor(buffer) if buffer is not None else None
+        if buffer is None or fd is None:
+            echo(report.read().decode().removesuffix("\n"))
+            return
+        stream.flush()
+        buffer.flush()
+        report.send(fd)
+    finally:
+        report.close()
+
+
+def _file_descriptor(buffer: Any) -> int | None:
+    """The descriptor under a byte stream, or None when it has none (a test's captured output)."""
+    try:
+        return int(buffer.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None

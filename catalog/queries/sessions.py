@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from sessdex.catalog.index.content_index import ContentProgress
     from sessdex.catalog.queries.source import PickerRow
+    from sessdex.catalog.store.report_files import ReadyReport
     from sessdex.core.usage import UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
 
@@ -787,10 +788,10 @@ class Catalog:
         return catalog_usage_report(self._database(), kind, "in_directories", self.machine_scopes(folders, cwd), days)
 
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
-                   breakdown: bool) -> bytes:
-        """`sessdex usage KIND --json`'s text (terminal-safe, UTF-8), from the catalog's stored rows where they answer,
-        else summed."""
-        from sessdex.catalog.queries.usage_stored import stored_usage_json
+                   breakdown: bool) -> bytes | ReadyReport:
+        """`sessdex usage KIND --json`'s text (terminal-safe, UTF-8), from the report's ready file or the catalog's
+        stored rows where they answer, else summed (a ready file's text ends with its newline)."""
+        from sessdex.catalog.store.usage_stored import stored_usage_json
 
         if all_projects:
             self.refresh(Scope.of(root=self.sessions_root))

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Literal, Protocol
 
+    from sessdex.catalog.store.report_files import ReadyReport
     from sessdex.core.paths import AgentPaths
     from sessdex.core.summary import SessionInfo
     from sessdex.core.usage import UsageReport
@@ -135,8 +136,9 @@ class SessionSource(Protocol):
         """`sessdex usage KIND`: tokens and cost of the project's sessions (or every project's) per row of KIND."""
 
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
-                   breakdown: bool) -> bytes:
-        """`sessdex usage KIND --json`: the report's text (sessdex.core.usage_json), safe to print, UTF-8 encoded."""
+                   breakdown: bool) -> bytes | ReadyReport:
+        """`sessdex usage KIND --json`: the report's text (sessdex.core.usage_json), safe to print, UTF-8 encoded,
+        or its ready file (sessdex.catalog.store.report_files), whose text ends with the newline."""
 
     def content_index_progress(self) -> Any:
         """How far the content (message text, usage facts) a first index left for later is, while it is

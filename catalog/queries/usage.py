@@ -17,7 +17,7 @@ import os
 import stat
 from collections.abc import Sequence
 
-from sessdex.catalog.queries.usage_stored import usage_outside_root
+from sessdex.catalog.store.usage_stored import usage_outside_root
 from sessdex.core.paths import session_file_entries
 from sessdex.core.usage import (
     FileUsage,
@@ -79,7 +79,7 @@ def catalog_usage_report(db: Any, kind: ReportKind, scope_name: str, parts: Sequ
 def summed_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],
                       days: DateRange, breakdown: bool) -> bytes:
     """`sessdex usage KIND --json`'s text, UTF-8 encoded, of the report summed here (`catalog_usage_report`),
-    for the reports the stored row texts do not answer (`sessdex.catalog.queries.usage_stored`)."""
+    for the reports the stored row texts do not answer (`sessdex.catalog.store.usage_stored`)."""
     from sessdex.core.usage_json import report_json
 
     return report_json(catalog_usage_report(db, kind, scope_name, parts, days), breakdown).encode()

@@ -329,10 +329,13 @@ def _not_writable(exc: sqlite3.OperationalError) -> bool:
 
 
 def remove_catalog_files(location: CatalogLocation) -> list[Path]:
-    """Delete a SQLite catalog and its WAL/SHM files (the catalog is derived data); return what was removed."""
+    """Delete a SQLite catalog, its WAL/SHM files and its ready report files (all derived data); return what was
+    removed."""
+    from sessdex.catalog.store.report_files import remove_report_files
+
     if location.sqlite_path is None:
         raise CatalogError("only a SQLite catalog file can be removed and rebuilt; drop the tables yourself")
-    removed = []
+    removed = [as_path(path) for path in remove_report_files(location)]
     for suffix in ("", "-wal", "-shm"):
         target = as_path(f"{location.sqlite_file}{suffix}")
         try:

@@ -107,10 +107,11 @@ IMPORT_BUDGET: dict[str, set[str]] = {
         "sessdex.core.text", "_heapq", "heapq", *_RE,
         # --json only: prints through orjson (which imports uuid, platform, dataclasses and json)
         *_ORJSON},
-    # --json from the stored row texts (queries.usage_stored, core.usage_json); summed reports and the table
+    # --json from the stored row texts (store.usage_stored, core.usage_json); summed reports and the table
     # (queries.usage, cli.usage_table) load core.usage.
     "usage": _ENTRY | _CATALOG | {
-        "_json", "gc", "sessdex.catalog.cli.usage_output", "sessdex.catalog.queries.usage_stored", "sessdex.core.usage_json",
+        "_json", "gc", "sessdex.catalog.cli.usage_output", "sessdex.catalog.store.usage_stored",
+        "sessdex.catalog.store.report_files", "sessdex.core.usage_json",
         "sessdex.core.usage_terms", "sessdex.catalog.cli.usage_table", "sessdex.catalog.queries.usage",
         "sessdex.core.usage", "sessdex.core.text", "math", "unicodedata",  # (core.usage's math; the table's widths)
         "collections.abc", *_COLLECTIONS},  # queries.usage's Sequence at run time

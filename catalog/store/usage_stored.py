@@ -6,12 +6,16 @@ no figure is summed or formatted, whatever the number of rows (10,000 in a sessi
 is summed by `sessdex.catalog.queries.usage` and written by the same module: both print the same text. This
 module imports neither that nor `sessdex.core.usage`, so that the common report costs its command little more
 than its queries.
+
+The report of every project is also kept whole, as a file the watcher renders from these texts after the rows
+changed (`sessdex.catalog.store.report_files`): while it is current, printing it reads no row at all.
 """
 
 from __future__ import annotations
 
 import gc
 
+from sessdex.catalog.store.report_files import ReadyReport, open_ready_report
 from sessdex.core.usage_terms import PERIOD_KINDS
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -22,21 +26,31 @@ if TYPE_CHECKING:
     from sessdex.core.usage_terms import DateRange, ReportKind
 
 
+def usage_report_name(kind: ReportKind) -> str:
+    """The name of the ready file of `sessdex usage KIND --all --json` (sessdex.catalog.store.report_files)."""
+    return f"usage-{kind}.json"
+
+
 def stored_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],
-                      days: DateRange, breakdown: bool) -> bytes | None:
+                      days: DateRange, breakdown: bool) -> bytes | ReadyReport | None:
     """`sessdex usage KIND --json`'s text, UTF-8 encoded, joined from the stored row texts (the arguments as for
     `sessdex.catalog.queries.usage.catalog_usage_report`), or None when they cannot answer it (then the report
-    is summed: `summed_usage_json`).
+    is summed: `summed_usage_json`). The report of every project comes as its ready file when that is current
+    (its text ends with the newline the others are printed with).
 
     They answer one machine's report over whole days of one folder, or of every project, without --breakdown.
     """
     if breakdown or len(parts) != 1 or parts[0]["machine"] != db.machine or days.since is not None \
             or days.until is not None:
         return None
-    return _stored_json(db, kind, scope_name, parts[0])
+    if scope_name == "under_root":
+        ready = open_ready_report(db, usage_report_name(kind), db.machine, parts[0]["root_lo"])
+        if ready is not None:
+            return ready
+    return joined_usage_json(db, kind, scope_name, parts[0])
 
 
-def _stored_json(db: Any, kind: ReportKind, scope_name: str, params: dict[str, str]) -> bytes | None:
+def joined_usage_json(db: Any, kind: ReportKind, scope_name: str, params: dict[str, str]) -> bytes | None:
     """The report joined from stored row texts, or None when they cannot answer it: a project whose usage is in
     several of its folders (their rows add up), usage outside the sessions root (then "every project" is not the
     machine-wide rows), no usage at all, or a row without its text."""

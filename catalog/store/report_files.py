@@ -1,0 +1,195 @@
+"""Whole usage reports kept ready as files beside the catalog (`<catalog>.reports/`), printed without reading a row.
+
+`sessdex usage KIND --all --json` over 10,000 sessions is megabytes of text. Joining its stored row texts
+(`sessdex.catalog.store.usage_stored`) still reads 10,000 rows; printing a file the watcher wrote earlier is one
+`sendfile`. The files are derived data like the catalog, and are used only while they are exactly what the
+catalog would answer:
+
+- Every write transaction that changes a machine's usage rows puts a new random token in `catalog_meta`
+  (`bump_usage_token`, called by `sessdex.catalog.index.usage_writer`): a file is named by the token of the
+  catalog state it was rendered from, so a change makes every earlier file unusable in the same commit.
+- A file begins with a header line naming the machine and the sessions root it is the report of; a reader
+  checks it before sending the rest, so a report of another root is never printed.
+- Files are written under a temporary name and renamed into place (never changed once there), and a
+  reader that finds no file of the current token answers from the rows. Stale files are removed by the next
+  render (`sessdex.catalog.index.report_cache`).
+
+The folder is 0700 and the files 0600, like everything sessdex creates.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
+
+    from sessdex.catalog.store.location import CatalogLocation
+
+REPORTS_SUFFIX = ".reports"
+TOKEN_KEY_PREFIX = "usage_reports_token:"
+_HEADER_PREFIX = b"sessdex usage report 1 "
+_REGULAR_FILE = 0o100000
+_FILE_TYPE_BITS = 0o170000
+
+
+def reports_dir(location: CatalogLocation) -> str:
+    """The folder of a catalog's ready reports (beside a SQLite catalog, or in the agent dir for a server's)."""
+    return location.sidecar_file(REPORTS_SUFFIX)
+
+
+def usage_token(db: Any, machine: str) -> str | None:
+    """The token of `machine`'s current usage rows, or None before any was rendered with one."""
+    value = db.scalar("meta_get", {"key": TOKEN_KEY_PREFIX + machine})
+    return value if isinstance(value, str) and value else None
+
+
+def bump_usage_token(db: Any) -> str:
+    """Give the catalog's own machine's usage rows a new token (inside the write transaction that changed them):
+    every report file rendered before no longer answers."""
+    token = os.urandom(8).hex()
+    key = TOKEN_KEY_PREFIX + db.machine
+    db.execute("meta_delete", {"key": key})
+    db.execute("meta_insert", {"key": key, "value": token})
+    return token
+
+
+def report_header(machine: str, root_lo: str) -> bytes:
+    """A report file's first line: the machine and the sessions root (as `root_range` gives it) it reports on."""
+    return _HEADER_PREFIX + repr((machine, root_lo)).encode() + b"\n"  # repr: one ASCII-safe line, any name
+
+
+def report_file_name(report: str, token: str) -> str:
+    """The file of `report` (e.g. "usage-session.json") rendered at `token`."""
+    return f"{report}.{token}"
+
+
+class ReadyReport:
+    """An open report file: its body (after the header) is `size` bytes from `offset`, printed as it is."""
+
+    __slots__ = ("fd", "offset", "size")
+
+    def __init__(self, fd: int, offset: int, size: int) -> None:
+        self.fd, self.offset, self.size = fd, offset, size
+
+    def read(self) -> bytes:
+        """The whole body (for an output that is not a plain UTF-8 byte stream)."""
+        chunks = []
+        offset, end = self.offset, self.offset + self.size
+        while offset < end:
+            chunk = os.pread(self.fd, end - offset, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)
+
+    def send(self, out_fd: int) -> None:
+        """Write the body to `out_fd`: by sendfile (the kernel copies, no 7 MB string is built), else read + write."""
+        offset, end = self.offset, self.offset + self.size
+        try:
+            while offset < end:
+                sent = os.sendfile(out_fd, self.fd, offset, end - offset)
+                if sent == 0:
+                    return
+                offset += sent
+            return
+        except OSError as exc:
+            if offset != self.offset or isinstance(exc, (BrokenPipeError, BlockingIOError)):
+                raise
+        body = memoryview(self.read())  # an output sendfile cannot write to (EINVAL, e.g. before Linux 2.6.33)
+        while body:
+            body = body[os.write(out_fd, body):]
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def open_ready_report(db: Any, report: str, machine: str, root_lo: str) -> ReadyReport | None:
+    """The ready file of `report` for `machine`'s sessions under `root_lo` at the catalog's current token, open;
+    None when there is none (never rendered, or the rows changed since)."""
+    token = usage_token(db, machine)
+    if token is None:
+        return None
+    path = os.path.join(reports_dir(db.location), report_file_name(report, token))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(fd)
+        header = report_header(machine, root_lo)
+        if status.st_mode & _FILE_TYPE_BITS == _REGULAR_FILE and os.pread(fd, len(header), 0) == header:
+            return ReadyReport(fd, len(header), status.st_size - len(header))
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def write_report_files(location: CatalogLocation, token: str, header: bytes, bodies: Mapping[str, bytes]) -> None:
+    """Write each report's file for `token` (0600, in a 0700 folder), each whole under a temporary name first."""
+    from sessdex.core.private_files import PRIVATE_FILE_MODE, make_private_dirs  # writers only: off the read path
+
+    folder = reports_dir(location)
+    make_private_dirs(folder)
+    for report, body in bodies.items():
+        path = os.path.join(folder, report_file_name(report, token))
+        temporary = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     PRIVATE_FILE_MODE)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(header)
+                handle.write(body)
+            os.replace(temporary, path)
+        except BaseException:
+            try:
+                os.unlink(temporary)
+            except FileNotFoundError:
+                pass
+            raise
+
+
+def report_files_present(location: CatalogLocation, token: str, reports: Iterable[str]) -> bool:
+    """Whether every one of `reports` has its file for `token`."""
+    folder = reports_dir(location)
+    return all(os.path.isfile(os.path.join(folder, report_file_name(report, token))) for report in reports)
+
+
+def remove_report_files(location: CatalogLocation, *, keep_token: str | None = None) -> list[str]:
+    """Remove the report files (and leftover temporary files) of every token but `keep_token`; the paths removed.
+
+    Only names this module writes are touched: anything else a user put in the folder stays.
+    """
+    folder = reports_dir(location)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        if not _is_report_file_name(name):
+            continue
+        if keep_token is not None and name.endswith("." + keep_token):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
+
+
+def _is_report_file_name(name: str) -> bool:
+    """`usage-KIND.json.TOKEN`, or that followed by `.PID.tmp` (a render cut short)."""
+    if not name.startswith("usage-"):
+        return False
+    parts = name.split(".")
+    if len(parts) == 5 and parts[4] == "tmp" and parts[3].isdigit():
+        parts = parts[:3]
+    return len(parts) == 3 and parts[1] == "json" and len(parts[2]) == 16 and all(
+        char in "0123456789abcdef" for char in parts[2])
