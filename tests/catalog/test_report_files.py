@@ -43,10 +43,17 @@ from tests.catalog.test_usage import (  # noqa: F401  (agent and local_zone: the
 from tests.cli_support import run_cli
 
 
-def _token(agent: Agent) -> str | None:
+@pytest.fixture
+def corpus(request: pytest.FixtureRequest) -> Agent:
+    """test_usage's generated agent dir (its `agent` fixture, in its time zone), run from its project folder."""
+    made: Agent = request.getfixturevalue("agent")
+    return made
+
+
+def _token(corpus: Agent) -> str | None:
     import sqlite3
 
-    connection = sqlite3.connect(agent.catalog)
+    connection = sqlite3.connect(corpus.catalog)
     try:
         rows = connection.execute("SELECT value FROM catalog_meta WHERE key LIKE ?", (TOKEN_KEY_PREFIX + "%",))
         values = [value for value, in rows]
@@ -56,29 +63,29 @@ def _token(agent: Agent) -> str | None:
     return values[0] if values else None
 
 
-def _reports_dir(agent: Agent) -> Path:
-    return Path(reports_dir(resolve_location(agent.agent, str(agent.catalog))))
+def _reports_dir(corpus: Agent) -> Path:
+    return Path(reports_dir(resolve_location(corpus.agent, str(corpus.catalog))))
 
 
-def _report_file(agent: Agent, kind: str) -> Path:
-    token = _token(agent)
+def _report_file(corpus: Agent, kind: str) -> Path:
+    token = _token(corpus)
     assert token is not None
-    return _reports_dir(agent) / report_file_name(f"usage-{kind}.json", token)
+    return _reports_dir(corpus) / report_file_name(f"usage-{kind}.json", token)
 
 
-def _usage(agent: Agent, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+def _usage(corpus: Agent, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     """`sessdex usage ARGS` in a real process, its output a pipe (the way a ready file is sent)."""
-    return subprocess.run([sys.executable, "-m", "sessdex.catalog", *agent.cli("usage", *args)], cwd=agent.project,
+    return subprocess.run([sys.executable, "-m", "sessdex.catalog", *corpus.cli("usage", *args)], cwd=corpus.project,
                           env={**os.environ, "TZ": ZONE, **(env or {})}, capture_output=True, timeout=60)
 
 
-def _joined(agent: Agent, kind: str) -> bytes:
+def _joined(corpus: Agent, kind: str) -> bytes:
     """The report joined from the rows: what a command prints when no ready file answers."""
-    saved = {path: path.read_bytes() for path in _reports_dir(agent).iterdir()}
+    saved = {path: path.read_bytes() for path in _reports_dir(corpus).iterdir()}
     for path in saved:
         path.unlink()
     try:
-        result = _usage(agent, kind, "--all", "--json")
+        result = _usage(corpus, kind, "--all", "--json")
     finally:
         for path, data in saved.items():
             path.write_bytes(data)
@@ -87,84 +94,84 @@ def _joined(agent: Agent, kind: str) -> bytes:
     return result.stdout
 
 
-def _assert_counts_the_files(agent: Agent, capsys: pytest.CaptureFixture[str], printed: bytes, kind: str) -> None:
+def _assert_counts_the_files(corpus: Agent, capsys: pytest.CaptureFixture[str], printed: bytes, kind: str) -> None:
     """A plain --all --json report equals the --breakdown one (always summed from the rows, never a ready file)
     without its breakdowns, and that equals the files summed by the test itself."""
-    full = run_cli(agent.cli("usage", kind, "--all", "--breakdown", "--json"), capsys)
+    full = run_cli(corpus.cli("usage", kind, "--all", "--breakdown", "--json"), capsys)
     assert full.code == 0, full.err
     summed = json.loads(full.out)
-    assert_report_matches(summed, expected_report(counted_files(agent.sessions_root), kind, None), kind)
+    assert_report_matches(summed, expected_report(counted_files(corpus.sessions_root), kind, None), kind)
     for row in [*summed["rows"], summed["totals"]]:
         del row["breakdown"]
     assert json.loads(printed) == summed, kind
 
 
-def test_index_renders_every_report_as_a_private_file_printed_as_the_rows_answer(agent: Agent, capsys) -> None:
-    assert run_cli(agent.cli("index"), capsys).code == 0
-    folder = _reports_dir(agent)
+def test_index_renders_every_report_as_a_private_file_printed_as_the_rows_answer(corpus: Agent, capsys) -> None:
+    assert run_cli(corpus.cli("index"), capsys).code == 0
+    folder = _reports_dir(corpus)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     for kind in KINDS:
-        path = _report_file(agent, kind)
+        path = _report_file(corpus, kind)
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        printed = _usage(agent, kind, "--all", "--json")
+        printed = _usage(corpus, kind, "--all", "--json")
         assert printed.returncode == 0, printed.stderr
-        assert printed.stdout == _joined(agent, kind) == path.read_bytes().split(b"\n", 1)[1]
-        _assert_counts_the_files(agent, capsys, printed.stdout, kind)
-    assert sorted(path.name for path in folder.iterdir()) == sorted(_report_file(agent, kind).name for kind in KINDS)
+        assert printed.stdout == _joined(corpus, kind) == path.read_bytes().split(b"\n", 1)[1]
+        _assert_counts_the_files(corpus, capsys, printed.stdout, kind)
+    assert sorted(path.name for path in folder.iterdir()) == sorted(_report_file(corpus, kind).name for kind in KINDS)
 
 
-def test_the_command_prints_the_ready_file_itself(agent: Agent, capsys) -> None:
+def test_the_command_prints_the_ready_file_itself(corpus: Agent, capsys) -> None:
     """What is printed is the file's body (a changed body is printed changed), after its header only."""
-    run_cli(agent.cli("index"), capsys)
-    path = _report_file(agent, "session")
+    run_cli(corpus.cli("index"), capsys)
+    path = _report_file(corpus, "session")
     header, body = path.read_bytes().split(b"\n", 1)
     marked = body.replace(b'"sessions": 1', b'"sessions": 1 ', 1)
     assert marked != body
     path.write_bytes(header + b"\n" + marked)
-    assert _usage(agent, "session", "--all", "--json").stdout == marked
+    assert _usage(corpus, "session", "--all", "--json").stdout == marked
     # In-process (an output without a descriptor) the same file is read and printed.
-    assert run_cli(agent.cli("usage", "session", "--all", "--json"), capsys).out.encode() == marked
+    assert run_cli(corpus.cli("usage", "session", "--all", "--json"), capsys).out.encode() == marked
 
 
-def test_a_file_of_another_sessions_root_or_machine_is_never_printed(agent: Agent, capsys) -> None:
-    run_cli(agent.cli("index"), capsys)
-    path = _report_file(agent, "daily")
+def test_a_file_of_another_sessions_root_or_machine_is_never_printed(corpus: Agent, capsys) -> None:
+    run_cli(corpus.cli("index"), capsys)
+    path = _report_file(corpus, "daily")
     header, body = path.read_bytes().split(b"\n", 1)
-    joined = _joined(agent, "daily")
+    joined = _joined(corpus, "daily")
     for other in (header.replace(b"/sessions/", b"/other/"), header.replace(b"('", b"('x", 1), b"garbage"):
         assert other != header
         path.write_bytes(other + b"\n" + b'{"rows": []}\n')
-        assert _usage(agent, "daily", "--all", "--json").stdout == joined
+        assert _usage(corpus, "daily", "--all", "--json").stdout == joined
     path.unlink()
     path.mkdir()  # not a regular file
-    assert _usage(agent, "daily", "--all", "--json").stdout == joined
+    assert _usage(corpus, "daily", "--all", "--json").stdout == joined
 
 
-def test_a_change_the_command_indexes_itself_is_never_answered_from_an_older_file(agent: Agent, capsys) -> None:
+def test_a_change_the_command_indexes_itself_is_never_answered_from_an_older_file(corpus: Agent, capsys) -> None:
     """Without a watcher the command indexes what changed before answering: the rows' token changes with them,
     so the file rendered before no longer answers, and the next render removes it."""
-    run_cli(agent.cli("index"), capsys)
-    old = _report_file(agent, "session")
-    files = counted_files(agent.sessions_root)
+    run_cli(corpus.cli("index"), capsys)
+    old = _report_file(corpus, "session")
+    files = counted_files(corpus.sessions_root)
     plain = next(usage for usage in files if not usage["parent"])
     _append(Path(plain["path"]), [_assistant("e0000099", "2026-02-16T09:30:00.000Z", "openai", "gpt-5", 3.5)])
     for kind in KINDS:
-        printed = _usage(agent, kind, "--all", "--json")
+        printed = _usage(corpus, kind, "--all", "--json")
         assert printed.returncode == 0, printed.stderr
-        _assert_counts_the_files(agent, capsys, printed.stdout, kind)
-    assert old.exists() and _report_file(agent, "session") != old
-    run_cli(agent.cli("index"), capsys)
-    assert not old.exists() and _report_file(agent, "session").exists()
-    assert _usage(agent, "session", "--all", "--json").stdout == _joined(agent, "session")
+        _assert_counts_the_files(corpus, capsys, printed.stdout, kind)
+    assert old.exists() and _report_file(corpus, "session") != old
+    run_cli(corpus.cli("index"), capsys)
+    assert not old.exists() and _report_file(corpus, "session").exists()
+    assert _usage(corpus, "session", "--all", "--json").stdout == _joined(corpus, "session")
 
 
-def test_a_rebuild_removes_the_files_and_renders_them_again(agent: Agent, capsys) -> None:
-    run_cli(agent.cli("index"), capsys)
-    old = _report_file(agent, "model")
-    (_reports_dir(agent) / "notes.txt").write_text("mine")  # not a report file: never removed
-    assert run_cli(agent.cli("index", "--rebuild"), capsys).code == 0
-    assert not old.exists() and _report_file(agent, "model").exists()
-    assert (_reports_dir(agent) / "notes.txt").read_text() == "mine"
+def test_a_rebuild_removes_the_files_and_renders_them_again(corpus: Agent, capsys) -> None:
+    run_cli(corpus.cli("index"), capsys)
+    old = _report_file(corpus, "model")
+    (_reports_dir(corpus) / "notes.txt").write_text("mine")  # not a report file: never removed
+    assert run_cli(corpus.cli("index", "--rebuild"), capsys).code == 0
+    assert not old.exists() and _report_file(corpus, "model").exists()
+    assert (_reports_dir(corpus) / "notes.txt").read_text() == "mine"
 
 
 def test_remove_report_files_keeps_the_current_token_and_other_names(tmp_path: Path) -> None:
@@ -210,39 +217,39 @@ def test_a_ready_report_is_sent_whole_after_its_header(tmp_path: Path, target: s
         report.close()
 
 
-def test_another_output_encoding_gets_the_same_report_as_joined(agent: Agent, capsys) -> None:
-    run_cli(agent.cli("index"), capsys)
+def test_another_output_encoding_gets_the_same_report_as_joined(corpus: Agent, capsys) -> None:
+    run_cli(corpus.cli("index"), capsys)
     env = {"PYTHONIOENCODING": "latin-1:backslashreplace"}
-    ready = _usage(agent, "project", "--all", "--json", env=env)
-    saved = {path: path.read_bytes() for path in _reports_dir(agent).iterdir()}
+    ready = _usage(corpus, "project", "--all", "--json", env=env)
+    saved = {path: path.read_bytes() for path in _reports_dir(corpus).iterdir()}
     for path in saved:
         path.unlink()
-    joined = _usage(agent, "project", "--all", "--json", env=env)
+    joined = _usage(corpus, "project", "--all", "--json", env=env)
     assert ready.returncode == joined.returncode == 0
     assert ready.stdout == joined.stdout
 
 
 @pytest.mark.slow
-def test_the_watcher_renders_the_reports_again_once_changes_settle(agent: Agent, capsys) -> None:
+def test_the_watcher_renders_the_reports_again_once_changes_settle(corpus: Agent, capsys) -> None:
     from sessdex.catalog.index.reconcile import read_heartbeat
 
-    run_cli(agent.cli("index"), capsys)
-    before = _report_file(agent, "session")
-    watcher = subprocess.Popen([sys.executable, "-m", "sessdex.catalog", *agent.cli("watch")], cwd=REPO,
+    run_cli(corpus.cli("index"), capsys)
+    before = _report_file(corpus, "session")
+    watcher = subprocess.Popen([sys.executable, "-m", "sessdex.catalog", *corpus.cli("watch")], cwd=REPO,
                                env={**os.environ, "TZ": ZONE}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        _wait_until(lambda: read_heartbeat(resolve_location(agent.agent, str(agent.catalog))) is not None
+        _wait_until(lambda: read_heartbeat(resolve_location(corpus.agent, str(corpus.catalog))) is not None
                     or watcher.poll() is not None)
         assert watcher.poll() is None
-        plain = next(usage for usage in counted_files(agent.sessions_root) if not usage["parent"])
+        plain = next(usage for usage in counted_files(corpus.sessions_root) if not usage["parent"])
         _append(Path(plain["path"]), [_assistant("e0000098", "2026-02-16T09:31:00.000Z", "google", "gemini-2.5-pro",
                                                  1.5)])
-        _wait_until(lambda: _token(agent) is not None and not before.exists()
-                    and _report_file(agent, "session").exists())
+        _wait_until(lambda: _token(corpus) is not None and not before.exists()
+                    and _report_file(corpus, "session").exists())
         for kind in KINDS:
-            printed = _usage(agent, kind, "--all", "--json")
-            assert printed.stdout == _report_file(agent, kind).read_bytes().split(b"\n", 1)[1]
-            _assert_counts_the_files(agent, capsys, printed.stdout, kind)
+            printed = _usage(corpus, kind, "--all", "--json")
+            assert printed.stdout == _report_file(corpus, kind).read_bytes().split(b"\n", 1)[1]
+            _assert_counts_the_files(corpus, capsys, printed.stdout, kind)
     finally:
         watcher.send_signal(signal.SIGINT)
         try:

@@ -14,6 +14,7 @@ import functools
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -428,13 +429,18 @@ def test_the_fast_path_prints_the_stored_texts_without_core_usage(agent: Agent, 
     code = (f"import sys; sys.path[:0] = [{str(tmp_path / 'import-root')!r}, {sysconfig.get_paths()['purelib']!r}]\n"
             "from sessdex.catalog.cli.entry import main\n"
             "try: main()\nfinally: sys.stderr.write(' '.join(sorted(sys.modules)))")
-    for kind in KINDS:
-        fast = subprocess.run([sys.executable, "-S", "-c", code, *agent.cli("usage", kind, "--all", "--json")],
-                              cwd=agent.project, env=env, capture_output=True, text=True, timeout=60)
-        assert fast.returncode == 0
-        assert fast.stdout == run_cli(agent.cli("usage", kind, "--all", "--json"), capsys).out
-        loaded = set(fast.stderr.split())
-        assert "sessdex.core.usage_json" in loaded and not loaded & {"sessdex.core.usage", "collections", "click"}
+    reports = Path(f"{agent.catalog}.reports")
+    for ready in (True, False):  # the ready report files `index` wrote (sent as they are), then the rows joined
+        if not ready:
+            shutil.rmtree(reports)
+        for kind in KINDS:
+            fast = subprocess.run([sys.executable, "-S", "-c", code, *agent.cli("usage", kind, "--all", "--json")],
+                                  cwd=agent.project, env=env, capture_output=True, text=True, timeout=60)
+            assert fast.returncode == 0
+            assert fast.stdout == run_cli(agent.cli("usage", kind, "--all", "--json"), capsys).out
+            loaded = set(fast.stderr.split())
+            assert ("sessdex.core.usage_json" in loaded) is not ready, kind
+            assert not loaded & {"sessdex.core.usage", "collections", "click"}
 
 
 def _append(path: Path, records: list[dict[str, Any]], *, newline: bool = True) -> None:
