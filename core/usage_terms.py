@@ -6,8 +6,6 @@ answered from the catalog's stored rows imports none of that.
 
 from __future__ import annotations
 
-from sessdex.core.datetimes import date
-
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from typing import Literal
@@ -34,6 +32,8 @@ class DateRange:
 
 def parse_day(text: str) -> str:
     """A `--since`/`--until` value (YYYY-MM-DD or YYYYMMDD) as YYYY-MM-DD; ValueError when it is not a date."""
+    from sessdex.core.datetimes import date  # only a report with dates needs it
+
     cleaned = text.strip()
     if len(cleaned) == 8 and cleaned.isdigit():
         cleaned = f"{cleaned[:4]}-{cleaned[4:6]}-{cleaned[6:]}"

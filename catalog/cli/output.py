@@ -20,13 +20,13 @@ from sessdex.catalog.tui.terminal_text import (
     terminal_text,
 )
 from sessdex.catalog.tui.width import ELLIPSIS, cut_middle, display_width, fit
-from sessdex.core.datetimes import UTC, datetime
 
 TYPE_CHECKING = False  # typing, dataclasses and json stay off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from sessdex.core.datetimes import datetime
     from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
 
@@ -124,12 +124,16 @@ def echo_json(value: Any) -> None:
 
 def iso_utc(moment: datetime) -> str:
     """`moment` as the agent writes dates in JSON: ISO-8601 UTC with milliseconds and a Z."""
+    from sessdex.core.datetimes import UTC  # (loaded already by whoever made `moment`)
+
     moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def iso_utc_from_seconds(seconds: float) -> str:
     """Epoch seconds in the format of `iso_utc` (history items)."""
+    from sessdex.core.datetimes import UTC, datetime
+
     return iso_utc(datetime.fromtimestamp(seconds, UTC))
 
 

@@ -13,22 +13,15 @@ from __future__ import annotations
 import os
 import time
 
-try:
-    from _operator import itemgetter  # what operator re-exports, without operator.py's own start-up
-except ImportError:  # an interpreter without the C module
-    from operator import itemgetter
-
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.db import open_catalog as open_database
 from sessdex.catalog.store.location import CatalogLocation, resolve_location
 from sessdex.catalog.store.machine import resolve_machine, wants_all_machines
 from sessdex.catalog.store.settings import Settings
-from sessdex.core.discovery import DEFAULT_RECENT_LIMIT
 from sessdex.core.errors import CatalogError
 from sessdex.core.paths import AgentPaths, as_path
 from sessdex.core.sqlite_driver import sqlite3
-from sessdex.core.summary import NO_MESSAGES, SessionInfo, SessionSummary, datetime_from_ms, parse_iso_timestamp
 from sessdex.core.values import Value
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -40,6 +33,7 @@ if TYPE_CHECKING:
     from sessdex.catalog.index.content_index import ContentProgress
     from sessdex.catalog.queries.source import PickerRow
     from sessdex.catalog.store.report_files import ReadyReport
+    from sessdex.core.summary import SessionInfo
     from sessdex.core.usage import UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
 
@@ -54,85 +48,10 @@ _CONTROL_TO_SPACE = {code: " " for code in [*range(0x20), 0x7f]}
 _MATCH_OPEN, _MATCH_CLOSE = "\ue000", "\ue001"
 
 
-class _LazyMessagesText:
-    """`all_messages_text` as a data descriptor: read from the catalog the first time it is accessed."""
-
-    def __get__(self, info: Any, owner: type | None = None) -> Any:
-        if info is None:
-            return self
-        text = info.__dict__.get("_all_messages_text")
-        if text is None:
-            text = info.__dict__["_load_messages_text"]()
-            info.__dict__["_all_messages_text"] = text
-        return text
-
-    def __set__(self, info: Any, value: str | None) -> None:
-        info.__dict__["_all_messages_text"] = value
-
-
-class _LazyPath:
-    """`path` as a data descriptor: the Path is made from the row's text the first time it is read (a listing
-    table never reads it, and a Path per row was a sixth of `sessdex list`'s own time)."""
-
-    def __get__(self, info: Any, owner: type | None = None) -> Any:
-        if info is None:
-            return self
-        path = info.__dict__["_path"]
-        if isinstance(path, str):
-            path = info.__dict__["_path"] = as_path(path)
-        return path
-
-    def __set__(self, info: Any, value: str | os.PathLike[str]) -> None:
-        info.__dict__["_path"] = value
-
-
-class CatalogSessionInfo(SessionInfo):
-    """A SessionInfo read from the catalog; its `path` is made and its `all_messages_text` fetched on first access.
-
-    `machine` names the machine whose file it is and `remote` tells that it is not this one (not fields of
-    SessionInfo: they stay out of comparisons and of the agent's JSON shape).
-    """
-
-    path = _LazyPath()
-    all_messages_text = _LazyMessagesText()
-    machine: str | None = None
-    remote: bool = False
-
-    @property
-    def path_text(self) -> str:
-        """`path` as a string, without making the Path."""
-        return os.fspath(self.__dict__["_path"])
-
-
-_new_info = object.__new__
-# The setters of SessionInfo's slots (member descriptors), for CatalogSessionInfo values built in bulk.
-(_set_id, _set_cwd, _set_title, _set_message_count, _set_first_message, _set_created, _set_modified,
- _set_parent_session, _set_cost, _set_total_tokens) = (
-    SessionInfo.__dict__[name].__set__ for name in ("id", "cwd", "title", "message_count", "first_message", "created",
-                                                     "modified", "parent_session", "cost", "total_tokens"))
-
-
 def _json_loads(text: str) -> Any:
     import json  # only `recent` reads stored JSON: the other hot commands skip the import
 
     return json.loads(text)
-
-
-# What a SessionInfo is made of, in this order (see Catalog._info_of).
-# = statements.INFO_COLUMNS (a test checks it): the listing statements select these, in this order, and their rows
-# are read as plain tuples (statements itself is not imported: it builds SQLAlchemy objects).
-_INFO_COLUMNS = ("id", "machine", "path", "mtime_ns", "session_id", "cwd", "title", "message_count", "first_message",
-                 "created", "parent_session", "input_tokens", "output_tokens", "cache_read_tokens",
-                 "cache_write_tokens", "cost_total")
-
-
-def _info_columns(row: Any) -> Callable[[Any], tuple[Any, ...]]:
-    """A getter of _INFO_COLUMNS from rows shaped like `row`: by position for SQLite's rows (a lookup by name
-    compares the column names one by one: a tenth of `sessdex list`'s own work), by name for other backends'."""
-    if isinstance(row, sqlite3.Row):
-        names = row.keys()
-        return itemgetter(*[names.index(name) for name in _INFO_COLUMNS])
-    return itemgetter(*_INFO_COLUMNS)
 
 
 def _newest_first_key(row: Any) -> tuple[float, str]:
@@ -196,6 +115,7 @@ _INFOS_BY_ID_SQL = ("SELECT id, machine, path, mtime_ns, session_id, cwd, title,
 def _picker_rows(found: Iterable[Any]) -> list[PickerRow]:
     """The picker's rows from the rows of _PICKER_ROWS_SQL, built straight into tuples."""
     from sessdex.catalog.queries.source import PickerRow
+    from sessdex.core.summary import NO_MESSAGES
 
     return [PickerRow(path, session_id, cwd or "", title, first_message or NO_MESSAGES, message_count,
                       mtime_ns / 1_000_000, cost, tokens)
@@ -311,7 +231,7 @@ class Catalog:
 
     def _rows_in_folders(self, name: str, folders: Sequence[str], params: dict[str, Any],
                          cwd: str | os.PathLike[str] | None = None) -> list[tuple[Any, ...]]:
-        """Rows (_INFO_COLUMNS tuples) of a listing statement over `folders` of this machine and, with all_machines,
+        """Rows (INFO_COLUMNS tuples) of a listing statement over `folders` of this machine and, with all_machines,
         the same project (at `cwd`, if known) elsewhere."""
         db = self._database()
         rows: list[tuple[Any, ...]] = []
@@ -320,7 +240,7 @@ class Catalog:
         return rows
 
     def _rows_under_roots(self, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        """Rows (_INFO_COLUMNS tuples) of a listing statement over this machine's sessions root and, with
+        """Rows (INFO_COLUMNS tuples) of a listing statement over this machine's sessions root and, with
         all_machines, every other machine's."""
         db = self._database()
         rows = db.fetch_tuples(name, {**root_range(self.sessions_root), **params})
@@ -343,38 +263,18 @@ class Catalog:
         return " ".join(row["text"] for row in rows)
 
     def _session_info(self, row: Any) -> SessionInfo:
-        return self._info_of(_info_columns(row)(row))
+        from sessdex.catalog.queries.session_infos import info_columns, session_info
 
-    def _info_of(self, values: tuple[Any, ...]) -> SessionInfo:
-        """The SessionInfo of a row's _INFO_COLUMNS values."""
-        (file_id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, created,
-         parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) = values
-        modified = datetime_from_ms(mtime_ns / 1_000_000)
-        info = _new_info(CatalogSessionInfo)
-        # SessionInfo's fields set as its __init__ sets them (it is immutable), without its twelve
-        # object.__setattr__ calls: a listing builds hundreds.
-        info.__dict__["_path"] = path  # (CatalogSessionInfo.path: a Path on first access)
-        _set_id(info, session_id)
-        _set_cwd(info, cwd or "")
-        _set_title(info, title)
-        _set_message_count(info, message_count)
-        _set_first_message(info, first_message if first_message is not None else NO_MESSAGES)
-        _set_created(info, parse_iso_timestamp(created) or modified)
-        _set_modified(info, modified)
-        _set_parent_session(info, parent_session)
-        _set_cost(info, cost)
-        _set_total_tokens(info, input_tokens + output_tokens + cache_read_tokens + cache_write_tokens)
-        info.__dict__["_all_messages_text"] = None  # loaded on first access (CatalogSessionInfo.all_messages_text)
-        info.__dict__["_load_messages_text"] = lambda: self.messages_text(file_id)
-        info.__dict__["machine"] = machine  # not fields: SessionInfo itself is immutable
-        info.__dict__["remote"] = machine != self.machine
-        return info
+        return session_info(info_columns(row)(row), self.machine, self.messages_text)
 
     def _infos(self, rows: Sequence[tuple[Any, ...]], limit: int | None = None) -> list[SessionInfo]:
-        """The SessionInfo values of _INFO_COLUMNS tuples, newest first (the first `limit`)."""
+        """The SessionInfo values of INFO_COLUMNS tuples, newest first (the first `limit`)."""
         # Ties by path, as the file scan orders: mtime_ns is column 3, path column 2.
+        from sessdex.catalog.queries.session_infos import session_info
+
         ordered = sorted(rows, key=lambda values: (-(values[3] / 1_000_000), values[2]))
-        return [self._info_of(values) for values in ordered[:limit]]
+        here, messages_text = self.machine, self.messages_text
+        return [session_info(values, here, messages_text) for values in ordered[:limit]]
 
     # -- list() / list_all() ------------------------------------------------------------------------------
 
@@ -414,7 +314,7 @@ class Catalog:
             found = db.fetch_tuples("newest_infos_in_directories",
                                     {**params, **part, "limit": limit + 1, "offset": 0})
             if len(found) > limit:
-                cut_ms.append(found[-1][3] / 1_000_000)  # (mtime_ns: column 3 of _INFO_COLUMNS)
+                cut_ms.append(found[-1][3] / 1_000_000)  # (mtime_ns: column 3 of INFO_COLUMNS)
             rows += found
         if cut_ms:
             last_kept_ms = sorted(row[3] / 1_000_000 for row in rows)[-limit]
@@ -474,9 +374,11 @@ class Catalog:
     # -- recent sessions / newest session -------------------------------------------------------------------
 
     def recent_sessions_in(self, directories: Iterable[str | os.PathLike[str]],
-                           limit: int | None = DEFAULT_RECENT_LIMIT, *, now_ms: float | None = None) -> list[Any]:
-        """sessdex.core.discovery.recent_sessions_in from the catalog: the newest sessions by mtime, from their first 4 KB."""
-        from sessdex.core.discovery import RecentSessionInfo
+                           limit: int | None = None, *, now_ms: float | None = None) -> list[Any]:
+        """sessdex.core.discovery.recent_sessions_in from the catalog: the newest sessions by mtime, from their first 4 KB
+        (None: DEFAULT_RECENT_LIMIT)."""
+        from sessdex.core.discovery import DEFAULT_RECENT_LIMIT, RecentSessionInfo
+        from sessdex.core.summary import SessionSummary
 
         if limit is None:
             limit = DEFAULT_RECENT_LIMIT

@@ -50,11 +50,11 @@ RUNNER = ("import atexit, os, sys\n"
 # --json is written by cli.json_text.
 # Every command: the entry and its parser, the line writer (terminal-safe text, widths, dates).
 _ENTRY = {
-    "__future__", "_datetime",
+    "__future__",
     "gc",  # built in: the entry turns the cycle collector off for the hot commands
     "sessdex", "sessdex.catalog", "sessdex.catalog.cli", "sessdex.catalog.cli.entry", "sessdex.catalog.cli.errors",
     "sessdex.catalog.cli.fastpath", "sessdex.catalog.cli.output", "sessdex.catalog.tui",
-    "sessdex.catalog.tui.terminal_text", "sessdex.catalog.tui.width", "sessdex.core", "sessdex.core.datetimes",
+    "sessdex.catalog.tui.terminal_text", "sessdex.catalog.tui.width", "sessdex.core",
     "sessdex.core.errors", "sessdex.core.paths", "sessdex.core.values",
 }
 # SQLite's C module, given functools' C statement cache without functools (core.sqlite_driver).
@@ -62,17 +62,20 @@ _SQLITE = {"_sqlite3", "_functools", "_operator"}
 # (No fcntl: only writers lock.)
 _SETTINGS = {"sessdex.catalog.store", "sessdex.catalog.store.location", "sessdex.catalog.store.settings",
              "sessdex.core.sqlite_driver"}
-# A current catalog opened, its freshness checked (a live watcher's heartbeat), its rows read as SessionInfo.
+# A current catalog opened, its freshness checked (a live watcher's heartbeat).
 _CATALOG = _SQLITE | _SETTINGS | {
     "errno", "sessdex.catalog.index", "sessdex.catalog.index.reconcile", "sessdex.catalog.queries",
     "sessdex.catalog.queries.open_source", "sessdex.catalog.queries.sessions", "sessdex.catalog.store.compiled_sql",
-    "sessdex.catalog.store.db", "sessdex.catalog.store.fts", "sessdex.catalog.store.machine", "sessdex.core.discovery",
-    "sessdex.core.records", "sessdex.core.summary",
+    "sessdex.catalog.store.db", "sessdex.catalog.store.fts", "sessdex.catalog.store.machine",
     # only when the freshness pass writes to the catalog (issue 11: what sessdex creates is 0600)
     "sessdex.core.private_files",
 }
+# Its rows read as SessionInfo (not by `usage`: its reports hold no session object).
+_SESSION_ROWS = {"sessdex.catalog.queries.session_infos", "sessdex.core.discovery", "sessdex.core.records",
+                 "sessdex.core.summary", "sessdex.core.datetimes", "_datetime"}
 # Issue 13: refusals as JSON (read_guard).
-_SESSION_COMMANDS = _ENTRY | _CATALOG | {"sessdex.catalog.cli.session_commands", "sessdex.catalog.cli.read_guard"}
+_SESSION_COMMANDS = _ENTRY | _CATALOG | _SESSION_ROWS | {"sessdex.catalog.cli.session_commands",
+                                                         "sessdex.catalog.cli.read_guard"}
 # The listing table: the one display-name rule (naming), dates; each session's cost and tokens are formatted by
 # core.discovery (not core.usage: its reports are not a listing's business).
 _TABLE = {"sessdex.catalog.queries.naming", "sessdex.catalog.tui.dates",
@@ -99,17 +102,18 @@ IMPORT_BUDGET: dict[str, set[str]] = {
     "resume": _SESSION_COMMANDS | _JSON_OUTPUT | {"sessdex.core.resume", "sessdex.catalog.queries.naming"},
     # The terminal's breadcrumb, read as session files are: a regular file only, never blocking.
     "continue": _SESSION_COMMANDS | _JSON_OUTPUT | {"sessdex.core.breadcrumbs", "sessdex.core.regular_files"},
-    "search": _ENTRY | _CATALOG | _TABLE | _JSON_OUTPUT | {
+    "search": _ENTRY | _CATALOG | _SESSION_ROWS | _TABLE | _JSON_OUTPUT | {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.index.content_index",
         "collections.abc", *_COLLECTIONS},  # content_index's Callable at run time (collections.abc loads collections)
     "history": _ENTRY | _SETTINGS | _SQLITE | {
         "sessdex.catalog.cli.search_commands", "sessdex.catalog.history", "sessdex.catalog.history.search",
-        "sessdex.core.text", "_heapq", "heapq", *_RE,
+        "sessdex.core.text", "_heapq", "heapq", "sessdex.core.datetimes", "_datetime", *_RE,
         # --json only: prints through orjson (which imports uuid, platform, dataclasses and json)
         *_ORJSON},
-    # --json from the stored row texts (store.usage_stored, core.usage_json); summed reports and the table
-    # (queries.usage, cli.usage_table) load core.usage.
-    "usage": _ENTRY | _CATALOG | {
+    # --json from the ready report files or the stored row texts (store.usage_stored, core.usage_json); summed
+    # reports and the table (queries.usage, cli.usage_table) load core.usage, and dates (--since) core.datetimes.
+    # (test_usage checks that `usage KIND --all --json` loads no _SESSION_ROWS.)
+    "usage": _ENTRY | _CATALOG | _SESSION_ROWS | {
         "_json", "gc", "sessdex.catalog.cli.usage_output", "sessdex.catalog.store.usage_stored",
         "sessdex.catalog.store.report_files", "sessdex.core.usage_json",
         "sessdex.core.usage_terms", "sessdex.catalog.cli.usage_table", "sessdex.catalog.queries.usage",

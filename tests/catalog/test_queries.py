@@ -263,7 +263,7 @@ def test_an_id_lookup_falls_back_to_the_full_pass_when_a_file_vanished(paths: Ag
 
 
 def test_listing_rows_are_read_as_tuples_of_the_columns_the_statements_select() -> None:
-    from sessdex.catalog.queries.sessions import _INFO_COLUMNS
+    from sessdex.catalog.queries.session_infos import INFO_COLUMNS as _INFO_COLUMNS
     from sessdex.catalog.store.statements import INFO_COLUMNS
 
     assert _INFO_COLUMNS == INFO_COLUMNS
