@@ -11,7 +11,7 @@ to a file nobody else sees while readers trust it. At every heartbeat it checks 
 still the one it opened, and otherwise reopens the catalog and reconciles everything; a batch that fails
 on the catalog itself is handled the same way, so `watch` never dies of it.
 
-Once the usage rows have not changed for REPORTS_QUIET_SECONDS (and the content is complete), the watcher
+Once no change has come for REPORTS_QUIET_SECONDS (and the content is complete), the watcher
 renders the machine's whole usage reports as ready files (sessdex.catalog.index.report_cache), which
 `sessdex usage --all --json` then prints without reading its rows.
 
@@ -253,8 +253,7 @@ class Watcher:
                  quiet: float = DEBOUNCE_SECONDS, max_delay: float = MAX_DELAY_SECONDS,
                  heartbeat_interval: float = HEARTBEAT_INTERVAL_SECONDS,
                  log: LogStream | None = None, machine: str | None = None, content: bool | None = None,
-                 retry_seconds: float = RETRY_SECONDS, home: str | None = None,
-                 reports_quiet: float = REPORTS_QUIET_SECONDS) -> None:
+                 retry_seconds: float = RETRY_SECONDS, home: str | None = None) -> None:
         """`machine` names this agent dir's rows (default: the host name); `content=False` indexes metadata only;
         `home` is recorded as the machine's home directory (see sessdex.catalog.index.machines)."""
         self.root = os.path.abspath(os.fspath(sessions_root))
@@ -278,7 +277,6 @@ class Watcher:
         self._behind_since: float | None = None  # set while the catalog cannot be reached
         self._retry_at = 0.0
         self._reached = False  # the catalog answered once (its machine recorded, its initial scan done)
-        self._reports_quiet = reports_quiet
 
     def _say(self, message: str) -> None:
         self._log.write(message + "\n")
@@ -512,7 +510,7 @@ class Watcher:
                 if changes and self._behind_since is None:
                     self._apply_safely(changes)
                     content_complete = False  # a batch into an emptied catalog is a first index again
-                    reports_due = time.monotonic() + self._reports_quiet
+                    reports_due = time.monotonic() + REPORTS_QUIET_SECONDS
                 continue
             if self._behind_since is not None and now >= self._retry_at:
                 self._catch_up()
@@ -530,7 +528,7 @@ class Watcher:
                 if changed and self._behind_since is None:  # else the catch-up's pass re-stats them
                     self._apply_safely(Changes(dict.fromkeys(changed, Action.INDEX)))
                     content_complete = False
-                    reports_due = time.monotonic() + self._reports_quiet
+                    reports_due = time.monotonic() + REPORTS_QUIET_SECONDS
             if reports_due is not None and content_complete and wait is None and now >= reports_due \
                     and self._behind_since is None:
                 self._render_reports_safely()
