@@ -42,7 +42,11 @@ if TYPE_CHECKING:
     ReportKind = Literal["daily", "weekly", "monthly", "session", "project", "model"]
 else:
     ReportKind = str  # the names below import it at run time; the type checker sees the Literal
-    from _collections import _tuplegetter  # namedtuple's field getter, without collections' own start-up
+    try:
+        from _collections import _tuplegetter  # namedtuple's field getter, without collections' own start-up
+    except ImportError:  # an interpreter without CPython's private getter: a property does the same, slower
+        def _tuplegetter(index: int, doc: str) -> property:
+            return property(lambda fact: fact[index], doc=doc)
 
 FIRST_MESSAGE_CHARS = 200  # the session report shows the start of a session's first message
 UNKNOWN = "unknown"
