@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
@@ -28,7 +27,6 @@ from sessdex.catalog.store.report_files import (
 )
 from tests.catalog.test_usage import (  # noqa: F401  (agent and local_zone: the fixtures)
     KINDS,
-    REPO,
     ZONE,
     Agent,
     _append,
@@ -39,6 +37,7 @@ from tests.catalog.test_usage import (  # noqa: F401  (agent and local_zone: the
     counted_files,
     expected_report,
     local_zone,
+    running_watch,
 )
 from tests.cli_support import run_cli
 
@@ -231,16 +230,9 @@ def test_another_output_encoding_gets_the_same_report_as_joined(corpus: Agent, c
 
 @pytest.mark.slow
 def test_the_watcher_renders_the_reports_again_once_changes_settle(corpus: Agent, capsys) -> None:
-    from sessdex.catalog.index.reconcile import read_heartbeat
-
     run_cli(corpus.cli("index"), capsys)
     before = _report_file(corpus, "session")
-    watcher = subprocess.Popen([sys.executable, "-m", "sessdex.catalog", *corpus.cli("watch")], cwd=REPO,
-                               env={**os.environ, "TZ": ZONE}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _wait_until(lambda: read_heartbeat(resolve_location(corpus.agent, str(corpus.catalog))) is not None
-                    or watcher.poll() is not None)
-        assert watcher.poll() is None
+    with running_watch(corpus):
         plain = next(usage for usage in counted_files(corpus.sessions_root) if not usage["parent"])
         _append(Path(plain["path"]), [_assistant("e0000098", "2026-02-16T09:31:00.000Z", "google", "gemini-2.5-pro",
                                                  1.5)])
@@ -250,10 +242,3 @@ def test_the_watcher_renders_the_reports_again_once_changes_settle(corpus: Agent
             printed = _usage(corpus, kind, "--all", "--json")
             assert printed.stdout == _report_file(corpus, kind).read_bytes().split(b"\n", 1)[1]
             _assert_counts_the_files(corpus, capsys, printed.stdout, kind)
-    finally:
-        watcher.send_signal(signal.SIGINT)
-        try:
-            watcher.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
-            watcher.communicate()

@@ -10,6 +10,7 @@ give exactly those answers (costs to floating-point rounding).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -464,16 +465,30 @@ def _wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-@pytest.mark.slow
-def test_reports_follow_appends_and_new_forks_while_sessdex_watch_runs(agent: Agent, capsys) -> None:
-    run_cli(agent.cli("index"), capsys)
-    env = {**os.environ, "TZ": ZONE}
-    watcher = subprocess.Popen([sys.executable, "-m", "sessdex.catalog", *agent.cli("watch")], cwd=REPO, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+@contextlib.contextmanager
+def running_watch(agent: Agent) -> Iterator[None]:
+    """A real `sessdex watch` process keeping the agent's catalog current (its heartbeat published) for the block."""
+    watcher = subprocess.Popen([sys.executable, "-m", "sessdex.catalog", *agent.cli("watch")], cwd=REPO,
+                               env={**os.environ, "TZ": ZONE}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_until(lambda: read_heartbeat(resolve_location(agent.agent, str(agent.catalog))) is not None
                     or watcher.poll() is not None)
         assert watcher.poll() is None
+        yield
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        try:
+            watcher.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+            watcher.communicate()
+
+
+@pytest.mark.slow
+def test_reports_follow_appends_and_new_forks_while_sessdex_watch_runs(agent: Agent, capsys) -> None:
+    run_cli(agent.cli("index"), capsys)
+    env = {**os.environ, "TZ": ZONE}
+    with running_watch(agent):
         files = counted_files(agent.sessions_root)
         plain = next(usage for usage in files if not usage["parent"] and usage["folder"] in agent.project_folders)
         fork = next(usage for usage in files if usage["parent"] and usage["parent"].startswith("/"))
@@ -523,13 +538,6 @@ def test_reports_follow_appends_and_new_forks_while_sessdex_watch_runs(agent: Ag
                               env=env, capture_output=True, text=True, timeout=60)
         assert fast.returncode == 0, fast.stderr
         assert_report_matches(json.loads(fast.stdout), expected_report(now, "weekly", None), "weekly")
-    finally:
-        watcher.send_signal(signal.SIGINT)
-        try:
-            watcher.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
-            watcher.communicate()
 
 
 def test_the_sqlalchemy_backend_runs_the_same_report_statements(agent: Agent, capsys) -> None:
