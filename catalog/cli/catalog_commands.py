@@ -136,7 +136,10 @@ def _index_once(settings: Settings, content: bool | None, scope: Scope, *, rebui
         wal = location.wal_identity()
         files, size, vanished, failed = index_changes(db, scope, show_progress=sys.stderr.isatty())
         fill_content(db, show_progress=sys.stderr.isatty())
-        render_usage_reports(db, os.path.abspath(settings.paths.sessions_root_text))
+        try:
+            render_usage_reports(db, os.path.abspath(settings.paths.sessions_root_text))
+        except Exception as exc:  # the index itself is done; the reports are then joined from the rows
+            echo(f"sessdex: the usage reports were not made ready ({type(exc).__name__}: {exc})", err=True)
         total_files = db.scalar("count_machine_files")
         pulled_away = wal is not None and location.wal_identity() != wal
     finally:

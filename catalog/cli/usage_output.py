@@ -58,11 +58,16 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
     """`sessdex usage KIND`: tokens and cost per period, session, project or model, with a totals row."""
     with open_source() as source:
         if as_json:
-            text = source.usage_json(kind, current_directory(), all_projects=all_projects, days=days,
-                                     breakdown=breakdown)
+            text = source.usage_json_output(kind, current_directory(), all_projects=all_projects, days=days,
+                                            breakdown=breakdown)
         else:
             report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
-        progress = source.content_index_progress()
+        try:
+            progress = source.content_index_progress()
+        except BaseException:
+            if as_json and not isinstance(text, bytes):
+                text.close()
+            raise
     if progress is not None:
         echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
              f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "

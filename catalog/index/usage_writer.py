@@ -6,8 +6,8 @@ session depends on two files, so after any change to a file both it and the file
 (`refresh_usage_around`). The bulk run into an empty catalog writes fact rows only and calls
 `refresh_all_usage` once at its end. Every usage_totals row a change touched gets its `--json` text rendered
 again (`render_totals`, sessdex.core.usage_json; a session row with its file's names, which a refresh of the
-file may have changed): the reports print those texts as they are. The same transaction gives the machine's
-usage rows a new token, so that no whole report rendered from the rows before is printed again
+file may have changed): the reports print those texts as they are. The same transaction drops the machine's
+usage token, so that no whole report rendered from the rows before is printed again
 (sessdex.catalog.store.report_files).
 
 Every write here is about the catalog's own machine (`db.machine`): a fork's parent is looked for on the
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sessdex.catalog.store.db import CatalogDatabase
-from sessdex.catalog.store.report_files import bump_usage_token
+from sessdex.catalog.store.report_files import drop_usage_token
 from sessdex.core.usage import USAGE_FACT_COLUMNS, UsageFact
 from sessdex.core.usage_json import stored_row_json
 
@@ -168,7 +168,8 @@ def refresh_file_usage(db: CatalogDatabase, file_id: int) -> None:
 
 def render_totals(db: CatalogDatabase, keys: set[RowKey]) -> None:
     """Render the stored texts of this machine's report rows `keys` (those that still exist)."""
-    bump_usage_token(db)
+    if keys:
+        drop_usage_token(db)
     updates = []
     for kind, scope, key in sorted(keys):
         rows = db.fetch_tuples("usage_totals_of_key", {"kind": kind, "scope": scope, "key": key})
@@ -186,7 +187,7 @@ def render_totals(db: CatalogDatabase, keys: set[RowKey]) -> None:
 
 def render_all_totals(db: CatalogDatabase) -> None:
     """Render the stored text of every report row of this machine (after usage_totals was summed in SQL)."""
-    bump_usage_token(db)
+    drop_usage_token(db)
     names = {row[0]: row for row in db.fetch_tuples("usage_session_names_of_machine")}
     models: dict[tuple[str, str, str], list[tuple[str]]] = {}
     for kind, scope, key, model in db.fetch_tuples("usage_totals_models_of_machine"):
@@ -223,4 +224,4 @@ def forget_machine_usage(db: CatalogDatabase) -> None:
     """Drop this machine's usage_totals rows (with its file rows, by `index --rebuild` on a shared catalog: the
     file rows' deletion takes their facts and rollups along, never the pre-summed rows)."""
     db.execute("delete_machine_usage_totals")
-    bump_usage_token(db)
+    drop_usage_token(db)

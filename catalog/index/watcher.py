@@ -11,9 +11,9 @@ to a file nobody else sees while readers trust it. At every heartbeat it checks 
 still the one it opened, and otherwise reopens the catalog and reconciles everything; a batch that fails
 on the catalog itself is handled the same way, so `watch` never dies of it.
 
-Once no change has come for REPORTS_QUIET_SECONDS (and the content is complete), the watcher
-renders the machine's whole usage reports as ready files (sessdex.catalog.index.report_cache), which
-`sessdex usage --all --json` then prints without reading its rows.
+Once no change has come for REPORTS_QUIET_SECONDS (and the content is complete, and the last render is
+REPORTS_INTERVAL_SECONDS old), the watcher renders the machine's whole usage reports as ready files
+(sessdex.catalog.index.report_cache), which `sessdex usage --all --json` then prints without reading its rows.
 
 A session file that is a symlink gets no event when its target (elsewhere) grows, so the watcher
 re-stats the symlinked session files under its root at every heartbeat and indexes those whose target
@@ -67,6 +67,7 @@ POLL_INTERVAL_SECONDS = 1.0
 INOTIFY_LIMIT_ERRNOS = (errno.ENOSPC, errno.EMFILE)
 RETRY_SECONDS = 2.0
 REPORTS_QUIET_SECONDS = 1.0  # how long the catalog stays unchanged before the ready reports are rendered again
+REPORTS_INTERVAL_SECONDS = 5.0  # and the least time between two renders (7 MB each at 10,000 sessions)
 
 
 def refuse_while_watched(location: CatalogLocation, action: str) -> None:
@@ -502,6 +503,11 @@ class Watcher:
         next_beat = time.monotonic() + self._heartbeat_interval
         content_complete = False
         reports_due: float | None = time.monotonic()  # when the ready reports are to be rendered (None: done)
+        rendered_at = -REPORTS_INTERVAL_SECONDS
+
+        def reports_after_change() -> float:
+            return max(time.monotonic() + REPORTS_QUIET_SECONDS, rendered_at + REPORTS_INTERVAL_SECONDS)
+
         while not stop.is_set():
             now = time.monotonic()
             wait = self._batcher.wait_time(now)
@@ -510,7 +516,7 @@ class Watcher:
                 if changes and self._behind_since is None:
                     self._apply_safely(changes)
                     content_complete = False  # a batch into an emptied catalog is a first index again
-                    reports_due = time.monotonic() + REPORTS_QUIET_SECONDS
+                    reports_due = reports_after_change()
                 continue
             if self._behind_since is not None and now >= self._retry_at:
                 self._catch_up()
@@ -528,11 +534,11 @@ class Watcher:
                 if changed and self._behind_since is None:  # else the catch-up's pass re-stats them
                     self._apply_safely(Changes(dict.fromkeys(changed, Action.INDEX)))
                     content_complete = False
-                    reports_due = time.monotonic() + REPORTS_QUIET_SECONDS
+                    reports_due = reports_after_change()
             if reports_due is not None and content_complete and wait is None and now >= reports_due \
                     and self._behind_since is None:
                 self._render_reports_safely()
-                reports_due = None
+                reports_due, rendered_at = None, time.monotonic()
             timeout = min(wait if wait is not None else self._heartbeat_interval, next_beat - now, 0.1)
             if not content_complete and self._behind_since is None:
                 # Between batches, a little of the message-text index a first index left (content_index);

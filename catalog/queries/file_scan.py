@@ -143,3 +143,8 @@ class FileScan:
         from sessdex.core.usage_json import report_json
 
         return report_json(self.usage_report(kind, cwd, all_projects=all_projects, days=days), breakdown).encode()
+
+    def usage_json_output(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
+                          days: DateRange, breakdown: bool) -> bytes:
+        """`usage_json` (the files keep no ready report)."""
+        return self.usage_json(kind, cwd, all_projects=all_projects, days=days, breakdown=breakdown)

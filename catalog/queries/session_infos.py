@@ -81,8 +81,7 @@ _new_info = object.__new__
                                                      "modified", "parent_session", "cost", "total_tokens"))
 
 
-
-# What a SessionInfo is made of, in this order (see session_info).
+# What a SessionInfo is made of, in this order (see catalog_session_info).
 # = statements.INFO_COLUMNS (a test checks it): the listing statements select these, in this order, and their rows
 # are read as plain tuples (statements itself is not imported: it builds SQLAlchemy objects).
 INFO_COLUMNS = ("id", "machine", "path", "mtime_ns", "session_id", "cwd", "title", "message_count", "first_message",
@@ -99,7 +98,7 @@ def info_columns(row: Any) -> Callable[[Any], tuple[Any, ...]]:
     return itemgetter(*INFO_COLUMNS)
 
 
-def session_info(values: tuple[Any, ...], here: str, messages_text: Callable[[int], str]) -> SessionInfo:
+def catalog_session_info(values: tuple[Any, ...], here: str, messages_text: Callable[[int], str]) -> SessionInfo:
     """The SessionInfo of a row's INFO_COLUMNS values; `here` is this machine's name (another's file is
     `remote`), and `messages_text(file id)` reads the session's message text when it is first asked for."""
     (file_id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, created,

@@ -263,18 +263,18 @@ class Catalog:
         return " ".join(row["text"] for row in rows)
 
     def _session_info(self, row: Any) -> SessionInfo:
-        from sessdex.catalog.queries.session_infos import info_columns, session_info
+        from sessdex.catalog.queries.session_infos import catalog_session_info, info_columns
 
-        return session_info(info_columns(row)(row), self.machine, self.messages_text)
+        return catalog_session_info(info_columns(row)(row), self.machine, self.messages_text)
 
     def _infos(self, rows: Sequence[tuple[Any, ...]], limit: int | None = None) -> list[SessionInfo]:
         """The SessionInfo values of INFO_COLUMNS tuples, newest first (the first `limit`)."""
         # Ties by path, as the file scan orders: mtime_ns is column 3, path column 2.
-        from sessdex.catalog.queries.session_infos import session_info
+        from sessdex.catalog.queries.session_infos import catalog_session_info
 
         ordered = sorted(rows, key=lambda values: (-(values[3] / 1_000_000), values[2]))
         here, messages_text = self.machine, self.messages_text
-        return [session_info(values, here, messages_text) for values in ordered[:limit]]
+        return [catalog_session_info(values, here, messages_text) for values in ordered[:limit]]
 
     # -- list() / list_all() ------------------------------------------------------------------------------
 
@@ -690,9 +690,19 @@ class Catalog:
         return catalog_usage_report(self._database(), kind, "in_directories", self.machine_scopes(folders, cwd), days)
 
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
-                   breakdown: bool) -> bytes | ReadyReport:
+                   breakdown: bool) -> bytes:
         """`sessdex usage KIND --json`'s text (terminal-safe, UTF-8), from the report's ready file or the catalog's
-        stored rows where they answer, else summed (a ready file's text ends with its newline)."""
+        stored rows where they answer, else summed."""
+        report = self.usage_json_output(kind, cwd, all_projects=all_projects, days=days, breakdown=breakdown)
+        if isinstance(report, bytes):
+            return report
+        with report:
+            return report.read().removesuffix(b"\n")
+
+    def usage_json_output(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
+                          days: DateRange, breakdown: bool) -> bytes | ReadyReport:
+        """`usage_json`, or the report's ready file, open, to be sent as it is (its text ends with the newline; the
+        caller closes it)."""
         from sessdex.catalog.store.usage_stored import stored_usage_json
 
         if all_projects:

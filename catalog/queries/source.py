@@ -136,9 +136,13 @@ class SessionSource(Protocol):
         """`sessdex usage KIND`: tokens and cost of the project's sessions (or every project's) per row of KIND."""
 
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
-                   breakdown: bool) -> bytes | ReadyReport:
-        """`sessdex usage KIND --json`: the report's text (sessdex.core.usage_json), safe to print, UTF-8 encoded,
-        or its ready file (sessdex.catalog.store.report_files), whose text ends with the newline."""
+                   breakdown: bool) -> bytes:
+        """`sessdex usage KIND --json`: the report's text (sessdex.core.usage_json), safe to print, UTF-8 encoded."""
+
+    def usage_json_output(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
+                          days: DateRange, breakdown: bool) -> bytes | ReadyReport:
+        """`usage_json`, or the report's ready file (sessdex.catalog.store.report_files), open: its text ends with
+        the newline, and the caller closes it."""
 
     def content_index_progress(self) -> Any:
         """How far the content (message text, usage facts) a first index left for later is, while it is

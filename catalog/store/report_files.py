@@ -5,14 +5,16 @@
 `sendfile`. The files are derived data like the catalog, and are used only while they are exactly what the
 catalog would answer:
 
-- Every write transaction that changes a machine's usage rows puts a new random token in `catalog_meta`
-  (`bump_usage_token`, called by `sessdex.catalog.index.usage_writer`): a file is named by the token of the
-  catalog state it was rendered from, so a change makes every earlier file unusable in the same commit.
-- A file begins with a header line naming the machine and the sessions root it is the report of; a reader
-  checks it before sending the rest, so a report of another root is never printed.
-- Files are written under a temporary name and renamed into place (never changed once there), and a
-  reader that finds no file of the current token answers from the rows. Stale files are removed by the next
-  render (`sessdex.catalog.index.report_cache`).
+- A file is named by a random token the renderer put in `catalog_meta` before reading the rows it renders
+  (`new_usage_token`). Every change to a machine's report rows deletes that machine's token in the same
+  transaction (`drop_usage_token`): a change makes every earlier file unusable in the same commit.
+- A file begins with a header line naming the text's format, the machine and the sessions root it is the
+  report of, and the body's length; a reader checks all of it (and that the file is a regular file of its own
+  user that nobody else may write) before sending the body, so a report of another root, an older format or a
+  cut file is never printed.
+- Files are written whole under a temporary name, flushed to disk and renamed into place (never changed once
+  there); a reader that finds no file of the current token answers from the rows. Stale files are removed by
+  the next render (`sessdex.catalog.index.report_cache`).
 
 The folder is 0700 and the files 0600, like everything sessdex creates.
 """
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 
 REPORTS_SUFFIX = ".reports"
 TOKEN_KEY_PREFIX = "usage_reports_token:"
+# The header's first words: bumped whenever the text of the reports (sessdex.core.usage_json) changes, so that
+# files written by another version are not printed.
 _HEADER_PREFIX = b"sessdex usage report 1 "
 _REGULAR_FILE = 0o100000
 _FILE_TYPE_BITS = 0o170000
@@ -40,25 +44,38 @@ def reports_dir(location: CatalogLocation) -> str:
     return location.sidecar_file(REPORTS_SUFFIX)
 
 
+def usage_report_name(kind: str) -> str:
+    """The name of the ready file of `sessdex usage KIND --all --json`."""
+    return f"usage-{kind}.json"
+
+
 def usage_token(db: Any, machine: str) -> str | None:
-    """The token of `machine`'s current usage rows, or None before any was rendered with one."""
+    """The token of `machine`'s current usage rows, or None when they changed since the last one was made."""
     value = db.scalar("meta_get", {"key": TOKEN_KEY_PREFIX + machine})
     return value if isinstance(value, str) and value else None
 
 
-def bump_usage_token(db: Any) -> str:
-    """Give the catalog's own machine's usage rows a new token (inside the write transaction that changed them):
-    every report file rendered before no longer answers."""
+def drop_usage_token(db: Any) -> None:
+    """Forget the token of the catalog's own machine's usage rows (inside the write transaction that changes
+    them): no report file rendered before answers any more."""
+    db.execute("meta_delete", {"key": TOKEN_KEY_PREFIX + db.machine})
+
+
+def new_usage_token(db: Any) -> str:
+    """Give the catalog's own machine's usage rows a new token (in a write transaction of its own, before reading
+    the rows a report is rendered from): it lasts until they change."""
     token = os.urandom(8).hex()
     key = TOKEN_KEY_PREFIX + db.machine
-    db.execute("meta_delete", {"key": key})
-    db.execute("meta_insert", {"key": key, "value": token})
+    with db.write():
+        db.execute("meta_delete", {"key": key})
+        db.execute("meta_insert", {"key": key, "value": token})
     return token
 
 
-def report_header(machine: str, root_lo: str) -> bytes:
-    """A report file's first line: the machine and the sessions root (as `root_range` gives it) it reports on."""
-    return _HEADER_PREFIX + repr((machine, root_lo)).encode() + b"\n"  # repr: one ASCII-safe line, any name
+def report_header(machine: str, root_lo: str, body_size: int) -> bytes:
+    """A report file's first line: the format, the machine and the sessions root (as `root_range` gives it) it
+    reports on, and the length of the body that follows."""
+    return _HEADER_PREFIX + ascii((machine, root_lo, body_size)).encode() + b"\n"  # ascii: one line, any name
 
 
 def report_file_name(report: str, token: str) -> str:
@@ -81,7 +98,7 @@ class ReadyReport:
         while offset < end:
             chunk = os.pread(self.fd, end - offset, offset)
             if not chunk:
-                break
+                raise OSError(f"report file ended {end - offset} bytes early")
             chunks.append(chunk)
             offset += len(chunk)
         return b"".join(chunks)
@@ -93,7 +110,7 @@ class ReadyReport:
             while offset < end:
                 sent = os.sendfile(out_fd, self.fd, offset, end - offset)
                 if sent == 0:
-                    return
+                    raise OSError(f"report file ended {end - offset} bytes early")
                 offset += sent
             return
         except OSError as exc:
@@ -106,10 +123,16 @@ class ReadyReport:
     def close(self) -> None:
         os.close(self.fd)
 
+    def __enter__(self) -> ReadyReport:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
 
 def open_ready_report(db: Any, report: str, machine: str, root_lo: str) -> ReadyReport | None:
     """The ready file of `report` for `machine`'s sessions under `root_lo` at the catalog's current token, open;
-    None when there is none (never rendered, or the rows changed since)."""
+    None when there is none (never rendered, or the rows changed since) or it is not exactly what was written."""
     token = usage_token(db, machine)
     if token is None:
         return None
@@ -120,17 +143,22 @@ def open_ready_report(db: Any, report: str, machine: str, root_lo: str) -> Ready
         return None
     try:
         status = os.fstat(fd)
-        header = report_header(machine, root_lo)
-        if status.st_mode & _FILE_TYPE_BITS == _REGULAR_FILE and os.pread(fd, len(header), 0) == header:
-            return ReadyReport(fd, len(header), status.st_size - len(header))
+        if status.st_mode & _FILE_TYPE_BITS == _REGULAR_FILE and status.st_uid == os.geteuid() \
+                and not status.st_mode & 0o022:
+            start = os.pread(fd, 4096, 0)
+            end = start.find(b"\n") + 1
+            body_size = status.st_size - end
+            if end and start[:end] == report_header(machine, root_lo, body_size):
+                return ReadyReport(fd, end, body_size)
     except OSError:
         pass
     os.close(fd)
     return None
 
 
-def write_report_files(location: CatalogLocation, token: str, header: bytes, bodies: Mapping[str, bytes]) -> None:
-    """Write each report's file for `token` (0600, in a 0700 folder), each whole under a temporary name first."""
+def write_report_files(location: CatalogLocation, token: str, machine: str, root_lo: str,
+                       bodies: Mapping[str, bytes]) -> None:
+    """Write each report's file for `token` (0600, in a 0700 folder): whole, on disk, under a temporary name first."""
     from sessdex.core.private_files import PRIVATE_FILE_MODE, make_private_dirs  # writers only: off the read path
 
     folder = reports_dir(location)
@@ -138,12 +166,18 @@ def write_report_files(location: CatalogLocation, token: str, header: bytes, bod
     for report, body in bodies.items():
         path = os.path.join(folder, report_file_name(report, token))
         temporary = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+        try:
+            os.unlink(temporary)  # a leftover of this pid's earlier run: created anew below (O_EXCL)
+        except FileNotFoundError:
+            pass
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                      PRIVATE_FILE_MODE)
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(header)
+                handle.write(report_header(machine, root_lo, len(body)))
                 handle.write(body)
+                handle.flush()
+                os.fsync(handle.fileno())  # a crash never leaves a named file holding less than its header says
             os.replace(temporary, path)
         except BaseException:
             try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gc
 
-from sessdex.catalog.store.report_files import ReadyReport, open_ready_report
+from sessdex.catalog.store.report_files import open_ready_report, usage_report_name
 from sessdex.core.usage_terms import PERIOD_KINDS
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -23,12 +23,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from sessdex.catalog.store.report_files import ReadyReport
     from sessdex.core.usage_terms import DateRange, ReportKind
-
-
-def usage_report_name(kind: ReportKind) -> str:
-    """The name of the ready file of `sessdex usage KIND --all --json` (sessdex.catalog.store.report_files)."""
-    return f"usage-{kind}.json"
 
 
 def stored_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],

@@ -8,8 +8,10 @@ file) and with the files summed independently (`test_usage.expected_report`).
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -23,6 +25,7 @@ from sessdex.catalog.store.report_files import (
     ReadyReport,
     remove_report_files,
     report_file_name,
+    report_header,
     reports_dir,
 )
 from tests.catalog.test_usage import (  # noqa: F401  (agent and local_zone: the fixtures)
@@ -119,31 +122,107 @@ def test_index_renders_every_report_as_a_private_file_printed_as_the_rows_answer
     assert sorted(path.name for path in folder.iterdir()) == sorted(_report_file(corpus, kind).name for kind in KINDS)
 
 
+def _header_fields(path: Path) -> tuple[str, str]:
+    """(machine, sessions root) a report file's header names."""
+    header = path.read_bytes().split(b"\n", 1)[0]
+    machine, root_lo, _size = ast.literal_eval(header.decode().split(" ", 4)[4])
+    return machine, root_lo
+
+
 def test_the_command_prints_the_ready_file_itself(corpus: Agent, capsys) -> None:
     """What is printed is the file's body (a changed body is printed changed), after its header only."""
     run_cli(corpus.cli("index"), capsys)
     path = _report_file(corpus, "session")
-    header, body = path.read_bytes().split(b"\n", 1)
+    body = path.read_bytes().split(b"\n", 1)[1]
     marked = body.replace(b'"sessions": 1', b'"sessions": 1 ', 1)
     assert marked != body
-    path.write_bytes(header + b"\n" + marked)
+    path.write_bytes(report_header(*_header_fields(path), len(marked)) + marked)
     assert _usage(corpus, "session", "--all", "--json").stdout == marked
     # In-process (an output without a descriptor) the same file is read and printed.
     assert run_cli(corpus.cli("usage", "session", "--all", "--json"), capsys).out.encode() == marked
 
 
-def test_a_file_of_another_sessions_root_or_machine_is_never_printed(corpus: Agent, capsys) -> None:
+def test_a_file_of_another_root_machine_format_or_length_or_not_a_private_regular_file_is_never_printed(
+        corpus: Agent, capsys, tmp_path: Path) -> None:
     run_cli(corpus.cli("index"), capsys)
     path = _report_file(corpus, "daily")
+    machine, root_lo = _header_fields(path)
     header, body = path.read_bytes().split(b"\n", 1)
     joined = _joined(corpus, "daily")
-    for other in (header.replace(b"/sessions/", b"/other/"), header.replace(b"('", b"('x", 1), b"garbage"):
-        assert other != header
-        path.write_bytes(other + b"\n" + b'{"rows": []}\n')
-        assert _usage(corpus, "daily", "--all", "--json").stdout == joined
-    path.unlink()
-    path.mkdir()  # not a regular file
+    assert joined == body
+    fake = b'{"report": "daily", "rows": []}\n'
+    unprinted = {
+        "another root": report_header(machine, root_lo.replace("/sessions/", "/other/"), len(fake)) + fake,
+        "another machine": report_header(machine + "x", root_lo, len(fake)) + fake,
+        "another format": header.replace(b"sessdex usage report 1 ", b"sessdex usage report 0 ") + b"\n" + body,
+        "cut short": header + b"\n" + body[:-1],
+        "longer": header + b"\n" + body + b" ",
+        "no header": body,
+    }
+    for case, data in unprinted.items():
+        path.write_bytes(data)
+        assert _usage(corpus, "daily", "--all", "--json").stdout == joined, case
+    path.write_bytes(header + b"\n" + body)
+    path.chmod(0o620)  # another user could have written it
     assert _usage(corpus, "daily", "--all", "--json").stdout == joined
+    path.unlink()
+    elsewhere = tmp_path / "report"
+    elsewhere.write_bytes(report_header(machine, root_lo, len(fake)) + fake)
+    elsewhere.chmod(0o600)
+    path.symlink_to(elsewhere)  # a link is never followed
+    assert _usage(corpus, "daily", "--all", "--json").stdout == joined
+    path.unlink()
+    os.mkfifo(path, 0o600)  # never opened for a read that could block
+    assert _usage(corpus, "daily", "--all", "--json").stdout == joined
+    path.unlink()
+    path.mkdir()
+    assert _usage(corpus, "daily", "--all", "--json").stdout == joined
+
+
+def test_a_closed_output_ends_the_ready_and_the_joined_report_alike(corpus: Agent, capsys) -> None:
+    run_cli(corpus.cli("index"), capsys)
+    outcomes = []
+    for ready in (True, False):
+        if not ready:
+            shutil.rmtree(_reports_dir(corpus))
+        reader, writer = os.pipe()
+        os.close(reader)  # every write to stdout fails with EPIPE
+        try:
+            result = subprocess.run([sys.executable, "-m", "sessdex.catalog", *corpus.cli("usage", "session", "--all",
+                                                                                          "--json")],
+                                    cwd=corpus.project, env={**os.environ, "TZ": ZONE}, stdout=writer,
+                                    stderr=subprocess.PIPE, timeout=60)
+        finally:
+            os.close(writer)
+        outcomes.append((result.returncode, result.stderr))
+    assert outcomes[0] == outcomes[1] == (1, b"")
+
+
+def test_a_render_during_which_the_rows_change_writes_no_file(corpus: Agent, capsys, monkeypatch) -> None:
+    """The renderer reads the rows after making their token; a change meanwhile drops the token, and the texts it
+    read (perhaps from before and after the change) are not written."""
+    import sessdex.catalog.index.report_cache as report_cache
+    from sessdex.catalog.store.db import open_catalog
+    from sessdex.catalog.store.report_files import drop_usage_token
+
+    run_cli(corpus.cli("index"), capsys)
+    shutil.rmtree(_reports_dir(corpus))
+    joined = report_cache.joined_usage_json
+    db = open_catalog(resolve_location(corpus.agent, str(corpus.catalog)))
+    try:
+        def changed_meanwhile(*args: object) -> bytes | None:
+            with db.write():
+                drop_usage_token(db)  # what a change to the usage rows does
+            return joined(*args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(report_cache, "joined_usage_json", changed_meanwhile)
+        report_cache.render_usage_reports(db, str(corpus.sessions_root))
+        assert not _reports_dir(corpus).exists() or not list(_reports_dir(corpus).iterdir())
+        monkeypatch.setattr(report_cache, "joined_usage_json", joined)
+        report_cache.render_usage_reports(db, str(corpus.sessions_root))
+        assert all(_report_file(corpus, kind).exists() for kind in KINDS)
+    finally:
+        db.close()
 
 
 def test_a_change_the_command_indexes_itself_is_never_answered_from_an_older_file(corpus: Agent, capsys) -> None:
@@ -158,7 +237,7 @@ def test_a_change_the_command_indexes_itself_is_never_answered_from_an_older_fil
         printed = _usage(corpus, kind, "--all", "--json")
         assert printed.returncode == 0, printed.stderr
         _assert_counts_the_files(corpus, capsys, printed.stdout, kind)
-    assert old.exists() and _report_file(corpus, "session") != old
+    assert old.exists() and _token(corpus) is None
     run_cli(corpus.cli("index"), capsys)
     assert not old.exists() and _report_file(corpus, "session").exists()
     assert _usage(corpus, "session", "--all", "--json").stdout == _joined(corpus, "session")
@@ -187,7 +266,7 @@ def test_remove_report_files_keeps_the_current_token_and_other_names(tmp_path: P
     assert sorted(path.name for path in folder.iterdir()) == sorted([names[0], *names[3:]])
 
 
-@pytest.mark.parametrize("target", ["pipe", "file"])
+@pytest.mark.parametrize("target", ["pipe", "file", "appended file"])
 def test_a_ready_report_is_sent_whole_after_its_header(tmp_path: Path, target: str) -> None:
     source = tmp_path / "report"
     body = os.urandom(300_000)
@@ -196,10 +275,13 @@ def test_a_ready_report_is_sent_whole_after_its_header(tmp_path: Path, target: s
     report = ReadyReport(fd, 7, len(body))
     try:
         assert report.read() == body
-        if target == "file":
-            with open(tmp_path / "out", "wb") as out:
+        if target != "pipe":
+            (tmp_path / "out").write_bytes(b"before\n")
+            # (sendfile cannot write to a file open for appending: the body is then read and written)
+            with open(tmp_path / "out", "ab" if target == "appended file" else "r+b") as out:
+                out.seek(7)
                 report.send(out.fileno())
-            assert (tmp_path / "out").read_bytes() == body
+            assert (tmp_path / "out").read_bytes() == b"before\n" + body
         else:
             reader = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE)
