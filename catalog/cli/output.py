@@ -306,10 +306,14 @@ def table_lines(columns: Sequence[Column], cells_by_column: list[list[str]], wid
     ascii_columns = []
     used_by_column = []
     for index, cells in enumerate(cells_by_column):
-        if index not in safe and not "".join(cells).isprintable():
-            # a control character or line break in some cell (each is one line)
-            cells = cells_by_column[index] = [terminal_text(cell) for cell in cells]
-        ascii_columns.append(all(map(str.isascii, cells)))
+        if index in safe:
+            ascii_columns.append(all(map(str.isascii, cells)))
+        else:
+            joined = "".join(cells)
+            if not joined.isprintable():  # a control character or line break in some cell (each is one line)
+                cells = cells_by_column[index] = [terminal_text(cell) for cell in cells]
+                joined = "".join(cells)
+            ascii_columns.append(joined.isascii())
         used_by_column.append(list(map(len if ascii_columns[-1] else display_width, cells)))
     natural = [max([display_width(col.header), *used]) for col, used in zip(columns, used_by_column)]
     widths = list(natural)
