@@ -16,6 +16,9 @@ else:
 
 REPORT_KINDS: tuple[ReportKind, ...] = ("daily", "weekly", "monthly", "session", "project", "model")
 PERIOD_KINDS = ("daily", "weekly", "monthly")
+# Between the table cells the catalog stores for a report row (sessdex.core.usage_cells): a control character,
+# which no cell holds (`sanitize_display_name` makes every control character of a name a space; figures are ASCII).
+CELL_SEPARATOR = "\x1f"
 
 
 class DateRange:

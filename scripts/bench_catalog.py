@@ -24,7 +24,8 @@ orjson-parsing the same session files for indexing figures. Figures, each with i
   (goal <= 1.5x), and how long `sessdex index` then takes to complete the content (message text, usage facts);
 - a freshness check over the unchanged corpus (in-process) and how long an appended line takes to show
   under `sessdex watch`;
-- every `sessdex usage` report over the whole corpus (`--all --json`) through the fast path, while `sessdex
+- every `sessdex usage` report over the whole corpus (`--all --json`, and `--all` as a table into a pipe) through
+  the fast path, while `sessdex
   watch` keeps the catalog current and while it checks freshness itself (goal <= 2.0x `python -c pass`),
   beside the fast path's own floor (`sessdex list --json` where there is no session), with the file scan's
   answer (`--catalog off`) timed once and checked to give the catalog's rows.
@@ -356,7 +357,8 @@ def sessdex_watch(catalog_cli: list[str], workdir: Path, agent: Path, catalog_db
 
 def measure_usage_reports(workdir: Path, agent: Path, catalog_db: Path, catalog_cli: list[str], runs: int,
                           results: list[str]) -> None:
-    """Every `sessdex usage KIND --all --json` through the fast path against `python -c pass` (issue 14).
+    """Every `sessdex usage KIND --all --json`, and its table, through the fast path against `python -c pass`
+    (issue 14).
 
     Measured while the catalog checks freshness itself and while `sessdex watch` keeps it current, beside the
     fast path's floor (`sessdex list --json` where there is no session: the same start-up, no rows). The file
@@ -373,6 +375,10 @@ def measure_usage_reports(workdir: Path, agent: Path, catalog_db: Path, catalog_
         if result.code != 0:
             raise SystemExit(f"sessdex list failed: {result.err.decode()[:500]}")
 
+    def table(result: Run) -> None:
+        if result.code != 0 or not result.out.rstrip(b"\n").rpartition(b"\n")[2].startswith(b"TOTAL"):
+            raise SystemExit(f"sessdex usage (table) failed: {result.err.decode()[:500]}")
+
     def rows_without_cost(result: Run) -> list[dict]:
         report(result)
         return [{key: value for key, value in row.items() if key != "cost"} for row in orjson.loads(result.out)["rows"]]
@@ -388,6 +394,8 @@ def measure_usage_reports(workdir: Path, agent: Path, catalog_db: Path, catalog_
                                                                               listed)}
     for kind in USAGE_REPORTS:
         commands[f"sessdex usage {kind} --all --json"] = ([*catalog_cli, "usage", kind, "--all", "--json"], empty, report)
+        commands[f"sessdex usage {kind} --all (table, stdout a pipe)"] = ([*catalog_cli, "usage", kind, "--all"], empty,
+                                                                         table)
     own = alternating_medians_ms([PYTHON, "-c", "pass"], commands, runs)
     with sessdex_watch(catalog_cli, workdir, agent, catalog_db, until_text_indexed=False):
         watched = alternating_medians_ms([PYTHON, "-c", "pass"], commands, runs)

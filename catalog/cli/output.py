@@ -290,19 +290,30 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
 
 def render_columns(columns: Sequence[Column], cells_by_column: list[list[str]], width: int | None,
                    emphasis: Sequence[int] | None = None) -> str:
-    """`render_table` of the table given column by column (each list of cells is replaced by what is shown).
+    """`render_table` of the table given column by column (each list of cells is replaced by what is shown)."""
+    return "\n".join(table_lines(columns, cells_by_column, width, emphasis))
+
+
+def table_lines(columns: Sequence[Column], cells_by_column: list[list[str]], width: int | None,
+                emphasis: Sequence[int] | None = None, safe: Sequence[int] = ()) -> list[str]:
+    """The lines of `render_columns`'s table (header first), for a caller that writes them itself.
 
     A listing has thousands of cells: each column is checked, measured and padded with whole-list operations
     where its cells are plain (printable, and ASCII for widths), and cell by cell only where they are not.
+    The columns numbered in `safe` hold cells that `terminal_text` would not change (no control character, line
+    break or lone surrogate): they are not checked again.
     """
     ascii_columns = []
     used_by_column = []
     for index, cells in enumerate(cells_by_column):
-        joined = "".join(cells)
-        if not joined.isprintable():  # a control character or line break in some cell (each is one line)
-            cells = cells_by_column[index] = [terminal_text(cell) for cell in cells]
+        if index in safe:
+            ascii_columns.append(all(map(str.isascii, cells)))
+        else:
             joined = "".join(cells)
-        ascii_columns.append(joined.isascii())
+            if not joined.isprintable():  # a control character or line break in some cell (each is one line)
+                cells = cells_by_column[index] = [terminal_text(cell) for cell in cells]
+                joined = "".join(cells)
+            ascii_columns.append(joined.isascii())
         used_by_column.append(list(map(len if ascii_columns[-1] else display_width, cells)))
     natural = [max([display_width(col.header), *used]) for col, used in zip(columns, used_by_column)]
     widths = list(natural)
@@ -334,7 +345,7 @@ def render_columns(columns: Sequence[Column], cells_by_column: list[list[str]], 
             line = lines[number]
             if 0 < marked <= len(first_column[number - 1].rstrip()):
                 lines[number] = EMPHASIS_START + line[:marked] + EMPHASIS_END + line[marked:]
-    return "\n".join(lines)
+    return lines
 
 
 def _aligned_column(cells: list[str], used: list[int], width: int, align_right: bool, plain: bool) -> list[str]:

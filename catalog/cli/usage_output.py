@@ -3,7 +3,8 @@
 The click command (`sessdex.catalog.cli.usage_commands`) parses the options and calls `run_usage`; so does
 the click-free fast path (`sessdex.catalog.cli.fastpath`), which answers it from a current catalog.
 `--json` prints `sessdex.core.usage.UsageReport.to_json` as `sessdex.core.usage_json` writes it (from the
-catalog, mostly texts stored ready); the table is `sessdex.catalog.cli.usage_table`'s.
+catalog, mostly texts stored ready); the table is `sessdex.catalog.cli.usage_stored_table`'s from the cells the
+catalog stores ready where they answer, else `sessdex.catalog.cli.usage_table`'s from the summed report.
 """
 
 from __future__ import annotations
@@ -56,12 +57,16 @@ def date_range(since: str | None, until: str | None) -> DateRange:
 def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, all_projects: bool, breakdown: bool,
               as_json: bool) -> int:
     """`sessdex usage KIND`: tokens and cost per period, session, project or model, with a totals row."""
+    stored = None
     with open_source() as source:
         if as_json:
             text = source.usage_json_output(kind, current_directory(), all_projects=all_projects, days=days,
                                             breakdown=breakdown)
         else:
-            report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
+            stored = source.usage_table_cells(kind, current_directory(), all_projects=all_projects, days=days,
+                                              breakdown=breakdown)
+            if stored is None:
+                report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
         try:
             progress = source.content_index_progress()
         except BaseException:
@@ -74,7 +79,12 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
              "completes it", err=True)
     if as_json:
         print_report_json(text)
-    elif not report.rows:
+    elif stored is not None and stored.labels:  # the table from the cells the catalog stores ready (no core.usage)
+        from sessdex.catalog.cli.usage_stored_table import stored_usage_table
+
+        width = output_width()
+        print_report_json(stored_usage_table(stored, width, bars=width is not None))
+    elif stored is not None or not report.rows:
         echo("No usage found", err=True)
     else:
         from sessdex.catalog.cli.usage_table import usage_table  # the table's figures and labels: not for --json

@@ -5,23 +5,12 @@ from __future__ import annotations
 
 import os
 
-from sessdex.catalog.cli.output import Column, render_table
+from sessdex.catalog.cli.output import render_table
+from sessdex.catalog.cli.usage_stored_table import bar, report_columns
 from sessdex.core.discovery import id_prefix_length, sanitize_display_name
-from sessdex.core.usage import UsageReport, UsageRow, format_cost, format_tokens
-from sessdex.core.usage_terms import PERIOD_KINDS, ReportKind
-
-BAR_WIDTH = 16
-_EIGHTHS = " ▏▎▍▌▋▊▉█"
-_KEY_HEADERS = {"daily": "DAY", "weekly": "WEEK OF", "monthly": "MONTH", "session": "SESSION",
-                "project": "PROJECT", "model": "MODEL"}
-
-
-def bar(value: float, largest: float, width: int = BAR_WIDTH) -> str:
-    """A horizontal bar of `value` against `largest`, in eighths of a character."""
-    if largest <= 0 or value <= 0:
-        return ""
-    eighths = max(1, round(value / largest * width * 8))
-    return "█" * (eighths // 8) + (_EIGHTHS[eighths % 8] if eighths % 8 else "")
+from sessdex.core.usage import UsageReport, UsageRow
+from sessdex.core.usage_cells import NO_CWD, figure_cells, models_cell
+from sessdex.core.usage_terms import ReportKind
 
 
 def _cells(label: str, row: UsageRow, models: bool) -> list[str]:
@@ -29,26 +18,17 @@ def _cells(label: str, row: UsageRow, models: bool) -> list[str]:
     totals = row.totals
     cells = [label]
     if models:
-        cells.append(", ".join(sanitize_display_name(name.split("/", 1)[-1]) for name in sorted(row.models)))
-    return cells + [format_tokens(totals.input), format_tokens(totals.output), format_tokens(totals.cache_read),
-                    format_tokens(totals.cache_write), format_tokens(totals.total_tokens), format_cost(totals.cost)]
+        cells.append(models_cell(row.models))
+    return cells + figure_cells(totals.input, totals.output, totals.cache_read, totals.cache_write, totals.cost)
 
 
 def usage_table(report: UsageReport, width: int | None, *, breakdown: bool, bars: bool) -> str:
     """The human report: one line per row (and per model with `breakdown`), a TOTAL line, optional bars."""
     kind = report.kind
     models = kind != "model"
-    columns = [Column(_KEY_HEADERS[kind], flexible=kind in ("project", "session"))]
-    if models:
-        columns.append(Column("MODELS", flexible=True))
-    columns += [Column(header, align_right=True) for header in ("INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE",
-                                                                "TOTAL", "COST")]
-    if bars:
-        columns.append(Column("" if kind in PERIOD_KINDS else "SHARE"))
     # Sessions of other machines sharing the catalog: every session row says whose it is, as listings do.
     machines = kind == "session" and any((row.session or {}).get("machine") for row in report.rows)
-    if machines:
-        columns.append(Column("MACHINE"))
+    columns = report_columns(kind, bars=bars, machines=machines)
     prefix = id_prefix_length([row.key for row in report.rows]) if kind == "session" else 0
     largest = max(row.totals.cost for row in report.rows)
     lines: list[list[str]] = []
@@ -73,7 +53,7 @@ def _row_label(kind: ReportKind, row: UsageRow, prefix: int) -> str:
         return row.key[:prefix] + (f" {sanitize_display_name(name)}" if name else "")
     if kind == "project":
         home = os.path.expanduser("~").rstrip("/")
-        key = row.key or "(no cwd)"
+        key = row.key or NO_CWD
         key = "~" + key[len(home):] if home and (key == home or key.startswith(home + "/")) else key
         return sanitize_display_name(key)
     return sanitize_display_name(row.key)

@@ -6,9 +6,9 @@ session depends on two files, so after any change to a file both it and the file
 (`refresh_usage_around`). The bulk run into an empty catalog writes fact rows only and calls
 `refresh_all_usage` once at its end. Every usage_totals row a change touched gets its `--json` text rendered
 again (`render_totals`, sessdex.core.usage_json; a session row with its file's names, which a refresh of the
-file may have changed): the reports print those texts as they are. The same transaction drops the machine's
-usage token, so that no whole report rendered from the rows before is printed again
-(sessdex.catalog.store.report_files).
+file may have changed), and its table cells (sessdex.core.usage_cells): the reports print those as they are. The
+same transaction drops the machine's usage token, so that no whole report rendered from the rows before is
+printed again (sessdex.catalog.store.report_files).
 
 Every write here is about the catalog's own machine (`db.machine`): a fork's parent is looked for on the
 fork's machine, the rollup and usage_totals rows carry the machine, and a rebuild or a re-index of one
@@ -23,6 +23,7 @@ from typing import Any
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.report_files import drop_usage_token
 from sessdex.core.usage import USAGE_FACT_COLUMNS, UsageFact
+from sessdex.core.usage_cells import stored_row_cells
 from sessdex.core.usage_json import stored_row_json
 
 # The largest integer a usage figure is stored as: JavaScript's Number.MAX_SAFE_INTEGER (the agent cannot
@@ -180,7 +181,8 @@ def render_totals(db: CatalogDatabase, keys: set[RowKey]) -> None:
             found = db.fetch_tuples("usage_session_names", {"file_id": rows[0][8]})
             names = found[0] if found else None
         text, label = stored_row_json(kind, key, rows, names)
-        updates.append({"t_id": rows[0][9], "t_json": text, "t_label": label})
+        updates.append({"t_id": rows[0][9], "t_json": text, "t_label": label,
+                        "t_cells": stored_row_cells(kind, key, rows, names)})
     if updates:
         db.executemany("usage_totals_set_text", updates)
 
@@ -195,8 +197,10 @@ def render_all_totals(db: CatalogDatabase) -> None:
     updates = []
     for kind, scope, key, *figures, file_id, row_id in db.fetch_tuples("usage_totals_rows_of_machine"):
         rows = [("", *figures), *models.get((kind, scope, key), ())]
-        text, label = stored_row_json(kind, key, rows, names.get(file_id) if kind == "session" else None)
-        updates.append({"t_id": row_id, "t_json": text, "t_label": label})
+        session_names = names.get(file_id) if kind == "session" else None
+        text, label = stored_row_json(kind, key, rows, session_names)
+        updates.append({"t_id": row_id, "t_json": text, "t_label": label,
+                        "t_cells": stored_row_cells(kind, key, rows, session_names)})
     if updates:
         db.executemany("usage_totals_set_text", updates)
 

@@ -137,6 +137,11 @@ class FileScan:
         folders = None if all_projects else [str(folder) for folder in self.paths.project_session_dirs(cwd)]
         return scan_usage_report(kind, os.path.abspath(self.paths.sessions_root), folders, days)
 
+    def usage_table_cells(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
+                          days: DateRange, breakdown: bool) -> None:
+        """Nothing is stored: the table is made from `usage_report`."""
+        return None
+
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
                    breakdown: bool) -> bytes:
         """`sessdex usage KIND --json` read from the files."""

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from sessdex.catalog.index.content_index import ContentProgress
     from sessdex.catalog.queries.source import PickerRow
     from sessdex.catalog.store.report_files import ReadyReport
+    from sessdex.catalog.store.usage_cells import StoredCells
     from sessdex.core.summary import SessionInfo
     from sessdex.core.usage import UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
@@ -721,6 +722,24 @@ class Catalog:
         from sessdex.catalog.queries.usage import summed_usage_json
 
         return summed_usage_json(self._database(), kind, scope_name, parts, days, breakdown)
+
+    def usage_table_cells(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
+                          days: DateRange, breakdown: bool) -> StoredCells | None:
+        """The stored cells of `sessdex usage KIND`'s table where they answer it, else None (then `usage_report`
+        sums it): `sessdex.catalog.store.usage_cells`."""
+        from sessdex.catalog.store.usage_cells import stored_usage_cells
+
+        if all_projects:
+            self.refresh(Scope.of(root=self.sessions_root))
+            scope_name, parts = "under_root", [{**root_range(self.sessions_root), "machine": self.machine}]
+            parts += [{**root_range(machine["sessions_root"]), "machine": machine["name"]}
+                      for machine in self.other_machines()]
+        else:
+            folders = self.project_dirs(cwd, None)
+            self.refresh(Scope.of(folders))
+            scope_name, parts = "in_directories", self.machine_scopes(folders, cwd)
+        self._fill_content_index()  # a first index's usage facts (content_index_progress says how far)
+        return stored_usage_cells(self._database(), kind, scope_name, parts, days, breakdown)
 
 
 def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str | None = None) -> Catalog:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal, Protocol
 
     from sessdex.catalog.store.report_files import ReadyReport
+    from sessdex.catalog.store.usage_cells import StoredCells
     from sessdex.core.paths import AgentPaths
     from sessdex.core.summary import SessionInfo
     from sessdex.core.usage import UsageReport
@@ -143,6 +144,11 @@ class SessionSource(Protocol):
                           days: DateRange, breakdown: bool) -> bytes | ReadyReport:
         """`usage_json`, or the report's ready file (sessdex.catalog.store.report_files), open: its text ends with
         the newline, and the caller closes it."""
+
+    def usage_table_cells(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
+                          days: DateRange, breakdown: bool) -> StoredCells | None:
+        """The table of `sessdex usage KIND` as cells stored ready, where the source keeps them for this report
+        (`sessdex.catalog.store.usage_cells`), else None: then `usage_report` answers it."""
 
     def content_index_progress(self) -> Any:
         """How far the content (message text, usage facts) a first index left for later is, while it is

@@ -4,7 +4,7 @@ The SQLite fast path runs these strings with the stdlib sqlite3 module so that r
 catalog never imports SQLAlchemy or Alembic; tests/catalog/test_schema.py checks they still match.
 """
 
-SCHEMA_REVISION = '0005_usage_report_text'
+SCHEMA_REVISION = '0006_usage_table_cells'
 
 SQL: dict[str, str] = {
     'file_by_path': (
@@ -309,7 +309,7 @@ SQL: dict[str, str] = {
         "WHERE usage_totals.machine = :machine AND usage_totals.kind = 'session')"
     ),
     'usage_totals_set_text': (
-        'UPDATE usage_totals SET label=:t_label, json=:t_json WHERE usage_totals.id = :t_id'
+        'UPDATE usage_totals SET label=:t_label, json=:t_json, cells=:t_cells WHERE usage_totals.id = :t_id'
     ),
     'usage_json_rows': (
         'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
@@ -333,6 +333,31 @@ SQL: dict[str, str] = {
     ),
     'usage_json_sessions_under_root': (
         'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi) AND usage_totals.kind = 'session' AND usage_totals.model = '' ORDER BY usage_totals.cost DESC, usage_totals.label"
+    ),
+    'usage_cells_rows': (
+        'SELECT usage_totals.label, usage_totals.cells, usage_totals.cost \n'
+        'FROM usage_totals \n'
+        'WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = \'\' AND usage_totals.kind = :kind ORDER BY usage_totals."key"'
+    ),
+    'usage_cells_rows_by_cost': (
+        'SELECT usage_totals.label, usage_totals.cells, usage_totals.cost \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = :kind ORDER BY usage_totals.cost DESC, usage_totals.label"
+    ),
+    'usage_cells_total': (
+        'SELECT usage_totals.cells \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = 'total'"
+    ),
+    'usage_cells_sessions_in_scope': (
+        'SELECT usage_totals.label, usage_totals.cells, usage_totals.cost \n'
+        'FROM usage_totals \n'
+        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = 'session' ORDER BY usage_totals.cost DESC, usage_totals.label"
+    ),
+    'usage_cells_sessions_under_root': (
+        'SELECT usage_totals.label, usage_totals.cells, usage_totals.cost \n'
         'FROM usage_totals \n'
         "WHERE usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi) AND usage_totals.kind = 'session' AND usage_totals.model = '' ORDER BY usage_totals.cost DESC, usage_totals.label"
     ),
@@ -628,9 +653,10 @@ FRESH_CATALOG_SCRIPT: tuple[str, ...] = (
     'CREATE TABLE usage_rollup (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tcwd TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost FLOAT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tCONSTRAINT pk_usage_rollup PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_rollup_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)',
     'CREATE INDEX ix_usage_rollup_file_id ON usage_rollup (file_id)',
     'CREATE INDEX ix_usage_rollup_machine_directory_day_local ON usage_rollup (machine, directory, day_local)',
-    'CREATE TABLE usage_totals (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\tscope TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tfile_id INTEGER, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost FLOAT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tsessions INTEGER NOT NULL, label TEXT, json TEXT, \n\tCONSTRAINT pk_usage_totals PRIMARY KEY (id)\n)',
+    'CREATE TABLE usage_totals (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\tscope TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tfile_id INTEGER, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost FLOAT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tsessions INTEGER NOT NULL, label TEXT, json TEXT, cells TEXT, \n\tCONSTRAINT pk_usage_totals PRIMARY KEY (id)\n)',
     'CREATE UNIQUE INDEX ix_usage_totals_machine_kind_scope_key_model ON usage_totals (machine, kind, scope, "key", model)',
     "CREATE INDEX ix_usage_totals_sessions_by_cost ON usage_totals (machine, kind, model, cost DESC, label, scope, json) WHERE kind = 'session' AND model = ''",
+    "CREATE INDEX ix_usage_totals_session_cells_by_cost ON usage_totals (machine, kind, model, cost DESC, label, scope, cells) WHERE kind = 'session' AND model = ''",
     "INSERT INTO message_fts(message_fts, rank) VALUES ('automerge', 16)",
-    'INSERT INTO "alembic_version" VALUES (\'0005_usage_report_text\')',
+    'INSERT INTO "alembic_version" VALUES (\'0006_usage_table_cells\')',
 )

@@ -183,6 +183,7 @@ usage_totals = Table(
     Column("sessions", Integer, nullable=False),
     Column("label", Text),
     Column("json", Text),
+    Column("cells", Text),  # its line of the table (sessdex.core.usage_cells), from migration 0006
     Index(None, "machine", "kind", "scope", "key", "model", unique=True),
 )
 # (A report of one scope sorts its few rows; an index in their order cost the indexer more than it saved.)
@@ -191,6 +192,8 @@ usage_totals = Table(
 # report of every project reads 10,000 texts in order with neither a sort nor a table lookup per row. PostgreSQL
 # limits an index entry to 2.7 kB, less than a session's text may be: there the report sorts.
 SQLITE_SESSION_REPORT_INDEX = "ix_usage_totals_sessions_by_cost"
+# The same for the table's cells (made by migration 0006).
+SQLITE_SESSION_CELLS_INDEX = "ix_usage_totals_session_cells_by_cost"
 
 # Small facts about the catalog itself (for example the sessions root of the last full scan).
 catalog_meta = Table(
@@ -223,7 +226,7 @@ PG_SEARCH_INDEX_SUFFIXES = ("_tsv", "_trgm")
 
 def is_dialect_only_index(name: str | None) -> bool:
     """True for the indexes a migration makes on one dialect only, which autogenerate must ignore."""
-    return name == SQLITE_SESSION_REPORT_INDEX
+    return name in (SQLITE_SESSION_REPORT_INDEX, SQLITE_SESSION_CELLS_INDEX)
 
 
 def is_pg_search_object(name: str | None) -> bool:

@@ -233,6 +233,8 @@ def _totals_statements() -> dict[str, ClauseElement]:
                 .select_from(usage_totals.join(session_files, _f.id == _t.file_id))
                 .where(_t.model == _EMPTY))
     session_models = select(_t.key, _t.model, *figures).where(_t.model != _EMPTY)
+    one_scope_cells = select(_t.label, _t.cells, _t.cost).where(mine & (_t.scope == bindparam("scope"))
+                                                                & (_t.model == _EMPTY))
     one_scope = select(utf8_bytes(_t.json)).where(mine & (_t.scope == bindparam("scope")) & (_t.model == _EMPTY))
     statements: dict[str, ClauseElement] = {
         "usage_rollup_of_file": select(_r.machine, _r.directory, _r.cwd, _r.day_local, _r.week_local, _r.provider, _r.model,
@@ -277,7 +279,7 @@ def _totals_statements() -> dict[str, ClauseElement]:
                                                  _first_message_start())
         .where(_mine() & _f.id.in_(select(_t.file_id).where(mine & (_t.kind == literal_column("'session'"))))),
         "usage_totals_set_text": update(usage_totals).where(_t.id == bindparam("t_id")).values(
-            json=bindparam("t_json"), label=bindparam("t_label")),
+            json=bindparam("t_json"), label=bindparam("t_label"), cells=bindparam("t_cells")),
         "usage_json_rows": one_scope.where(_t.kind == bindparam("kind")).order_by(bytewise(_t.key)),
         "usage_json_rows_by_cost": one_scope.where(_t.kind == bindparam("kind"))
         .order_by(_t.cost.desc(), bytewise(_t.label)),
@@ -285,6 +287,17 @@ def _totals_statements() -> dict[str, ClauseElement]:
         "usage_json_sessions_in_scope": one_scope.where(_t.kind == literal_column("'session'"))
         .order_by(_t.cost.desc(), bytewise(_t.label)),
         "usage_json_sessions_under_root": select(utf8_bytes(_t.json)).where(
+            under_root & (_t.kind == literal_column("'session'")) & (_t.model == _EMPTY))
+        .order_by(_t.cost.desc(), bytewise(_t.label)),
+        # The stored table cells (sessdex.core.usage_cells), in the same orders: (label, cells, cost) per row.
+        "usage_cells_rows": one_scope_cells.where(_t.kind == bindparam("kind")).order_by(bytewise(_t.key)),
+        "usage_cells_rows_by_cost": one_scope_cells.where(_t.kind == bindparam("kind"))
+        .order_by(_t.cost.desc(), bytewise(_t.label)),
+        "usage_cells_total": select(_t.cells).where(mine & (_t.scope == bindparam("scope")) & (_t.model == _EMPTY)
+                                                    & (_t.kind == literal_column("'total'"))),
+        "usage_cells_sessions_in_scope": one_scope_cells.where(_t.kind == literal_column("'session'"))
+        .order_by(_t.cost.desc(), bytewise(_t.label)),
+        "usage_cells_sessions_under_root": select(_t.label, _t.cells, _t.cost).where(
             under_root & (_t.kind == literal_column("'session'")) & (_t.model == _EMPTY))
         .order_by(_t.cost.desc(), bytewise(_t.label)),
     }

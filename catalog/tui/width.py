@@ -55,7 +55,9 @@ def _cluster_width(cluster: str) -> int:
 
 
 def _plain_width(char: str) -> int:
-    import unicodedata  # a shared library to load: only text holding non-ASCII characters needs it (issue 12)
+    if char < "\u0300":  # Latin-1 and the Latin extensions (accented names, paths): neither combining nor wide
+        return 1
+    import unicodedata  # a shared library to load: only text holding other characters needs it (issue 12)
 
     if unicodedata.combining(char) or char in "\u200b\u200c\u2060\ufeff":
         return 0
@@ -107,19 +109,40 @@ _MEASURED_LIMIT = 4096
 def _non_ascii_width(text: str) -> int:
     width = _MEASURED.get(text)
     if width is None:
-        # Its distinct characters, gathered at C speed: most text holding some non-ASCII is mostly ASCII, and
-        # looking at each character in Python cost a listing more than everything else it shows.
-        others = [char for char in set(text) if char > "\x7f"]
-        if not any(char in _JOINERS or "\U0001f1e6" <= char <= "\U0001f1ff" or "\U0001f3fb" <= char <= "\U0001f3ff"
-                   for char in others):  # (what _has_cluster_machinery tells)
-            # A cluster of plain characters is as wide as its characters together (combining marks are 0).
-            width = len(text) + sum((_CHAR_WIDTHS[char] - 1) * text.count(char) for char in others)
-        else:
-            width = sum(_cluster_width(cluster) for cluster in graphemes(text))
+        # Its distinct non-ASCII characters, gathered at C speed: most text holding some non-ASCII is mostly ASCII,
+        # and looking at each character in Python cost a listing more than everything else it shows.
+        width = len(text)
+        for char in set(text).difference(_ASCII):
+            extra = _EXTRA_COLUMNS[char]
+            if extra is None:  # grapheme machinery: the clusters decide
+                width = sum(_cluster_width(cluster) for cluster in graphemes(text))
+                break
+            if extra:
+                width += extra * text.count(char)
         if len(_MEASURED) >= _MEASURED_LIMIT:
             _MEASURED.clear()
         _MEASURED[text] = width
     return width
+
+
+_ASCII = frozenset(map(chr, range(128)))
+
+
+class _ExtraColumns(dict[str, "int | None"]):
+    """A character's columns beyond one (1 wide, -1 zero-width, else 0), or None for grapheme machinery (what
+    _has_cluster_machinery tells), each computed once. A cluster of plain characters is as wide as its characters
+    together (combining marks are 0)."""
+
+    def __missing__(self, char: str) -> int | None:
+        if char in _JOINERS or "\U0001f1e6" <= char <= "\U0001f1ff" or "\U0001f3fb" <= char <= "\U0001f3ff":
+            extra = None
+        else:
+            extra = _CHAR_WIDTHS[char] - 1
+        self[char] = extra
+        return extra
+
+
+_EXTRA_COLUMNS = _ExtraColumns()
 
 
 def cut(text: str, width: int) -> str:

@@ -167,6 +167,32 @@ def test_widths_count_grapheme_clusters() -> None:
     assert unique_prefix_lengths(["ab12", "ab34", "cd78"]) == [3, 3, 1]
 
 
+def test_a_texts_width_is_the_sum_of_its_clusters_widths() -> None:
+    """display_width's translation of whole texts (wide characters doubled, zero-width ones dropped, grapheme
+    machinery sent the long way) measures what the terminal draws: each cluster measured on its own."""
+    import random
+
+    from sessdex.catalog.tui.width import _cluster_width, graphemes
+
+    pieces = ["a", "Z", " ", "é", "ß", "Ł", "ά", "й", "ע", "ب", "द", "ि", "्", "—", "…", "→", "✅", "日", "語", "テ", "국",
+              "😀", "🚀", "\u0301", "\u200b", "\u200d", "\ufe0f", "🇫", "🇷", "👩", "\U0001f3fd", "\x00", "\ue000"]
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        assert display_width(text) == sum(_cluster_width(cluster) for cluster in graphemes(text)), ascii(text)
+
+
+def test_the_latin_characters_measured_without_unicodedata_are_one_column_wide() -> None:
+    import unicodedata
+
+    from sessdex.catalog.tui.width import _plain_width
+
+    for code in range(0x80, 0x300):
+        char = chr(code)
+        assert unicodedata.combining(char) == 0 and unicodedata.east_asian_width(char) not in ("W", "F"), hex(code)
+        assert _plain_width(char) == 1
+
+
 def _on_a_terminal(tree: Tree, args: list[str], env: dict[str, str]) -> str:
     main, secondary = pty.openpty()
     environment = {**os.environ, "HOME": str(tree.home), "PI_CODING_AGENT_DIR": str(tree.paths.agent_dir),

@@ -31,6 +31,7 @@ from gen_corpus import generate_corpus
 
 from sessdex.catalog.index.reconcile import read_heartbeat
 from sessdex.catalog.store.location import resolve_location
+from sessdex.core.paths import documented_project_dir_name
 from tests.cli_support import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -239,23 +240,85 @@ def check_stored_texts(cli: Callable[..., list[str]], capsys: pytest.CaptureFixt
 
 
 def assert_every_row_has_its_text(catalog: Path) -> None:
-    """Each report row of a SQLite catalog holds its --json text (none is left to be summed for lack of it), and
-    the session report of every project reads them in order from its index alone (no sort, no table lookup)."""
+    """Each report row of a SQLite catalog holds its --json text and its table cells (none is left to be summed for
+    lack of them), and the session report of every project reads either in order from an index alone (no sort, no
+    table lookup)."""
     import sqlite3
 
     from sessdex.catalog.store.compiled_sql import SQL
 
     connection = sqlite3.connect(catalog)
     try:
-        counts = connection.execute("SELECT count(*), count(json), count(label) FROM usage_totals WHERE model = ''")
-        rows, texts, labels = counts.fetchone()
-        plan = " ".join(row[-1] for row in connection.execute(
-            "EXPLAIN QUERY PLAN " + SQL["usage_json_sessions_under_root"],
-            {"machine": "m", "root_dir": "/r", "root_lo": "/r/", "root_hi": "/r0"}))
+        counts = connection.execute("SELECT count(*), count(json), count(label), count(cells) FROM usage_totals"
+                                    " WHERE model = ''")
+        rows, texts, labels, cells = counts.fetchone()
+        plans = [" ".join(row[-1] for row in connection.execute(
+            "EXPLAIN QUERY PLAN " + SQL[statement], {"machine": "m", "root_dir": "/r", "root_lo": "/r/", "root_hi": "/r0"}))
+            for statement in ("usage_json_sessions_under_root", "usage_cells_sessions_under_root")]
     finally:
         connection.close()
-    assert rows > 0 and texts == labels == rows
-    assert "COVERING INDEX ix_usage_totals_sessions_by_cost" in plan and "TEMP B-TREE" not in plan, plan
+    assert rows > 0 and texts == labels == cells == rows
+    for plan, index in zip(plans, ("ix_usage_totals_sessions_by_cost", "ix_usage_totals_session_cells_by_cost")):
+        assert f"COVERING INDEX {index}" in plan and "TEMP B-TREE" not in plan, plan
+
+
+# Titles, first messages, folders and model names a table must show as one safe line each, at the right width.
+HOSTILE_TITLES = ("\x1b]0;owned\x07 title\twith tabs\r\nsecond line", "日本語のタイトル 🚀👩‍👩‍👧 テスト",
+                  "مرحبا بالعالم \u202eעברית\u202c", "a very long title " * 30, "   ", None)
+HOSTILE_MODELS = (("evil\x1b[31m", "模型\u202e-rtl\x07"), ("anthropic", "claude\nopus"), ("openai", "gpt-5"),
+                  ("google", "gemini-2.5-pro\x9b"))
+
+
+def add_hostile_sessions(agent: Agent) -> Path:
+    """Sessions with hostile titles and model names in a project of their own (its one folder), and sessions whose
+    cwds are hostile (a control character, wide text, none, the home itself); the hostile project's folder."""
+    project = agent.home / "hostile proj"
+    project.mkdir(parents=True, exist_ok=True)
+    folder = agent.sessions_root / documented_project_dir_name(project)
+    cwds = [str(agent.home / "proj\x1bname"), "/opt/自分の\u202eproject", "", str(agent.home), str(project)]
+    for index, title in enumerate((*HOSTILE_TITLES, *[None] * len(cwds))):
+        # ids sharing a long prefix (the table shows longer prefixes), one with a control character in its prefix
+        session_id = f"abcdef{index:010x}" if index != 3 else "abcdef\x1b[31m000003"
+        cwd = str(project) if index < len(HOSTILE_TITLES) else cwds[index - len(HOSTILE_TITLES)]
+        head = {"type": "session", "version": 3, "id": session_id, "timestamp": "2026-02-10T08:00:00.000Z",
+                "cwd": cwd, **({"title": title} if title is not None else {})}
+        first = {"type": "message", "id": f"u{index:07d}", "parentId": None, "timestamp": "2026-02-10T08:00:00.000Z",
+                 "message": {"role": "user", "content": f"first\x1b[2J message {index}\n\u2028of 日本 {index}"}}
+        messages = [_assistant(f"h{index:03d}{step:04d}", f"2026-02-{10 + step % 5:02d}T0{step % 10}:30:00.000Z",
+                               *HOSTILE_MODELS[(index + step) % len(HOSTILE_MODELS)],
+                               [0.0, 0.001, 12345.678, 0.5 * index, 3.25][(index + step) % 5])
+                    for step in range(index % 4 + 1)]
+        messages[0]["message"]["usage"]["input"] = 2_500_000_000 if index == 2 else 999 * index
+        target = folder if index < len(HOSTILE_TITLES) else agent.sessions_root / "hostile-cwds"
+        target.mkdir(parents=True, exist_ok=True)
+        _append(target / f"2026-02-10T08-00-00-000Z_abcdef{index:010x}.jsonl", [head, first, *messages])
+    return project
+
+
+TABLE_WIDTHS = (None, 30, 80, 132, 400)
+
+
+def check_stored_cells(agent: Agent, projects: tuple[Path, ...] = ()) -> None:
+    """Every report's table from the stored cells (every project's, and each of `projects`' one folder: both must
+    be answered so) is, byte for byte, the table of the summed report, at every width, with and without bars."""
+    from sessdex.catalog.cli.usage_stored_table import stored_usage_table
+    from sessdex.catalog.cli.usage_table import usage_table
+    from sessdex.catalog.queries.sessions import open_catalog
+    from sessdex.core.usage_terms import DateRange
+
+    every_day = DateRange(None, None)
+    with open_catalog(str(agent.agent), str(agent.catalog)) as catalog:
+        for kind in KINDS:
+            for cwd, all_projects in ((agent.project, True), *((project, False) for project in projects)):
+                report = catalog.usage_report(kind, cwd, all_projects=all_projects, days=every_day)
+                assert report.rows
+                for width in TABLE_WIDTHS:
+                    for bars in (False, True):
+                        stored = catalog.usage_table_cells(kind, cwd, all_projects=all_projects, days=every_day,
+                                                           breakdown=False)
+                        assert stored is not None, (kind, cwd)
+                        assert stored_usage_table(stored, width, bars=bars) == usage_table(
+                            report, width, breakdown=False, bars=bars).encode(), (kind, all_projects, width, bars)
 
 
 def _check_every_report(agent: Agent, capsys: pytest.CaptureFixture[str], catalog: str | None = None) -> None:
@@ -284,6 +347,39 @@ def test_every_report_from_the_catalog_and_from_the_files_equals_the_files_summe
     check_stored_texts(agent.cli, capsys)
     check_stored_texts(agent.cli, capsys, catalog="off")
     assert_every_row_has_its_text(agent.catalog)
+
+
+def summed_table(agent: Agent, kind: str, cwd: Path, all_projects: bool, width: int | None) -> str:
+    """The table `sessdex usage KIND` printed before the cells were stored: the summed report's, bars on a width."""
+    from sessdex.catalog.cli.usage_table import usage_table
+    from sessdex.catalog.queries.sessions import open_catalog
+    from sessdex.core.usage_terms import DateRange
+
+    with open_catalog(str(agent.agent), str(agent.catalog)) as catalog:
+        report = catalog.usage_report(kind, cwd, all_projects=all_projects, days=DateRange(None, None))
+    return usage_table(report, width, breakdown=False, bars=width is not None) + "\n"
+
+
+def test_the_table_from_stored_cells_prints_the_summed_tables_bytes_with_hostile_names(agent: Agent, capsys,
+                                                                                      monkeypatch) -> None:
+    hostile = add_hostile_sessions(agent)
+    run_cli(agent.cli("index"), capsys)
+    check_stored_cells(agent, (hostile,))
+    for cwd, scope in ((agent.project, ("--all",)), (hostile, ())):
+        monkeypatch.chdir(cwd)
+        for kind in KINDS:
+            for columns in (None, 72, 200):
+                if columns is None:
+                    monkeypatch.delenv("COLUMNS", raising=False)
+                else:
+                    monkeypatch.setenv("COLUMNS", str(columns))
+                printed = run_cli(agent.cli("usage", kind, *scope), capsys)
+                assert printed.code == 0 and printed.err == ""
+                assert printed.out == summed_table(agent, kind, cwd, bool(scope), columns), (kind, scope, columns)
+    shown = run_cli(agent.cli("usage", "session"), capsys).out
+    assert "\x1b" not in shown and "日本語のタイトル" in shown and "~/proj" not in shown
+    assert "abcdef\ufffd[31m0" in shown  # the id's control character shown as U+FFFD
+    assert "~/proj name" in run_cli(agent.cli("usage", "project", "--all"), capsys).out  # ESC became a space
 
 
 def test_since_and_until_keep_the_local_days_between(agent: Agent, capsys) -> None:
@@ -409,18 +505,63 @@ def test_a_catalog_at_revision_0004_upgrades_to_stored_report_texts_equal_to_a_f
     _check_every_report(agent, capsys)
 
 
+def _stored_cells(catalog: Path) -> set[tuple[str, str, str, str]]:
+    import sqlite3
+
+    connection = sqlite3.connect(catalog)
+    try:  # (a session row's key is its file row's id, which differs between catalogs: its label is the session's)
+        return set(connection.execute("SELECT kind, scope, label, cells FROM usage_totals WHERE model = ''"))
+    finally:
+        connection.close()
+
+
+def test_a_catalog_at_revision_0005_upgrades_to_stored_table_cells_equal_to_a_fresh_builds(agent: Agent,
+                                                                                              capsys) -> None:
+    import sqlite3
+
+    from alembic import command
+
+    from sessdex.catalog.store.migrate import alembic_on
+
+    hostile = add_hostile_sessions(agent)
+    run_cli(agent.cli("index"), capsys)
+    with alembic_on(resolve_location(agent.agent, str(agent.catalog))) as config:
+        command.downgrade(config, "0005_usage_report_text")
+    connection = sqlite3.connect(agent.catalog)
+    try:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == ("0005_usage_report_text",)
+        assert "cells" not in {row[1] for row in connection.execute("PRAGMA table_info(usage_totals)")}
+        indexes = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "ix_usage_totals_sessions_by_cost" in indexes  # 0005's, kept by 0006's downgrade
+        assert "ix_usage_totals_session_cells_by_cost" not in indexes
+        stats_before = connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall()
+    finally:
+        connection.close()
+    check_stored_cells(agent, (hostile,))  # opening upgrades: the cells are rendered in place
+    assert_every_row_has_its_text(agent.catalog)
+    connection = sqlite3.connect(agent.catalog)
+    try:  # from the rows already there: no file was read again
+        assert connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall() == stats_before
+    finally:
+        connection.close()
+    fresh = agent.catalog.with_name("fresh.db")
+    assert run_cli(agent.cli("index", catalog=str(fresh)), capsys).code == 0
+    assert _stored_cells(agent.catalog) == _stored_cells(fresh)
+
+
 def test_index_rebuild_renders_every_stored_text_again(agent: Agent, capsys) -> None:
     run_cli(agent.cli("index"), capsys)
     before = {kind: run_cli(agent.cli("usage", kind, "--all", "--json"), capsys).out for kind in KINDS}
     assert run_cli(agent.cli("index", "--rebuild"), capsys).code == 0
     assert_every_row_has_its_text(agent.catalog)
     check_stored_texts(agent.cli, capsys)
+    check_stored_cells(agent)
     for kind in KINDS:
         assert _same_report(json.loads(run_cli(agent.cli("usage", kind, "--all", "--json"), capsys).out),
                             json.loads(before[kind]))
 
 
-def test_the_fast_path_prints_the_stored_texts_without_core_usage(agent: Agent, capsys, tmp_path: Path) -> None:
+def test_the_fast_path_prints_the_stored_texts_and_cells_without_core_usage(agent: Agent, capsys, tmp_path: Path) -> None:
     import sysconfig
 
     run_cli(agent.cli("index"), capsys)
@@ -443,6 +584,15 @@ def test_the_fast_path_prints_the_stored_texts_without_core_usage(agent: Agent, 
             assert ("sessdex.core.usage_json" in loaded) is not ready, kind
             assert not loaded & {"sessdex.core.usage", "collections", "click", "sessdex.core.summary",
                                  "sessdex.core.discovery", "sessdex.core.datetimes", "_datetime"}
+    for kind in KINDS:  # the table, from the stored cells: the session table alone needs core.discovery (id prefixes)
+        fast = subprocess.run([sys.executable, "-S", "-c", code, *agent.cli("usage", kind, "--all")],
+                              cwd=agent.project, env=env, capture_output=True, text=True, timeout=60)
+        assert fast.returncode == 0
+        assert fast.stdout == run_cli(agent.cli("usage", kind, "--all"), capsys).out
+        loaded = set(fast.stderr.split())
+        assert "sessdex.catalog.cli.usage_stored_table" in loaded, kind
+        assert not loaded & {"sessdex.core.usage", "sessdex.core.usage_cells", "collections", "click"}, kind
+        assert ("sessdex.core.discovery" in loaded) is (kind == "session"), kind
 
 
 def _append(path: Path, records: list[dict[str, Any]], *, newline: bool = True) -> None:
@@ -527,6 +677,7 @@ def test_reports_follow_appends_and_new_forks_while_sessdex_watch_runs(agent: Ag
 
         _wait_until(caught_up)
         check_stored_texts(agent.cli, capsys)  # the rows' texts rendered again as the watcher changed them
+        check_stored_cells(agent)  # and their table cells
         assert_every_row_has_its_text(agent.catalog)
         now = counted_files(agent.sessions_root)
         assert next(u for u in now if u["path"] == str(new_fork))["copied"] == len(
@@ -875,3 +1026,4 @@ def test_the_fast_path_takes_machines_among_the_root_options(machines: Machines,
                           cwd=machines.laptop.project, env=env, capture_output=True, text=True, timeout=60)
     assert fast.returncode == 0, fast.stderr
     assert_report_matches(json.loads(fast.stdout), expected_report(both, "weekly", None), "weekly")
+

@@ -131,7 +131,7 @@ def test_usage_on_a_shared_server_is_each_machines_own_answer_or_their_union(mac
 
 def _check_stored(machines: Machines, capsys, shared: str, own: dict[str, str]) -> None:
     """Each machine's stored --json texts on the server equal its reports summed there, and each report's text
-    equals the one its own SQLite catalog prints (the same rows' texts, in the same order, bytewise)."""
+    (and table) equals the one its own SQLite catalog prints (the same rows' texts, in the same order, bytewise)."""
     for machine in ("laptop", "devbox"):
         check_stored_texts(functools.partial(machines.cli, machine), capsys, catalog=shared)
         for kind in KINDS:
@@ -140,6 +140,10 @@ def _check_stored(machines: Machines, capsys, shared: str, own: dict[str, str]) 
             assert _same_report(*map(json.loads, printed)), (machine, kind)
             assert [row.get("session") for row in json.loads(printed[0])["rows"]] == \
                 [row.get("session") for row in json.loads(printed[1])["rows"]]
+            # The table from the stored cells too (its own SQLite catalog's is the summed table's: test_usage).
+            tables = [run_cli(machines.cli(machine, "usage", kind, "--all", catalog=catalog), capsys)
+                      for catalog in (shared, own[machine])]
+            assert tables[0].code == 0 and tables[0].out == tables[1].out, (machine, kind)
 
 
 def test_reindex_and_rebuild_of_one_machine_leave_the_other_machines_usage_alone(machines: Machines, capsys,
