@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from sessdex.catalog.store.db import CatalogDatabase
-from sessdex.catalog.store.report_files import drop_usage_token
 from sessdex.core.usage import USAGE_FACT_COLUMNS, UsageFact
 from sessdex.core.usage_cells import stored_row_cells
 from sessdex.core.usage_json import stored_row_json
@@ -169,8 +168,6 @@ def refresh_file_usage(db: CatalogDatabase, file_id: int) -> None:
 
 def render_totals(db: CatalogDatabase, keys: set[RowKey]) -> None:
     """Render the stored texts of this machine's report rows `keys` (those that still exist)."""
-    if keys:
-        drop_usage_token(db)
     updates = []
     for kind, scope, key in sorted(keys):
         rows = db.fetch_tuples("usage_totals_of_key", {"kind": kind, "scope": scope, "key": key})
@@ -189,7 +186,6 @@ def render_totals(db: CatalogDatabase, keys: set[RowKey]) -> None:
 
 def render_all_totals(db: CatalogDatabase) -> None:
     """Render the stored text of every report row of this machine (after usage_totals was summed in SQL)."""
-    drop_usage_token(db)
     names = {row[0]: row for row in db.fetch_tuples("usage_session_names_of_machine")}
     models: dict[tuple[str, str, str], list[tuple[str]]] = {}
     for kind, scope, key, model in db.fetch_tuples("usage_totals_models_of_machine"):
@@ -228,4 +224,3 @@ def forget_machine_usage(db: CatalogDatabase) -> None:
     """Drop this machine's usage_totals rows (with its file rows, by `index --rebuild` on a shared catalog: the
     file rows' deletion takes their facts and rollups along, never the pre-summed rows)."""
     db.execute("delete_machine_usage_totals")
-    drop_usage_token(db)

@@ -4,7 +4,7 @@ The SQLite fast path runs these strings with the stdlib sqlite3 module so that r
 catalog never imports SQLAlchemy or Alembic; tests/catalog/test_schema.py checks they still match.
 """
 
-SCHEMA_REVISION = '0006_usage_table_cells'
+SCHEMA_REVISION = '0007_usage_report_tokens'
 
 SQL: dict[str, str] = {
     'file_by_path': (
@@ -657,6 +657,9 @@ FRESH_CATALOG_SCRIPT: tuple[str, ...] = (
     'CREATE UNIQUE INDEX ix_usage_totals_machine_kind_scope_key_model ON usage_totals (machine, kind, scope, "key", model)',
     "CREATE INDEX ix_usage_totals_sessions_by_cost ON usage_totals (machine, kind, model, cost DESC, label, scope, json) WHERE kind = 'session' AND model = ''",
     "CREATE INDEX ix_usage_totals_session_cells_by_cost ON usage_totals (machine, kind, model, cost DESC, label, scope, cells) WHERE kind = 'session' AND model = ''",
+    'CREATE TRIGGER usage_totals_inserted_drop_token AFTER INSERT ON usage_totals BEGIN DELETE FROM catalog_meta WHERE "key" = \'usage_reports_token:\' || NEW.machine; END',
+    'CREATE TRIGGER usage_totals_updated_drop_token AFTER UPDATE ON usage_totals BEGIN DELETE FROM catalog_meta WHERE "key" IN (\'usage_reports_token:\' || OLD.machine, \'usage_reports_token:\' || NEW.machine); END',
+    'CREATE TRIGGER usage_totals_deleted_drop_token AFTER DELETE ON usage_totals BEGIN DELETE FROM catalog_meta WHERE "key" = \'usage_reports_token:\' || OLD.machine; END',
     "INSERT INTO message_fts(message_fts, rank) VALUES ('automerge', 16)",
-    'INSERT INTO "alembic_version" VALUES (\'0006_usage_table_cells\')',
+    'INSERT INTO "alembic_version" VALUES (\'0007_usage_report_tokens\')',
 )

@@ -7,7 +7,9 @@ catalog would answer:
 
 - A file is named by a random token the renderer put in `catalog_meta` before reading the rows it renders
   (`new_usage_token`). Every change to a machine's report rows deletes that machine's token in the same
-  transaction (`drop_usage_token`): a change makes every earlier file unusable in the same commit.
+  transaction, by triggers on `usage_totals` (migration 0007_usage_report_tokens): whatever process writes, of
+  whatever sessdex version (a `sessdex watch` started before an upgrade), a change makes every earlier file
+  unusable in the same commit.
 - A file begins with a header line naming the text's format, the machine and the sessions root it is the
   report of, and the body's length; a reader checks all of it (and that the file is a regular file of its own
   user that nobody else may write) before sending the body, so a report of another root, an older format or a
@@ -53,12 +55,6 @@ def usage_token(db: Any, machine: str) -> str | None:
     """The token of `machine`'s current usage rows, or None when they changed since the last one was made."""
     value = db.scalar("meta_get", {"key": TOKEN_KEY_PREFIX + machine})
     return value if isinstance(value, str) and value else None
-
-
-def drop_usage_token(db: Any) -> None:
-    """Forget the token of the catalog's own machine's usage rows (inside the write transaction that changes
-    them): no report file rendered before answers any more."""
-    db.execute("meta_delete", {"key": TOKEN_KEY_PREFIX + db.machine})
 
 
 def new_usage_token(db: Any) -> str:

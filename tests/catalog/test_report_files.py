@@ -16,6 +16,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,16 +204,14 @@ def test_a_render_during_which_the_rows_change_writes_no_file(corpus: Agent, cap
     read (perhaps from before and after the change) are not written."""
     import sessdex.catalog.index.report_cache as report_cache
     from sessdex.catalog.store.db import open_catalog
-    from sessdex.catalog.store.report_files import drop_usage_token
-
     run_cli(corpus.cli("index"), capsys)
     shutil.rmtree(_reports_dir(corpus))
     joined = report_cache.joined_usage_json
     db = open_catalog(resolve_location(corpus.agent, str(corpus.catalog)))
     try:
         def changed_meanwhile(*args: object) -> bytes | None:
-            with db.write():
-                drop_usage_token(db)  # what a change to the usage rows does
+            with db.write():  # a change to the usage rows (adding nothing is a change all the same)
+                db.executemany("usage_totals_add", [_total_row(db.machine, sessions=0, figure=0)])
             return joined(*args)  # type: ignore[arg-type]
 
         monkeypatch.setattr(report_cache, "joined_usage_json", changed_meanwhile)
@@ -324,3 +323,52 @@ def test_the_watcher_renders_the_reports_again_once_changes_settle(corpus: Agent
             printed = _usage(corpus, kind, "--all", "--json")
             assert printed.stdout == _report_file(corpus, kind).read_bytes().split(b"\n", 1)[1]
             _assert_counts_the_files(corpus, capsys, printed.stdout, kind)
+
+
+def check_every_change_to_usage_rows_drops_their_machines_token(db: Any) -> None:
+    """Inserting, updating or deleting a machine's usage_totals rows (any writer: here the statements themselves,
+    outside sessdex's indexer) drops that machine's token and leaves another machine's; other writes leave both."""
+    from sessdex.catalog.store.report_files import TOKEN_KEY_PREFIX, usage_token
+
+    machines = (db.machine, "elsewhere")
+
+    def give_tokens() -> None:
+        with db.write():
+            for machine in machines:
+                db.execute("meta_delete", {"key": TOKEN_KEY_PREFIX + machine})
+                db.execute("meta_insert", {"key": TOKEN_KEY_PREFIX + machine, "value": f"{machine}-token"})
+
+    def row(sessions: int) -> dict[str, Any]:
+        return _total_row(db.machine, sessions=sessions, figure=1, kind="daily", key="2026-02-16")
+
+    for statement, values in (("usage_totals_insert_missing", row(1)), ("usage_totals_add", row(1)),
+                              ("usage_totals_add", _total_row(db.machine, sessions=-2, figure=-2, kind="daily",
+                                                              key="2026-02-16")),
+                              ("usage_totals_prune", row(0))):
+        give_tokens()
+        with db.write():
+            db.executemany(statement, [values])
+        assert (usage_token(db, machines[0]), usage_token(db, machines[1])) == (None, "elsewhere-token"), statement
+    give_tokens()
+    with db.write():
+        db.executemany("usage_totals_prune", [row(0)])  # no row left to delete: nothing changed
+        db.execute("meta_delete", {"key": "something else"})
+    assert (usage_token(db, machines[0]), usage_token(db, machines[1])) == (f"{db.machine}-token", "elsewhere-token")
+
+
+def _total_row(machine: str, *, sessions: int, figure: float, kind: str = "total", key: str = "") -> dict[str, Any]:
+    """The parameters of a usage_totals statement (usage_totals_add, _insert_missing, _prune) for one row."""
+    figures = {f"t_{name}": figure for name in ("input_tokens", "output_tokens", "cache_read_tokens",
+                                                "cache_write_tokens", "cost", "messages")}
+    return {"t_machine": machine, "t_kind": kind, "t_scope": "", "t_key": key, "t_model": "", "t_file_id": None,
+            **figures, "t_sessions": sessions}
+
+
+def test_every_change_to_usage_rows_drops_their_machines_token(tmp_path: Path) -> None:
+    from sessdex.catalog.store.db import open_catalog
+
+    db = open_catalog(resolve_location(tmp_path, str(tmp_path / "catalog.db")), machine="here")
+    try:
+        check_every_change_to_usage_rows_drops_their_machines_token(db)
+    finally:
+        db.close()

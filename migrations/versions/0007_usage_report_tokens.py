@@ -1,0 +1,57 @@
+"""Changes to the usage report rows drop their machine's ready-report token: triggers on `usage_totals`.
+
+Revision ID: 0007_usage_report_tokens
+Revises: 0006_usage_table_cells
+Create Date: 2026-12-01
+
+`sessdex usage KIND --all --json` prints a ready file named by a token the renderer keeps in `catalog_meta`
+(`usage_reports_token:<machine>`, sessdex.catalog.store.report_files) while that token is there. These triggers
+delete a machine's token in the same transaction as any insert, update or delete of its usage_totals rows,
+whatever process writes them and whatever its version (a `sessdex watch` started before an upgrade keeps
+writing with its own code): no file rendered from rows that changed since is ever printed. The catalog holds no
+token before this revision, so nothing needs dropping here.
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision: str = "0007_usage_report_tokens"
+down_revision: str | None = "0006_usage_table_cells"
+branch_labels: str | None = None
+depends_on: str | None = None
+
+_TOKEN = "'usage_reports_token:' || "
+_SQLITE_TRIGGERS = ("inserted", "updated", "deleted")
+_POSTGRESQL_TRIGGERS = (("usage_totals_inserted_drop_tokens", "INSERT", "NEW"),
+                        ("usage_totals_updated_drop_tokens", "UPDATE", "NEW"),
+                        ("usage_totals_updated_away_drop_tokens", "UPDATE", "OLD"),
+                        ("usage_totals_deleted_drop_tokens", "DELETE", "OLD"))
+
+
+def upgrade() -> None:
+    if op.get_context().dialect.name == "sqlite":
+        op.execute("CREATE TRIGGER usage_totals_inserted_drop_token AFTER INSERT ON usage_totals BEGIN"
+                   f' DELETE FROM catalog_meta WHERE "key" = {_TOKEN}NEW.machine; END')
+        op.execute("CREATE TRIGGER usage_totals_updated_drop_token AFTER UPDATE ON usage_totals BEGIN"
+                   f' DELETE FROM catalog_meta WHERE "key" IN ({_TOKEN}OLD.machine, {_TOKEN}NEW.machine); END')
+        op.execute("CREATE TRIGGER usage_totals_deleted_drop_token AFTER DELETE ON usage_totals BEGIN"
+                   f' DELETE FROM catalog_meta WHERE "key" = {_TOKEN}OLD.machine; END')
+        return
+    # PostgreSQL: one statement-level trigger per event, each dropping the tokens of the machines its rows are of.
+    op.execute("CREATE FUNCTION usage_totals_drop_tokens() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+               f' DELETE FROM catalog_meta WHERE "key" IN (SELECT {_TOKEN}machine FROM changed_rows);'
+               " RETURN NULL; END $$")
+    for name, event, rows in _POSTGRESQL_TRIGGERS:
+        op.execute(f"CREATE TRIGGER {name} AFTER {event} ON usage_totals REFERENCING {rows} TABLE AS changed_rows"
+                   " FOR EACH STATEMENT EXECUTE FUNCTION usage_totals_drop_tokens()")
+
+
+def downgrade() -> None:
+    if op.get_context().dialect.name == "sqlite":
+        for event in _SQLITE_TRIGGERS:
+            op.execute(f"DROP TRIGGER IF EXISTS usage_totals_{event}_drop_token")
+        return
+    for name, _event, _rows in _POSTGRESQL_TRIGGERS:
+        op.execute(f"DROP TRIGGER IF EXISTS {name} ON usage_totals")
+    op.execute("DROP FUNCTION IF EXISTS usage_totals_drop_tokens()")
