@@ -9,6 +9,7 @@ catalog stores ready where they answer, else `sessdex.catalog.cli.usage_table`'s
 
 from __future__ import annotations
 
+import os
 import sys
 
 from sessdex.catalog.cli.output import current_directory, echo, output_width
@@ -57,41 +58,59 @@ def date_range(since: str | None, until: str | None) -> DateRange:
 def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, all_projects: bool, breakdown: bool,
               as_json: bool) -> int:
     """`sessdex usage KIND`: tokens and cost per period, session, project or model, with a totals row."""
-    stored = None
     with open_source() as source:
-        if as_json:
-            text = source.usage_json_output(kind, current_directory(), all_projects=all_projects, days=days,
-                                            breakdown=breakdown)
-        else:
-            stored = source.usage_table_cells(kind, current_directory(), all_projects=all_projects, days=days,
-                                              breakdown=breakdown)
-            if stored is None:
-                report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
+        printed: bytes | str | ReadyReport | None = None
+        laid_out = None  # the stored cells a table was laid out from, to keep it ready (keep_usage_table)
         try:
+            if as_json:
+                printed = source.usage_json_output(kind, current_directory(), all_projects=all_projects, days=days,
+                                                   breakdown=breakdown)
+            else:
+                width = output_width()
+                bars, home = width is not None, os.path.expanduser("~").rstrip("/")
+                stored = source.usage_table_cells(kind, current_directory(), all_projects=all_projects, days=days,
+                                                  breakdown=breakdown, ready_table=(width, bars, home))
+                if stored is None:
+                    printed = _summed_table(source, kind, days, all_projects, breakdown, width)
+                else:
+                    from sessdex.catalog.store.report_files import ReadyReport  # (loaded by the catalog's answer)
+
+                    if isinstance(stored, ReadyReport):  # the table kept ready since its rows last changed
+                        printed = stored
+                    elif stored.labels:  # the table from the cells the catalog stores ready (no core.usage)
+                        from sessdex.catalog.cli.usage_stored_table import stored_usage_table
+
+                        printed = stored_usage_table(stored, width, bars=bars)
+                        laid_out = stored
             progress = source.content_index_progress()
         except BaseException:
-            if as_json and not isinstance(text, bytes):
-                text.close()
+            if printed is not None and not isinstance(printed, (bytes, str)):
+                printed.close()  # a ready report's open file
             raise
-    if progress is not None:
-        echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
-             f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
-             "completes it", err=True)
-    if as_json:
-        print_report_json(text)
-    elif stored is not None and stored.labels:  # the table from the cells the catalog stores ready (no core.usage)
-        from sessdex.catalog.cli.usage_stored_table import stored_usage_table
-
-        width = output_width()
-        print_report_json(stored_usage_table(stored, width, bars=width is not None))
-    elif stored is not None or not report.rows:
-        echo("No usage found", err=True)
-    else:
-        from sessdex.catalog.cli.usage_table import usage_table  # the table's figures and labels: not for --json
-
-        width = output_width()
-        echo(usage_table(report, width, breakdown=breakdown, bars=width is not None))
+        if progress is not None:
+            echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
+                 f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
+                 "completes it", err=True)
+        if printed is None:
+            echo("No usage found", err=True)
+        elif isinstance(printed, str):
+            echo(printed)
+        else:
+            print_report_json(printed)
+        if laid_out is not None and isinstance(printed, bytes):
+            source.keep_usage_table(laid_out, width, bars, home, printed + b"\n")
     return 0
+
+
+def _summed_table(source: SessionSource, kind: ReportKind, days: DateRange, all_projects: bool, breakdown: bool,
+                  width: int | None) -> str | None:
+    """The table of the report summed from the catalog's rollup (or read from the files), or None without usage."""
+    report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
+    if not report.rows:
+        return None
+    from sessdex.catalog.cli.usage_table import usage_table  # the table's figures and labels: not for --json
+
+    return usage_table(report, width, breakdown=breakdown, bars=width is not None)
 
 
 def print_report_json(report: bytes | ReadyReport) -> None:

@@ -24,6 +24,7 @@ from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import SessionInfo
 
 if TYPE_CHECKING:
+    from sessdex.catalog.store.usage_cells import StoredCells
     from sessdex.core.usage import UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
 
@@ -138,9 +139,13 @@ class FileScan:
         return scan_usage_report(kind, os.path.abspath(self.paths.sessions_root), folders, days)
 
     def usage_table_cells(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
-                          days: DateRange, breakdown: bool) -> None:
+                          days: DateRange, breakdown: bool,
+                          ready_table: tuple[int | None, bool, str] | None = None) -> None:
         """Nothing is stored: the table is made from `usage_report`."""
         return None
+
+    def keep_usage_table(self, cells: StoredCells, width: int | None, bars: bool, home: str, table: bytes) -> None:
+        """Nothing is kept (the files keep no cells, so no table comes here)."""
 
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
                    breakdown: bool) -> bytes:

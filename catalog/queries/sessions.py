@@ -678,17 +678,8 @@ class Catalog:
         machine, or of every machine with all_machines)."""
         from sessdex.catalog.queries.usage import catalog_usage_report
 
-        if all_projects:
-            self.refresh(Scope.of(root=self.sessions_root))
-            self._fill_content_index()  # a first index's usage facts (content_index_progress says how far)
-            roots = [{**root_range(self.sessions_root), "machine": self.machine}]
-            roots += [{**root_range(machine["sessions_root"]), "machine": machine["name"]}
-                      for machine in self.other_machines()]
-            return catalog_usage_report(self._database(), kind, "under_root", roots, days)
-        folders = self.project_dirs(cwd, None)
-        self.refresh(Scope.of(folders))
-        self._fill_content_index()
-        return catalog_usage_report(self._database(), kind, "in_directories", self.machine_scopes(folders, cwd), days)
+        scope_name, parts = self._usage_scope(cwd, all_projects)
+        return catalog_usage_report(self._database(), kind, scope_name, parts, days)
 
     def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
                    breakdown: bool) -> bytes:
@@ -706,16 +697,7 @@ class Catalog:
         caller closes it)."""
         from sessdex.catalog.store.usage_stored import stored_usage_json
 
-        if all_projects:
-            self.refresh(Scope.of(root=self.sessions_root))
-            scope_name, parts = "under_root", [{**root_range(self.sessions_root), "machine": self.machine}]
-            parts += [{**root_range(machine["sessions_root"]), "machine": machine["name"]}
-                      for machine in self.other_machines()]
-        else:
-            folders = self.project_dirs(cwd, None)
-            self.refresh(Scope.of(folders))
-            scope_name, parts = "in_directories", self.machine_scopes(folders, cwd)
-        self._fill_content_index()  # a first index's usage facts (content_index_progress says how far)
+        scope_name, parts = self._usage_scope(cwd, all_projects)
         text = stored_usage_json(self._database(), kind, scope_name, parts, days, breakdown)
         if text is not None:
             return text
@@ -724,11 +706,54 @@ class Catalog:
         return summed_usage_json(self._database(), kind, scope_name, parts, days, breakdown)
 
     def usage_table_cells(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
-                          days: DateRange, breakdown: bool) -> StoredCells | None:
+                          days: DateRange, breakdown: bool,
+                          ready_table: tuple[int | None, bool, str] | None = None) -> StoredCells | ReadyReport | None:
         """The stored cells of `sessdex usage KIND`'s table where they answer it, else None (then `usage_report`
-        sums it): `sessdex.catalog.store.usage_cells`."""
+        sums it): `sessdex.catalog.store.usage_cells`.
+
+        With `ready_table` (the table's width, bars, and home folder), the table of every project laid out so
+        before, and kept (`keep_usage_table`) since its rows last changed, is its ready file, open (the caller
+        closes it); the cells read otherwise carry the token to keep their table under.
+        """
         from sessdex.catalog.store.usage_cells import stored_usage_cells
 
+        scope_name, parts = self._usage_scope(cwd, all_projects)
+        db = self._database()
+        token = None
+        if ready_table is not None and scope_name == "under_root" and len(parts) == 1 and not breakdown \
+                and days.since is None and days.until is None:
+            from sessdex.catalog.store.report_files import open_ready_report, usage_table_name, usage_token
+
+            token = usage_token(db, self.machine)
+            width, bars, home = ready_table
+            ready = None if token is None else open_ready_report(
+                db, usage_table_name(kind, width, bars), self.machine, parts[0]["root_lo"], home, token)
+            if ready is not None:
+                return ready
+        cells = stored_usage_cells(db, kind, scope_name, parts, days, breakdown)
+        if cells is not None:
+            cells.token = token
+        return cells
+
+    def keep_usage_table(self, cells: StoredCells, width: int | None, bars: bool, home: str, table: bytes) -> None:
+        """Keep the table of every project laid out from `cells` as its ready file, unless its rows changed since
+        the cells were read (or they had no token: nothing was rendered since they last changed)."""
+        from sessdex.catalog.store.report_files import remove_report_files, usage_table_name, usage_token, write_report_files
+
+        db = self._database()
+        if cells.token is None or usage_token(db, self.machine) != cells.token:
+            return
+        try:
+            write_report_files(db.location, cells.token, self.machine, root_range(self.sessions_root)["root_lo"],
+                               {usage_table_name(cells.kind, width, bars): table}, home)
+        except OSError:
+            return  # (a read-only folder: the table is laid out again next time)
+        remove_report_files(db.location, keep_token=cells.token)
+
+    def _usage_scope(self, cwd: str | os.PathLike[str], all_projects: bool) -> tuple[str, list[dict[str, str]]]:
+        """A usage report's scope, made fresh: ("under_root", every project's root on each machine) or
+        ("in_directories", the project's folders); its content index filled a little first (a first index's
+        usage facts: content_index_progress says how far)."""
         if all_projects:
             self.refresh(Scope.of(root=self.sessions_root))
             scope_name, parts = "under_root", [{**root_range(self.sessions_root), "machine": self.machine}]
@@ -738,8 +763,8 @@ class Catalog:
             folders = self.project_dirs(cwd, None)
             self.refresh(Scope.of(folders))
             scope_name, parts = "in_directories", self.machine_scopes(folders, cwd)
-        self._fill_content_index()  # a first index's usage facts (content_index_progress says how far)
-        return stored_usage_cells(self._database(), kind, scope_name, parts, days, breakdown)
+        self._fill_content_index()
+        return scope_name, parts
 
 
 def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str | None = None) -> Catalog:

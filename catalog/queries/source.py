@@ -146,9 +146,15 @@ class SessionSource(Protocol):
         the newline, and the caller closes it."""
 
     def usage_table_cells(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
-                          days: DateRange, breakdown: bool) -> StoredCells | None:
+                          days: DateRange, breakdown: bool,
+                          ready_table: tuple[int | None, bool, str] | None = None) -> StoredCells | ReadyReport | None:
         """The table of `sessdex usage KIND` as cells stored ready, where the source keeps them for this report
-        (`sessdex.catalog.store.usage_cells`), else None: then `usage_report` answers it."""
+        (`sessdex.catalog.store.usage_cells`), else None: then `usage_report` answers it. With `ready_table`
+        (width, bars, home folder), the table kept ready as laid out so before, open, where there is one."""
+
+    def keep_usage_table(self, cells: StoredCells, width: int | None, bars: bool, home: str, table: bytes) -> None:
+        """Keep `table`, laid out from `cells` (width, bars, home folder), ready for the next command that asks
+        for it, where the source can."""
 
     def content_index_progress(self) -> Any:
         """How far the content (message text, usage facts) a first index left for later is, while it is

@@ -2,8 +2,9 @@
 
 `sessdex usage KIND --all --json` over 10,000 sessions is megabytes of text. Joining its stored row texts
 (`sessdex.catalog.store.usage_stored`) still reads 10,000 rows; printing a file the watcher wrote earlier is one
-`sendfile`. The files are derived data like the catalog, and are used only while they are exactly what the
-catalog would answer:
+`sendfile`. Its table (without --json) is kept the same way once a command has laid it out (`usage-KIND-WIDTH.txt`:
+the watcher cannot, as the table's layout is the command line's). The files are derived data like the catalog,
+and are used only while they are exactly what the catalog would answer:
 
 - A file is named by a random token the renderer put in `catalog_meta` before reading the rows it renders
   (`new_usage_token`). Every change to a machine's report rows deletes that machine's token in the same
@@ -51,6 +52,11 @@ def usage_report_name(kind: str) -> str:
     return f"usage-{kind}.json"
 
 
+def usage_table_name(kind: str, width: int | None, bars: bool) -> str:
+    """The name of the ready file of `sessdex usage KIND --all`'s table at `width` (None: not cut), with bars or not."""
+    return f"usage-{kind}-{width or 0}{'-bars' if bars else ''}.txt"
+
+
 def usage_token(db: Any, machine: str) -> str | None:
     """The token of `machine`'s current usage rows, or None when they changed since the last one was made."""
     value = db.scalar("meta_get", {"key": TOKEN_KEY_PREFIX + machine})
@@ -68,10 +74,11 @@ def new_usage_token(db: Any) -> str:
     return token
 
 
-def report_header(machine: str, root_lo: str, body_size: int) -> bytes:
+def report_header(machine: str, root_lo: str, context: str, body_size: int) -> bytes:
     """A report file's first line: the format, the machine and the sessions root (as `root_range` gives it) it
-    reports on, and the length of the body that follows."""
-    return _HEADER_PREFIX + ascii((machine, root_lo, body_size)).encode() + b"\n"  # ascii: one line, any name
+    reports on, what else its text depends on (`context`: a table's home folder, shown as ~), and the length of
+    the body that follows."""
+    return _HEADER_PREFIX + ascii((machine, root_lo, context, body_size)).encode() + b"\n"  # ascii: one line
 
 
 def report_file_name(report: str, token: str) -> str:
@@ -126,12 +133,15 @@ class ReadyReport:
         self.close()
 
 
-def open_ready_report(db: Any, report: str, machine: str, root_lo: str) -> ReadyReport | None:
-    """The ready file of `report` for `machine`'s sessions under `root_lo` at the catalog's current token, open;
-    None when there is none (never rendered, or the rows changed since) or it is not exactly what was written."""
-    token = usage_token(db, machine)
+def open_ready_report(db: Any, report: str, machine: str, root_lo: str, context: str = "",
+                      token: str | None = None) -> ReadyReport | None:
+    """The ready file of `report` for `machine`'s sessions under `root_lo` (and `context`) at the catalog's current
+    token (or `token`, read already), open; None when there is none (never rendered, or the rows changed since)
+    or it is not exactly what was written."""
     if token is None:
-        return None
+        token = usage_token(db, machine)
+        if token is None:
+            return None
     path = os.path.join(reports_dir(db.location), report_file_name(report, token))
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -144,7 +154,7 @@ def open_ready_report(db: Any, report: str, machine: str, root_lo: str) -> Ready
             start = os.pread(fd, 4096, 0)
             end = start.find(b"\n") + 1
             body_size = status.st_size - end
-            if end and start[:end] == report_header(machine, root_lo, body_size):
+            if end and start[:end] == report_header(machine, root_lo, context, body_size):
                 return ReadyReport(fd, end, body_size)
     except OSError:
         pass
@@ -153,7 +163,7 @@ def open_ready_report(db: Any, report: str, machine: str, root_lo: str) -> Ready
 
 
 def write_report_files(location: CatalogLocation, token: str, machine: str, root_lo: str,
-                       bodies: Mapping[str, bytes]) -> None:
+                       bodies: Mapping[str, bytes], context: str = "") -> None:
     """Write each report's file for `token` (0600, in a 0700 folder): whole, on disk, under a temporary name first."""
     from sessdex.core.private_files import PRIVATE_FILE_MODE, make_private_dirs  # writers only: off the read path
 
@@ -170,7 +180,7 @@ def write_report_files(location: CatalogLocation, token: str, machine: str, root
                      PRIVATE_FILE_MODE)
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(report_header(machine, root_lo, len(body)))
+                handle.write(report_header(machine, root_lo, context, len(body)))
                 handle.write(body)
                 handle.flush()
                 os.fsync(handle.fileno())  # a crash never leaves a named file holding less than its header says
@@ -215,11 +225,12 @@ def remove_report_files(location: CatalogLocation, *, keep_token: str | None = N
 
 
 def _is_report_file_name(name: str) -> bool:
-    """`usage-KIND.json.TOKEN`, or that followed by `.PID.tmp` (a render cut short)."""
+    """`usage-REPORT.json.TOKEN` or `usage-REPORT.txt.TOKEN`, or either followed by `.PID.tmp` (a write cut
+    short)."""
     if not name.startswith("usage-"):
         return False
     parts = name.split(".")
     if len(parts) == 5 and parts[4] == "tmp" and parts[3].isdigit():
         parts = parts[:3]
-    return len(parts) == 3 and parts[1] == "json" and len(parts[2]) == 16 and all(
+    return len(parts) == 3 and parts[1] in ("json", "txt") and len(parts[2]) == 16 and all(
         char in "0123456789abcdef" for char in parts[2])

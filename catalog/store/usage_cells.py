@@ -27,7 +27,7 @@ class StoredCells:
     """A report's stored rows, in its order, column by column: each row's label (the row's key, a session's id),
     its cells (sessdex.core.usage_cells.stored_row_cells's, one list per cell) and its cost; and the TOTAL line's cells."""
 
-    __slots__ = ("kind", "labels", "columns", "costs", "total")
+    __slots__ = ("kind", "labels", "columns", "costs", "total", "token")
 
     def __init__(self, kind: ReportKind, labels: list[str], columns: list[list[str]], costs: list[float],
                  total: list[str]) -> None:
@@ -36,6 +36,7 @@ class StoredCells:
         self.columns = columns
         self.costs = costs
         self.total = total
+        self.token: str | None = None  # the ready-report token of the rows read (sessdex.catalog.store.report_files)
 
 
 def _split_cells(kind: str, rows: list[str]) -> list[list[str]] | None:

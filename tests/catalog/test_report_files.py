@@ -126,7 +126,7 @@ def test_index_renders_every_report_as_a_private_file_printed_as_the_rows_answer
 def _header_fields(path: Path) -> tuple[str, str]:
     """(machine, sessions root) a report file's header names."""
     header = path.read_bytes().split(b"\n", 1)[0]
-    machine, root_lo, _size = ast.literal_eval(header.decode().split(" ", 4)[4])
+    machine, root_lo, _context, _size = ast.literal_eval(header.decode().split(" ", 4)[4])
     return machine, root_lo
 
 
@@ -137,7 +137,7 @@ def test_the_command_prints_the_ready_file_itself(corpus: Agent, capsys) -> None
     body = path.read_bytes().split(b"\n", 1)[1]
     marked = body.replace(b'"sessions": 1', b'"sessions": 1 ', 1)
     assert marked != body
-    path.write_bytes(report_header(*_header_fields(path), len(marked)) + marked)
+    path.write_bytes(report_header(*_header_fields(path), "", len(marked)) + marked)
     assert _usage(corpus, "session", "--all", "--json").stdout == marked
     # In-process (an output without a descriptor) the same file is read and printed.
     assert run_cli(corpus.cli("usage", "session", "--all", "--json"), capsys).out.encode() == marked
@@ -153,8 +153,9 @@ def test_a_file_of_another_root_machine_format_or_length_or_not_a_private_regula
     assert joined == body
     fake = b'{"report": "daily", "rows": []}\n'
     unprinted = {
-        "another root": report_header(machine, root_lo.replace("/sessions/", "/other/"), len(fake)) + fake,
-        "another machine": report_header(machine + "x", root_lo, len(fake)) + fake,
+        "another root": report_header(machine, root_lo.replace("/sessions/", "/other/"), "", len(fake)) + fake,
+        "another machine": report_header(machine + "x", root_lo, "", len(fake)) + fake,
+        "another context": report_header(machine, root_lo, "/home/else", len(fake)) + fake,
         "another format": header.replace(b"sessdex usage report 1 ", b"sessdex usage report 0 ") + b"\n" + body,
         "cut short": header + b"\n" + body[:-1],
         "longer": header + b"\n" + body + b" ",
@@ -168,7 +169,7 @@ def test_a_file_of_another_root_machine_format_or_length_or_not_a_private_regula
     assert _usage(corpus, "daily", "--all", "--json").stdout == joined
     path.unlink()
     elsewhere = tmp_path / "report"
-    elsewhere.write_bytes(report_header(machine, root_lo, len(fake)) + fake)
+    elsewhere.write_bytes(report_header(machine, root_lo, "", len(fake)) + fake)
     elsewhere.chmod(0o600)
     path.symlink_to(elsewhere)  # a link is never followed
     assert _usage(corpus, "daily", "--all", "--json").stdout == joined
@@ -372,3 +373,66 @@ def test_every_change_to_usage_rows_drops_their_machines_token(tmp_path: Path) -
         check_every_change_to_usage_rows_drops_their_machines_token(db)
     finally:
         db.close()
+
+
+# -- tables (without --json): kept ready by the command that laid them out ----------------------------------
+
+def _table_file(corpus: Agent, kind: str, name: str = "0") -> Path:
+    token = _token(corpus)
+    assert token is not None
+    return _reports_dir(corpus) / report_file_name(f"usage-{kind}-{name}.txt", token)
+
+
+def _tables(corpus: Agent, kind: str, env: dict[str, str]) -> tuple[bytes, bytes]:
+    """(the table printed with its ready file removed, the table printed next)."""
+    for path in _reports_dir(corpus).glob(f"usage-{kind}-*.txt.*"):
+        path.unlink()
+    first = _usage(corpus, kind, "--all", env=env)
+    again = _usage(corpus, kind, "--all", env=env)
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    return first.stdout, again.stdout
+
+
+@pytest.mark.parametrize("columns", [None, "80", "200"])
+def test_a_table_laid_out_once_is_kept_and_printed_as_it_is_until_its_rows_change(corpus: Agent, capsys,
+                                                                                   columns: str | None) -> None:
+    run_cli(corpus.cli("index"), capsys)
+    env = {} if columns is None else {"COLUMNS": columns}
+    name = "0" if columns is None else f"{columns}-bars"
+    for kind in KINDS:
+        laid_out, kept = _tables(corpus, kind, env)
+        path = _table_file(corpus, kind, name)
+        assert kept == laid_out == path.read_bytes().split(b"\n", 1)[1], kind
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    # Printed from the file: a changed body is printed changed.
+    path = _table_file(corpus, "session", name)
+    body = path.read_bytes().split(b"\n", 1)[1]
+    marked = body.replace(b"TOTAL", b"T0TAL")
+    path.write_bytes(report_header(*_header_fields(path)[:2], str(corpus.home), len(marked)) + marked)
+    assert _usage(corpus, "session", "--all", env=env).stdout == marked
+    # A change drops the token: the table is laid out again (and counts the change), then kept under a new token.
+    plain = next(usage for usage in counted_files(corpus.sessions_root) if not usage["parent"])
+    _append(Path(plain["path"]), [_assistant("e0000097", "2026-02-16T09:32:00.000Z", "openai", "gpt-5", 100.0)])
+    changed = _usage(corpus, "session", "--all", env=env).stdout
+    assert changed != body and b"T0TAL" not in changed and _token(corpus) is None
+    run_cli(corpus.cli("index"), capsys)
+    assert _tables(corpus, "session", env) == (changed, changed)
+
+
+def test_a_project_table_is_kept_for_the_home_it_shows_as_tilde(corpus: Agent, capsys) -> None:
+    run_cli(corpus.cli("index"), capsys)
+    laid_out, kept = _tables(corpus, "project", {})
+    assert kept == laid_out and b"~/" in laid_out
+    elsewhere = _usage(corpus, "project", "--all", env={"HOME": "/nonexistent-home"})
+    assert elsewhere.returncode == 0 and b"~/" not in elsewhere.stdout  # not the file kept for the other home
+    assert str(corpus.home).encode() in elsewhere.stdout
+    assert _usage(corpus, "project", "--all").stdout == laid_out
+
+
+def test_a_table_that_cannot_be_kept_is_printed_all_the_same(corpus: Agent, capsys) -> None:
+    run_cli(corpus.cli("index"), capsys)
+    laid_out = _usage(corpus, "daily", "--all")
+    shutil.rmtree(_reports_dir(corpus))
+    _reports_dir(corpus).write_text("not a folder")
+    again = _usage(corpus, "daily", "--all")
+    assert again.returncode == 0 and again.stdout == laid_out.stdout and again.stderr == b""
