@@ -33,9 +33,9 @@ def render_usage_reports(db: CatalogDatabase, sessions_root: str) -> None:
     """
     token = usage_token(db, db.machine) or new_usage_token(db)
     names = [usage_report_name(kind) for kind in REPORT_KINDS]
-    if report_files_present(db.location, token, names):
-        return
     params = {**root_range(sessions_root), "machine": db.machine}
+    if report_files_present(db, token, names, db.machine, params["root_lo"]):
+        return
     bodies = {}
     for kind, name in zip(REPORT_KINDS, names):
         text = joined_usage_json(db, kind, "under_root", params)

@@ -193,10 +193,15 @@ def write_report_files(location: CatalogLocation, token: str, machine: str, root
             raise
 
 
-def report_files_present(location: CatalogLocation, token: str, reports: Iterable[str]) -> bool:
-    """Whether every one of `reports` has its file for `token`."""
-    folder = reports_dir(location)
-    return all(os.path.isfile(os.path.join(folder, report_file_name(report, token))) for report in reports)
+def report_files_present(db: Any, token: str, reports: Iterable[str], machine: str, root_lo: str) -> bool:
+    """Whether every one of `reports` has its file for `token`, as a reader would take it (`open_ready_report`: a
+    file of an older format or another root is not)."""
+    for report in reports:
+        ready = open_ready_report(db, report, machine, root_lo, "", token)
+        if ready is None:
+            return False
+        ready.close()
+    return True
 
 
 def remove_report_files(location: CatalogLocation, *, keep_token: str | None = None) -> list[str]:

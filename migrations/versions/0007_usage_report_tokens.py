@@ -8,8 +8,7 @@ Create Date: 2026-12-01
 (`usage_reports_token:<machine>`, sessdex.catalog.store.report_files) while that token is there. These triggers
 delete a machine's token in the same transaction as any insert, update or delete of its usage_totals rows,
 whatever process writes them and whatever its version (a `sessdex watch` started before an upgrade keeps
-writing with its own code): no file rendered from rows that changed since is ever printed. The catalog holds no
-token before this revision, so nothing needs dropping here.
+writing with its own code): no file rendered from rows that changed since is ever printed.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ _POSTGRESQL_TRIGGERS = (("usage_totals_inserted_drop_tokens", "INSERT", "NEW"),
 
 
 def upgrade() -> None:
+    op.execute("DELETE FROM catalog_meta WHERE \"key\" LIKE 'usage_reports_token:%'")  # (none but a test build's)
     if op.get_context().dialect.name == "sqlite":
         op.execute("CREATE TRIGGER usage_totals_inserted_drop_token AFTER INSERT ON usage_totals BEGIN"
                    f' DELETE FROM catalog_meta WHERE "key" = {_TOKEN}NEW.machine; END')

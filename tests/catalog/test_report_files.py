@@ -436,3 +436,14 @@ def test_a_table_that_cannot_be_kept_is_printed_all_the_same(corpus: Agent, caps
     _reports_dir(corpus).write_text("not a folder")
     again = _usage(corpus, "daily", "--all")
     assert again.returncode == 0 and again.stdout == laid_out.stdout and again.stderr == b""
+
+
+def test_a_render_replaces_a_file_a_reader_would_not_take(corpus: Agent, capsys) -> None:
+    """A file of the current token in an older format (or cut, or of another root) is not 'there': the next
+    render writes it again."""
+    run_cli(corpus.cli("index"), capsys)
+    path = _report_file(corpus, "session")
+    header, body = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(header.replace(b"sessdex usage report 1 ", b"sessdex usage report 0 ") + b"\n" + body)
+    run_cli(corpus.cli("index"), capsys)
+    assert path.read_bytes() == header + b"\n" + body
