@@ -83,14 +83,14 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
                         printed = stored_usage_table(stored, width, bars=bars)
                         laid_out = stored
             progress = source.content_index_progress()
+            if progress is not None:
+                echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
+                     f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
+                     "completes it", err=True)
         except BaseException:
             if printed is not None and not isinstance(printed, (bytes, str)):
                 printed.close()  # a ready report's open file
             raise
-        if progress is not None:
-            echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
-                 f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
-                 "completes it", err=True)
         if printed is None:
             echo("No usage found", err=True)
         elif isinstance(printed, str):

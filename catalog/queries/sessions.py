@@ -722,12 +722,18 @@ class Catalog:
         token = None
         if ready_table is not None and scope_name == "under_root" and len(parts) == 1 and not breakdown \
                 and days.since is None and days.until is None:
-            from sessdex.catalog.store.report_files import open_ready_report, usage_table_name, usage_token
+            from sessdex.catalog.store.report_files import (
+                open_ready_report,
+                table_context,
+                usage_table_name,
+                usage_token,
+            )
 
             token = usage_token(db, self.machine)
             width, bars, home = ready_table
             ready = None if token is None else open_ready_report(
-                db, usage_table_name(kind, width, bars), self.machine, parts[0]["root_lo"], home, token)
+                db, usage_table_name(kind, width, bars), self.machine, parts[0]["root_lo"], table_context(kind, home),
+                token)
             if ready is not None:
                 return ready
         cells = stored_usage_cells(db, kind, scope_name, parts, days, breakdown)
@@ -738,17 +744,18 @@ class Catalog:
     def keep_usage_table(self, cells: StoredCells, width: int | None, bars: bool, home: str, table: bytes) -> None:
         """Keep the table of every project laid out from `cells` as its ready file, unless its rows changed since
         the cells were read (or they had no token: nothing was rendered since they last changed)."""
-        from sessdex.catalog.store.report_files import remove_report_files, usage_table_name, usage_token, write_report_files
+        if cells.token is None:
+            return
+        from sessdex.catalog.store.report_files import table_context, usage_table_name, usage_token, write_report_files
 
         db = self._database()
-        if cells.token is None or usage_token(db, self.machine) != cells.token:
+        if usage_token(db, self.machine) != cells.token:
             return
         try:
             write_report_files(db.location, cells.token, self.machine, root_range(self.sessions_root)["root_lo"],
-                               {usage_table_name(cells.kind, width, bars): table}, home)
+                               {usage_table_name(cells.kind, width, bars): table}, table_context(cells.kind, home))
         except OSError:
-            return  # (a read-only folder: the table is laid out again next time)
-        remove_report_files(db.location, keep_token=cells.token)
+            pass  # (a read-only folder: the table is laid out again next time; the next render removes old files)
 
     def _usage_scope(self, cwd: str | os.PathLike[str], all_projects: bool) -> tuple[str, list[dict[str, str]]]:
         """A usage report's scope, made fresh: ("under_root", every project's root on each machine) or

@@ -660,6 +660,7 @@ FRESH_CATALOG_SCRIPT: tuple[str, ...] = (
     'CREATE TRIGGER usage_totals_inserted_drop_token AFTER INSERT ON usage_totals BEGIN DELETE FROM catalog_meta WHERE "key" = \'usage_reports_token:\' || NEW.machine; END',
     'CREATE TRIGGER usage_totals_updated_drop_token AFTER UPDATE ON usage_totals BEGIN DELETE FROM catalog_meta WHERE "key" IN (\'usage_reports_token:\' || OLD.machine, \'usage_reports_token:\' || NEW.machine); END',
     'CREATE TRIGGER usage_totals_deleted_drop_token AFTER DELETE ON usage_totals BEGIN DELETE FROM catalog_meta WHERE "key" = \'usage_reports_token:\' || OLD.machine; END',
+    'CREATE TRIGGER usage_totals_figures_clear_cells AFTER UPDATE OF input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions ON usage_totals BEGIN UPDATE usage_totals SET cells = NULL WHERE id = NEW.id; END',
     "INSERT INTO message_fts(message_fts, rank) VALUES ('automerge', 16)",
     'INSERT INTO "alembic_version" VALUES (\'0007_usage_report_tokens\')',
 )

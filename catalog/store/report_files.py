@@ -2,9 +2,9 @@
 
 `sessdex usage KIND --all --json` over 10,000 sessions is megabytes of text. Joining its stored row texts
 (`sessdex.catalog.store.usage_stored`) still reads 10,000 rows; printing a file the watcher wrote earlier is one
-`sendfile`. Its table (without --json) is kept the same way once a command has laid it out (`usage-KIND-WIDTH.txt`:
-the watcher cannot, as the table's layout is the command line's). The files are derived data like the catalog,
-and are used only while they are exactly what the catalog would answer:
+`sendfile`. Its table (without --json) is kept the same way once a command has laid it out
+(`usage-KIND-WIDTH[-bars].txt`: the watcher cannot, as the table's layout is the command line's). The files are
+derived data like the catalog, and are used only while they are exactly what the catalog would answer:
 
 - A file is named by a random token the renderer put in `catalog_meta` before reading the rows it renders
   (`new_usage_token`). Every change to a machine's report rows deletes that machine's token in the same
@@ -12,7 +12,8 @@ and are used only while they are exactly what the catalog would answer:
   whatever sessdex version (a `sessdex watch` started before an upgrade), a change makes every earlier file
   unusable in the same commit.
 - A file begins with a header line naming the text's format, the machine and the sessions root it is the
-  report of, and the body's length; a reader checks all of it (and that the file is a regular file of its own
+  report of, what else it depends on (a table's layout version, Python's, the home folder shown as ~), and the
+  body's length; a reader checks all of it (and that the file is a regular file of its own
   user that nobody else may write) before sending the body, so a report of another root, an older format or a
   cut file is never printed.
 - Files are written whole under a temporary name, flushed to disk and renamed into place (never changed once
@@ -25,6 +26,7 @@ The folder is 0700 and the files 0600, like everything sessdex creates.
 from __future__ import annotations
 
 import os
+import sys
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -38,6 +40,9 @@ TOKEN_KEY_PREFIX = "usage_reports_token:"
 # The header's first words: bumped whenever the text of the reports (sessdex.core.usage_json) changes, so that
 # files written by another version are not printed.
 _HEADER_PREFIX = b"sessdex usage report 1 "
+# Bumped whenever the table's layout changes (sessdex.catalog.cli.output.table_lines, catalog.tui.width, the
+# columns and bars of sessdex.catalog.cli.usage_stored_table): kept tables of another layout are not printed.
+TABLE_FORMAT = 1
 _REGULAR_FILE = 0o100000
 _FILE_TYPE_BITS = 0o170000
 
@@ -50,6 +55,13 @@ def reports_dir(location: CatalogLocation) -> str:
 def usage_report_name(kind: str) -> str:
     """The name of the ready file of `sessdex usage KIND --all --json`."""
     return f"usage-{kind}.json"
+
+
+def table_context(kind: str, home: str) -> str:
+    """What a kept table's text depends on beside its rows, width and bars: the layout's version, Python's (its
+    Unicode tables measure the widths) and, for the project report, the home folder shown as ~."""
+    return f"table {TABLE_FORMAT} python {sys.version_info[0]}.{sys.version_info[1]}" + (
+        f" home {home}" if kind == "project" else "")
 
 
 def usage_table_name(kind: str, width: int | None, bars: bool) -> str:
@@ -218,8 +230,8 @@ def remove_report_files(location: CatalogLocation, *, keep_token: str | None = N
     for name in names:
         if not _is_report_file_name(name):
             continue
-        if keep_token is not None and name.endswith("." + keep_token):
-            continue
+        if keep_token is not None and name.split(".")[2] == keep_token:
+            continue  # (its files, and those being written for it)
         path = os.path.join(folder, name)
         try:
             os.unlink(path)

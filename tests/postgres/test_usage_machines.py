@@ -207,14 +207,18 @@ def test_a_shared_catalog_at_revision_0004_upgrades_to_stored_report_texts(machi
         assert connection.execute("SELECT count(*) FROM usage_totals WHERE model = '' AND json IS NULL").fetchone() == (0,)
 
 
-def test_every_change_to_usage_rows_on_the_server_drops_their_machines_token(postgres_url: str, tmp_path) -> None:
+def test_every_change_to_usage_rows_on_the_server_drops_their_machines_token_and_stale_cells(postgres_url: str, tmp_path) -> None:
     """The ready reports' invalidation (triggers of 0007_usage_report_tokens) on PostgreSQL: statement-level
     triggers, each dropping the tokens of the machines its rows are of."""
     from sessdex.catalog.store.db import open_catalog
-    from tests.catalog.test_report_files import check_every_change_to_usage_rows_drops_their_machines_token
+    from tests.catalog.test_report_files import (
+        check_every_change_to_usage_rows_drops_their_machines_token,
+        check_figures_changed_without_cells_clear_them,
+    )
 
     db = open_catalog(resolve_location(tmp_path, postgres_url), machine="here")
     try:
         check_every_change_to_usage_rows_drops_their_machines_token(db)
+        check_figures_changed_without_cells_clear_them(db)
     finally:
         db.close()
