@@ -23,6 +23,11 @@ While it runs, the watcher holds an exclusive lock next to the catalog (a second
 message) and refreshes a heartbeat file there, which tells read commands they may skip their own
 freshness check. If inotify runs out of watches it says how to raise the limit and falls back to polling.
 
+A newer sessdex can upgrade the catalog while the watcher runs (it opens and upgrades it on a user's next
+command). The watcher's code would then keep writing rows without what the newer revisions derive from them
+(their stored texts and cells): at every heartbeat it reads the catalog's revision, and once that is not the one
+it was built for it stops with a message saying to start `sessdex watch` again.
+
 A catalog on a server (PostgreSQL) can go away under the watcher. It then says so once, stops applying
 batches and tries again every RETRY_SECONDS; once the server answers, one freshness pass over the whole
 root catches up: it compares every file's stat with the catalog, so whatever changed meanwhile is
@@ -569,10 +574,30 @@ class Watcher:
     def _beat(self) -> None:
         if not self._reached:
             return  # no heartbeat before the initial scan: readers keep their own freshness check
+        self._check_revision()
         try:
             os.utime(self.location.watcher_path)
         except FileNotFoundError:
             self._publish_heartbeat()
+
+    def _check_revision(self) -> None:
+        """Stop (CatalogError) once the catalog is at another revision than this code writes: a newer sessdex
+        upgraded it meanwhile, and rows written from here would lack what its revisions derive from them."""
+        from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
+
+        if self._db is None or self._behind_since is not None:
+            return
+        try:
+            revision = self._db.revision()
+        except CatalogUnavailableError as exc:
+            self._fall_behind(exc)
+            return
+        except Exception:  # a catalog failing under the watcher is reopened at this heartbeat (_catalog_pulled_away)
+            return
+        if revision != SCHEMA_REVISION:
+            raise CatalogError(f"the catalog {self.location.display} is now at revision {revision}, not "
+                               f"{SCHEMA_REVISION}: another sessdex upgraded it; start `sessdex watch` again "
+                               "(from that sessdex) to keep it current")
 
 
 # A server that answers a connection with one of these FATAL errors is on its way up or down, or full: waiting helps.

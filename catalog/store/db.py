@@ -77,6 +77,9 @@ class CatalogDatabase(Protocol):
     def sqlite_writer(self) -> sqlite3.Connection | None:
         """The read-write connection when the backend is the stdlib SQLite one (bulk loads), else None."""
 
+    def revision(self) -> str | None:
+        """The Alembic revision the catalog is at (None: none yet)."""
+
     def integrity_errors(self) -> list[str]:
         """What the database's own integrity checks (and the FTS indexes') report; [] when all is well
         or the backend has no such check."""
@@ -188,6 +191,9 @@ class SqliteCatalog:
 
     def sqlite_writer(self) -> sqlite3.Connection:
         return self.writer_connection()
+
+    def revision(self) -> str | None:
+        return _revision(self._reader)
 
     def integrity_errors(self) -> list[str]:
         from sessdex.catalog.store import fts  # doctor and rebuilds only: off the read path

@@ -175,6 +175,24 @@ def test_a_second_watcher_on_the_same_catalog_exits_with_a_message(tmp_path: Pat
         second.run(threading.Event())
 
 
+def test_a_catalog_upgraded_by_a_newer_sessdex_stops_the_watcher_with_a_message(tmp_path: Path, watching):
+    import sqlite3
+
+    running = watching()
+    assert read_heartbeat(running.watcher.location) is not None
+    connection = sqlite3.connect(running.watcher.location.sqlite_file)
+    try:
+        with connection:  # what an upgrade by a newer sessdex leaves
+            connection.execute("UPDATE alembic_version SET version_num = '9999_from_a_newer_sessdex'")
+    finally:
+        connection.close()
+    running.thread.join(10)
+    assert not running.thread.is_alive()
+    assert isinstance(running.error, CatalogError)
+    assert "9999_from_a_newer_sessdex" in str(running.error) and "start `sessdex watch` again" in str(running.error)
+    assert read_heartbeat(running.watcher.location) is None  # readers check freshness themselves again
+
+
 class _NoWatchesLeft:
     def schedule(self, *args, **kwargs):
         raise OSError(errno.ENOSPC, "inotify watch limit reached")
