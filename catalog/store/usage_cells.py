@@ -10,10 +10,8 @@ summed (`sessdex.catalog.queries.usage`).
 
 from __future__ import annotations
 
-import gc
-
-from sessdex.catalog.store.usage_stored import usage_outside_root
-from sessdex.core.usage_terms import CELL_SEPARATOR, PERIOD_KINDS
+from sessdex.catalog.store.usage_stored import answered_by_stored_rows, stored_report_rows
+from sessdex.core.usage_terms import CELL_SEPARATOR
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -60,42 +58,17 @@ def stored_usage_cells(db: Any, kind: ReportKind, scope_name: str, parts: Sequen
     summed): a report of several machines, of some days, with --breakdown, of a project whose usage is in several
     of its folders (their rows add up), of every project while the catalog holds usage outside the sessions root,
     or with a row whose cells are missing. A scope without usage gives a report without rows."""
-    if breakdown or len(parts) != 1 or parts[0]["machine"] != db.machine or days.since is not None \
-            or days.until is not None:
+    if not answered_by_stored_rows(db, parts, days, breakdown):
         return None
-    params = parts[0]
-    machine = params["machine"]
-    if scope_name == "under_root":
-        root = {**params, "root_dir": params["root_lo"].rstrip("/")}
-        if usage_outside_root(db, root):
-            return None
-        scopes = [""]
-    else:
-        scopes = list(dict.fromkeys(params[name] for name in ("dir0", "dir1", "dir2")))
-    totals = []
-    for scope in scopes:
-        totals += [(scope, cells) for cells, in db.fetch_tuples("usage_cells_total", {"scope": scope, "machine": machine})]
-    if not totals:  # no usage in the scope: a report without rows
+    found = stored_report_rows(db, "cells", kind, scope_name, parts[0])
+    if found is None:
+        return None
+    total, rows = found
+    if total is None:  # no usage in the scope: a report without rows
         return StoredCells(kind, [], [], [], [])
-    if len(totals) != 1 or totals[0][1] is None:
+    if not rows:
         return None
-    scope, total = totals[0]
-    if kind == "session":
-        statement, query = (("usage_cells_sessions_under_root", root) if scope_name == "under_root"
-                            else ("usage_cells_sessions_in_scope", {"scope": scope, "machine": machine}))
-    else:
-        statement = "usage_cells_rows" if kind in PERIOD_KINDS else "usage_cells_rows_by_cost"
-        query = {"kind": kind, "scope": scope, "machine": machine}
-    collecting = gc.isenabled()
-    gc.disable()  # 10,000 row tuples would start the cycle collector over every object several times
-    try:
-        rows = db.fetch_tuples(statement, query)
-        if not rows:
-            return None
-        labels, cells, costs = map(list, zip(*rows))
-    finally:
-        if collecting:
-            gc.enable()
+    labels, cells, costs = map(list, zip(*rows))
     if None in cells or None in labels:  # (a row the indexer did not render)
         return None
     columns = _split_cells(kind, cells)

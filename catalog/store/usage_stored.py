@@ -27,17 +27,21 @@ if TYPE_CHECKING:
     from sessdex.core.usage_terms import DateRange, ReportKind
 
 
+def answered_by_stored_rows(db: Any, parts: Sequence[dict[str, str]], days: DateRange, breakdown: bool) -> bool:
+    """Whether a report's stored rows (texts, cells) can answer it: one machine's (this one's), whole days,
+    without --breakdown (the arguments as for `sessdex.catalog.queries.usage.catalog_usage_report`)."""
+    return not breakdown and len(parts) == 1 and parts[0]["machine"] == db.machine and days.since is None \
+        and days.until is None
+
+
 def stored_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],
                       days: DateRange, breakdown: bool) -> bytes | ReadyReport | None:
     """`sessdex usage KIND --json`'s text, UTF-8 encoded, joined from the stored row texts (the arguments as for
     `sessdex.catalog.queries.usage.catalog_usage_report`), or None when they cannot answer it (then the report
     is summed: `summed_usage_json`). The report of every project comes as its ready file when that is current
     (its text ends with the newline the others are printed with).
-
-    They answer one machine's report over whole days of one folder, or of every project, without --breakdown.
     """
-    if breakdown or len(parts) != 1 or parts[0]["machine"] != db.machine or days.since is not None \
-            or days.until is not None:
+    if not answered_by_stored_rows(db, parts, days, breakdown):
         return None
     if scope_name == "under_root":
         ready = open_ready_report(db, usage_report_name(kind), db.machine, parts[0]["root_lo"])
@@ -47,11 +51,26 @@ def stored_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequenc
 
 
 def joined_usage_json(db: Any, kind: ReportKind, scope_name: str, params: dict[str, str]) -> bytes | None:
-    """The report joined from stored row texts, or None when they cannot answer it: a project whose usage is in
-    several of its folders (their rows add up), usage outside the sessions root (then "every project" is not the
-    machine-wide rows), no usage at all, or a row without its text."""
+    """The report joined from stored row texts, or None when they cannot answer it (`stored_report_rows`; and no
+    usage at all, or a row without its text)."""
     from sessdex.core.usage_json import report_bytes
 
+    found = stored_report_rows(db, "json", kind, scope_name, params)
+    if found is None or found[0] is None:
+        return None
+    total, rows = found
+    texts = [text for text, in rows]
+    if None in texts:
+        return None
+    return report_bytes(kind, texts, total)
+
+
+def stored_report_rows(db: Any, form: str, kind: ReportKind, scope_name: str,
+                       params: dict[str, str]) -> tuple[Any, list[tuple[Any, ...]]] | None:
+    """The stored `form` ("json": texts, or "cells", with each row's label and cost) of a report's total row and
+    of its rows in the report's order; (None, []) when the scope holds no usage, and None when they cannot
+    answer it: a project whose usage is in several of its folders (their rows add up), usage outside the
+    sessions root (then "every project" is not the machine-wide rows), or a total without its text."""
     machine = params["machine"]
     if scope_name == "under_root":
         root = {**params, "root_dir": params["root_lo"].rstrip("/")}
@@ -62,26 +81,26 @@ def joined_usage_json(db: Any, kind: ReportKind, scope_name: str, params: dict[s
         scopes = list(dict.fromkeys(params[name] for name in ("dir0", "dir1", "dir2")))
     totals = []
     for scope in scopes:
-        totals += [(scope, text) for text, in db.fetch_tuples("usage_json_total", {"scope": scope, "machine": machine})]
+        totals += [(scope, value) for value, in db.fetch_tuples(f"usage_{form}_total", {"scope": scope,
+                                                                                        "machine": machine})]
+    if not totals:
+        return None, []
     if len(totals) != 1 or totals[0][1] is None:
         return None
     scope, total = totals[0]
     if kind == "session":
-        statement, query = (("usage_json_sessions_under_root", root) if scope_name == "under_root"
-                            else ("usage_json_sessions_in_scope", {"scope": scope, "machine": machine}))
+        statement, query = ((f"usage_{form}_sessions_under_root", root) if scope_name == "under_root"
+                            else (f"usage_{form}_sessions_in_scope", {"scope": scope, "machine": machine}))
     else:
-        statement = "usage_json_rows" if kind in PERIOD_KINDS else "usage_json_rows_by_cost"
+        statement = f"usage_{form}_rows" if kind in PERIOD_KINDS else f"usage_{form}_rows_by_cost"
         query = {"kind": kind, "scope": scope, "machine": machine}
     collecting = gc.isenabled()
     gc.disable()  # 10,000 row tuples would start the cycle collector over every object several times
     try:
-        texts = [text for text, in db.fetch_tuples(statement, query)]
+        return total, db.fetch_tuples(statement, query)
     finally:
         if collecting:
             gc.enable()
-    if None in texts:
-        return None
-    return report_bytes(kind, texts, total)
 
 
 def usage_outside_root(db: Any, params: dict[str, Any]) -> bool:
