@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from sessdex.catalog.cli.output import Column, table_lines
+from sessdex.catalog.cli.output import Column, home_relative, table_lines
 from sessdex.core.usage_terms import PERIOD_KINDS
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -98,4 +98,4 @@ def _home_as_tilde(keys: list[str], labels: list[str]) -> None:
             else:
                 from sessdex.core.discovery import sanitize_display_name
 
-                labels[index] = sanitize_display_name("~" + key[len(home):])
+                labels[index] = sanitize_display_name(home_relative(key, home))

@@ -3,13 +3,11 @@ scaled to the most expensive row, so that the shape of the spending shows at a g
 
 from __future__ import annotations
 
-import os
-
-from sessdex.catalog.cli.output import render_table
+from sessdex.catalog.cli.output import home_relative, render_table
 from sessdex.catalog.cli.usage_stored_table import bar, report_columns
 from sessdex.core.discovery import id_prefix_length, sanitize_display_name
 from sessdex.core.usage import UsageReport, UsageRow
-from sessdex.core.usage_cells import NO_CWD, figure_cells, models_cell
+from sessdex.core.usage_cells import NO_CWD, figure_cells, models_cell, session_name_cell
 from sessdex.core.usage_terms import ReportKind
 
 
@@ -49,11 +47,7 @@ def _row_label(kind: ReportKind, row: UsageRow, prefix: int) -> str:
     """A row's key as the table shows it: a session's id prefix and title, a project's cwd with ~, else the key."""
     if kind == "session":
         session = row.session or {}
-        name = session.get("title") or session.get("firstMessage")
-        return row.key[:prefix] + (f" {sanitize_display_name(name)}" if name else "")
+        return row.key[:prefix] + session_name_cell(session.get("title"), session.get("firstMessage"))
     if kind == "project":
-        home = os.path.expanduser("~").rstrip("/")
-        key = row.key or NO_CWD
-        key = "~" + key[len(home):] if home and (key == home or key.startswith(home + "/")) else key
-        return sanitize_display_name(key)
+        return sanitize_display_name(home_relative(row.key or NO_CWD))
     return sanitize_display_name(row.key)

@@ -58,6 +58,7 @@ from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, StatKey, read_heartbeat, reconcile, stat_key
 from sessdex.catalog.index.report_cache import render_usage_reports
+from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog
 from sessdex.catalog.store.location import CatalogLocation, exclusive_lock
 from sessdex.core.errors import CatalogError, CatalogUnavailableError
@@ -583,8 +584,6 @@ class Watcher:
     def _check_revision(self) -> None:
         """Stop (CatalogError) once the catalog is at another revision than this code writes: a newer sessdex
         upgraded it meanwhile, and rows written from here would lack what its revisions derive from them."""
-        from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
-
         if self._db is None or self._behind_since is not None:
             return
         try:

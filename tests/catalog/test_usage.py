@@ -471,31 +471,52 @@ def test_a_catalog_at_revision_0001_upgrades_in_place_and_answers_as_a_fresh_one
         connection.close()
 
 
+class _Downgraded:
+    """The agent's indexed catalog taken back to an earlier revision: its usage_totals columns and indexes then,
+    and its files' stats (`files_not_read_again` checks them after an upgrade)."""
+
+    def __init__(self, agent: Agent, revision: str) -> None:
+        import sqlite3
+
+        from alembic import command
+
+        from sessdex.catalog.store.migrate import alembic_on
+
+        self.catalog = agent.catalog
+        with alembic_on(resolve_location(agent.agent, str(agent.catalog))) as config:
+            command.downgrade(config, revision)
+        connection = sqlite3.connect(agent.catalog)
+        try:
+            assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == (revision,)
+            self.columns = {row[1] for row in connection.execute("PRAGMA table_info(usage_totals)")}
+            self.indexes = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+            self.stats = self._file_stats(connection)
+        finally:
+            connection.close()
+
+    @staticmethod
+    def _file_stats(connection: Any) -> list[Any]:
+        return connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall()
+
+    def assert_files_not_read_again(self) -> None:
+        """The upgrade worked from the rows already there: no session file was indexed again."""
+        import sqlite3
+
+        connection = sqlite3.connect(self.catalog)
+        try:
+            assert self._file_stats(connection) == self.stats
+        finally:
+            connection.close()
+
+
 def test_a_catalog_at_revision_0004_upgrades_to_stored_report_texts_equal_to_a_fresh_builds(agent: Agent,
                                                                                                capsys) -> None:
-    import sqlite3
-
-    from alembic import command
-
-    from sessdex.catalog.store.migrate import alembic_on
-
     run_cli(agent.cli("index"), capsys)
-    with alembic_on(resolve_location(agent.agent, str(agent.catalog))) as config:
-        command.downgrade(config, "0004_usage_per_machine")
-    connection = sqlite3.connect(agent.catalog)
-    try:
-        assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == ("0004_usage_per_machine",)
-        assert not {"json", "label"} & {row[1] for row in connection.execute("PRAGMA table_info(usage_totals)")}
-        stats_before = connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall()
-    finally:
-        connection.close()
+    downgraded = _Downgraded(agent, "0004_usage_per_machine")
+    assert not {"json", "label"} & downgraded.columns
     check_stored_texts(agent.cli, capsys)  # opening upgrades: the texts are rendered in place
     assert_every_row_has_its_text(agent.catalog)
-    connection = sqlite3.connect(agent.catalog)
-    try:  # from the rows already there: no file was read again
-        assert connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall() == stats_before
-    finally:
-        connection.close()
+    downgraded.assert_files_not_read_again()
     fresh = str(agent.catalog.with_name("fresh.db"))
     for kind in KINDS:
         for extra in (("--all",), ()):
@@ -517,33 +538,15 @@ def _stored_cells(catalog: Path) -> set[tuple[str, str, str, str]]:
 
 def test_a_catalog_at_revision_0005_upgrades_to_stored_table_cells_equal_to_a_fresh_builds(agent: Agent,
                                                                                               capsys) -> None:
-    import sqlite3
-
-    from alembic import command
-
-    from sessdex.catalog.store.migrate import alembic_on
-
     hostile = add_hostile_sessions(agent)
     run_cli(agent.cli("index"), capsys)
-    with alembic_on(resolve_location(agent.agent, str(agent.catalog))) as config:
-        command.downgrade(config, "0005_usage_report_text")
-    connection = sqlite3.connect(agent.catalog)
-    try:
-        assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == ("0005_usage_report_text",)
-        assert "cells" not in {row[1] for row in connection.execute("PRAGMA table_info(usage_totals)")}
-        indexes = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        assert "ix_usage_totals_sessions_by_cost" in indexes  # 0005's, kept by 0006's downgrade
-        assert "ix_usage_totals_session_cells_by_cost" not in indexes
-        stats_before = connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall()
-    finally:
-        connection.close()
+    downgraded = _Downgraded(agent, "0005_usage_report_text")
+    assert "cells" not in downgraded.columns
+    assert "ix_usage_totals_sessions_by_cost" in downgraded.indexes  # 0005's, kept by 0006's downgrade
+    assert "ix_usage_totals_session_cells_by_cost" not in downgraded.indexes
     check_stored_cells(agent, (hostile,))  # opening upgrades: the cells are rendered in place
     assert_every_row_has_its_text(agent.catalog)
-    connection = sqlite3.connect(agent.catalog)
-    try:  # from the rows already there: no file was read again
-        assert connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall() == stats_before
-    finally:
-        connection.close()
+    downgraded.assert_files_not_read_again()
     fresh = agent.catalog.with_name("fresh.db")
     assert run_cli(agent.cli("index", catalog=str(fresh)), capsys).code == 0
     assert _stored_cells(agent.catalog) == _stored_cells(fresh)

@@ -166,8 +166,9 @@ def test_reindex_and_rebuild_of_one_machine_leave_the_other_machines_usage_alone
     _check_against_sqlite(machines, capsys, postgres_url, own)
 
 
-def test_a_shared_catalog_at_revision_0003_upgrades_to_usage_per_machine(machines: Machines, capsys, monkeypatch,
-                                                                         postgres_url: str):
+def _shared_catalog_at(revision: str, machines: Machines, capsys, monkeypatch, postgres_url: str) -> dict[str, str]:
+    """Both machines indexed into the server's catalog, then that taken back to `revision`; each machine's own
+    SQLite catalog (`_sqlite_catalogs`), to compare with after the upgrade."""
     from alembic import command
 
     from sessdex.catalog.store.migrate import alembic_on
@@ -175,7 +176,13 @@ def test_a_shared_catalog_at_revision_0003_upgrades_to_usage_per_machine(machine
     own = _sqlite_catalogs(machines, capsys, monkeypatch)
     machines.index(capsys, monkeypatch, catalog=postgres_url)
     with alembic_on(resolve_location(machines.laptop.agent, postgres_url)) as config:
-        command.downgrade(config, "0003_machines")
+        command.downgrade(config, revision)
+    return own
+
+
+def test_a_shared_catalog_at_revision_0003_upgrades_to_usage_per_machine(machines: Machines, capsys, monkeypatch,
+                                                                         postgres_url: str):
+    own = _shared_catalog_at("0003_machines", machines, capsys, monkeypatch, postgres_url)
     import psycopg
 
     with psycopg.connect(postgres_url) as connection:
@@ -186,17 +193,9 @@ def test_a_shared_catalog_at_revision_0003_upgrades_to_usage_per_machine(machine
     _check_against_sqlite(machines, capsys, postgres_url, own)
 
 
-
 def test_a_shared_catalog_at_revision_0004_upgrades_to_stored_report_texts(machines: Machines, capsys, monkeypatch,
                                                                            postgres_url: str):
-    from alembic import command
-
-    from sessdex.catalog.store.migrate import alembic_on
-
-    own = _sqlite_catalogs(machines, capsys, monkeypatch)
-    machines.index(capsys, monkeypatch, catalog=postgres_url)
-    with alembic_on(resolve_location(machines.laptop.agent, postgres_url)) as config:
-        command.downgrade(config, "0004_usage_per_machine")
+    own = _shared_catalog_at("0004_usage_per_machine", machines, capsys, monkeypatch, postgres_url)
     import psycopg
 
     with psycopg.connect(postgres_url) as connection:
