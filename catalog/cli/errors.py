@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from sessdex.core.errors import SessdexError
+from sessdex.core.errors import SessdexError, UsageError
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -21,6 +21,15 @@ OS_ERROR_STATUS = 2  # a file or folder sessdex needs cannot be read or written 
 DATABASE_ERROR_STATUS = 1
 
 
+class CommandLineError(UsageError):
+    """A bad command line (an unknown command or option, a missing or invalid value) of the command `command`
+    (`sessdex list`): reported as `sessdex list: <message> (see `sessdex list --help`)`, exit 2."""
+
+    def __init__(self, command: str, message: str) -> None:
+        super().__init__(message)
+        self.command = command
+
+
 def run_reporting_errors(command: Callable[[], int]) -> int:
     """Run a CLI invocation and return its exit status, every error it raises reported as the user sees it.
 
@@ -30,6 +39,9 @@ def run_reporting_errors(command: Callable[[], int]) -> int:
     """
     try:
         return command()
+    except CommandLineError as exc:
+        _echo_error(f"{exc.command}: {exc} (see `{exc.command} --help`)")
+        return exc.exit_code
     except SessdexError as exc:
         _echo_error(f"sessdex: {exc}")
         return exc.exit_code
