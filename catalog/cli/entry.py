@@ -31,18 +31,4 @@ def _run(args: list[str]) -> int:
         return shell_init.run_complete_sessions(args[1:])
     from sessdex.catalog.cli import commands
 
-    name = commands.command_name(args)
-    if name in commands.COMMANDS and not _converted(name):  # TEMPORARY: click answers what is not converted yet
-        from sessdex.catalog.cli.click_app import run_click
-
-        return run_click(args)
     return commands.dispatch(args)
-
-
-def _converted(name: str) -> bool:
-    import importlib
-
-    from sessdex.catalog.cli import commands
-
-    module = importlib.import_module(f"sessdex.catalog.cli.{commands.COMMANDS[name][0]}")
-    return hasattr(module, f"add_{name.replace('-', '_')}_arguments")
