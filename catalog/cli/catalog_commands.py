@@ -1,4 +1,4 @@
-"""`sessdex index | watch | search | doctor`: build, watch, search and repair the catalog (S17).
+"""`sessdex index | watch | doctor`: build, watch and repair the catalog.
 
 The catalog is `<agent dir>/catalog.db` unless `--catalog` / `$SESSDEX_CATALOG` names another file or a
 SQLAlchemy URL. It is derived data: every command here may rebuild or repair it, none ever writes to
@@ -14,20 +14,16 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from sessdex.catalog.cli import search_commands
-from sessdex.catalog.cli.commands import agent_dir_named, directory, positive_count
-from sessdex.catalog.cli.output import current_directory, echo, echo_json
+from sessdex.catalog.cli.output import echo, echo_json
 from sessdex.catalog.cli.progress import ProgressBar
 from sessdex.catalog.index.content_index import ContentProgress, content_backlog, fill_content_index
 from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, scan_files
 from sessdex.catalog.index.report_cache import render_usage_reports
 from sessdex.catalog.index.watcher import refuse_while_watched
-from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
 from sessdex.catalog.store.settings import Settings
 from sessdex.catalog.tui.terminal_text import terminal_text
-from sessdex.core.errors import UsageError
 
 if TYPE_CHECKING:
     from sessdex.catalog.index.doctor import DoctorReport
@@ -184,38 +180,6 @@ def run_watch(args: argparse.Namespace, settings: Settings) -> int:
     echo(f"sessdex watch: stopped after {stats.batches} batch(es), {stats.files_indexed} file update(s).",
          err=True)
     return 0
-
-
-# -- search ----------------------------------------------------------------------------------------------
-
-def add_search_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = """\
-Sessions whose title, first message or any message matches WORDS (every word, as a prefix).
-
-The words are taken literally: quotes, parentheses, AND/OR/NEAR and * have no special meaning."""
-    parser.add_argument("words", metavar="WORDS", nargs="+", help="The words to look for.")
-    parser.add_argument("--all", dest="all_projects", action="store_true", help="Search every project, not only this one.")
-    parser.add_argument("--json", dest="as_json", action="store_true", help="Print JSON (matches marked with [ and ]).")
-    parser.add_argument("-n", "--limit", type=positive_count, default=search_commands.DEFAULT_SEARCH_COUNT,
-                        help=f"At most this many sessions (default {search_commands.DEFAULT_SEARCH_COUNT}).")
-    parser.add_argument("--session-dir", metavar="DIR", type=directory,
-                        help="Search this session folder instead of the project's folders.")
-    parser.add_argument("--substring", action="store_true",
-                        help="When no session matches, look for the words inside words (`mit` finds `commit`).")
-
-
-def run_search(args: argparse.Namespace, settings: Settings) -> int:
-    if args.all_projects and args.session_dir is not None:
-        raise UsageError("--all and --session-dir cannot be combined")
-    from sessdex.catalog.cli.read_guard import json_refusal, require_agent_dir
-
-    with json_refusal(args.as_json):
-        require_agent_dir(settings.paths, agent_dir_named(args))
-    with Catalog.from_settings(settings) as catalog:
-        return search_commands.run_search(catalog, " ".join(args.words),
-                                          cwd=None if args.all_projects else current_directory(),
-                                          session_dir=args.session_dir, limit=args.limit, as_json=args.as_json,
-                                          substring=args.substring)
 
 
 # -- doctor ----------------------------------------------------------------------------------------------

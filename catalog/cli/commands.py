@@ -17,13 +17,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-from typing import TYPE_CHECKING, NoReturn
+import sys
 
 from sessdex.catalog.cli.errors import CommandLineError
 
+TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
+    from typing import NoReturn
 
     from sessdex.catalog.store.settings import Settings
 
@@ -43,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recent": ("session_group", "Show the most recently used sessions."),
     "rename": ("manage_commands", "Give a session a title, as the agent's rename does."),
     "resume": ("session_group", "Resolve a session by id prefix or path and print its file."),
-    "search": ("catalog_commands", "Search titles, first messages and all message text."),
+    "search": ("search_commands", "Search titles, first messages and all message text."),
     "trash": ("manage_commands", "Move a session to the trash; trash list | restore ID."),
     "usage": ("usage_commands", "Tokens and cost per day, week, month, session, project or model."),
     "view": ("view_commands", "View a session's transcript; switch sessions in place."),
@@ -61,6 +63,23 @@ Exit status:
 # The global options that take a value, as they may stand before the command name.
 GLOBAL_VALUE_OPTIONS = ("--agent-dir", "--catalog", "--machine", "--machines")
 MACHINES_CHOICES = ("this", "all")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help with the descriptions as written (paragraphs, line breaks), as wide as $COLUMNS or the terminal."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_help_width())
+
+
+def _help_width() -> int:
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns) - 2
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns - 2
+    except (AttributeError, OSError, ValueError):
+        return 78
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -153,7 +172,7 @@ class _VersionAction(argparse.Action):
 
 def _top_parser() -> CommandParser:
     parser = CommandParser(prog=PROG, description=DESCRIPTION, epilog=EXIT_STATUS_HELP, allow_abbrev=False,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+                           formatter_class=HelpFormatter)
     parser.add_argument("--version", action=_VersionAction)
     add_global_options(parser, after_command=False)
     return parser
@@ -174,7 +193,7 @@ def build_parser(name: str | None) -> CommandParser:
     for command in sorted(COMMANDS) if name is None else [name]:
         summary = COMMANDS[command][1]
         sub = commands.add_parser(command, help=summary, description=summary, allow_abbrev=False,
-                                  prog=f"{PROG} {command}", formatter_class=argparse.RawDescriptionHelpFormatter)
+                                  prog=f"{PROG} {command}", formatter_class=HelpFormatter)
         if name is not None:
             command_function(command, "add")(sub)
             add_global_options(sub)

@@ -11,7 +11,7 @@ import sys
 
 from sessdex.core.errors import SessdexError, UsageError
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -1,4 +1,4 @@
-"""`sessdex history recent | search | add | import`: the agent's prompt history from the shell (S11).
+"""`sessdex history recent | search | add | import`: the agent's prompt history from the shell.
 
 Reads and writes the agent's own `<agent dir>/history.db`, so prompts typed in xcsh, added from a
 shell hook (`sessdex history add "$cmd"`) or imported from old session files all show up together.
@@ -7,34 +7,25 @@ shell hook (`sessdex history add "$cmd"`) or imported from old session files all
 from __future__ import annotations
 
 import argparse
-import logging
+import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from sessdex.catalog.cli.commands import add_global_options, agent_dir_named, positive_count
+from sessdex.catalog.cli.commands import HelpFormatter, add_global_options, agent_dir_named, positive_count
 from sessdex.catalog.cli.output import current_directory, echo, search_query
 from sessdex.catalog.cli.search_commands import DEFAULT_HISTORY_COUNT, print_history
-from sessdex.catalog.history.search import search_history_file
-from sessdex.catalog.history.storage import (
-    DEFAULT_BATCH_DELAY_SECONDS,
-    HistoryStorage,
-    HistoryWriteError,
-    history_db_path,
-)
-from sessdex.core.errors import HistoryError
+from sessdex.catalog.history.search import HISTORY_DB_NAME, search_history_file
 
+TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from sessdex.catalog.history.storage import HistoryStorage
     from sessdex.catalog.store.settings import Settings
 
 # A shell hook's `history add` may meet the agent mid-write: it waits this long for the lock rather than
 # give up after the library's 5 s and lose the prompt (the agent holds it for well under a second).
 SHELL_BUSY_TIMEOUT_SECONDS = 30.0
-# A failed write is raised to the command (and said in one line): the storage's own log of it would be a second.
-logging.getLogger(HistoryStorage.__module__).addHandler(logging.NullHandler())
 
 
 def _require_history(args: argparse.Namespace, settings: Settings) -> None:
@@ -45,16 +36,21 @@ def _require_history(args: argparse.Namespace, settings: Settings) -> None:
 
     with json_refusal(args.as_json):
         require_agent_dir(settings.paths, agent_dir_named(args))
-        path = history_db_path(settings.paths.agent_dir)
-        if not path.exists():
+        path = os.path.join(settings.paths.agent_dir_text, HISTORY_DB_NAME)
+        if not os.path.exists(path):
             raise SessionNotFoundError(f"no prompt history yet ({path} does not exist)")
 
 
-@contextmanager
-def _history(agent_dir: Path, batch_delay: float | None = None) -> Iterator[HistoryStorage]:
+@contextlib.contextmanager
+def _history(agent_dir: str, batch_delay: float | None = None) -> Iterator[HistoryStorage]:
     """The agent's history.db, closed (and drained) when the command ends."""
-    path = history_db_path(agent_dir)
-    storage = HistoryStorage.open(path, busy_timeout=SHELL_BUSY_TIMEOUT_SECONDS,
+    import logging
+
+    from sessdex.catalog.history.storage import DEFAULT_BATCH_DELAY_SECONDS, HistoryStorage
+
+    # A failed write is raised to the command (and said in one line): the storage's own log of it would be a second.
+    logging.getLogger(HistoryStorage.__module__).addHandler(logging.NullHandler())
+    storage = HistoryStorage.open(os.path.join(agent_dir, HISTORY_DB_NAME), busy_timeout=SHELL_BUSY_TIMEOUT_SECONDS,
                                   batch_delay=DEFAULT_BATCH_DELAY_SECONDS if batch_delay is None else batch_delay)
     try:
         yield storage
@@ -71,7 +67,7 @@ def _add_count_and_json(parser: argparse.ArgumentParser) -> None:
 def add_history_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "The prompts you sent to the agent, across every project (the agent's history.db)."
     commands = parser.add_subparsers(title="commands", dest="history_command", metavar="COMMAND", required=True)
-    formatter = argparse.RawDescriptionHelpFormatter
+    formatter = HelpFormatter
 
     recent = commands.add_parser("recent", help="The most recent prompts.", allow_abbrev=False,
                                  prog=f"{parser.prog} recent", formatter_class=formatter,
@@ -105,7 +101,7 @@ Prompts already in the history are skipped, so running it again adds nothing."""
 
 
 def run_history(args: argparse.Namespace, settings: Settings) -> int:
-    agent_dir = settings.paths.agent_dir
+    agent_dir = settings.paths.agent_dir_text
     if args.history_command == "recent":
         _require_history(args, settings)
         with _history(agent_dir) as history:
@@ -116,7 +112,7 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
         cwd = current_directory() if args.here else None
         # Read-only, without the storage's writer thread; the storage itself when the file does not hold the
         # agent's schema (it creates, checks or reports it).
-        entries = search_history_file(str(history_db_path(agent_dir)), text, args.limit, cwd)
+        entries = search_history_file(os.path.join(agent_dir, HISTORY_DB_NAME), text, args.limit, cwd)
         if entries is None:
             with _history(agent_dir) as history:
                 entries = history.search(text, args.limit, cwd=cwd)
@@ -128,7 +124,10 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _add(agent_dir: Path, text: str, cwd: str | None) -> None:
+def _add(agent_dir: str, text: str, cwd: str | None) -> None:
+    from sessdex.catalog.history.storage import HistoryWriteError
+    from sessdex.core.errors import HistoryError
+
     if cwd is not None and os.path.isfile(cwd):
         from sessdex.core.errors import UsageError
 
@@ -144,10 +143,12 @@ def _add(agent_dir: Path, text: str, cwd: str | None) -> None:
         raise HistoryError(f"the prompt was not recorded ({exc})".replace(" still queued", " not written")) from None
 
 
-def _import(agent_dir: Path) -> None:
+def _import(agent_dir: str) -> None:
+    from pathlib import Path
+
     from sessdex.catalog.history.session_prompts import scan_session_prompts
 
-    scan = scan_session_prompts(agent_dir / "sessions")
+    scan = scan_session_prompts(Path(agent_dir, "sessions"))
     with _history(agent_dir) as history:
         added = history.import_prompts(scan.prompts)
     skipped = f"; {scan.files_skipped} file(s) without a valid session header skipped" if scan.files_skipped else ""

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING
 
 from sessdex.core.errors import SessdexError, SessionNotFoundError, UsageError
 
+TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from collections.abc import Iterator
 

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from sessdex.catalog.cli import session_commands
 from sessdex.catalog.cli.commands import agent_dir_named, directory, positive_count
 from sessdex.catalog.cli.output import echo
 
+TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from sessdex.catalog.queries.source import SessionSource
     from sessdex.catalog.store.settings import Settings

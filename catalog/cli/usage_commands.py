@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from sessdex.catalog.cli import usage_output
 from sessdex.catalog.cli.session_group import session_source
 from sessdex.core.usage_terms import REPORT_KINDS
 
+TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from sessdex.catalog.store.settings import Settings
 
