@@ -9,6 +9,7 @@ drops escape sequences when stdout is not a terminal, exactly as click.echo did.
 from __future__ import annotations
 
 import os
+from datetime import datetime
 
 from sessdex.catalog.cli.output import (
     color_enabled,
@@ -29,7 +30,6 @@ from sessdex.catalog.tui.terminal_text import (
     terminal_text,
 )
 from sessdex.catalog.tui.width import char_width, display_width, graphemes
-from sessdex.core.datetimes import datetime
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:

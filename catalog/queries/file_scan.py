@@ -24,7 +24,6 @@ from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import SessionInfo
 
 if TYPE_CHECKING:
-    from sessdex.catalog.store.usage_cells import StoredCells
     from sessdex.core.usage import UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
 
@@ -137,24 +136,3 @@ class FileScan:
 
         folders = None if all_projects else [str(folder) for folder in self.paths.project_session_dirs(cwd)]
         return scan_usage_report(kind, os.path.abspath(self.paths.sessions_root), folders, days)
-
-    def usage_table_cells(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
-                          days: DateRange, breakdown: bool,
-                          ready_table: tuple[int | None, bool, str] | None = None) -> None:
-        """Nothing is stored: the table is made from `usage_report`."""
-        return None
-
-    def keep_usage_table(self, cells: StoredCells, width: int | None, bars: bool, home: str, table: bytes) -> None:
-        """Nothing is kept (the files keep no cells, so no table comes here)."""
-
-    def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
-                   breakdown: bool) -> bytes:
-        """`sessdex usage KIND --json` read from the files."""
-        from sessdex.core.usage_json import report_json
-
-        return report_json(self.usage_report(kind, cwd, all_projects=all_projects, days=days), breakdown).encode()
-
-    def usage_json_output(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
-                          days: DateRange, breakdown: bool) -> bytes:
-        """`usage_json` (the files keep no ready report)."""
-        return self.usage_json(kind, cwd, all_projects=all_projects, days=days, breakdown=breakdown)

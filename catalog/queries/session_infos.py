@@ -13,8 +13,9 @@ try:
 except ImportError:  # an interpreter without the C module
     from operator import itemgetter
 
+import sqlite3
+
 from sessdex.core.paths import as_path
-from sessdex.core.sqlite_driver import sqlite3
 from sessdex.core.summary import NO_MESSAGES, SessionInfo, datetime_from_ms, parse_iso_timestamp
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import errno
 import os
+import sqlite3
 
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION, SQL
 from sessdex.catalog.store.location import BUSY_TIMEOUT_MS, MMAP_BYTES, CatalogLocation
 from sessdex.catalog.store.machine import host_name, with_machine
 from sessdex.core.errors import CatalogError
 from sessdex.core.paths import as_path
-from sessdex.core.sqlite_driver import sqlite3
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
@@ -335,13 +335,10 @@ def _not_writable(exc: sqlite3.OperationalError) -> bool:
 
 
 def remove_catalog_files(location: CatalogLocation) -> list[Path]:
-    """Delete a SQLite catalog, its WAL/SHM files and its ready report files (all derived data); return what was
-    removed."""
-    from sessdex.catalog.store.report_files import remove_report_files
-
+    """Delete a SQLite catalog and its WAL/SHM files (derived data); return what was removed."""
     if location.sqlite_path is None:
         raise CatalogError("only a SQLite catalog file can be removed and rebuilt; drop the tables yourself")
-    removed = [as_path(path) for path in remove_report_files(location)]
+    removed: list[Path] = []
     for suffix in ("", "-wal", "-shm"):
         target = as_path(f"{location.sqlite_file}{suffix}")
         try:

@@ -202,7 +202,7 @@ def check_named_catalog_file(path: str, *, probe_tables: bool = True) -> None:
 def _holds_other_tables(path: str) -> bool:
     """True for a readable SQLite database with tables but no Alembic revision: another program's data (the
     agent's history.db, say). A database sessdex cannot read is left to the catalog's own recovery."""
-    from sessdex.core.sqlite_driver import sqlite3
+    import sqlite3
 
     try:
         connection = sqlite3.connect(f"file:{path.replace('%', '%25').replace('?', '%3f').replace('#', '%23')}"
