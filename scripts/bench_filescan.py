@@ -29,7 +29,7 @@ from sessdex.core.paths import AgentPaths  # noqa: E402
 
 def _time_command(args: list[str], env: dict[str, str], cwd: Path, runs: int) -> list[float]:
     """Wall-clock seconds of `runs` runs of the sessdex CLI with `args` (a fresh interpreter each time)."""
-    command = [sys.executable, "-c", "from sessdex.catalog.cli.click_app import main; main()", *args]
+    command = [sys.executable, "-c", "from sessdex.catalog.cli.entry import main; main()", *args]
     seconds = []
     for _ in range(runs):
         started = time.perf_counter()

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from sessdex.catalog.cli.click_app import main
+from sessdex.catalog.cli.entry import main
 
 
 @dataclass

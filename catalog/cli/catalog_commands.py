@@ -1,4 +1,4 @@
-"""`sessdex index | watch | search | doctor`: build, watch, search and repair the catalog (S17).
+"""`sessdex index | watch | doctor`: build, watch and repair the catalog.
 
 The catalog is `<agent dir>/catalog.db` unless `--catalog` / `$SESSDEX_CATALOG` names another file or a
 SQLAlchemy URL. It is derived data: every command here may rebuild or repair it, none ever writes to
@@ -7,32 +7,25 @@ a session file.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import threading
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import click
-
-from sessdex.catalog.cli.click_app import command_settings
-from sessdex.catalog.cli.output import MAX_COUNT, current_directory, echo, echo_json
-from sessdex.catalog.cli.search_commands import DEFAULT_SEARCH_COUNT, run_search
+from sessdex.catalog.cli.output import echo, echo_json
+from sessdex.catalog.cli.progress import ProgressBar
 from sessdex.catalog.index.content_index import ContentProgress, content_backlog, fill_content_index
 from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
-from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
 from sessdex.catalog.store.settings import Settings
 from sessdex.catalog.tui.terminal_text import terminal_text
-from sessdex.core.errors import UsageError
 
 if TYPE_CHECKING:
     from sessdex.catalog.index.doctor import DoctorReport
-
-
 
 
 # -- index ----------------------------------------------------------------------------------------------
@@ -44,8 +37,7 @@ def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> 
     sizes = {path: key[2] for path in changed if (key := on_disk[path]) is not None}
     total = sum(sizes.values())
     indexer = Indexer(db)
-    with click.progressbar(length=max(total, 1), label="Indexing", file=sys.stderr, show_eta=True,
-                           show_percent=True, width=30, hidden=not show_progress) as bar:
+    with ProgressBar(total, "Indexing", hidden=not show_progress) as bar:
         indexer.index_paths([*sorted(changed), *vanished], progress=lambda path, _outcome: bar.update(sizes.get(path, 0)))
     return len(changed), total, len(vanished), len(indexer.failures)
 
@@ -56,25 +48,23 @@ def fill_content(db: CatalogDatabase, *, show_progress: bool) -> None:
     while (backlog := content_backlog(db)) is not None:
         unit = backlog.unit
         label = "Indexing message text and usage" if unit == "sessions" else "Indexing message text"
-        with click.progressbar(length=max(backlog.total, 1), label=label, file=sys.stderr, show_eta=True,
-                               show_percent=True, width=30, hidden=not show_progress) as bar:
+        with ProgressBar(backlog.total, label, hidden=not show_progress) as bar:
             bar.update(backlog.done)
 
-            def advance(progress: ContentProgress, bar: Any = bar, unit: str = unit) -> None:
+            def advance(progress: ContentProgress, bar: ProgressBar = bar, unit: str = unit) -> None:
                 if progress.unit == unit:
                     bar.update(progress.done - bar.pos)
 
             fill_content_index(db, progress=advance, parse_workers=None)  # the user waits: parse workers read
 
 
-def _content_options(function: Any) -> Any:
+def _add_content_options(parser: argparse.ArgumentParser) -> None:
     """--no-content / --content: whether this machine's rows carry message text (remembered in the catalog)."""
-    function = click.option("--content", "content", flag_value=True, default=None,
-                            help="Index message text again after --no-content.")(function)
-    return click.option("--no-content", "content", flag_value=False,
+    parser.add_argument("--no-content", dest="content", action="store_false", default=None,
                         help="Index metadata only (titles, first messages, counts, usage): no conversation "
-                             "text in the catalog (remembered for this machine; text stored before is deleted).")(
-        function)
+                             "text in the catalog (remembered for this machine; text stored before is deleted).")
+    parser.add_argument("--content", dest="content", action="store_true", default=None,
+                        help="Index message text again after --no-content.")
 
 
 def open_machine_catalog(settings: Settings, content: bool | None) -> CatalogDatabase:
@@ -94,15 +84,16 @@ def open_machine_catalog(settings: Settings, content: bool | None) -> CatalogDat
     return db
 
 
-@click.command("index")
-@click.option("--rebuild", is_flag=True, help="Delete the catalog (on a server: this machine's rows) and index "
-                                             "every session file again.")
-@_content_options
-@click.pass_context
-def index_command(ctx: click.Context, rebuild: bool, content: bool | None) -> None:
-    """Bring the catalog up to date with the session files (only what changed, unless --rebuild)."""
-    settings = command_settings(ctx)
+def add_index_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Bring the catalog up to date with the session files (only what changed, unless --rebuild)."
+    parser.add_argument("--rebuild", action="store_true",
+                        help="Delete the catalog (on a server: this machine's rows) and index every session file again.")
+    _add_content_options(parser)
+
+
+def run_index(args: argparse.Namespace, settings: Settings) -> int:
     paths, location = settings.paths, settings.location()
+    rebuild, content = args.rebuild, args.content
     if rebuild:
         refuse_while_watched(location, "rebuild the catalog")
         if location.sqlite_path is not None:
@@ -114,6 +105,7 @@ def index_command(ctx: click.Context, rebuild: bool, content: bool | None) -> No
     echo(f"Indexed {files} file(s) ({size / 1e6:.1f} MB), dropped {vanished} vanished, in "
          f"{time.perf_counter() - started:.1f} s; the catalog {location.display} holds {total_files} file(s) "
          f"of machine {machine}.{skipped}", err=True)
+    return 0
 
 
 def _index_once(settings: Settings, content: bool | None, scope: Scope, *, rebuild: bool,
@@ -158,60 +150,31 @@ class _TerminalSafeLog:
         sys.stderr.flush()
 
 
-@click.command("watch")
-@click.option("--poll", is_flag=True, help="Poll the files every second instead of using inotify.")
-@_content_options
-@click.pass_context
-def watch_command(ctx: click.Context, poll: bool, content: bool | None) -> None:
-    """Keep the catalog current as sessions change, until Ctrl+C or SIGTERM.
+def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = """\
+Keep the catalog current as sessions change, until Ctrl+C or SIGTERM.
 
-    While it runs, read commands trust the catalog and skip their own freshness check.
-    """
+While it runs, read commands trust the catalog and skip their own freshness check."""
+    parser.add_argument("--poll", action="store_true", help="Poll the files every second instead of using inotify.")
+    _add_content_options(parser)
+
+
+def run_watch(args: argparse.Namespace, settings: Settings) -> int:
     from sessdex.catalog.index.watcher import Watcher, _native_observer, _polling_observer, stop_on_signals
     from sessdex.catalog.store.machine import remember_machine
 
-    settings = command_settings(ctx)
     paths, location = settings.paths, settings.location()
     machine = settings.machine_name
     remember_machine(paths.agent_dir, machine)
     watcher = Watcher(paths.sessions_root, location, log=_TerminalSafeLog(),
-                      observer_factory=_polling_observer if poll else _native_observer, machine=machine,
-                      content=content, home=os.path.abspath(paths.home))
+                      observer_factory=_polling_observer if args.poll else _native_observer, machine=machine,
+                      content=args.content, home=os.path.abspath(paths.home))
     stop = threading.Event()
     with stop_on_signals(stop):
         stats = watcher.run(stop)
     echo(f"sessdex watch: stopped after {stats.batches} batch(es), {stats.files_indexed} file update(s).",
-               err=True)
-
-
-# -- search ----------------------------------------------------------------------------------------------
-
-@click.command("search")
-@click.argument("words", nargs=-1, required=True)
-@click.option("--all", "all_projects", is_flag=True, help="Search every project, not only this one.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (matches marked with [ and ]).")
-@click.option("-n", "--limit", type=click.IntRange(min=1, max=MAX_COUNT), default=DEFAULT_SEARCH_COUNT, show_default=True,
-              help="At most this many sessions.")
-@click.option("--session-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Search this session folder instead of the project's folders.")
-@click.option("--substring", is_flag=True,
-              help="When no session matches, look for the words inside words (`mit` finds `commit`).")
-@click.pass_context
-def search_command(ctx: click.Context, words: tuple[str, ...], all_projects: bool, as_json: bool, limit: int,
-                   session_dir: Path | None, substring: bool) -> None:
-    """Sessions whose title, first message or any message matches WORDS (every word, as a prefix).
-
-    The words are taken literally: quotes, parentheses, AND/OR/NEAR and * have no special meaning.
-    """
-    if all_projects and session_dir is not None:
-        raise UsageError("--all and --session-dir cannot be combined")
-    from sessdex.catalog.cli.read_guard import agent_dir_named, json_refusal, require_agent_dir
-
-    with json_refusal(as_json):
-        require_agent_dir(command_settings(ctx).paths, agent_dir_named(ctx))
-    with Catalog.from_settings(command_settings(ctx)) as catalog:
-        run_search(catalog, " ".join(words), cwd=None if all_projects else current_directory(),
-                   session_dir=session_dir, limit=limit, as_json=as_json, substring=substring)
+         err=True)
+    return 0
 
 
 # -- doctor ----------------------------------------------------------------------------------------------
@@ -256,27 +219,27 @@ def _print_report(report: DoctorReport, check_only: bool) -> None:
         echo("the catalog is consistent with the session files")
 
 
-@click.command("doctor")
-@click.option("--check", "check_only", is_flag=True, help="Only report; exit 1 when the catalog needs repair.")
-@click.option("--quick", is_flag=True, help="Compare stat only; do not re-read every file.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.pass_context
-def doctor_command(ctx: click.Context, check_only: bool, quick: bool, as_json: bool) -> None:
-    """Check the catalog against the session files and repair it (never the files).
+def add_doctor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = """\
+Check the catalog against the session files and repair it (never the files).
 
-    Reports files the catalog lacks, has stale or misreads, rows of vanished files, damaged session
-    files (no valid header, unparseable lines) and catalog corruption. An unreadable catalog is moved
-    aside and rebuilt.
-    """
-    from sessdex.catalog.index.doctor import run_doctor
+Reports files the catalog lacks, has stale or misreads, rows of vanished files, damaged session
+files (no valid header, unparseable lines) and catalog corruption. An unreadable catalog is moved
+aside and rebuilt."""
+    parser.add_argument("--check", dest="check_only", action="store_true",
+                        help="Only report; exit 1 when the catalog needs repair.")
+    parser.add_argument("--quick", action="store_true", help="Compare stat only; do not re-read every file.")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print the report as JSON.")
 
-    settings = command_settings(ctx)
-    report = run_doctor(settings.location(), settings.paths, check_only=check_only, reread=not quick,
-                        machine=settings.machine_name)
-    if as_json:
+
+def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from sessdex.catalog.index import doctor
+
+    report = doctor.run_doctor(settings.location(), settings.paths, check_only=args.check_only,
+                               reread=not args.quick, machine=settings.machine_name)
+    if args.as_json:
         echo_json(report.to_json())
     else:
-        _print_report(report, check_only)
-    if check_only and report.needs_repair:
-        ctx.exit(1)
+        _print_report(report, args.check_only)
+    return 1 if args.check_only and report.needs_repair else 0
 

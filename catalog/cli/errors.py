@@ -1,7 +1,7 @@
 """The one place where errors become what the user sees: a message on stderr and an exit status.
 
-Both CLI paths (the fast path and click) run through `run_reporting_errors`, so messages and exit codes do
-not depend on the path taken.
+Every command runs through `run_reporting_errors`: a usage error, a refusal, a file or database failure is one
+line on stderr and an exit status, never a traceback.
 """
 
 from __future__ import annotations
@@ -9,32 +9,44 @@ from __future__ import annotations
 import os
 import sys
 
-from sessdex.core.errors import SessdexError
+from sessdex.core.errors import SessdexError, UsageError
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 INTERRUPTED_STATUS = 130
-BROKEN_PIPE_STATUS = 1  # what click exits with when stdout is closed under it
+BROKEN_PIPE_STATUS = 1  # stdout was closed under the command (`sessdex list | head -1`)
 OS_ERROR_STATUS = 2  # a file or folder sessdex needs cannot be read or written (permissions, read-only, gone)
 DATABASE_ERROR_STATUS = 1
+
+
+class CommandLineError(UsageError):
+    """A bad command line (an unknown command or option, a missing or invalid value) of the command `command`
+    (`sessdex list`): reported as `sessdex list: <message> (see `sessdex list --help`)`, exit 2."""
+
+    def __init__(self, command: str, message: str) -> None:
+        super().__init__(message)
+        self.command = command
 
 
 def run_reporting_errors(command: Callable[[], int]) -> int:
     """Run a CLI invocation and return its exit status, every error it raises reported as the user sees it.
 
-    A SessdexError is one line `sessdex: <message>` on stderr and its `exit_code`; click's usage errors
-    are one line too (`sessdex recent: <message> (see ...)`, status 2); Ctrl+C is `Aborted.` and 130; a closed stdout ends
+    A SessdexError is one line `sessdex: <message>` on stderr and its `exit_code`; a bad command line is one
+    line too (`sessdex recent: <message> (see ...)`, status 2); Ctrl+C is `Aborted.` and 130; a closed stdout ends
     quietly with status 1.
     """
     try:
         return command()
+    except CommandLineError as exc:
+        _echo_error(f"{exc.command}: {exc} (see `{exc.command} --help`)")
+        return exc.exit_code
     except SessdexError as exc:
         _echo_error(f"sessdex: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
-        _echo_error("")  # ends the terminal's `^C` line, as click does
+        _echo_error("")  # ends the terminal's `^C` line
         _echo_error("Aborted.")
         return INTERRUPTED_STATUS
     except BrokenPipeError:
@@ -46,9 +58,7 @@ def run_reporting_errors(command: Callable[[], int]) -> int:
         _echo_error(f"sessdex: {exc.strerror or exc}{where}")
         return OS_ERROR_STATUS
     except Exception as exc:
-        status = _click_error_status(exc)
-        if status is None:
-            status = _database_error_status(exc)
+        status = _database_error_status(exc)
         if status is None:
             raise
         return status
@@ -58,25 +68,6 @@ def _echo_error(text: str) -> None:
     from sessdex.catalog.cli.output import echo
 
     echo(text, err=True)
-
-
-def _click_error_status(exc: Exception) -> int | None:
-    """Show a click exception as click does and return its status; None for anything else."""
-    click = sys.modules.get("click")  # a click exception exists only once click was imported
-    if click is None:
-        return None
-    if isinstance(exc, click.exceptions.Abort):
-        _echo_error("Aborted.")
-        return INTERRUPTED_STATUS
-    if isinstance(exc, click.UsageError):
-        # One line, as every other error: the command, what was wrong, where the help is.
-        command = exc.ctx.command_path if exc.ctx is not None else "sessdex"
-        _echo_error(f"{command}: {exc.format_message()} (see `{command} --help`)")
-        return exc.exit_code
-    if isinstance(exc, click.ClickException):
-        _echo_error(f"sessdex: {exc.format_message()}")
-        return exc.exit_code
-    return None
 
 
 def _database_error_status(exc: Exception) -> int | None:

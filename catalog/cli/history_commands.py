@@ -1,4 +1,4 @@
-"""`sessdex history recent | search | add | import`: the agent's prompt history from the shell (S11).
+"""`sessdex history recent | search | add | import`: the agent's prompt history from the shell.
 
 Reads and writes the agent's own `<agent dir>/history.db`, so prompts typed in xcsh, added from a
 shell hook (`sessdex history add "$cmd"`) or imported from old session files all show up together.
@@ -6,56 +6,51 @@ shell hook (`sessdex history add "$cmd"`) or imported from old session files all
 
 from __future__ import annotations
 
-import logging
+import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
-import click
-
-from sessdex.catalog.cli.click_app import command_settings
-from sessdex.catalog.cli.output import MAX_COUNT, current_directory, echo, search_query
+from sessdex.catalog.cli.commands import HelpFormatter, add_global_options, agent_dir_named, positive_count
+from sessdex.catalog.cli.output import current_directory, echo, search_query
 from sessdex.catalog.cli.search_commands import DEFAULT_HISTORY_COUNT, print_history
-from sessdex.catalog.history.storage import (
-    DEFAULT_BATCH_DELAY_SECONDS,
-    HistoryStorage,
-    HistoryWriteError,
-    history_db_path,
-)
-from sessdex.core.errors import HistoryError
+from sessdex.catalog.history.search import HISTORY_DB_NAME, search_history_file
+
+TYPE_CHECKING = False  # see the README's start-up budget
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from sessdex.catalog.history.storage import HistoryStorage
+    from sessdex.catalog.store.settings import Settings
 
 # A shell hook's `history add` may meet the agent mid-write: it waits this long for the lock rather than
 # give up after the library's 5 s and lose the prompt (the agent holds it for well under a second).
 SHELL_BUSY_TIMEOUT_SECONDS = 30.0
-# A failed write is raised to the command (and said in one line): the storage's own log of it would be a second.
-logging.getLogger(HistoryStorage.__module__).addHandler(logging.NullHandler())
 
 
-def _agent_dir() -> Path:
-    return command_settings(click.get_current_context()).paths.agent_dir
-
-
-def _require_history(as_json: bool) -> None:
+def _require_history(args: argparse.Namespace, settings: Settings) -> None:
     """Reading creates nothing: no agent dir or no history.db yet is said in one line (exit 1; 2 for a named
     agent dir that does not exist), before anything opens the database."""
-    from sessdex.catalog.cli.read_guard import agent_dir_named, json_refusal, require_agent_dir
+    from sessdex.catalog.cli.read_guard import json_refusal, require_agent_dir
     from sessdex.core.errors import SessionNotFoundError
 
-    ctx = click.get_current_context()
-    with json_refusal(as_json):
-        require_agent_dir(command_settings(ctx).paths, agent_dir_named(ctx))
-        path = history_db_path(_agent_dir())
-        if not path.exists():
+    with json_refusal(args.as_json):
+        require_agent_dir(settings.paths, agent_dir_named(args))
+        path = os.path.join(settings.paths.agent_dir_text, HISTORY_DB_NAME)
+        if not os.path.exists(path):
             raise SessionNotFoundError(f"no prompt history yet ({path} does not exist)")
 
 
-@contextmanager
-def _history(batch_delay: float | None = None) -> Iterator[HistoryStorage]:
+@contextlib.contextmanager
+def _history(agent_dir: str, batch_delay: float | None = None) -> Iterator[HistoryStorage]:
     """The agent's history.db, closed (and drained) when the command ends."""
-    path = history_db_path(_agent_dir())
-    storage = HistoryStorage.open(path, busy_timeout=SHELL_BUSY_TIMEOUT_SECONDS,
+    import logging
+
+    from sessdex.catalog.history.storage import DEFAULT_BATCH_DELAY_SECONDS, HistoryStorage
+
+    # A failed write is raised to the command (and said in one line): the storage's own log of it would be a second.
+    logging.getLogger(HistoryStorage.__module__).addHandler(logging.NullHandler())
+    storage = HistoryStorage.open(os.path.join(agent_dir, HISTORY_DB_NAME), busy_timeout=SHELL_BUSY_TIMEOUT_SECONDS,
                                   batch_delay=DEFAULT_BATCH_DELAY_SECONDS if batch_delay is None else batch_delay)
     try:
         yield storage
@@ -63,74 +58,99 @@ def _history(batch_delay: float | None = None) -> Iterator[HistoryStorage]:
         storage.close()
 
 
-_count_option = click.option("-n", "--limit", "limit", type=click.IntRange(min=1, max=MAX_COUNT),
-                             default=DEFAULT_HISTORY_COUNT,
-                             show_default=True, help="How many prompts to show.")
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of lines.")
+def _add_count_and_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "--limit", type=positive_count, default=DEFAULT_HISTORY_COUNT,
+                        help=f"How many prompts to show (default {DEFAULT_HISTORY_COUNT}).")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print a JSON array instead of lines.")
 
 
-@click.group("history")
-def history_group() -> None:
-    """The prompts you sent to the agent, across every project (the agent's history.db)."""
+def add_history_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "The prompts you sent to the agent, across every project (the agent's history.db)."
+    commands = parser.add_subparsers(title="commands", dest="history_command", metavar="COMMAND", required=True)
+    formatter = HelpFormatter
+
+    recent = commands.add_parser("recent", help="The most recent prompts.", allow_abbrev=False,
+                                 prog=f"{parser.prog} recent", formatter_class=formatter,
+                                 description="The most recent prompts, newest first.")
+    _add_count_and_json(recent)
+
+    search = commands.add_parser("search", help="Search prompts.", allow_abbrev=False, prog=f"{parser.prog} search",
+                                 formatter_class=formatter, description="""\
+Search prompts: each word of QUERY must occur as a phrase, its end as a prefix (else anywhere).
+
+`to/file` finds "path/to/file" but not "file to archive". Newest first; matched words are shown in bold.""")
+    search.add_argument("query", metavar="QUERY", nargs="+", help="The words to look for.")
+    search.add_argument("--here", action="store_true", help="Only prompts sent from the current directory.")
+    _add_count_and_json(search)
+
+    add = commands.add_parser("add", help="Record a prompt (for shell hooks).", allow_abbrev=False,
+                              prog=f"{parser.prog} add", formatter_class=formatter, description="""\
+Record TEXT as a prompt (`-`: read it from stdin).
+
+Meant for shell hooks; consecutive repeats are dropped, as in the agent.""")
+    add.add_argument("text", metavar="TEXT", help="The prompt, or - to read it from stdin.")
+    add.add_argument("--cwd", metavar="DIR", help="Directory to record (default: the current one).")
+
+    commands.add_parser("import", help="Back-fill from the user prompts of all session files.", allow_abbrev=False,
+                        prog=f"{parser.prog} import", formatter_class=formatter, description="""\
+Back-fill from the user prompts of all session files.
+
+Prompts already in the history are skipped, so running it again adds nothing.""")
+    for command in commands.choices.values():
+        add_global_options(command)
 
 
-@history_group.command("recent")
-@_count_option
-@_json_option
-def recent_command(limit: int, as_json: bool) -> None:
-    """The most recent prompts, newest first."""
-    _require_history(as_json)
-    with _history() as history:
-        print_history(history.recent(limit), as_json)
+def run_history(args: argparse.Namespace, settings: Settings) -> int:
+    agent_dir = settings.paths.agent_dir_text
+    if args.history_command == "recent":
+        _require_history(args, settings)
+        with _history(agent_dir) as history:
+            print_history(history.recent(args.limit), args.as_json)
+    elif args.history_command == "search":
+        text = search_query(args.query)
+        _require_history(args, settings)
+        cwd = current_directory() if args.here else None
+        # Read-only, without the storage's writer thread; the storage itself when the file does not hold the
+        # agent's schema (it creates, checks or reports it).
+        entries = search_history_file(os.path.join(agent_dir, HISTORY_DB_NAME), text, args.limit, cwd)
+        if entries is None:
+            with _history(agent_dir) as history:
+                entries = history.search(text, args.limit, cwd=cwd)
+        print_history(entries, args.as_json)
+    elif args.history_command == "add":
+        _add(agent_dir, args.text, args.cwd)
+    else:
+        _import(agent_dir)
+    return 0
 
 
-@history_group.command("search")
-@click.argument("query", nargs=-1, required=True)
-@click.option("--here", is_flag=True, help="Only prompts sent from the current directory.")
-@_count_option
-@_json_option
-def search_command(query: tuple[str, ...], here: bool, limit: int, as_json: bool) -> None:
-    """Search prompts: each word of QUERY must occur as a phrase, its end as a prefix (else anywhere).
+def _add(agent_dir: str, text: str, cwd: str | None) -> None:
+    from sessdex.catalog.history.storage import HistoryWriteError
+    from sessdex.core.errors import HistoryError
 
-    `to/file` finds "path/to/file" but not "file to archive". Newest first; matched words are shown in bold.
-    """
-    text = search_query(query)
-    _require_history(as_json)
-    with _history() as history:
-        print_history(history.search(text, limit, cwd=current_directory() if here else None), as_json)
+    if cwd is not None and os.path.isfile(cwd):
+        from sessdex.core.errors import UsageError
 
-
-@history_group.command("add")
-@click.argument("text")
-@click.option("--cwd", type=click.Path(file_okay=False), help="Directory to record (default: the current one).")
-def add_command(text: str, cwd: str | None) -> None:
-    """Record TEXT as a prompt (`-`: read it from stdin).
-
-    Meant for shell hooks; consecutive repeats are dropped, as in the agent.
-    """
+        raise UsageError(f"--cwd {cwd}: a file, not a directory")
     prompt = sys.stdin.read() if text == "-" else text
     where = os.path.abspath(cwd) if cwd else current_directory()
     try:
         # A one-shot process: write at once instead of gathering a batch.
-        with _history(batch_delay=0) as history:
+        with _history(agent_dir, batch_delay=0) as history:
             history.add(prompt, where)
     except HistoryWriteError as exc:
         # Said plainly: this process ends, so nothing stays queued.
         raise HistoryError(f"the prompt was not recorded ({exc})".replace(" still queued", " not written")) from None
 
 
-@history_group.command("import")
-def import_command() -> None:
-    """Back-fill from the user prompts of all session files.
+def _import(agent_dir: str) -> None:
+    from pathlib import Path
 
-    Prompts already in the history are skipped, so running it again adds nothing.
-    """
     from sessdex.catalog.history.session_prompts import scan_session_prompts
 
-    sessions_root = _agent_dir() / "sessions"
-    scan = scan_session_prompts(sessions_root)
-    with _history() as history:
+    scan = scan_session_prompts(Path(agent_dir, "sessions"))
+    with _history(agent_dir) as history:
         added = history.import_prompts(scan.prompts)
     skipped = f"; {scan.files_skipped} file(s) without a valid session header skipped" if scan.files_skipped else ""
     echo(f"Imported {added} new prompt(s) of {len(scan.prompts)} found in {scan.files_read} "
-               f"session file(s){skipped}.")
+         f"session file(s){skipped}.")

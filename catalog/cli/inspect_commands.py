@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 import orjson
 
-from sessdex.catalog.cli.click_app import command_settings
 from sessdex.catalog.cli.output import echo
 from sessdex.catalog.tui.terminal_text import terminal_json
 from sessdex.core.blobs import BlobStore
@@ -18,6 +18,9 @@ from sessdex.core.paths import AgentPaths
 from sessdex.core.runtime import SessionRuntime
 from sessdex.core.session_manager import LoadedSession, load_session_file
 from sessdex.core.storage import FileSessionStorage
+
+if TYPE_CHECKING:
+    from sessdex.catalog.store.settings import Settings
 
 
 def _blob_dir_for(session_file: Path, agent_dir: str | None) -> Path:
@@ -66,39 +69,52 @@ def _message_text(message: dict[str, Any]) -> str:
     return ""
 
 
-@click.command("context")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--leaf", "leaf_id", help="Build the context at this entry instead of the last one.")
-@click.option("--json", "as_json", is_flag=True, help="Print the context as JSON, shaped as the agent shapes it.")
-@click.pass_context
-def context_command(ctx: click.Context, file: str, leaf_id: str | None, as_json: bool) -> None:
-    """Print what the model would see for the session FILE, built as the agent builds it."""
-    loaded = read_session(file, command_settings(ctx).agent_dir)
+def _file_argument(text: str) -> str:
+    """An argument type: a file path (one that need not exist, but is not a directory)."""
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory, not a file")
+    return text
+
+
+def add_context_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Print what the model would see for the session FILE, built as the agent builds it."
+    parser.add_argument("file", metavar="FILE", type=_file_argument, help="A session file.")
+    parser.add_argument("--leaf", dest="leaf_id", metavar="ID",
+                        help="Build the context at this entry instead of the last one.")
+    parser.add_argument("--json", dest="as_json", action="store_true",
+                        help="Print the context as JSON, shaped as the agent shapes it.")
+
+
+def run_context(args: argparse.Namespace, settings: Settings) -> int:
+    file, leaf_id = args.file, args.leaf_id
+    loaded = read_session(file, settings.agent_dir)
     entries = [e for e in loaded.entries if isinstance(e, dict)]
     if leaf_id is not None and not any(e.get("id") == leaf_id for e in entries):
         raise SessionFileError(f"{file}: no entry with id {leaf_id!r}")
     leaf = leaf_id if leaf_id is not None else (entries[-1].get("id") if entries else None)
     context = build_session_context(entries, leaf)
-    if as_json:
+    if args.as_json:
         _print_json(context)
-        return
+        return 0
     models = ", ".join(f"{role}={model}" for role, model in context["models"].items()) or "none"
     echo(f"thinking {context['thinkingLevel']} · models {models} · mode {context['mode']}")
     for message in context["messages"]:
         text = " ".join(_message_text(message).split())
         echo(f"{str(message.get('role', '?')):>17}: {text[:200]}")
+    return 0
 
 
-@click.command("entries")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the entries as a JSON array.")
-@click.pass_context
-def entries_command(ctx: click.Context, file: str, as_json: bool) -> None:
-    """Print the loaded, migrated, blob-resolved entries of FILE in file order (the header left out)."""
-    loaded = read_session(file, command_settings(ctx).agent_dir)
-    if as_json:
+def add_entries_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Print the loaded, migrated, blob-resolved entries of FILE in file order (the header left out)."
+    parser.add_argument("file", metavar="FILE", type=_file_argument, help="A session file.")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print the entries as a JSON array.")
+
+
+def run_entries(args: argparse.Namespace, settings: Settings) -> int:
+    loaded = read_session(args.file, settings.agent_dir)
+    if args.as_json:
         _print_json(loaded.entries)
-        return
+        return 0
     for entry in loaded.entries:
         if isinstance(entry, dict):
             echo(f"{str(entry.get('id', '-')):>8} <- {str(entry.get('parentId')):>8}  {entry.get('type')}")
@@ -106,3 +122,4 @@ def entries_command(ctx: click.Context, file: str, as_json: bool) -> None:
             echo(f"{'-':>8}              (non-object record: {str(entry)[:60]})")
     if loaded.bad_records:
         echo(f"{loaded.bad_records} unparseable line(s) skipped", err=True)
+    return 0

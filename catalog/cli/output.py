@@ -108,6 +108,17 @@ def echo(text: str, *, err: bool = False, markup: bool = False, sanitized: bool 
     stream.flush()
 
 
+def confirm(question: str) -> bool:
+    """Ask `question` on stderr (`[y/N]`: no unless answered y or yes) and read the answer from stdin."""
+    sys.stderr.write(terminal_text(question) + " [y/N]: ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    if not answer:  # stdin closed: nobody answered
+        sys.stderr.write("\n")
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
 def _ascii_only(stream: Any) -> bool:
     try:
         return codecs.lookup(getattr(stream, "encoding", None) or "ascii").name == "ascii"

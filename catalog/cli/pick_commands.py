@@ -1,4 +1,4 @@
-"""`sessdex pick [--all]` and the picker flow of `sessdex resume` without a value (S13, S14).
+"""`sessdex pick [--all | --repo]` and `sessdex resume` without a value: the session picker, first frame first.
 
 The picker draws on the terminal itself (`/dev/tty`), never on stdout: stdout carries only the chosen
 session file, so `xcsh --resume "$(sessdex resume)"` works. Outcomes and exit codes:
@@ -8,64 +8,96 @@ session file, so `xcsh --resume "$(sessdex resume)"` works. Outcomes and exit co
   `p=$(sessdex pick) && xcsh --resume "$p"` stops there;
 - `resume` with no session in this project: `No sessions found`, status 1, no picker.
 Without a terminal (stdin not a TTY), `resume` lists the sessions on stderr and `pick` refuses.
-On a terminal and a current SQLite catalog, the console script opens the picker without click, first frame
-first (`sessdex.catalog.cli.pick_fast`); these commands answer every other case, with the same outcome.
+
+The first screen must show within a blink of the command starting: on a SQLite catalog the picker reads the first
+screenful of rows (with LIMIT, plus the ids for the count and the prefix length), draws the first frame on the
+terminal (`sessdex.catalog.tui.picker_first_frame`), and only then imports prompt_toolkit, reads every row and
+starts the picker application, which takes the screen over. Where there is no such first screen (the file scan,
+a server catalog, the repository scope, no row yet), the application draws the first frame itself.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import os
+import sys
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
 
-import click
-
-from sessdex.catalog.cli.click_app import command_settings
+from sessdex.catalog.cli.commands import directory
 from sessdex.catalog.cli.output import current_directory, echo
-from sessdex.catalog.cli.pick_fast import picker_terminal, print_outcome, terminal_available
-from sessdex.catalog.queries.open_source import open_session_source
-from sessdex.catalog.queries.picker_source import PickerSource
-from sessdex.catalog.queries.source import PickerRow, Scope
 from sessdex.core.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from sessdex.catalog.queries.picker_source import PickerSource
+    from sessdex.catalog.queries.sessions import Catalog
+    from sessdex.catalog.queries.source import PickerRow, Scope
+    from sessdex.catalog.store.settings import Settings
     from sessdex.catalog.tui.picker import PickerResult
 
-def run_picker(ctx: click.Context, source: PickerSource, scope: Scope, rows: list[PickerRow],
-               heading: str) -> PickerResult:
-    """Open the picker on the terminal (with rename and trash) and return how it ended."""
-    from sessdex.catalog.tui.picker import SessionActions, SessionPicker
-
-    actions = SessionActions(command_settings(ctx).paths)
-    with picker_terminal() as (picker_input, picker_output):
-        picker = SessionPicker(source, scope, heading=heading, rows=rows, actions=actions,
-                               input=picker_input, output=picker_output)
-        return picker.run()
+TERMINAL_DEVICE = "/dev/tty"
 
 
-def finish(ctx: click.Context, result: PickerResult, *, as_json: bool = False, shell: bool = False) -> None:
-    """Print the chosen session and exit 0, or report the cancel (Esc or Ctrl+C: nothing on stdout, exit 130)."""
-    ctx.exit(print_outcome(result, as_json=as_json, shell=shell))
+def terminal_available() -> bool:
+    """True when a person can drive the picker: stdin is a terminal and the terminal device can be opened."""
+    if not sys.stdin.isatty():
+        return False
+    try:
+        with open(TERMINAL_DEVICE, "w"):
+            return True
+    except OSError:
+        return False
 
 
-def _source(ctx: click.Context, cwd: str, session_dir: Path | None) -> PickerSource:
-    """The catalog source for the CLI's --agent-dir / --catalog (the file scan if the catalog fails)."""
-    from sessdex.catalog.cli.read_guard import agent_dir_named, require_agent_dir
+@contextlib.contextmanager
+def picker_terminal() -> Iterator[tuple[Any, Any]]:
+    """The picker's prompt_toolkit (input, output): keys from stdin, drawing on /dev/tty."""
+    with open(TERMINAL_DEVICE, "w", encoding="utf-8") as terminal:
+        yield terminal_io(terminal)
 
-    settings = command_settings(ctx)
-    require_agent_dir(settings.paths, agent_dir_named(ctx))
-    source = open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True))
-    return PickerSource(source, cwd, session_dir)
+
+def terminal_io(terminal: TextIO) -> tuple[Any, Any]:
+    """prompt_toolkit's input (stdin) and output (drawing on `terminal`) for the picker."""
+    from prompt_toolkit.input import create_input
+    from prompt_toolkit.output import create_output
+
+    output = create_output(terminal)
+    # A full-screen picker needs no cursor position report; asking for one only risks its reply arriving in
+    # pieces, whose lone Esc would read as a cancel.
+    output.enable_cpr = False  # type: ignore[attr-defined]
+    return create_input(sys.stdin), output
+
+
+def print_outcome(result: PickerResult, *, as_json: bool = False, shell: bool = False) -> int:
+    """Print the chosen session (its path, its JSON object, or its directory and path) and return 0; or report
+    the cancel (Esc or Ctrl+C: nothing on stdout) and return 130."""
+    if result.outcome == "selected" and result.row is not None:
+        row = result.row
+        if as_json:
+            from sessdex.catalog.cli.output import echo_json, session_json
+            from sessdex.core.discovery import read_session_info
+
+            info = read_session_info(row.path)
+            echo_json(session_json(info) if info is not None else {"path": row.path, "cwd": row.cwd})
+        elif shell:
+            from sessdex.catalog.cli.session_commands import print_shell_target
+
+            print_shell_target(row.cwd if row.cwd and os.path.isdir(row.cwd) else current_directory(), row.path)
+        else:
+            echo(row.path)
+        return 0
+    from sessdex.catalog.cli.errors import INTERRUPTED_STATUS
+
+    echo("No session selected", err=True)
+    return INTERRUPTED_STATUS
 
 
 def sessions_listing(rows: list[PickerRow], now_ms: float) -> str:
     """The plain table `resume` prints when there is no terminal to pick on (the columns of `sessdex list`)."""
-    from sessdex.catalog.cli.output import (
-        Column,
-        home_relative,
-        output_width,
-        render_table,
-    )
+    from sessdex.catalog.cli.output import Column, home_relative, output_width, render_table
     from sessdex.catalog.queries.naming import display_name
     from sessdex.catalog.tui.dates import short_date
     from sessdex.catalog.tui.figures import format_cost
@@ -80,57 +112,134 @@ def sessions_listing(rows: list[PickerRow], now_ms: float) -> str:
     return render_table(columns, cells, output_width())
 
 
-def resume_without_value(ctx: click.Context, session_dir: Path | None, *, as_json: bool = False,
-                         shell: bool = False) -> None:
-    """`sessdex resume` with no value (S13): this project's sessions in the picker; print the chosen one."""
-    cwd = current_directory()
-    source = _source(ctx, cwd, session_dir)
-    try:
-        rows = source.rows("project")
-        if not rows:
-            echo("No sessions found", err=True)
-            ctx.exit(1)
-        if not terminal_available():
-            echo(sessions_listing(rows, time.time() * 1000), err=True)
-            echo("Pass an id prefix from the list: sessdex resume <id>", err=True)
-            ctx.exit(1)
-        result = run_picker(ctx, source, "project", rows, "Resume a session")
-    finally:
-        source.close()
-    finish(ctx, result, as_json=as_json, shell=shell)
+# -- the commands --------------------------------------------------------------------------------------------
+
+def add_pick_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = """\
+Choose a session in a full-screen list filtered as you type; print its file path.
+
+Keys: arrows, PgUp/PgDn move; Enter picks; Tab switches scope (this project, this git repository, all
+projects); the query line edits like a shell's (Left/Right, Home/End, Ctrl+A/E/W/U/K, Alt+B/F);
+Ctrl+/ toggles the preview; Ctrl+O orders by cost; Ctrl+R renames; Ctrl+D moves the session to the trash;
+Esc or Ctrl+C cancels (exit 130)."""
+    parser.add_argument("--all", dest="all_projects", action="store_true",
+                        help="Start with every project's sessions (Tab switches).")
+    parser.add_argument("--repo", dest="this_repo", action="store_true",
+                        help="Start with this git repository's sessions (every worktree and subfolder).")
+    parser.add_argument("--session-dir", metavar="DIR", type=directory,
+                        help="Read this session folder as the project's sessions.")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print the chosen session's object as JSON.")
+    parser.add_argument("--shell", action="store_true",
+                        help="Print two lines: the session's directory (when it exists), then its file.")
 
 
-@click.command("pick")
-@click.option("--all", "all_projects", is_flag=True, help="Start with every project's sessions (Tab switches).")
-@click.option("--repo", "this_repo", is_flag=True,
-              help="Start with this git repository's sessions (every worktree and subfolder).")
-@click.option("--session-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Read this session folder as the project's sessions.")
-@click.option("--json", "as_json", is_flag=True, help="Print the chosen session's object as JSON.")
-@click.option("--shell", is_flag=True, help="Print two lines: the session's directory (when it exists), then its file.")
-@click.pass_context
-def pick_command(ctx: click.Context, all_projects: bool, this_repo: bool, session_dir: Path | None, as_json: bool,
-                 shell: bool) -> None:
-    """Choose a session in a full-screen list filtered as you type; print its file path.
-
-    Keys: arrows, PgUp/PgDn move; Enter picks; Tab switches scope (this project, this git repository, all
-    projects); the query line edits like a shell's (Left/Right, Home/End, Ctrl+A/E/W/U/K, Alt+B/F);
-    Ctrl+/ toggles the preview; Ctrl+O orders by cost; Ctrl+R renames; Ctrl+D moves the session to the trash;
-    Esc or Ctrl+C cancels (exit 130).
-    """
-    if as_json and shell:
+def run_pick(args: argparse.Namespace, settings: Settings) -> int:
+    if args.as_json and args.shell:
         raise UsageError("--json and --shell cannot be combined")
-    if all_projects and this_repo:
+    if args.all_projects and args.this_repo:
         raise UsageError("--all and --repo cannot be combined")
     if not terminal_available():
         raise UsageError("sessdex pick needs a terminal: stdin is not one")
-    source = _source(ctx, current_directory(), session_dir)
-    scope: Scope = "all" if all_projects else "repo" if this_repo else "project"
-    if this_repo and not source.repo_dirs:
-        source.close()
-        raise UsageError(f"{current_directory()} is not inside a git repository")
+    scope: Scope = "all" if args.all_projects else "repo" if args.this_repo else "project"
+    return _pick(args, settings, scope, "Pick a session", resuming=False)
+
+
+def resume_without_value(args: argparse.Namespace, settings: Settings) -> int:
+    """`sessdex resume` with no value: this project's sessions in the picker; print the chosen one."""
+    if args.as_json and args.shell:
+        raise UsageError("--json and --shell cannot be combined")
+    return _pick(args, settings, "project", "Resume a session", resuming=True)
+
+
+def _pick(args: argparse.Namespace, settings: Settings, scope: Scope, heading: str, *, resuming: bool) -> int:
+    """Open the picker on `scope` and print how it ended; `resuming`: the `resume` rules (no row, no terminal)."""
+    from sessdex.catalog.cli.session_group import session_source
+    from sessdex.catalog.queries.picker_source import PickerSource
+    from sessdex.catalog.queries.sessions import Catalog
+
+    cwd = current_directory()
+    source = session_source(args, settings)
     try:
-        result = run_picker(ctx, source, scope, source.rows(scope), "Pick a session")
+        result: PickerResult | None = None
+        if isinstance(source, Catalog) and scope != "repo" and terminal_available():
+            result = _first_frame_picker(source, settings, cwd, args.session_dir, scope, heading)
+        if result is None:
+            picker_source = PickerSource(source, cwd, args.session_dir)
+            if scope == "repo" and not picker_source.repo_dirs:
+                raise UsageError(f"{cwd} is not inside a git repository")
+            rows = picker_source.rows(scope)
+            if resuming and not rows:
+                echo("No sessions found", err=True)
+                return 1
+            if resuming and not terminal_available():
+                echo(sessions_listing(rows, time.time() * 1000), err=True)
+                echo("Pass an id prefix from the list: sessdex resume <id>", err=True)
+                return 1
+            result = _run_picker(picker_source, settings, scope, rows, heading)
     finally:
         source.close()
-    finish(ctx, result, as_json=as_json, shell=shell)
+    return print_outcome(result, as_json=args.as_json, shell=args.shell)
+
+
+def _run_picker(source: PickerSource, settings: Settings, scope: Scope, rows: list[PickerRow],
+                heading: str) -> PickerResult:
+    """Open the picker application on the terminal (with rename and trash) and return how it ended."""
+    from sessdex.catalog.tui.picker import SessionActions, SessionPicker
+
+    with picker_terminal() as (picker_input, picker_output):
+        picker = SessionPicker(source, scope, heading=heading, rows=rows, actions=SessionActions(settings.paths),
+                               input=picker_input, output=picker_output)
+        return picker.run()
+
+
+def _first_frame_picker(catalog: Catalog, settings: Settings, cwd: str, session_dir: str | os.PathLike[str] | None,
+                        scope: Scope, heading: str) -> PickerResult | None:
+    """The first frame from the catalog's first screenful of rows, then the picker application on the terminal;
+    None (nothing drawn) when the catalog has no such first screen for the scope (or the terminal is too small)."""
+    from sessdex.catalog.queries.git_repo import repository_dirs
+    from sessdex.catalog.tui import picker_first_frame as frame
+    from sessdex.catalog.tui.picker_screen import FIXED_LINES, body_height
+    from sessdex.core.discovery import id_prefix_length
+
+    with open(TERMINAL_DEVICE, "w", encoding="utf-8") as terminal:
+        columns, rows = _terminal_size(terminal)
+        found = catalog.picker_first_screen(cwd, session_dir, all_projects=scope == "all", limit=body_height(rows))
+        if found is None or not found[1] or rows < FIXED_LINES + 1:
+            return None
+        first_rows, ids = found
+        repo_dirs = repository_dirs(cwd)
+        now_ms = time.time() * 1000
+        screen = frame.first_screen(scope, first_rows, total=len(ids), id_length=id_prefix_length(ids),
+                                    scopes=("project", "repo", "all") if repo_dirs else ("project", "all"),
+                                    heading=heading, cwd=cwd, repo_root=repo_dirs[0] if repo_dirs else None,
+                                    now_ms=now_ms, screen_rows=rows)
+        keyboard = sys.stdin.fileno()
+        previous = frame.raw_input(keyboard)  # keys typed from now on wait, unechoed, for the application
+        picker = None
+        try:
+            terminal.write(frame.first_frame_text(screen, columns, rows))
+            terminal.flush()
+            from sessdex.catalog.queries.picker_source import PickerSource
+            from sessdex.catalog.tui.picker import SessionActions, SessionPicker
+
+            source = PickerSource(catalog, cwd, session_dir)
+            picker_input, picker_output = terminal_io(terminal)
+            frame.adopt_alternate_screen(picker_output)
+            picker = SessionPicker(source, scope, heading=heading, rows=source.rows(scope), now_ms=now_ms,
+                                   actions=SessionActions(settings.paths), input=picker_input, output=picker_output)
+            return picker.run()
+        finally:
+            if picker is None or not picker.app.render_counter:
+                # The application never took the screen over: give the shell its screen back.
+                terminal.write(frame.LEAVE_ALTERNATE_SCREEN + frame.SHOW_CURSOR)
+                terminal.flush()
+            frame.restore_input(keyboard, previous)
+
+
+def _terminal_size(terminal: TextIO) -> tuple[int, int]:
+    """(columns, rows) of the terminal, as prompt_toolkit's output reads them (80x24 when unknown)."""
+    try:
+        size = os.get_terminal_size(terminal.fileno())
+    except OSError:
+        return 80, 24
+    return size.columns or 80, size.lines or 24

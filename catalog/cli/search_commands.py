@@ -1,9 +1,6 @@
-"""The bodies of `sessdex search` and `sessdex history search`, without click.
+"""`sessdex search`, and the output of `sessdex history search` (whose options are in `history_commands`).
 
-The click commands (`catalog_commands.search_command`, `history_commands.search_command`) parse the
-options and call these; so does the fast path (`sessdex.catalog.cli.fastpath`), which answers the common
-shapes of both without importing click. Output goes through `sessdex.catalog.cli.output.echo`, which
-drops escape sequences when stdout is not a terminal, exactly as click.echo did.
+Output goes through `sessdex.catalog.cli.output.echo`, which drops escape sequences when stdout is not a terminal.
 """
 
 from __future__ import annotations
@@ -11,8 +8,10 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
+from sessdex.catalog.cli.commands import agent_dir_named, directory, positive_count
 from sessdex.catalog.cli.output import (
     color_enabled,
+    current_directory,
     echo,
     echo_json,
     iso_utc_from_seconds,
@@ -31,13 +30,15 @@ from sessdex.catalog.tui.terminal_text import (
 )
 from sessdex.catalog.tui.width import char_width, display_width, graphemes
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
     from typing import Any
 
     from sessdex.catalog.history.search import HistoryEntry
     from sessdex.catalog.queries.sessions import Catalog, SearchHit
+    from sessdex.catalog.store.settings import Settings
 
 DEFAULT_SEARCH_COUNT = 20
 DEFAULT_HISTORY_COUNT = 20
@@ -58,7 +59,38 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def run_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str | os.PathLike[str] | None,
+def add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = """\
+Sessions whose title, first message or any message matches WORDS (every word, as a prefix).
+
+The words are taken literally: quotes, parentheses, AND/OR/NEAR and * have no special meaning."""
+    parser.add_argument("words", metavar="WORDS", nargs="+", help="The words to look for.")
+    parser.add_argument("--all", dest="all_projects", action="store_true", help="Search every project, not only this one.")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print JSON (matches marked with [ and ]).")
+    parser.add_argument("-n", "--limit", type=positive_count, default=DEFAULT_SEARCH_COUNT,
+                        help=f"At most this many sessions (default {DEFAULT_SEARCH_COUNT}).")
+    parser.add_argument("--session-dir", metavar="DIR", type=directory,
+                        help="Search this session folder instead of the project's folders.")
+    parser.add_argument("--substring", action="store_true",
+                        help="When no session matches, look for the words inside words (`mit` finds `commit`).")
+
+
+def run_search(args: argparse.Namespace, settings: Settings) -> int:
+    from sessdex.catalog.cli.read_guard import json_refusal, require_agent_dir
+    from sessdex.catalog.queries.sessions import Catalog
+    from sessdex.core.errors import UsageError
+
+    if args.all_projects and args.session_dir is not None:
+        raise UsageError("--all and --session-dir cannot be combined")
+    with json_refusal(args.as_json):
+        require_agent_dir(settings.paths, agent_dir_named(args))
+    with Catalog.from_settings(settings) as catalog:
+        return print_search(catalog, " ".join(args.words), cwd=None if args.all_projects else current_directory(),
+                            session_dir=args.session_dir, limit=args.limit, as_json=args.as_json,
+                            substring=args.substring)
+
+
+def print_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str | os.PathLike[str] | None,
                limit: int, as_json: bool, substring: bool = False) -> int:
     """`sessdex search`: the best `limit` sessions matching `text` (this project, or every one when cwd is None);
     `substring`: when no session matches, every word as a substring.

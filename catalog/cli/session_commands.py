@@ -99,12 +99,10 @@ def fork_confirmation(assume: bool | None) -> Callable[[SessionInfo], bool]:
         if not sys.stdin.isatty():
             echo("Pass --yes to fork a session from another project into this one.", err=True)
             return False
-        import click  # only a person at a terminal is asked: the prompt is click's
+        from sessdex.catalog.cli.output import confirm
 
-        from sessdex.catalog.tui.terminal_text import terminal_text
-
-        question = f"Session {info.id} ({session_label(info)}) is in another project ({info.cwd}). Fork it into this project?"
-        return click.confirm(terminal_text(question), default=False, err=True)
+        return confirm(f"Session {info.id} ({session_label(info)}) is in another project ({info.cwd}). "
+                       "Fork it into this project?")
     return confirm
 
 

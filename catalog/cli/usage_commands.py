@@ -1,28 +1,35 @@
-"""`sessdex usage` as a click command: option parsing only; the body is `sessdex.catalog.cli.usage_output.run_usage`."""
+"""The options of `sessdex usage`; its body is `sessdex.catalog.cli.usage_output.run_usage`."""
 
 from __future__ import annotations
 
-import click
+import argparse
 
-from sessdex.catalog.cli.session_group import _session_source
-from sessdex.catalog.cli.usage_output import date_range, report_kind, run_usage
+from sessdex.catalog.cli import usage_output
+from sessdex.catalog.cli.session_group import session_source
 from sessdex.core.usage_terms import REPORT_KINDS
 
+TYPE_CHECKING = False  # see the README's start-up budget
+if TYPE_CHECKING:
+    from sessdex.catalog.store.settings import Settings
 
-@click.command("usage")
-@click.argument("report", required=False, metavar=f"[{'|'.join(REPORT_KINDS)}]")
-@click.option("--since", help="First local day to count (YYYY-MM-DD or YYYYMMDD).")
-@click.option("--until", help="Last local day to count (YYYY-MM-DD or YYYYMMDD).")
-@click.option("--all", "all_projects", is_flag=True, help="Sessions of every project, not only this one.")
-@click.option("--breakdown", is_flag=True, help="Split each row per model.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.pass_context
-def usage_command(ctx: click.Context, report: str | None, since: str | None, until: str | None, all_projects: bool,
-                  breakdown: bool, as_json: bool) -> None:
-    """Tokens and cost per day (default), week, month, session, project or model, with a total.
 
-    Counts every assistant message's usage in this project's sessions (every project's with --all);
-    an entry a fork copied from its parent session is counted once, in the parent. Days are local.
-    """
-    run_usage(lambda: _session_source(ctx), kind=report_kind(report), days=date_range(since, until),
-              all_projects=all_projects, breakdown=breakdown, as_json=as_json)
+def add_usage_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = """\
+Tokens and cost per day (default), week, month, session, project or model, with a total.
+
+Counts every assistant message's usage in this project's sessions (every project's with --all);
+an entry a fork copied from its parent session is counted once, in the parent. Days are local."""
+    parser.add_argument("report", nargs="?", metavar=f"[{'|'.join(REPORT_KINDS)}]",
+                        help="The report (default daily).")
+    parser.add_argument("--since", metavar="DAY", help="First local day to count (YYYY-MM-DD or YYYYMMDD).")
+    parser.add_argument("--until", metavar="DAY", help="Last local day to count (YYYY-MM-DD or YYYYMMDD).")
+    parser.add_argument("--all", dest="all_projects", action="store_true",
+                        help="Sessions of every project, not only this one.")
+    parser.add_argument("--breakdown", action="store_true", help="Split each row per model.")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print JSON instead of a table.")
+
+
+def run_usage(args: argparse.Namespace, settings: Settings) -> int:
+    return usage_output.run_usage(lambda: session_source(args, settings), kind=usage_output.report_kind(args.report),
+                                  days=usage_output.date_range(args.since, args.until),
+                                  all_projects=args.all_projects, breakdown=args.breakdown, as_json=args.as_json)

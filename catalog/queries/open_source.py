@@ -39,25 +39,15 @@ def open_session_source(settings: Settings, *, warn: Callable[[str], None] | Non
                         only_if_ready: bool = False) -> SessionSource | None:
     """The catalog the settings name, or the file scan when the catalog is off or (after `warn`) unusable.
 
-    With `only_if_ready`, None instead whenever that would take schema work or a warning: the catalog is
-    not a SQLite file at the current schema revision (missing, older, another database) or cannot be
-    opened. The click-free fast path uses this to decide, before printing anything, that it can answer
-    without importing SQLAlchemy or Alembic.
+    A SQLite catalog file at the current schema revision is opened as it is (no schema work, no SQLAlchemy).
+    With `only_if_ready`, None instead of anything else: a catalog that is not such a file (missing, older,
+    another database) or cannot be opened; shell completion uses this to answer without creating anything.
     """
     if settings.catalog_off:
         return _file_scan(settings)
-    if only_if_ready:
-        try:
-            # A named file is not opened a second time to look for another program's tables: only a catalog at
-            # the current revision (which is therefore ours) is used here, anything else goes to click.
-            location = settings.location(probe_tables=False)
-            database = (current_sqlite_catalog(location, settings.machine_name) if location.sqlite_file is not None
-                        else None)
-        except (CatalogError, sqlite3.DatabaseError, OSError):
-            return None
-        if database is None:
-            return None
-        return Catalog(settings.paths, location, database=database, all_machines=settings.all_machines)
+    ready = _ready_catalog(settings)
+    if ready is not None or only_if_ready:
+        return ready
     try:
         return Catalog.from_settings(settings)
     except CatalogUnavailableError:
@@ -66,6 +56,21 @@ def open_session_source(settings: Settings, *, warn: Callable[[str], None] | Non
         if warn is not None:
             warn(f"{exc}; reading the session files directly")
         return _file_scan(settings)
+
+
+def _ready_catalog(settings: Settings) -> Catalog | None:
+    """The catalog when it is a SQLite file at the current schema revision, else None."""
+    try:
+        # A named file is not opened a second time to look for another program's tables: a catalog at the current
+        # revision is ours, and anything else is left to Catalog.from_settings, which checks it.
+        location = settings.location(probe_tables=False)
+        database = (current_sqlite_catalog(location, settings.machine_name) if location.sqlite_file is not None
+                    else None)
+    except (CatalogError, sqlite3.DatabaseError, OSError):
+        return None
+    if database is None:
+        return None
+    return Catalog(settings.paths, location, database=database, all_machines=settings.all_machines)
 
 
 def _file_scan(settings: Settings) -> SessionSource:

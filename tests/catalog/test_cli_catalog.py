@@ -140,7 +140,7 @@ def test_list_reads_the_files_when_the_catalog_is_off_or_unusable(sessdex, proj,
 
 HEAVY_IMPORT_PROBE = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
                       "'HEAVY=' + ','.join(sorted(m for m in ('sqlalchemy', 'alembic', 'watchdog') if m in sys.modules)))); "
-                      "from sessdex.catalog.cli.click_app import main; main()")
+                      "from sessdex.catalog.cli.entry import main; main()")
 
 
 @pytest.mark.parametrize("command", [["list"], ["list", "--all"], ["recent"], ["resume", "aaaa0000"],

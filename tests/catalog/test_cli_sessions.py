@@ -268,7 +268,7 @@ def test_continue_with_nothing_to_continue(tree: Tree, sessdex) -> None:
 def _run_in_terminal(args: list[str], cwd: Path, env: dict[str, str], answer: bytes) -> tuple[int, str]:
     """Run the sessdex CLI on a pseudo-terminal, answer its prompt, return exit code and everything shown."""
     leader, follower = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-c", "from sessdex.catalog.cli.click_app import main; main()", *args], cwd=cwd,
+    process = subprocess.Popen([sys.executable, "-c", "from sessdex.catalog.cli.entry import main; main()", *args], cwd=cwd,
                                env=env, stdin=follower, stdout=follower, stderr=follower, close_fds=True)
     os.close(follower)
     shown, answered, deadline = b"", False, time.monotonic() + 20

@@ -22,7 +22,7 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from sessdex.catalog.cli import pick_commands as cli_pick
-from sessdex.catalog.cli.click_app import main
+from sessdex.catalog.cli.entry import main
 from sessdex.catalog.queries.file_scan import FileScan
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.sessions import Catalog

@@ -18,7 +18,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput, Output
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-from sessdex.catalog.cli.click_app import main
+from sessdex.catalog.cli.entry import main
 from sessdex.catalog.queries.file_scan import FileScan
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.tui.viewer import (

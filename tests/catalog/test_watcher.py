@@ -217,7 +217,7 @@ def test_an_inotify_watch_limit_falls_back_to_polling_with_advice(tmp_path: Path
 def test_sessdex_watch_stops_cleanly_on_signals(tmp_path: Path, signum: int):
     agent = tmp_path / "agent"
     write_file(agent / "sessions" / "--p--" / "s.jsonl", jsonl([header("s1", "/p"), user("a")]))
-    process = subprocess.Popen([sys.executable, "-c", "from sessdex.catalog.cli.click_app import main; main()", "--agent-dir",
+    process = subprocess.Popen([sys.executable, "-c", "from sessdex.catalog.cli.entry import main; main()", "--agent-dir",
                                 str(agent), "watch"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
     try:
