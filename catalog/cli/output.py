@@ -1,8 +1,4 @@
-"""What `sessdex list | recent | resume | continue` print: tables, JSON, and the line writer they share.
-
-Click-free on purpose: the click commands (`sessdex.catalog.cli.session_group`) and the fast path (`sessdex.catalog.cli.fastpath`)
-both print through these functions, so the two produce the same bytes by construction.
-"""
+"""What the commands print: tables, JSON, and the line writer they share."""
 
 from __future__ import annotations
 
@@ -128,9 +124,9 @@ def _ascii_only(stream: Any) -> bool:
 
 def echo_json(value: Any) -> None:
     """Print `value` as indented JSON, non-ASCII characters kept (those a terminal acts on escaped)."""
-    from sessdex.catalog.cli.json_text import json_text  # only --json output needs it
+    import json  # only --json output needs it
 
-    echo(terminal_json(json_text(value)))
+    echo(terminal_json(json.dumps(value, ensure_ascii=False, indent=2)))
 
 
 def iso_utc(moment: datetime) -> str:
