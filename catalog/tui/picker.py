@@ -20,14 +20,13 @@ Work that does not fit in a keystroke runs in the background on the picker's eve
 the ranking (`picker_search`'s passes, in chunks between keystrokes), the content search (debounced, in a
 worker thread, interrupted when the query moves on) and loading another scope's rows (in a worker thread).
 Work every keystroke would otherwise repeat or trip over is done once while idle after the first paint: the
-search strings, prompt_toolkit's key-binding table, and freezing the heap for the garbage collector.
+search strings and prompt_toolkit's key-binding table.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -177,7 +176,6 @@ class SessionPicker:
         self.preview.visible = preview if preview is not None else self._size().columns >= PREVIEW_MIN_COLUMNS
         self.painter = LinePainter(StyleCodes(colours=self.app.color_depth.value != "DEPTH_1_BIT"))
         self._painted_size: Size | None = None
-        self._froze_heap = False
         self._preview_drawn: tuple[object, list[list[tuple[str, str]]]] | None = None  # (what it shows, its lines)
         self._holding_flush = False
         self._flush = self.app.output.flush
@@ -501,21 +499,6 @@ class SessionPicker:
         keys = [*QUERY_KEYS]
         for start in range(0, len(keys), WARM_UP_KEYS_PER_STEP):
             loop.call_soon(self._look_up_bindings, keys[start:start + WARM_UP_KEYS_PER_STEP])
-        loop.call_soon(self._freeze_heap)
-
-    def _freeze_heap(self) -> None:
-        """Move every object made so far (the rows, their search strings, prompt_toolkit's layout) out of the
-        garbage collector's sight: a full collection then scans only what typing allocates, a few ms instead of
-        over 20 at 10,000 rows, and it runs in the middle of a keystroke, where the allocations are. Undone when
-        the picker ends (`_thaw_heap`); left alone when something else froze objects already."""
-        if not gc.get_freeze_count():
-            gc.freeze()
-            self._froze_heap = True
-
-    def _thaw_heap(self) -> None:
-        if self._froze_heap:
-            gc.unfreeze()
-            self._froze_heap = False
 
     def _look_up_bindings(self, keys: list[str]) -> None:
         """Fill prompt_toolkit's caches of the bindings for `keys` (pressed alone), as a key press would."""
@@ -548,7 +531,6 @@ class SessionPicker:
                 return await self.app.run_async(pre_run=self._warm_up)
             finally:
                 self.source.interrupt_content_search()  # nobody waits for its answer any more
-                self._thaw_heap()
 
     def run(self) -> PickerResult:
         """Show the picker (blocking) until a session is selected, Esc or Ctrl+C."""
@@ -557,4 +539,3 @@ class SessionPicker:
                 return self.app.run(pre_run=self._warm_up)
             finally:
                 self.source.interrupt_content_search()
-                self._thaw_heap()
