@@ -66,6 +66,12 @@ from sessdex.catalog.tui.picker_screen import (
     painted_lines,
     preview_width,
 )
+from sessdex.catalog.tui.prompt_toolkit_adapter import (
+    erase_screen,
+    flush_replaced,
+    look_up_key_bindings,
+    screen_was_erased,
+)
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.paths import AgentPaths
 
@@ -240,7 +246,7 @@ class SessionPicker:
         """Hold prompt_toolkit's flush until `_paint` has added its lines (one write: a full redraw, which erases
         the screen first, never shows half a frame), and note when it will redraw everything."""
         size = self._size()
-        if self.app.renderer.last_rendered_screen is None or size != self._painted_size:
+        if screen_was_erased(self.app) or size != self._painted_size:
             # Erased or resized: prompt_toolkit draws its whole frame on a cleared screen.
             self.painter.forget()
             self._painted_size = size
@@ -334,7 +340,7 @@ class SessionPicker:
         erase waits for the next frame's flush: erased and redrawn in one write, no blank frame."""
         self.preview.toggle()
         self._holding_flush = True
-        self.app.renderer.erase(leave_alternate_screen=False)
+        erase_screen(self.app)
 
     def _toggle_cost_order(self) -> None:
         self.model.toggle_cost_order()
@@ -498,16 +504,7 @@ class SessionPicker:
         loop.call_soon(self._verify, self.model.scope)
         keys = [*QUERY_KEYS]
         for start in range(0, len(keys), WARM_UP_KEYS_PER_STEP):
-            loop.call_soon(self._look_up_bindings, keys[start:start + WARM_UP_KEYS_PER_STEP])
-
-    def _look_up_bindings(self, keys: list[str]) -> None:
-        """Fill prompt_toolkit's caches of the bindings for `keys` (pressed alone), as a key press would."""
-        bindings = getattr(self.app.key_processor, "_bindings", None)  # the application's combined key bindings
-        if bindings is None:
-            return
-        for key in keys:
-            bindings.get_bindings_for_keys((key,))
-            bindings.get_bindings_starting_with_keys((key,))
+            loop.call_soon(look_up_key_bindings, self.app, keys[start:start + WARM_UP_KEYS_PER_STEP])
 
     # -- running ---------------------------------------------------------------------------------------------
 
@@ -515,14 +512,11 @@ class SessionPicker:
     def _flush_held_while_rendering(self) -> Iterator[None]:
         """Route the output's flush through `_flush_when_painted` while the picker runs (see `_before_render`);
         the output may be shared (the viewer's): it gets its own flush back, and anything held goes out."""
-        output = self.app.output
-        output.flush = self._flush_when_painted  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            del output.flush
-            self._holding_flush = False
-            output.flush()
+        with flush_replaced(self.app.output, self._flush_when_painted):
+            try:
+                yield
+            finally:
+                self._holding_flush = False
 
     async def run_async(self) -> PickerResult:
         """Show the picker until a session is selected, Esc or Ctrl+C."""
