@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from sessdex.catalog.queries.source import (
     CONTENT_MATCH_LIMIT,
+    MATCH_CLOSE,
+    MATCH_OPEN,
     PickerRow,
     content_terms,
     substring_snippet,
@@ -85,6 +87,34 @@ class FileScan:
         from sessdex.core.resume import find_session_by_id
 
         return find_session_by_id(value, cwd, session_dir, paths=self.paths)
+
+    def search(self, text: str, cwd: str | os.PathLike[str] | None = None,
+               session_dir: str | os.PathLike[str] | None = None, *, limit: int,
+               highlight: tuple[str, str] = ("[", "]"), substring_fallback: bool = True) -> list[Any]:
+        """`Catalog.search` read from the files, for a catalog that cannot answer: the sessions whose title, first
+        message and message text hold every word (case-insensitive substrings, so `substring_fallback` changes
+        nothing), newest first, each with the first field holding the first word and its snippet."""
+        from sessdex.catalog.queries.sessions import SearchHit
+
+        terms = content_terms(text)
+        if not terms or limit <= 0:
+            return []
+        infos = (self.list_all_sessions() if cwd is None and session_dir is None
+                 else self.list_sessions(cwd or os.getcwd(), session_dir))
+        hits = []
+        for info in infos:
+            fields = (("title", info.title or ""), ("first_message", info.first_message or ""),
+                      ("message", info.all_messages_text))
+            lowered = "\n".join(value for _name, value in fields).lower()
+            if not all(term in lowered for term in terms):
+                continue
+            field, value = next(((name, value) for name, value in fields if terms[0] in value.lower()), fields[2])
+            snippet = substring_snippet(value, value.lower(), terms) if terms[0] in value.lower() else ""
+            marked = snippet.replace(MATCH_OPEN, highlight[0]).replace(MATCH_CLOSE, highlight[1])
+            hits.append(SearchHit(info, field, marked, 0.0))
+            if len(hits) >= limit:
+                break
+        return hits
 
     # -- the picker ----------------------------------------------------------------------------------------
 

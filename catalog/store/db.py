@@ -22,7 +22,7 @@ import errno
 import os
 import sqlite3
 
-from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION, SQL
+from sessdex.catalog.store.compiled_sql import SCHEMA_OBJECTS, SCHEMA_REVISION, SQL
 from sessdex.catalog.store.location import BUSY_TIMEOUT_MS, MMAP_BYTES, CatalogLocation
 from sessdex.catalog.store.machine import host_name, with_machine
 from sessdex.core.errors import CatalogError
@@ -261,14 +261,39 @@ def _revision(connection: sqlite3.Connection) -> str | None:
     return row[0] if row else None
 
 
+def schema_damage(connection: sqlite3.Connection) -> str | None:
+    """What differs between a catalog's schema objects and those of a catalog at SCHEMA_REVISION (a dropped
+    table, a renamed column: damage done by hand or by another program), or None when they are the same."""
+    rows = connection.execute("SELECT type, name, sql FROM sqlite_master")
+    found = {(kind, name, sql or "") for kind, name, sql in rows if not name.startswith("sqlite_")}
+    if found == SCHEMA_OBJECTS:
+        return None
+    missing = sorted(name for _kind, name, _sql in SCHEMA_OBJECTS - found)
+    if missing:
+        return f"missing or changed: {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}"
+    unexpected = sorted(name for _kind, name, _sql in found - SCHEMA_OBJECTS)
+    return f"not made by sessdex: {', '.join(unexpected[:3])}{', ...' if len(unexpected) > 3 else ''}"
+
+
+class CatalogSchemaDamagedError(CatalogError):
+    """A SQLite catalog at the current revision whose tables or indexes are not the ones sessdex makes: read
+    commands answer from the files, and `sessdex doctor` rebuilds it."""
+
+
 def current_sqlite_catalog(location: CatalogLocation, machine: str | None = None) -> SqliteCatalog | None:
-    """The catalog opened on the fast path when its file exists at the current revision, else None."""
+    """The catalog opened on the fast path when its file exists at the current revision, else None;
+    CatalogSchemaDamagedError when it is at the current revision with another schema."""
     if location.sqlite_file is None or not os.path.exists(location.sqlite_file):
         return None
     catalog = SqliteCatalog(location, machine)
     try:
-        if _revision(catalog.sqlite_reader()) == SCHEMA_REVISION:
-            return catalog
+        reader = catalog.sqlite_reader()
+        if _revision(reader) == SCHEMA_REVISION:
+            damage = schema_damage(reader)
+            if damage is None:
+                return catalog
+            raise CatalogSchemaDamagedError(f"the catalog {location.display} is damaged ({damage}); `sessdex doctor` "
+                                            "rebuilds it from the session files")
     except BaseException:
         catalog.close()
         raise

@@ -387,10 +387,12 @@ def head_revision() -> str:
     return head
 
 
-def fresh_catalog_script() -> list[str]:
-    """The statements that give a new SQLite file exactly the catalog the migrations make (tables, indexes, FTS5
-    tables and their settings, the Alembic revision): a first use then creates its catalog without importing
-    Alembic and SQLAlchemy (`sessdex.catalog.store.migrate.upgrade_catalog`)."""
+def template_catalog() -> tuple[list[str], list[tuple[str, str, str]]]:
+    """What a new SQLite file made by the migrations holds: the statements that give another file exactly that
+    catalog (tables, indexes, FTS5 tables and their settings, the Alembic revision), so that a first use creates
+    its catalog without importing Alembic and SQLAlchemy (`sessdex.catalog.store.migrate.upgrade_catalog`); and
+    its schema objects (type, name, SQL), which a catalog at this revision must hold exactly
+    (`sessdex.catalog.store.db.schema_damage`)."""
     import sqlite3
     import tempfile
 
@@ -416,7 +418,7 @@ def fresh_catalog_script() -> list[str]:
                         script.append(f'INSERT INTO "{name}" VALUES ({values})')
         finally:
             connection.close()
-    return script
+    return script, sorted((kind, name, sql or "") for kind, name, sql in objects if not name.startswith("sqlite_"))
 
 
 def render_compiled_module() -> str:
@@ -437,10 +439,14 @@ def render_compiled_module() -> str:
         lines.extend(f"        {part!r}" for part in compile_for_sqlite(statement).splitlines(keepends=True))
         lines.append("    ),")
     lines.append("}")
-    lines += ["", "# A new SQLite catalog at SCHEMA_REVISION, without Alembic (statements.fresh_catalog_script).",
+    script, objects = template_catalog()
+    lines += ["", "# A new SQLite catalog at SCHEMA_REVISION, without Alembic (statements.template_catalog).",
               "FRESH_CATALOG_SCRIPT: tuple[str, ...] = ("]
-    lines.extend(f"    {statement!r}," for statement in fresh_catalog_script())
-    lines.append(")")
+    lines.extend(f"    {statement!r}," for statement in script)
+    lines += [")", "", "# The schema objects (type, name, SQL) of a SQLite catalog at SCHEMA_REVISION.",
+              "SCHEMA_OBJECTS: frozenset[tuple[str, str, str]] = frozenset({"]
+    lines.extend(f"    {item!r}," for item in objects)
+    lines.append("})")
     return "\n".join(lines) + "\n"
 
 

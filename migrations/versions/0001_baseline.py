@@ -74,7 +74,6 @@ def upgrade() -> None:
     op.create_table(
         "session_files",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("machine", sa.Text(), nullable=False),
         sa.Column("path", bytewise, nullable=False),
         sa.Column("directory", bytewise, nullable=False),
         sa.Column("device", sa.BigInteger(), nullable=False),
@@ -104,6 +103,7 @@ def upgrade() -> None:
         *(sa.Column(name, sa.BigInteger(), nullable=False) for name in _TOKENS),
         sa.Column("cost_total", sa.Float(), nullable=False),
         sa.Column("indexed_at_ms", sa.BigInteger(), nullable=False),
+        sa.Column("machine", sa.Text(), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_session_files"),
         sa.UniqueConstraint("machine", "path", name="uq_session_files_machine_path"),
     )
