@@ -10,9 +10,11 @@ is loaded from the catalog only when read, so a listing never pulls every messag
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
 from sessdex.catalog.store.db import CatalogDatabase
@@ -642,10 +644,16 @@ class Catalog:
         folders = self.project_dirs(cwd, session_dir)
         return _IN_FOLDERS_SQL.format(marks=", ".join("?" * len(folders))), tuple(folders)
 
-    def _widened(self, all_projects: bool) -> _Widened:
+    @contextlib.contextmanager
+    def _widened(self, all_projects: bool) -> Iterator[None]:
         """Inside the block, the picker's "all" scope holds every machine's sessions (its scope key widens to
         them); the project scope holds what --machines says."""
-        return _Widened(self, all_projects)
+        previous = self.all_machines
+        self.all_machines = previous or all_projects
+        try:
+            yield
+        finally:
+            self.all_machines = previous
 
     def bring_up_to_date(self, cwd: str, session_dir: str | os.PathLike[str] | None, *, all_projects: bool) -> bool:
         """Run the freshness pass for the scope; True when it changed the catalog."""
@@ -703,21 +711,3 @@ def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str |
     else `<agent dir>/catalog.db`.
     """
     return Catalog.from_settings(Settings.resolve(agent_dir, catalog))
-
-
-class _Widened:
-    """`Catalog._widened`: all_machines widened for the block, restored after it (a class, not a contextlib
-    generator: this module is on every hot command's path, issue 12)."""
-
-    __slots__ = ("catalog", "all_projects", "previous")
-
-    def __init__(self, catalog: Catalog, all_projects: bool) -> None:
-        self.catalog, self.all_projects = catalog, all_projects
-        self.previous = catalog.all_machines
-
-    def __enter__(self) -> None:
-        self.previous = self.catalog.all_machines
-        self.catalog.all_machines = self.previous or self.all_projects
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.catalog.all_machines = self.previous

@@ -18,9 +18,12 @@ than this package. A database server that cannot be reached is a `CatalogUnavail
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sessdex.catalog.store.compiled_sql import SCHEMA_OBJECTS, SCHEMA_REVISION, SQL
 from sessdex.catalog.store.location import BUSY_TIMEOUT_MS, MMAP_BYTES, CatalogLocation
@@ -28,14 +31,8 @@ from sessdex.catalog.store.machine import host_name, with_machine
 from sessdex.core.errors import CatalogError
 from sessdex.core.paths import as_path
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
-    import contextlib
-    from collections.abc import Mapping, Sequence
     from pathlib import Path
-    from typing import Any, Protocol
-else:
-    Protocol = object  # the seam is a typing.Protocol for the type checker, a plain base class at run time
 
 # -- the seam ------------------------------------------------------------------------------------------
 
@@ -175,10 +172,10 @@ class SqliteCatalog:
             raise RuntimeError("catalog writes must happen inside CatalogDatabase.write()")
         return self._writer
 
-    def write(self) -> _SqliteTransaction:
+    def write(self) -> contextlib.AbstractContextManager[None]:
         if self._writer is None:
             self._writer = connect_sqlite(self._path, readonly=False)
-        return _SqliteTransaction(self._writer)
+        return _sqlite_transaction(self._writer)
 
     def writer_connection(self) -> sqlite3.Connection:
         """The read-write connection (for maintenance such as FTS optimize and checkpoints)."""
@@ -225,27 +222,18 @@ class SqliteCatalog:
         self._writer = None
 
 
-# The context managers of write transactions are classes rather than contextlib generators: this module is on
-# every hot command's path, and contextlib imports functools and collections (issue 12).
-
-class _SqliteTransaction:
+@contextlib.contextmanager
+def _sqlite_transaction(writer: sqlite3.Connection) -> Iterator[None]:
     """`SqliteCatalog.write()`: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK when the block raises."""
-
-    __slots__ = ("writer",)
-
-    def __init__(self, writer: sqlite3.Connection) -> None:
-        self.writer = writer
-
-    def __enter__(self) -> None:
-        if self.writer.in_transaction:
-            raise RuntimeError("nested catalog write transaction")
-        self.writer.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: type[BaseException] | None, *exc_info: object) -> None:
-        if kind is not None:
-            self.writer.rollback()
-        else:
-            self.writer.commit()
+    if writer.in_transaction:
+        raise RuntimeError("nested catalog write transaction")
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        writer.rollback()
+        raise
+    writer.commit()
 
 
 # -- opening ---------------------------------------------------------------------------------------------
