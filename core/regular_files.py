@@ -91,7 +91,7 @@ _LOCKS_UNSUPPORTED = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVA
 
 def flock_exclusive(fd: int) -> None:
     """Take the writers' flock on `fd`, waiting for it; where the file system has no locks, go on without."""
-    import fcntl  # a shared library to load: readers (`sessdex continue`) never lock (issue 12)
+    import fcntl  # a shared library to load: readers (`sessdex continue`) never lock
 
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

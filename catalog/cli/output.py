@@ -17,7 +17,7 @@ from sessdex.catalog.tui.terminal_text import (
 )
 from sessdex.catalog.tui.width import ELLIPSIS, cut_middle, display_width, fit
 
-TYPE_CHECKING = False  # typing, dataclasses and json stay off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing, dataclasses and json stay off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import datetime

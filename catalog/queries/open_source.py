@@ -14,7 +14,7 @@ from sessdex.catalog.store.db import current_sqlite_catalog
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import CatalogError, CatalogUnavailableError
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Literal, overload

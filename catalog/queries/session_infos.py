@@ -12,7 +12,7 @@ from operator import itemgetter
 from sessdex.core.paths import as_path
 from sessdex.core.summary import NO_MESSAGES, SessionInfo, datetime_from_ms, parse_iso_timestamp
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

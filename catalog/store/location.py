@@ -13,7 +13,7 @@ from sessdex.core.errors import CatalogError, UsageError
 from sessdex.core.paths import as_path
 from sessdex.core.values import Value
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

@@ -1,4 +1,4 @@
-"""The catalog's tables as SQLAlchemy Core metadata: the single source of truth for its schema (S17).
+"""The catalog's tables as SQLAlchemy Core metadata: the single source of truth for its schema.
 
 Alembic migrations create and upgrade the database to match this metadata (a test runs Alembic's
 `check`); the statements in `sessdex.catalog.store.statements` are built on these tables and compiled once into

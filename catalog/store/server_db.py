@@ -2,7 +2,7 @@
 
 The other backend behind `sessdex.catalog.store.db.CatalogDatabase`, opened by `db.open_catalog` for a server URL (and
 for SQLite when a test asks for SQLAlchemy). A module of its own: every hot command opens a SQLite catalog through
-`db`, and creating these classes cost each of them as much as a third of `db` (issue 12).
+`db`, and creating these classes cost each of them as much as a third of `db`.
 """
 
 from __future__ import annotations

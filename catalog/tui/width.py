@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -59,7 +59,7 @@ def _cluster_width(cluster: str) -> int:
 def _plain_width(char: str) -> int:
     if char < "\u0300":  # Latin-1 and the Latin extensions (accented names, paths): neither combining nor wide
         return 1
-    import unicodedata  # a shared library to load: only text holding other characters needs it (issue 12)
+    import unicodedata  # a shared library to load: only text holding other characters needs it
 
     if unicodedata.combining(char) or char in "\u200b\u200c\u2060\ufeff":
         return 0
