@@ -1,4 +1,4 @@
-"""`python -m sessdex.catalog` runs the sessdex CLI (its console-script entry, fast path included)."""
+"""`python -m sessdex.catalog` runs the sessdex CLI, as the `sessdex` console script does."""
 
 from sessdex.catalog.cli.entry import main
 

@@ -9,7 +9,7 @@ scratch venv under the work dir (scripts/regular_install.py); the editable devel
 import hook at every start-up. Baselines: `python -c pass` of that venv for start-up figures, reading +
 orjson-parsing the same session files for indexing figures. Figures, each with its ratio and goal:
 - `sessdex resume PREFIX` (another project's id), `list`, `recent`, `continue`: whole processes through the
-  click-free fast path, while `sessdex watch` keeps the catalog current and while they check freshness
+  console script, while `sessdex watch` keeps the catalog current and while they check freshness
   themselves; goal <= 2.0x `python -c pass`;
 - `sessdex search WORD --all` (20 hits, a word in most sessions): wall time (goal <= 4x `python -c pass`) and
   peak RSS (goal <= 60 MB);
@@ -24,10 +24,9 @@ orjson-parsing the same session files for indexing figures. Figures, each with i
   (goal <= 1.5x), and how long `sessdex index` then takes to complete the content (message text, usage facts);
 - a freshness check over the unchanged corpus (in-process) and how long an appended line takes to show
   under `sessdex watch`;
-- every `sessdex usage` report over the whole corpus (`--all --json`, and `--all` as a table into a pipe) through
-  the fast path, while `sessdex
-  watch` keeps the catalog current and while it checks freshness itself (goal <= 2.0x `python -c pass`),
-  beside the fast path's own floor (`sessdex list --json` where there is no session), with the file scan's
+- every `sessdex usage` report over the whole corpus (`--all --json`, and `--all` as a table into a pipe), while
+  `sessdex watch` keeps the catalog current and while it checks freshness itself (goal <= 2.0x `python -c pass`),
+  beside the start-up floor (`sessdex list --json` where there is no session), with the file scan's
   answer (`--catalog off`) timed once and checked to give the catalog's rows.
 The corpus (scripts/gen_corpus.py) is generated once into the work dir and reused by later runs.
 `--cli-only` skips the index figures; `--index-only` measures only them; `--usage-only` measures only the
@@ -357,11 +356,11 @@ def sessdex_watch(catalog_cli: list[str], workdir: Path, agent: Path, catalog_db
 
 def measure_usage_reports(workdir: Path, agent: Path, catalog_db: Path, catalog_cli: list[str], runs: int,
                           results: list[str]) -> None:
-    """Every `sessdex usage KIND --all --json`, and its table, through the fast path against `python -c pass`
+    """Every `sessdex usage KIND --all --json`, and its table, through the console script against `python -c pass`
     (issue 14).
 
     Measured while the catalog checks freshness itself and while `sessdex watch` keeps it current, beside the
-    fast path's floor (`sessdex list --json` where there is no session: the same start-up, no rows). The file
+    start-up floor (`sessdex list --json` where there is no session: the same start-up, no rows). The file
     scan (`--catalog off`) answers the daily report once, for comparison, and must give the catalog's rows.
     """
     empty = workdir / "not-a-project"
@@ -390,7 +389,7 @@ def measure_usage_reports(workdir: Path, agent: Path, catalog_db: Path, catalog_
                    f"same rows as the catalog: {same}")
     print(results[-1], flush=True)
     commands: dict[str, tuple[list[str], Path, object]] = {
-        "fast-path floor, `sessdex list --json` where there is no session": ([*catalog_cli, "list", "--json"], empty,
+        "start-up floor, `sessdex list --json` where there is no session": ([*catalog_cli, "list", "--json"], empty,
                                                                               listed)}
     for kind in USAGE_REPORTS:
         commands[f"sessdex usage {kind} --all --json"] = ([*catalog_cli, "usage", kind, "--all", "--json"], empty, report)
@@ -406,7 +405,7 @@ def measure_usage_reports(workdir: Path, agent: Path, catalog_db: Path, catalog_
                        f"CPU {floor_cpu:.1f} ms")
         for label, (timing, cpu) in figures.items():
             ratio = timing / floor_ms
-            goal = "" if label.startswith("fast-path floor") else f" (goal <= 2.0x): {verdict(ratio <= 2.0)}"
+            goal = "" if label.startswith("start-up floor") else f" (goal <= 2.0x): {verdict(ratio <= 2.0)}"
             results.append(f"  {label}: median {timing:.1f} ms = {ratio:.2f}x `python -c pass`{goal}; CPU {cpu:.1f} ms "
                            f"= {cpu / floor_cpu:.2f}x")
 

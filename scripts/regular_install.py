@@ -3,7 +3,7 @@
 The development venv installs sessdex editable, and the editable finder costs every process start-up
 several milliseconds that a user's `pip install sessdex` does not pay. Benchmarks of start-up therefore
 run the `sessdex` of a scratch venv built here: the wheel is built from a clean copy of the work tree
-(as from a fresh clone) and installed with its bytecode compiled; the dependencies (SQLAlchemy, click,
+(as from a fresh clone) and installed with its bytecode compiled; the dependencies (SQLAlchemy, Alembic,
 ...) are read from the running interpreter's site-packages through a `.pth` line (a plain path: the
 editable sessdex there is not seen).
 

@@ -89,6 +89,14 @@ class CommandParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise CommandLineError(self.prog, message)
 
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extra = super().parse_known_args(args, namespace)
+        # The innermost parser finishes first: `parser_prog` names the (sub)command the arguments were given to.
+        if not hasattr(parsed, "parser_prog"):
+            parsed.parser_prog = self.prog
+        return parsed, extra
+
 
 def add_global_options(parser: argparse.ArgumentParser, *, after_command: bool = True) -> None:
     """--agent-dir, --catalog, --machine and --machines on `parser`.
@@ -224,9 +232,8 @@ def parse_command_line(args: Sequence[str]) -> argparse.Namespace:
         raise CommandLineError(PROG, f"no such command {name!r}{_did_you_mean(name)}")
     parsed, extra = build_parser(name).parse_known_args(list(args))
     if extra:
-        # Reported by the command it was given to, whose help lists what it takes.
-        command = PROG if name is None else f"{PROG} {name}"
-        raise CommandLineError(command, f"unrecognized arguments: {' '.join(extra)}")
+        # Reported by the command they were given to, whose help lists what it takes.
+        raise CommandLineError(parsed.parser_prog, f"unrecognized arguments: {' '.join(extra)}")
     return parsed
 
 

@@ -1,4 +1,4 @@
-"""What the commands print: tables, JSON, and the line writer they share."""
+"""What `sessdex list | recent | resume | continue` print: tables, JSON, and the line writer every command shares."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from sessdex.catalog.tui.terminal_text import (
 )
 from sessdex.catalog.tui.width import ELLIPSIS, cut_middle, display_width, fit
 
-TYPE_CHECKING = False  # typing, dataclasses and json stay off the hot commands' imports
+TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import datetime
@@ -71,12 +71,12 @@ def current_directory() -> str:
 
 
 def echo(text: str, *, err: bool = False, markup: bool = False, sanitized: bool = False) -> None:
-    """Write `text` and a newline to stdout (stderr with `err`) and flush, as click.echo does.
+    """Write `text` and a newline to stdout (stderr with `err`) and flush.
 
     Every line sessdex prints comes through here, so this is where text from sessions, the catalog
     and the history is made terminal-safe: control characters and lone surrogates become U+FFFD
     (`terminal_text`). With `markup`, HIGHLIGHT_START/END around a match become bold on/off after
-    that, and EMPHASIS_START/END (an id's unique prefix) bold colour, on a terminal; like click.echo, no escape
+    that, and EMPHASIS_START/END (an id's unique prefix) bold colour, on a terminal; no escape
     sequence is written to a stream that is not one. `sanitized`: every character of `text` already went through
     `terminal_text` (a table: its cells, laid out with spaces and newlines), so the pass over the whole of it,
     which would change nothing, is left out.
@@ -90,12 +90,12 @@ def echo(text: str, *, err: bool = False, markup: bool = False, sanitized: bool 
             line = (line.replace(HIGHLIGHT_START, BOLD).replace(HIGHLIGHT_END, NORMAL)
                     .replace(EMPHASIS_START, BOLD_CYAN).replace(EMPHASIS_END, RESET))
         else:
-            # What click.echo's removal of escape sequences left of them: nothing. (They are the only escape
+            # Not a terminal: no escape sequence, the markers dropped. (They are the only escape
             # sequences a line can hold: terminal_text replaced every escape character of the text itself.)
             line = (line.replace(HIGHLIGHT_START, "").replace(HIGHLIGHT_END, "")
                     .replace(EMPHASIS_START, "").replace(EMPHASIS_END, ""))
     if _ascii_only(stream) and hasattr(stream, "buffer"):
-        # click's recovery for a stream set to ASCII (PYTHONIOENCODING=ascii): UTF-8 bytes, errors replaced.
+        # A stream set to ASCII (PYTHONIOENCODING=ascii) still gets every character: UTF-8 bytes, errors replaced.
         stream.flush()
         stream.buffer.write(line.encode("utf-8", "replace"))
         stream.buffer.flush()

@@ -153,7 +153,7 @@ def resume_without_value(args: argparse.Namespace, settings: Settings) -> int:
 
 def _pick(args: argparse.Namespace, settings: Settings, scope: Scope, heading: str, *, resuming: bool) -> int:
     """Open the picker on `scope` and print how it ended; `resuming`: the `resume` rules (no row, no terminal)."""
-    from sessdex.catalog.cli.session_group import session_source
+    from sessdex.catalog.cli.read_guard import session_source
     from sessdex.catalog.queries.picker_source import PickerSource
     from sessdex.catalog.queries.sessions import Catalog
 
@@ -195,13 +195,20 @@ def _run_picker(source: PickerSource, settings: Settings, scope: Scope, rows: li
 def _first_frame_picker(catalog: Catalog, settings: Settings, cwd: str, session_dir: str | os.PathLike[str] | None,
                         scope: Scope, heading: str) -> PickerResult | None:
     """The first frame from the catalog's first screenful of rows, then the picker application on the terminal;
-    None (nothing drawn) when the catalog has no such first screen for the scope (or the terminal is too small)."""
+    None (nothing drawn) when the catalog has no such first screen for the scope, or there is no terminal to draw it
+    on (or it is too small)."""
     from sessdex.catalog.queries.git_repo import repository_dirs
     from sessdex.catalog.tui import picker_first_frame as frame
     from sessdex.catalog.tui.picker_screen import FIXED_LINES, body_height
     from sessdex.core.discovery import id_prefix_length
 
-    with open(TERMINAL_DEVICE, "w", encoding="utf-8") as terminal:
+    if not sys.stdin.isatty():
+        return None  # the first frame holds the keys typed meanwhile in the keyboard's raw mode: it needs a terminal
+    try:
+        terminal = open(TERMINAL_DEVICE, "w", encoding="utf-8")
+    except OSError:
+        return None
+    with terminal:
         columns, rows = _terminal_size(terminal)
         found = catalog.picker_first_screen(cwd, session_dir, all_projects=scope == "all", limit=body_height(rows))
         if found is None or not found[1] or rows < FIXED_LINES + 1:

@@ -1,5 +1,5 @@
 """Reading creates nothing: read commands check that the agent dir exists before anything opens (or creates) a
-catalog or a history database in it.
+catalog or a history database in it (`require_agent_dir`, `session_source`).
 
 A missing agent dir (`~/.xcsh/agent`, or `$PI_CODING_AGENT_DIR` set before the agent first ran) simply means no
 sessions yet: one line, exit 1. A `--agent-dir` named on the command line that does not exist is a usage error
@@ -11,12 +11,16 @@ from __future__ import annotations
 import contextlib
 import os
 
+from sessdex.catalog.cli.commands import agent_dir_named
 from sessdex.core.errors import SessdexError, SessionNotFoundError, UsageError
 
 TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Iterator
 
+    from sessdex.catalog.queries.source import SessionSource
+    from sessdex.catalog.store.settings import Settings
     from sessdex.core.paths import AgentPaths
 
 
@@ -28,6 +32,17 @@ def require_agent_dir(paths: AgentPaths, named: bool = False) -> None:
     if named:
         raise UsageError(f"agent dir {agent_dir} does not exist")
     raise SessionNotFoundError(f"no sessions: {agent_dir} does not exist")
+
+
+def session_source(args: argparse.Namespace, settings: Settings) -> SessionSource:
+    """The catalog (kept fresh by stat or by `sessdex watch`), or the file scan if the catalog is unusable.
+
+    Refused (nothing created) when the agent dir does not exist."""
+    from sessdex.catalog.cli.output import echo
+    from sessdex.catalog.queries.open_source import open_session_source
+
+    require_agent_dir(settings.paths, agent_dir_named(args))
+    return open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True))
 
 
 @contextlib.contextmanager

@@ -1,9 +1,7 @@
-"""The bodies of `sessdex list | recent | resume | continue`, without click (S10, S12, S13, S16).
+"""The bodies of `sessdex list | recent | resume | continue`; their options are in `sessdex.catalog.cli.session_group`.
 
-The click commands in `sessdex.catalog.cli.session_group` parse the options and call these; so does the fast path
-(`sessdex.catalog.cli.fastpath`), which answers the common shapes of these commands without importing click. Each
-body takes its session source as a callable that opens it (the catalog, or the file scan), opens it
-only after its own argument checks, as the commands always did, and returns the exit status.
+Each body takes its session source as a callable that opens it (the catalog, or the file scan), opens it
+only after its own argument checks, and returns the exit status.
 
 `resume` and `continue` print only the resolved session file on stdout, so that
 `xcsh --resume "$(sessdex resume ab12)"` works; every other message goes to stderr.
@@ -28,7 +26,7 @@ from sessdex.catalog.cli.output import (
 from sessdex.catalog.cli.read_guard import json_refusal
 from sessdex.core.errors import UsageError
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
@@ -110,7 +108,7 @@ def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, 
                as_json: bool, session_dir: Path | None, own_dir: bool = False, shell: bool = False) -> int:
     """`sessdex resume VALUE`: print the file an id prefix or path resolves to, forking on `assume` or a yes.
 
-    `assume` is `fork_choice(...)`; the picker for a missing VALUE is the click command's business.
+    `assume` is `fork_choice(...)`; the picker for a missing VALUE is `pick_commands.resume_without_value`'s.
     `own_dir`: a session of another project is opened where it lives instead of forked. `shell`: print the
     directory to run the agent in, then the file (two lines, for the `sessdex init` function).
     With `as_json`, a refusal prints `{"error", "candidates"}` on stdout besides the message on stderr.

@@ -6,24 +6,12 @@ from __future__ import annotations
 import argparse
 
 from sessdex.catalog.cli import session_commands
-from sessdex.catalog.cli.commands import agent_dir_named, directory, positive_count
-from sessdex.catalog.cli.output import echo
+from sessdex.catalog.cli.commands import directory, positive_count
+from sessdex.catalog.cli.read_guard import session_source
 
 TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
-    from sessdex.catalog.queries.source import SessionSource
     from sessdex.catalog.store.settings import Settings
-
-
-def session_source(args: argparse.Namespace, settings: Settings) -> SessionSource:
-    """The catalog (kept fresh by stat or by `sessdex watch`), or the file scan if the catalog is unusable.
-
-    Refused (nothing created) when the agent dir does not exist."""
-    from sessdex.catalog.cli.read_guard import require_agent_dir
-    from sessdex.catalog.queries.open_source import open_session_source
-
-    require_agent_dir(settings.paths, agent_dir_named(args))
-    return open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True))
 
 
 def add_session_dir_option(parser: argparse.ArgumentParser, help: str) -> None:

@@ -1,5 +1,5 @@
-"""`sessdex init bash|zsh|fish` and the session completions it sets up, without click (both run from shell start-up
-and from a Tab press, where importing click alone would cost more than the answer).
+"""`sessdex init bash|zsh|fish` and the session completions it sets up, answered before the argument parser is
+built (both run from shell start-up and from a Tab press).
 
 `init` prints a script to `eval` in the shell's rc file, as `zoxide init` does. It defines a function (`xr` by
 default, `--cmd` renames it):

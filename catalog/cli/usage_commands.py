@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sessdex.catalog.cli import usage_output
-from sessdex.catalog.cli.session_group import session_source
+from sessdex.catalog.cli.read_guard import session_source
 from sessdex.core.usage_terms import REPORT_KINDS
 
 TYPE_CHECKING = False  # see the README's start-up budget

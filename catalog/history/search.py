@@ -576,7 +576,7 @@ def _substring_snippet(prompt: str, words: list[str]) -> tuple[str, tuple[tuple[
 def search_history_file(path: str, query: str, limit: int, cwd: str | None) -> list[HistoryEntry] | None:
     """`HistoryStorage.search` on an existing history.db, without its writer thread or any schema work.
 
-    The click-free fast path of `sessdex history search` uses it. None (nothing done) when the file is
+    `sessdex history search` uses it. None (nothing done) when the file is
     missing, lacks the agent's schema or fails to read: the full HistoryStorage then creates, checks
     or reports it.
     """

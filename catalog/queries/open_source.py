@@ -1,6 +1,6 @@
 """Choosing the `SessionSource` for a command: the catalog, else the session files themselves.
 
-The one place that decides between `Catalog` and `FileScan`, for the CLI, the fast path, the picker and
+The one place that decides between `Catalog` and `FileScan`, for the CLI, the shell completion, the picker and
 the viewer alike: the file scan on request (`--catalog off`), or, after one warning, when the catalog
 cannot be opened (S10: the file scan stays the reference and the fallback).
 """

@@ -2,9 +2,8 @@
 
 `--agent-dir` (else `$PI_CODING_AGENT_DIR`), `--catalog` (else `$SESSDEX_CATALOG`), `--machine` (else
 `$SESSDEX_MACHINE`) and `--machines` (else `$SESSDEX_MACHINES`) are read here and nowhere else; an empty
-variable counts as unset, as click reads it. The click CLI and the click-free fast
-path both build one `Settings` and hand it to the commands, which open the catalog (or the file scan)
-from it. A plain class, not a dataclass: the fast path builds one on every start.
+variable counts as unset. The command-line parser builds one `Settings` and hands it to the command, which
+opens the catalog (or the file scan) from it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One CLI contract, through the real `sessdex` executable (fast path and click alike): the same session object in
+"""One CLI contract, through the real `sessdex` executable: the same session object in
 every listing command's --json, error objects on refusal, one table style, colour only on a terminal, and read
 commands that create nothing."""
 

@@ -121,15 +121,14 @@ def test_settings_read_the_machine_options_and_their_variables(paths, monkeypatc
         _ = Settings.resolve(paths=paths, machines="some").all_machines
 
 
-def test_the_fast_path_reads_the_stored_machines_rows(paths, tmp_path: Path):
-    """`list` without click, SQLAlchemy or any machine option finds the rows `index --machine laptop` wrote."""
+def test_list_reads_the_stored_machines_rows(paths, tmp_path: Path):
+    """`list` without SQLAlchemy or any machine option finds the rows `index --machine laptop` wrote."""
     import os
     import subprocess
     import sys
 
     env = {key: value for key, value in os.environ.items()
-           if key not in ("SESSDEX_CATALOG", "PI_CODING_AGENT_DIR", "SESSDEX_MACHINE", "SESSDEX_MACHINES",
-                          "SESSDEX_NO_FASTPATH")}
+           if key not in ("SESSDEX_CATALOG", "PI_CODING_AGENT_DIR", "SESSDEX_MACHINE", "SESSDEX_MACHINES")}
     runner = ("import atexit, sys\n"
               "atexit.register(lambda: sys.stderr.write('HEAVY=' + str('sqlalchemy' in sys.modules)))\n"
               "from sessdex.catalog.cli.entry import main\nmain()\n")
@@ -141,7 +140,7 @@ def test_the_fast_path_reads_the_stored_machines_rows(paths, tmp_path: Path):
     assert sessdex("--machine", "laptop", "index").returncode == 0
     listed = sessdex("list", "--all", "--json")
     assert listed.returncode == 0 and '"id": "5eee000000000001"' in listed.stdout
-    assert listed.stderr.endswith("HEAVY=False")  # the fast path answered
+    assert listed.stderr.endswith("HEAVY=False")  # the current catalog read as it is
     connection = sqlite3.connect(paths.agent_dir / "catalog.db")
     try:
         assert connection.execute("SELECT machine, count(*) FROM session_files GROUP BY machine").fetchall() == [

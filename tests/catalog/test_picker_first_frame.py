@@ -25,7 +25,6 @@ from prompt_toolkit.output import create_output
 from prompt_toolkit.output.color_depth import ColorDepth
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-from sessdex.catalog.cli import pick_fast
 from sessdex.catalog.cli.output import current_directory
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.sessions import Catalog
@@ -195,7 +194,7 @@ def test_a_folder_name_with_a_control_sequence_and_bytes_that_are_not_utf8_reach
         text = early_first_frame(source, "project", 150, 20, HEADING)
     finally:
         source.close()
-    text.encode("utf-8")  # strictly, as pick_fast opens the terminal
+    text.encode("utf-8")  # strictly, as the picker opens the terminal (cli/pick_commands.py)
     assert "owned" in text and "\x1b]0;owned" not in text and "\x07" not in text
 
 
@@ -293,26 +292,6 @@ def test_keys_typed_between_the_first_frame_and_the_application_reach_the_query_
     assert restored == before
     # One switch to the alternate screen (the first frame's) and one back (the application's, on leaving).
     assert shown.count(b"\x1b[?1049h") == 1 and shown.count(b"\x1b[?1049l") == 1
-
-
-@pytest.mark.parametrize(("args", "expected"), [
-    (["pick"], ("pick", {}, set())),
-    (["pick", "--all", "--json"], ("pick", {}, {"--all", "--json"})),
-    (["--agent-dir", "/a", "--catalog=/c.db", "resume", "--shell"],
-     ("resume", {"--agent-dir": "/a", "--catalog": "/c.db"}, {"--shell"})),
-    (["resume"], ("resume", {}, set())),
-    (["resume", "abc"], None),  # a value: `resume VALUE` (the other fast path or click)
-    (["resume", "--all"], None),  # not an option of resume
-    (["pick", "--repo"], None),  # the repository scope starts through click
-    (["pick", "--json", "--shell"], None),  # conflicting: click says so
-    (["pick", "--all", "--all"], None),
-    (["pick", "--session-dir", "x"], None),
-    (["--agent-dir", "resume"], None),
-    (["--machine", "m", "pick"], None),
-    (["list"], None),
-])
-def test_the_click_free_picker_start_takes_only_its_own_shapes(args: list[str], expected: Any) -> None:
-    assert pick_fast._parse(args) == expected
 
 
 def test_the_painter_writes_only_the_lines_that_changed() -> None:

@@ -198,7 +198,7 @@ def test_narrow_terminal_keeps_count_and_scope_and_wide_one_previews(run_in_tmux
 @pytest.mark.parametrize("command", ["pick", "resume"])
 def test_on_a_current_catalog_the_first_frame_comes_first_and_the_picker_works_the_same(run_in_tmux, tree: Tree,
                                                                                          command: str) -> None:
-    """With the catalog indexed, `pick` and `resume` open without click, first frame first (cli/pick_fast.py)."""
+    """With the catalog indexed, `pick` and `resume` draw the catalog's first frame first (cli/pick_commands.py)."""
     pane = run_in_tmux(f'"$SESSDEX" index >/dev/null 2>&1 && "$SESSDEX" {command}')
     heading = "Pick a session" if command == "pick" else "Resume a session"
     screen = pane.wait_for(lambda s: heading in s and "3 of 3" in s, "the picker")

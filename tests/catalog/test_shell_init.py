@@ -232,10 +232,10 @@ def test_tab_completes_a_title_word_to_its_session(start_shell, tree: Tree, shel
     pane.wait_for(lambda s: "xr dd44000000000004" in s, "the session whose first message holds the word")
 
 
-def test_init_and_completion_never_import_click(tree: Tree) -> None:
+def test_init_and_completion_build_no_parser_and_no_picker(tree: Tree) -> None:
     probe = ("import sys; from sessdex.catalog.cli.entry import _run; _run(sys.argv[1:]); "
-             "print('click' in sys.modules, 'prompt_toolkit' in sys.modules, file=sys.stderr)")
-    environment = {**os.environ, "PI_CODING_AGENT_DIR": str(tree.paths.agent_dir), "SESSDEX_NO_FASTPATH": "1"}
+             "print('argparse' in sys.modules, 'prompt_toolkit' in sys.modules, file=sys.stderr)")
+    environment = {**os.environ, "PI_CODING_AGENT_DIR": str(tree.paths.agent_dir)}
     for args in (["init", "bash"], ["init", "fish"], ["complete-sessions", "aa"]):
         done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, env=environment,
                               timeout=30)

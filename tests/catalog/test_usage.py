@@ -761,14 +761,13 @@ def test_reindexing_one_machine_leaves_the_other_machines_usage_alone(machines: 
         check_plain_reports(functools.partial(machines.cli, machine), capsys)
 
 
-def test_the_fast_path_takes_machines_among_the_root_options(machines: Machines, capsys, monkeypatch) -> None:
-    from sessdex.catalog.cli.fastpath import parse_command_line
+def test_usage_takes_machines_before_or_after_the_command(machines: Machines, capsys, monkeypatch) -> None:
+    from sessdex.catalog.cli.commands import parse_command_line
 
     assert parse_command_line(["--machines", "all", "usage", "--json"]).machines == "all"
+    assert parse_command_line(["usage", "--machines", "all"]).machines == "all"
     assert parse_command_line(["--machines=this", "list"]).machines == "this"
-    for refused in (["--machines", "some", "usage"], ["--machines", "all", "--machines", "all", "usage"],
-                    ["usage", "--machines", "all"]):
-        assert parse_command_line(refused) is None  # click reports (or takes) these
+    assert run_cli(["--machines", "some", "usage"], capsys).code == 2
     machines.index(capsys, monkeypatch)
     env = {**os.environ, "TZ": ZONE}
     both = counted_files(machines.laptop.sessions_root) + counted_files(machines.devbox_root)

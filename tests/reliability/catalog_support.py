@@ -2,8 +2,7 @@
 
 Every trial runs the installed console script (`.venv/bin/sessdex`, i.e. `sessdex.catalog.cli.entry:main`) in
 a child process with its own environment, so what is checked is what a user's shell would see: the bytes on
-stdout and stderr and the exit status. `both_paths` runs a command through the click-free fast path and
-through click (SESSDEX_NO_FASTPATH=1), since the two must answer alike.
+stdout and stderr and the exit status.
 """
 
 from __future__ import annotations
@@ -12,17 +11,15 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from sessdex.catalog.cli.entry import NO_FASTPATH_ENV
 from tests.core.sessiontree import Tree, make_tree  # noqa: F401 - re-exported for the trials
 
 SESSDEX = Path(sys.executable).with_name("sessdex")
-CLEARED_ENV = ("PI_CODING_AGENT_DIR", "SESSDEX_CATALOG", NO_FASTPATH_ENV, "COLUMNS", "_SESSDEX_COMPLETE",
+CLEARED_ENV = ("PI_CODING_AGENT_DIR", "SESSDEX_CATALOG", "COLUMNS",
                "KITTY_WINDOW_ID", "TMUX_PANE", "TERM_SESSION_ID", "WT_SESSION")
 TRIAL_TIMEOUT_SECONDS = 60
 # Control characters a hostile session could carry to a terminal: clipboard write, window title, clear screen.
@@ -64,16 +61,14 @@ def permission_respecting_prefix() -> list[str]:
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
 
 
-def run_sessdex(tree: Tree, *args: str, cwd: Path | None = None, fast_path: bool = True,
-                env: dict[str, str] | None = None, stdin: str | None = None, umask: int | None = None,
+def run_sessdex(tree: Tree, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+                stdin: str | None = None, umask: int | None = None,
                 obey_permissions: bool = False, timeout: float = TRIAL_TIMEOUT_SECONDS) -> Result:
     """Run `sessdex --agent-dir <sandbox> ARGS` in a child process and return what it did.
 
     `obey_permissions`: run it so that file permissions apply even when the tests run as root.
     """
     extra = dict(env or {})
-    if not fast_path:
-        extra[NO_FASTPATH_ENV] = "1"
     argv = [str(SESSDEX), "--agent-dir", str(tree.paths.agent_dir), *args]
     if obey_permissions:
         argv = permission_respecting_prefix() + argv
@@ -86,12 +81,6 @@ def run_sessdex(tree: Tree, *args: str, cwd: Path | None = None, fast_path: bool
                              input=(stdin or "").encode(), timeout=timeout, preexec_fn=before_exec)
     return Result(process.returncode, process.stdout.decode("utf-8", "surrogateescape"),
                   process.stderr.decode("utf-8", "surrogateescape"))
-
-
-def both_paths(tree: Tree, *args: str, **options) -> Iterator[tuple[str, Result]]:
-    """(path name, result) of the command run through the fast path and through click."""
-    for name, fast in (("fast path", True), ("click", False)):
-        yield name, run_sessdex(tree, *args, fast_path=fast, **options)
 
 
 def control_characters(text: str) -> list[str]:

@@ -17,7 +17,6 @@ from tests.reliability.catalog_support import (
     HOSTILE,
     OSC_CLIPBOARD,
     Tree,
-    both_paths,
     control_characters,
     make_tree,
     run_sessdex,
@@ -49,24 +48,24 @@ def assert_clean(text: str) -> None:
 @pytest.mark.parametrize("args", [("list",), ("list", "--all"), ("recent",), ("list", "--json"), ("recent", "--json"),
                                   ("--catalog", "off", "list", "--all")])
 def test_listings_print_no_control_character(hostile_tree: Tree, args) -> None:
-    for path, result in both_paths(hostile_tree, *args, cwd=hostile_tree.project("proj")):
-        assert result.code == 0, (path, result.err)
-        assert "evil" in result.out, path
-        assert_clean(result.out)
-        assert_clean(result.err)
-        if "--json" in args:
-            json.loads(result.out)  # still valid JSON: the characters are escaped, not dropped
+    result = run_sessdex(hostile_tree, *args, cwd=hostile_tree.project("proj"))
+    assert result.code == 0, result.err
+    assert "evil" in result.out
+    assert_clean(result.out)
+    assert_clean(result.err)
+    if "--json" in args:
+        json.loads(result.out)  # still valid JSON: the characters are escaped, not dropped
 
 
 def test_a_line_break_in_a_cwd_does_not_break_the_table(hostile_tree: Tree) -> None:
     project = hostile_tree.project("proj")
     hostile_tree.session(project, "ef56000000000004", [user("broken rows"), assistant("ok")],
                          head=header("ef56000000000004", f"{project}/line\nbreak\rand\ttab"), mtime_ms=BASE_MS + 3000)
-    for path, result in both_paths(hostile_tree, "list", cwd=project):
-        assert result.code == 0, (path, result.err)
-        rows = result.out.splitlines()
-        assert len(rows) == 1 + 4, (path, rows)  # the heading and one line per session
-        assert any("line break" in row for row in rows), (path, rows)
+    result = run_sessdex(hostile_tree, "list", cwd=project)
+    assert result.code == 0, result.err
+    rows = result.out.splitlines()
+    assert len(rows) == 1 + 4, rows  # the heading and one line per session
+    assert any("line break" in row for row in rows), rows
 
 
 def test_json_keeps_the_exact_text_as_escapes(hostile_tree: Tree) -> None:
@@ -84,16 +83,16 @@ def test_search_and_its_snippets_print_no_control_character(hostile_tree: Tree, 
 
 
 def test_the_ambiguity_list_prints_no_control_character(hostile_tree: Tree) -> None:
-    for path, result in both_paths(hostile_tree, "resume", "ab12", cwd=hostile_tree.project("proj")):
-        assert result.code == 1 and "ambiguous" in result.err, (path, result.err)
-        assert "evil" in result.err
-        assert_clean(result.err)
+    result = run_sessdex(hostile_tree, "resume", "ab12", cwd=hostile_tree.project("proj"))
+    assert result.code == 1 and "ambiguous" in result.err, result.err
+    assert "evil" in result.err
+    assert_clean(result.err)
 
 
 def test_an_error_quoting_user_text_prints_no_control_character(hostile_tree: Tree) -> None:
-    for path, result in both_paths(hostile_tree, "resume", f"zz{OSC_CLIPBOARD}", cwd=hostile_tree.project("proj")):
-        assert result.code != 0 and result.one_line_error, (path, result.err)
-        assert_clean(result.err)
+    result = run_sessdex(hostile_tree, "resume", f"zz{OSC_CLIPBOARD}", cwd=hostile_tree.project("proj"))
+    assert result.code != 0 and result.one_line_error, result.err
+    assert_clean(result.err)
     result = run_sessdex(hostile_tree, f"no-such-command{OSC_CLIPBOARD}")
     assert result.code == 2 and result.one_line_error
     assert_clean(result.err)

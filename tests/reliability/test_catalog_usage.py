@@ -1,4 +1,4 @@
-"""Trials of bad arguments: every usage error is one line and exit 2, on the fast path and through click alike;
+"""Trials of bad arguments: every usage error is one line and exit 2;
 search takes any bytes as words, refuses queries longer than anyone types, and one huge message cannot
 make it slow (the catalog stores a bounded prefix of each message's text).
 """
@@ -16,7 +16,7 @@ import pytest
 from sessdex.catalog.cli.output import MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from sessdex.catalog.index.indexer import MESSAGE_TEXT_MAX_CHARS
 from tests.core.sessiontree import BASE_MS, assistant, user
-from tests.reliability.catalog_support import SESSDEX, Tree, both_paths, make_tree, run_sessdex, trial_env
+from tests.reliability.catalog_support import SESSDEX, Tree, make_tree, run_sessdex, trial_env
 
 pytestmark = pytest.mark.reliability
 
@@ -46,22 +46,20 @@ USAGE_ERRORS = [
 
 
 @pytest.mark.parametrize("args", USAGE_ERRORS, ids=" ".join)
-def test_a_usage_error_is_one_line_and_exit_2_on_both_paths(tree: Tree, args) -> None:
-    for path, result in both_paths(tree, *args, cwd=tree.project("proj")):
-        assert result.code == 2, (path, result.code, result.err)
-        assert result.one_line_error and result.out == "", (path, result.err)
+def test_a_usage_error_is_one_line_and_exit_2(tree: Tree, args) -> None:
+    result = run_sessdex(tree, *args, cwd=tree.project("proj"))
+    assert result.code == 2, (result.code, result.err)
+    assert result.one_line_error and result.out == "", result.err
 
 
 def test_an_agent_dir_that_is_a_file_is_one_line_and_exit_2(tree: Tree) -> None:
     a_file = tree.root / "not-a-folder"
     a_file.write_text("x")
-    for fast_path in (True, False):
-        for args in (("list",), ("recent",), ("resume", "ab12"), ("index",)):
-            env = trial_env(tree, {} if fast_path else {"SESSDEX_NO_FASTPATH": "1"})
-            process = subprocess.run([str(SESSDEX), "--agent-dir", str(a_file), *args], env=env,
-                                     capture_output=True, text=True, timeout=60, cwd=tree.project("proj"))
-            assert process.returncode == 2, (args, process.stderr)
-            assert process.stderr.count("\n") == 1 and "Traceback" not in process.stderr, (args, process.stderr)
+    for args in (("list",), ("recent",), ("resume", "ab12"), ("index",)):
+        process = subprocess.run([str(SESSDEX), "--agent-dir", str(a_file), *args], env=trial_env(tree),
+                                 capture_output=True, text=True, timeout=60, cwd=tree.project("proj"))
+        assert process.returncode == 2, (args, process.stderr)
+        assert process.stderr.count("\n") == 1 and "Traceback" not in process.stderr, (args, process.stderr)
 
 
 @pytest.mark.parametrize("word", [os.fsdecode(b"pars\xff"), os.fsdecode(b"\xc3(parser\xe2\x82")])

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_the_demo_runs_every_command_on_a_fresh_home(tmp_path: Path) -> None:
     env = {key: value for key, value in os.environ.items()
-           if key not in ("PI_CODING_AGENT_DIR", "SESSDEX_CATALOG", "SESSDEX_NO_FASTPATH")}
+           if key not in ("PI_CODING_AGENT_DIR", "SESSDEX_CATALOG")}
     env["HOME"] = str(tmp_path)
     result = subprocess.run([sys.executable, str(REPO / "scripts" / "demo.py")], cwd=tmp_path, env=env,
                             capture_output=True, text=True, check=False, timeout=300)
