@@ -23,6 +23,7 @@ import math
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -197,15 +198,17 @@ def copy_key(fact: UsageFact) -> tuple[str, str] | None:
 
 # -- reports ----------------------------------------------------------------------------------------------
 
+@dataclass(slots=True)
 class UsageTotals:
     """Summed figures of a report row (or of one model inside it)."""
 
-    __slots__ = ("input", "output", "cache_read", "cache_write", "cost_nanos", "messages", "sessions")
-
-    def __init__(self, input: float = 0, output: float = 0, cache_read: float = 0, cache_write: float = 0,
-                 cost_nanos: int = 0, messages: int = 0, sessions: int = 0) -> None:
-        self.input, self.output, self.cache_read, self.cache_write = input, output, cache_read, cache_write
-        self.cost_nanos, self.messages, self.sessions = cost_nanos, messages, sessions
+    input: float = 0
+    output: float = 0
+    cache_read: float = 0
+    cache_write: float = 0
+    cost_nanos: int = 0
+    messages: int = 0
+    sessions: int = 0
 
     def copy(self) -> UsageTotals:
         """Another UsageTotals with the same figures."""
@@ -233,6 +236,7 @@ def _plain(value: float) -> float | int:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
+@dataclass(slots=True)
 class UsageRow:
     """One row of a report: its key (a period, a session, a project or a model), totals and per-model split.
 
@@ -240,12 +244,10 @@ class UsageRow:
     and title.
     """
 
-    __slots__ = ("key", "totals", "models", "session")
-
-    def __init__(self, key: str, totals: UsageTotals, models: dict[str, UsageTotals] | None = None,
-                 session: dict[str, Any] | None = None) -> None:
-        self.key, self.totals, self.session = key, totals, session
-        self.models: dict[str, UsageTotals] = models if models is not None else {}
+    key: str
+    totals: UsageTotals
+    models: dict[str, UsageTotals] = field(default_factory=dict)
+    session: dict[str, Any] | None = None
 
     def to_json(self, kind: ReportKind, breakdown: bool) -> dict[str, Any]:
         """The row as `sessdex usage --json` prints it."""
@@ -269,13 +271,13 @@ def key_name(kind: ReportKind) -> str:
     return "period" if kind in PERIOD_KINDS else kind
 
 
+@dataclass(slots=True)
 class UsageReport:
     """A whole report: its rows in display order and the totals over all of them."""
 
-    __slots__ = ("kind", "rows", "totals")
-
-    def __init__(self, kind: ReportKind, rows: list[UsageRow], totals: UsageRow) -> None:
-        self.kind, self.rows, self.totals = kind, rows, totals
+    kind: ReportKind
+    rows: list[UsageRow]
+    totals: UsageRow
 
     def to_json(self, breakdown: bool) -> dict[str, Any]:
         """`{"report", "rows": [...], "totals": {...}}` as `sessdex usage --json` prints it."""
@@ -294,18 +296,19 @@ def order_rows(kind: ReportKind, rows: list[UsageRow]) -> list[UsageRow]:
 
 # -- the file-scan reference ------------------------------------------------------------------------------
 
+@dataclass(slots=True)
 class FileUsage:
     """One session file's facts, and what the reports and the fork rule need to know about the file."""
 
-    __slots__ = ("path", "directory", "session_id", "cwd", "title", "first_message", "parent_session", "facts",
-                 "copied")
-
-    def __init__(self, path: str, directory: str, session_id: str, cwd: str, title: str | None,
-                 first_message: str | None, parent_session: str | None, facts: list[UsageFact]) -> None:
-        self.path, self.directory, self.session_id, self.cwd, self.title = path, directory, session_id, cwd, title
-        self.first_message = first_message
-        self.parent_session, self.facts = parent_session, facts
-        self.copied: list[bool] = []  # per fact: copied from a parent session (see mark_copies)
+    path: str
+    directory: str
+    session_id: str
+    cwd: str
+    title: str | None
+    first_message: str | None
+    parent_session: str | None
+    facts: list[UsageFact]
+    copied: list[bool] = field(default_factory=list)  # per fact: copied from a parent session (see mark_copies)
 
 
 def read_file_usage(path: str) -> FileUsage | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
@@ -11,13 +12,12 @@ REPORT_KINDS: tuple[ReportKind, ...] = ("daily", "weekly", "monthly", "session",
 PERIOD_KINDS = ("daily", "weekly", "monthly")
 
 
+@dataclass(frozen=True, slots=True)
 class DateRange:
     """`--since` / `--until` as inclusive local days (YYYY-MM-DD); None is open-ended."""
 
-    __slots__ = ("since", "until")
-
-    def __init__(self, since: str | None = None, until: str | None = None) -> None:
-        self.since, self.until = since, until
+    since: str | None = None
+    until: str | None = None
 
     def contains(self, day: str) -> bool:
         return (self.since is None or day >= self.since) and (self.until is None or day <= self.until)
