@@ -327,8 +327,9 @@ def read_file_usage(path: str) -> FileUsage | None:
     if not summary.header_valid or summary.session_id is None or summary.message_count == 0:
         return None
     key = os.path.abspath(path)
-    return FileUsage(key, os.path.dirname(key), summary.session_id, summary.cwd, summary.title,
-                     summary.first_message, summary.parent_session, usage_facts(values))
+    return FileUsage(key, os.path.dirname(key), without_lone_surrogates(summary.session_id),
+                     without_lone_surrogates(summary.cwd or ""), _text(summary.title), _text(summary.first_message),
+                     summary.parent_session, usage_facts(values))
 
 
 def mark_copies(files: Sequence[FileUsage]) -> None:

@@ -3,9 +3,9 @@ source (the catalog's rollups, or the files with `--catalog off`), printed as a 
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -13,6 +13,7 @@ from sessdex.catalog.cli.output import current_directory, echo, output_width
 from sessdex.catalog.queries.source import SessionSource
 from sessdex.catalog.tui.terminal_text import terminal_json
 from sessdex.core.errors import UsageError
+from sessdex.core.text import without_lone_surrogates
 from sessdex.core.usage import UsageReport
 from sessdex.core.usage_terms import REPORT_KINDS, DateRange, ReportKind, parse_day
 
@@ -74,10 +75,20 @@ def report_json(report: UsageReport, breakdown: bool) -> str:
     on escaped inside its strings (`terminal_json`)."""
     value = report.to_json(breakdown)
     try:
-        text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-    except TypeError:  # a lone surrogate in a name, which orjson refuses (terminal_json escapes it below)
-        text = json.dumps(value, ensure_ascii=False, indent=2)
-    return terminal_json(text)
+        text = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except TypeError:  # a lone surrogate (an undecodable file name), which UTF-8 cannot hold: U+FFFD, as the catalog
+        text = orjson.dumps(_without_lone_surrogates(value), option=orjson.OPT_INDENT_2)
+    return terminal_json(text.decode())
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return without_lone_surrogates(value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(key): _without_lone_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    return value
 
 
 def print_json_text(text: str) -> None:

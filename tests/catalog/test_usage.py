@@ -529,7 +529,7 @@ def test_control_characters_in_names_are_escaped_in_json_from_the_catalog_and_th
     evil = _assistant("e0000001", "2026-02-16T09:30:00.000Z", "evil\x1b[31m", "m\x9bodel\x7f", 0.5)
     _append(folder / "s.jsonl", [{"type": "session", "version": 3, "id": "abcdef0123456789",
                                   "timestamp": "2026-02-16T09:00:00.000Z", "cwd": "/p\x1b]0;x\x07",
-                                  "title": "t\u0085itle\u2028"}, evil])
+                                  "title": "t\u0085itle\u2028\ud800"}, evil])
     for kind in KINDS:
         printed = set()
         for catalog in (str(tmp_path / "catalog.db"), "off"):
@@ -542,6 +542,7 @@ def test_control_characters_in_names_are_escaped_in_json_from_the_catalog_and_th
                 assert report["totals"]["models"] == ["evil\x1b[31m/m\x9bodel\x7f"]
                 if kind == "session":
                     assert report["rows"][0]["cwd"] == "/p\x1b]0;x\x07"
+                    assert report["rows"][0]["title"] == "t\u0085itle\u2028\ufffd"  # a lone surrogate: U+FFFD
                 if not extra:
                     printed.add(result.out)
         assert len(printed) == 1, kind  # the catalog's text is the file scan's, byte for byte
