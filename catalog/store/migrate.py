@@ -144,7 +144,18 @@ def _empty_retired_sqlite_catalog(location: CatalogLocation, connection: sqlite3
     except BaseException:
         connection.execute("ROLLBACK")
         raise
+    _remove_ready_reports(location)
     _say_rebuilt(location, row[0])
+
+
+def _remove_ready_reports(location: CatalogLocation) -> None:
+    """Remove the folder of whole usage reports releases before the baseline kept beside a SQLite catalog
+    (`catalog.db.reports`): derived text nothing reads any more. A symlink there is left alone."""
+    import shutil
+
+    folder = Path(f"{location.sqlite_file}.reports")
+    if folder.is_dir() and not folder.is_symlink():
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _empty_retired_server_catalog(location: CatalogLocation, connection: Any) -> None:

@@ -860,6 +860,9 @@ def test_a_catalog_at_a_retired_revision_is_rebuilt_from_the_files_with_one_line
 
     assert run_cli(agent.cli("index"), capsys).code == 0
     _retire(agent.catalog, revision)
+    reports = Path(f"{agent.catalog}.reports")  # the ready reports of those releases, beside the catalog
+    reports.mkdir(mode=0o700)
+    (reports / "usage-daily.json").write_text("{}")
     first = run_cli(agent.cli("usage", "daily", "--all", "--json"), capsys)
     assert first.code == 0
     notice = [line for line in first.err.splitlines() if "older sessdex" in line]
@@ -867,6 +870,7 @@ def test_a_catalog_at_a_retired_revision_is_rebuilt_from_the_files_with_one_line
     assert first.out == run_cli(agent.cli("usage", "daily", "--all", "--json", catalog="off"), capsys).out
     again = run_cli(agent.cli("usage", "daily", "--all", "--json"), capsys)
     assert "older sessdex" not in again.err and again.out == first.out
+    assert not reports.exists()
     connection = sqlite3.connect(agent.catalog)
     try:
         assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001_baseline",)]
