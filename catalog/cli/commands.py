@@ -25,7 +25,7 @@ TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
     from sessdex.catalog.store.settings import Settings
 
@@ -155,17 +155,6 @@ def command_name(args: Sequence[str]) -> str | None:
     return None
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"{PROG} {version('sessdex')}"
-    except PackageNotFoundError:
-        from sessdex import __version__
-
-        return f"{PROG} {__version__}"
-
-
 class _VersionAction(argparse.Action):
     """--version: `sessdex X.Y.Z` on stdout, exit 0 (the version is read only when asked for)."""
 
@@ -174,7 +163,9 @@ class _VersionAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
                  option_string: str | None = None) -> None:
-        print(_version())
+        import sessdex
+
+        print(f"{PROG} {sessdex.__version__}")
         parser.exit()
 
 
@@ -186,7 +177,7 @@ def _top_parser() -> CommandParser:
     return parser
 
 
-def command_function(name: str, kind: str) -> Callable[..., object]:
+def command_function(name: str, kind: str) -> Callable[..., Any]:
     """`add_NAME_arguments` (kind "add") or `run_NAME` (kind "run") of the command `name`."""
     module = importlib.import_module(f"{__package__}.{COMMANDS[name][0]}")
     attribute = name.replace("-", "_")
@@ -260,6 +251,5 @@ def dispatch(args: Sequence[str]) -> int:
         print(overview())
         return 0
     run = command_function(parsed.command, "run")
-    status = run(parsed, settings_of(parsed))
-    return status if isinstance(status, int) else 0
+    return run(parsed, settings_of(parsed))
 

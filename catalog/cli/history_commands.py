@@ -11,7 +11,7 @@ import contextlib
 import os
 import sys
 
-from sessdex.catalog.cli.commands import HelpFormatter, add_global_options, agent_dir_named, positive_count
+from sessdex.catalog.cli.commands import HelpFormatter, add_global_options, agent_dir_named, directory, positive_count
 from sessdex.catalog.cli.output import current_directory, echo, search_query
 from sessdex.catalog.cli.search_commands import DEFAULT_HISTORY_COUNT, print_history
 from sessdex.catalog.history.search import HISTORY_DB_NAME, search_history_file
@@ -19,6 +19,7 @@ from sessdex.catalog.history.search import HISTORY_DB_NAME, search_history_file
 TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
     from sessdex.catalog.history.storage import HistoryStorage
     from sessdex.catalog.store.settings import Settings
@@ -89,7 +90,7 @@ Record TEXT as a prompt (`-`: read it from stdin).
 
 Meant for shell hooks; consecutive repeats are dropped, as in the agent.""")
     add.add_argument("text", metavar="TEXT", help="The prompt, or - to read it from stdin.")
-    add.add_argument("--cwd", metavar="DIR", help="Directory to record (default: the current one).")
+    add.add_argument("--cwd", metavar="DIR", type=directory, help="Directory to record (default: the current one).")
 
     commands.add_parser("import", help="Back-fill from the user prompts of all session files.", allow_abbrev=False,
                         prog=f"{parser.prog} import", formatter_class=formatter, description="""\
@@ -124,14 +125,9 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _add(agent_dir: str, text: str, cwd: str | None) -> None:
+def _add(agent_dir: str, text: str, cwd: Path | None) -> None:
     from sessdex.catalog.history.storage import HistoryWriteError
     from sessdex.core.errors import HistoryError
-
-    if cwd is not None and os.path.isfile(cwd):
-        from sessdex.core.errors import UsageError
-
-        raise UsageError(f"--cwd {cwd}: a file, not a directory")
     prompt = sys.stdin.read() if text == "-" else text
     where = os.path.abspath(cwd) if cwd else current_directory()
     try:
