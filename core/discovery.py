@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import stat as stat_module
 import time
+from datetime import datetime
 
-from sessdex.core.datetimes import datetime
 from sessdex.core.paths import SESSION_SUFFIX, AgentPaths, as_path, session_file_entries
 from sessdex.core.records import is_listable_session
 from sessdex.core.summary import SessionInfo, SessionSummary, clamp_epoch_ms, session_info
@@ -224,23 +224,6 @@ def time_ago(mtime_ms: float, now_ms: float) -> str:
         return f"{days}d ago"
     local = datetime.fromtimestamp(clamp_epoch_ms(mtime_ms) / 1000)
     return f"{local.month}/{local.day}/{local.year}"
-
-
-def format_cost(cost: float) -> str:
-    """A cost in dollars for tables: `$0.00` to two decimals, `<$0.01` for a tiny non-zero amount."""
-    if 0 < cost < 0.005:
-        return "<$0.01"
-    return f"${cost:,.2f}"
-
-
-def format_tokens(tokens: float) -> str:
-    """A token count for tables: 950, 12.3k, 4.5M, 1.2B."""
-    magnitude = abs(tokens)  # (NaN fails every test below, as it did in a loop over the units)
-    if magnitude >= 1e6:
-        return f"{tokens / 1e9:.1f}B" if magnitude >= 1e9 else f"{tokens / 1e6:.1f}M"
-    if magnitude >= 1e3:
-        return f"{tokens / 1e3:.1f}k"
-    return f"{tokens:.0f}"
 
 
 class RecentSessionInfo:

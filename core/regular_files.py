@@ -9,9 +9,11 @@ advisory `flock` on the session file itself, taken on the inode the path names *
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat as stat_module
+from collections.abc import Iterator
 
 from sessdex.core.private_files import PRIVATE_FILE_MODE
 
@@ -89,7 +91,7 @@ _LOCKS_UNSUPPORTED = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVA
 
 def flock_exclusive(fd: int) -> None:
     """Take the writers' flock on `fd`, waiting for it; where the file system has no locks, go on without."""
-    import fcntl  # a shared library to load: readers (`sessdex continue`) never lock (issue 12)
+    import fcntl  # a shared library to load: readers (`sessdex continue`) never lock
 
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -119,26 +121,19 @@ def same_inode(fd: int, path: str | os.PathLike[str]) -> bool:
     return (named.st_ino, named.st_dev) == (held.st_ino, held.st_dev)
 
 
-class exclusive_lock:  # a function's name: used as `with exclusive_lock(path):`
+@contextlib.contextmanager
+def exclusive_lock(path: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the writers' lock of the file at `path` (nothing to hold when it does not exist yet).
 
     The lock is an flock on the file's inode. A rewrite replaces the inode while holding the old one's
-    lock, so a waiter that wakes up on a replaced inode lets go and locks the new file instead. (A class
-    rather than a contextlib generator: `sessdex continue` imports this module, issue 12.)
+    lock, so a waiter that wakes up on a replaced inode lets go and locks the new file instead.
     """
-
-    __slots__ = ("path", "fd")
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = path
-        self.fd: int | None = None
-
-    def __enter__(self) -> None:
-        self.fd = _lock_current_inode(self.path)
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
+    fd = _lock_current_inode(path)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _lock_current_inode(path: str | os.PathLike[str]) -> int | None:

@@ -17,8 +17,8 @@ Field rules, as the specification and the recorded agent give them:
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 
-from sessdex.core.datetimes import UTC, datetime
 from sessdex.core.paths import as_path
 from sessdex.core.records import is_session_header, is_title_line
 

@@ -22,36 +22,26 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, NamedTuple
 
-from sessdex.core.datetimes import UTC, date, datetime, timedelta
-
-# The table formats of cost and tokens live with the listings' other formats (a listing shows them without
-# importing this module); the usage tables take them from here too.
-from sessdex.core.discovery import format_cost as format_cost
-from sessdex.core.discovery import format_tokens as format_tokens
 from sessdex.core.text import without_lone_surrogates
-from sessdex.core.usage_terms import PERIOD_KINDS
-
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (`sessdex usage` runs through the fast path; issue 12)
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
-    from typing import Any, Literal, NamedTuple
-
-    from sessdex.core.usage_terms import DateRange
-
-    ReportKind = Literal["daily", "weekly", "monthly", "session", "project", "model"]
-else:
-    ReportKind = str  # the names below import it at run time; the type checker sees the Literal
-    try:
-        from _collections import _tuplegetter  # namedtuple's field getter, without collections' own start-up
-    except ImportError:  # an interpreter without CPython's private getter: a property does the same, slower
-        def _tuplegetter(index: int, doc: str) -> property:
-            return property(lambda fact: fact[index], doc=doc)
+from sessdex.core.usage_terms import PERIOD_KINDS, DateRange
+from sessdex.core.usage_terms import ReportKind as ReportKind
 
 FIRST_MESSAGE_CHARS = 200  # the session report shows the start of a session's first message
 UNKNOWN = "unknown"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND = timedelta(milliseconds=1)
+
+# Costs are counted in whole nano-dollars, so that a sum is exact and the same in any order (the catalog adds
+# and subtracts files' shares as they change; the file scan adds them in the order it finds the files).
+NANOS_PER_DOLLAR = 1_000_000_000
+# A message's cost beyond this many dollars counts as zero, as a figure that is not a number does: no real
+# message costs that much, and 64-bit sums of the nano-dollars stay far from overflowing.
+MAX_MESSAGE_COST = 10_000
 
 
 def _number(value: Any) -> float:
@@ -63,6 +53,19 @@ def _number(value: Any) -> float:
     return 0
 
 
+def cost_nanos(value: Any) -> int:
+    """A message's `cost.total` in whole nano-dollars (rounded); anything that is not a plausible cost is 0."""
+    cost = _number(value)
+    if not -MAX_MESSAGE_COST <= cost <= MAX_MESSAGE_COST:
+        return 0
+    return round(cost * NANOS_PER_DOLLAR)
+
+
+def dollars(nanos: int) -> float:
+    """Nano-dollars as dollars (the nearest float to the exact quotient)."""
+    return int(nanos) / NANOS_PER_DOLLAR
+
+
 def _name(value: Any) -> str:
     return without_lone_surrogates(value) if isinstance(value, str) and value else UNKNOWN
 
@@ -71,51 +74,22 @@ def _text(value: Any) -> str | None:
     return without_lone_surrogates(value) if isinstance(value, str) else None
 
 
-_USAGE_FACT_FIELDS = ("entry_id", "entry_timestamp", "ts_ms", "day_utc", "day_local", "week_local", "provider", "model",
-                      "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost")
+class UsageFact(NamedTuple):
+    """One assistant message's usage, with the keys that find it again in a fork's copy."""
 
-if TYPE_CHECKING:
-    class UsageFact(NamedTuple):
-        """One assistant message's usage, with the keys that find it again in a fork's copy."""
-
-        entry_id: str | None
-        entry_timestamp: str | None  # the entry's timestamp as written (the copy key), None when absent
-        ts_ms: int
-        day_utc: str
-        day_local: str
-        week_local: str  # the Monday of day_local's week
-        provider: str
-        model: str
-        input_tokens: float
-        output_tokens: float
-        cache_read_tokens: float
-        cache_write_tokens: float
-        cost: float
-else:
-    class UsageFact(tuple):
-        """One assistant message's usage, with the keys that find it again in a fork's copy.
-
-        What `namedtuple` made (a tuple, so the indexer binds it as one; fields read by name; pickled by value),
-        written out: namedtuple imports collections, which `sessdex list` would pay on every start (issue 12).
-        """
-
-        __slots__ = ()
-        _fields = _USAGE_FACT_FIELDS
-
-        def __new__(cls, entry_id, entry_timestamp, ts_ms, day_utc, day_local, week_local, provider, model,
-                    input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost):
-            return tuple.__new__(cls, (entry_id, entry_timestamp, ts_ms, day_utc, day_local, week_local, provider,
-                                       model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost))
-
-        def __getnewargs__(self):
-            return tuple(self)
-
-        def __repr__(self):
-            return "UsageFact(" + ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self)) + ")"
-
-    for _index, _field in enumerate(_USAGE_FACT_FIELDS):
-        setattr(UsageFact, _field, _tuplegetter(_index, f"Alias for field number {_index}"))
-    del _index, _field
+    entry_id: str | None
+    entry_timestamp: str | None  # the entry's timestamp as written (the copy key), None when absent
+    ts_ms: int
+    day_utc: str
+    day_local: str
+    week_local: str  # the Monday of day_local's week
+    provider: str
+    model: str
+    input_tokens: float
+    output_tokens: float
+    cache_read_tokens: float
+    cache_write_tokens: float
+    cost_nanos: int
 
 
 # The columns of a `usage_facts` row, in the order `catalog.index.usage_writer` binds them.
@@ -198,7 +172,7 @@ def usage_fact(entry: Any) -> UsageFact | None:
         _text(entry.get("id")), _text(entry.get("timestamp")), ts_ms, *days,
         _name(message.get("provider")), _name(message.get("model")),
         _number(usage.get("input")), _number(usage.get("output")), _number(usage.get("cacheRead")),
-        _number(usage.get("cacheWrite")), _number(cost.get("total")) if type(cost) is dict else 0)
+        _number(usage.get("cacheWrite")), cost_nanos(cost.get("total")) if type(cost) is dict else 0)
 
 
 def usage_facts(values: Iterable[Any]) -> list[UsageFact]:
@@ -223,23 +197,28 @@ def copy_key(fact: UsageFact) -> tuple[str, str] | None:
 
 
 # -- reports ----------------------------------------------------------------------------------------------
-# Plain classes rather than dataclasses: a report is on the fast path, and each dataclass costs its
-# definition half a millisecond at start-up.
 
+@dataclass(slots=True)
 class UsageTotals:
     """Summed figures of a report row (or of one model inside it)."""
 
-    __slots__ = ("input", "output", "cache_read", "cache_write", "cost", "messages", "sessions")
-
-    def __init__(self, input: float = 0, output: float = 0, cache_read: float = 0, cache_write: float = 0,
-                 cost: float = 0, messages: int = 0, sessions: int = 0) -> None:
-        self.input, self.output, self.cache_read, self.cache_write = input, output, cache_read, cache_write
-        self.cost, self.messages, self.sessions = cost, messages, sessions
+    input: float = 0
+    output: float = 0
+    cache_read: float = 0
+    cache_write: float = 0
+    cost_nanos: int = 0
+    messages: int = 0
+    sessions: int = 0
 
     def copy(self) -> UsageTotals:
         """Another UsageTotals with the same figures."""
-        return UsageTotals(self.input, self.output, self.cache_read, self.cache_write, self.cost, self.messages,
-                           self.sessions)
+        return UsageTotals(self.input, self.output, self.cache_read, self.cache_write, self.cost_nanos,
+                           self.messages, self.sessions)
+
+    @property
+    def cost(self) -> float:
+        """The cost in dollars."""
+        return dollars(self.cost_nanos)
 
     @property
     def total_tokens(self) -> float:
@@ -257,6 +236,7 @@ def _plain(value: float) -> float | int:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
+@dataclass(slots=True)
 class UsageRow:
     """One row of a report: its key (a period, a session, a project or a model), totals and per-model split.
 
@@ -264,12 +244,10 @@ class UsageRow:
     and title.
     """
 
-    __slots__ = ("key", "totals", "models", "session")
-
-    def __init__(self, key: str, totals: UsageTotals, models: dict[str, UsageTotals] | None = None,
-                 session: dict[str, Any] | None = None) -> None:
-        self.key, self.totals, self.session = key, totals, session
-        self.models: dict[str, UsageTotals] = models if models is not None else {}
+    key: str
+    totals: UsageTotals
+    models: dict[str, UsageTotals] = field(default_factory=dict)
+    session: dict[str, Any] | None = None
 
     def to_json(self, kind: ReportKind, breakdown: bool) -> dict[str, Any]:
         """The row as `sessdex usage --json` prints it."""
@@ -284,8 +262,8 @@ class UsageRow:
         return result
 
 
-def _by_cost(item: tuple[str, UsageTotals]) -> tuple[float, str]:
-    return -item[1].cost, item[0]
+def _by_cost(item: tuple[str, UsageTotals]) -> tuple[int, str]:
+    return -item[1].cost_nanos, item[0]
 
 
 def key_name(kind: ReportKind) -> str:
@@ -293,13 +271,13 @@ def key_name(kind: ReportKind) -> str:
     return "period" if kind in PERIOD_KINDS else kind
 
 
+@dataclass(slots=True)
 class UsageReport:
     """A whole report: its rows in display order and the totals over all of them."""
 
-    __slots__ = ("kind", "rows", "totals")
-
-    def __init__(self, kind: ReportKind, rows: list[UsageRow], totals: UsageRow) -> None:
-        self.kind, self.rows, self.totals = kind, rows, totals
+    kind: ReportKind
+    rows: list[UsageRow]
+    totals: UsageRow
 
     def to_json(self, breakdown: bool) -> dict[str, Any]:
         """`{"report", "rows": [...], "totals": {...}}` as `sessdex usage --json` prints it."""
@@ -313,23 +291,24 @@ def order_rows(kind: ReportKind, rows: list[UsageRow]) -> list[UsageRow]:
     """Periods oldest first; sessions, projects and models most expensive first (then by key)."""
     if kind in PERIOD_KINDS:
         return sorted(rows, key=lambda row: row.key)
-    return sorted(rows, key=lambda row: (-row.totals.cost, row.key))
+    return sorted(rows, key=lambda row: (-row.totals.cost_nanos, row.key))
 
 
 # -- the file-scan reference ------------------------------------------------------------------------------
 
+@dataclass(slots=True)
 class FileUsage:
     """One session file's facts, and what the reports and the fork rule need to know about the file."""
 
-    __slots__ = ("path", "directory", "session_id", "cwd", "title", "first_message", "parent_session", "facts",
-                 "copied")
-
-    def __init__(self, path: str, directory: str, session_id: str, cwd: str, title: str | None,
-                 first_message: str | None, parent_session: str | None, facts: list[UsageFact]) -> None:
-        self.path, self.directory, self.session_id, self.cwd, self.title = path, directory, session_id, cwd, title
-        self.first_message = first_message
-        self.parent_session, self.facts = parent_session, facts
-        self.copied: list[bool] = []  # per fact: copied from a parent session (see mark_copies)
+    path: str
+    directory: str
+    session_id: str
+    cwd: str
+    title: str | None
+    first_message: str | None
+    parent_session: str | None
+    facts: list[UsageFact]
+    copied: list[bool] = field(default_factory=list)  # per fact: copied from a parent session (see mark_copies)
 
 
 def read_file_usage(path: str) -> FileUsage | None:
@@ -348,8 +327,9 @@ def read_file_usage(path: str) -> FileUsage | None:
     if not summary.header_valid or summary.session_id is None or summary.message_count == 0:
         return None
     key = os.path.abspath(path)
-    return FileUsage(key, os.path.dirname(key), summary.session_id, summary.cwd, summary.title,
-                     summary.first_message, summary.parent_session, usage_facts(values))
+    return FileUsage(key, os.path.dirname(key), without_lone_surrogates(summary.session_id),
+                     without_lone_surrogates(summary.cwd or ""), _text(summary.title), _text(summary.first_message),
+                     summary.parent_session, usage_facts(values))
 
 
 def mark_copies(files: Sequence[FileUsage]) -> None:
@@ -436,5 +416,5 @@ def _add(totals: UsageTotals, fact: UsageFact) -> None:
     totals.output += fact.output_tokens
     totals.cache_read += fact.cache_read_tokens
     totals.cache_write += fact.cache_write_tokens
-    totals.cost += fact.cost
+    totals.cost_nanos += fact.cost_nanos
     totals.messages += 1

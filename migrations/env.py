@@ -12,16 +12,16 @@ from typing import Any
 from alembic import context
 from sqlalchemy import create_engine
 
-from sessdex.catalog.store.schema import is_dialect_only_index, is_fts_table, is_pg_search_object, metadata
+from sessdex.catalog.store.schema import is_fts_table, is_pg_search_object, metadata
 
 
 def include_name(name: str | None, type_: Any, parent_names: Any) -> bool:
-    """Leave the FTS5 tables (SQLite), the search columns and indexes (PostgreSQL) and the other indexes of one
-    dialect out of autogenerate's comparison."""
+    """Leave the FTS5 tables (SQLite) and the search columns and indexes (PostgreSQL) out of autogenerate's
+    comparison."""
     if type_ == "table":
         return not is_fts_table(name)
     if type_ in ("column", "index"):
-        return not (is_pg_search_object(name) or is_dialect_only_index(name))
+        return not is_pg_search_object(name)
     return True
 
 

@@ -19,7 +19,6 @@ from sessdex.catalog.cli.progress import ProgressBar
 from sessdex.catalog.index.content_index import ContentProgress, content_backlog, fill_content_index
 from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, scan_files
-from sessdex.catalog.index.report_cache import render_usage_reports
 from sessdex.catalog.index.watcher import refuse_while_watched
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
 from sessdex.catalog.store.settings import Settings
@@ -128,10 +127,6 @@ def _index_once(settings: Settings, content: bool | None, scope: Scope, *, rebui
         wal = location.wal_identity()
         files, size, vanished, failed = index_changes(db, scope, show_progress=sys.stderr.isatty())
         fill_content(db, show_progress=sys.stderr.isatty())
-        try:
-            render_usage_reports(db, os.path.abspath(settings.paths.sessions_root_text))
-        except Exception as exc:  # the index itself is done; the reports are then joined from the rows
-            echo(f"sessdex: the usage reports were not made ready ({type(exc).__name__}: {exc})", err=True)
         total_files = db.scalar("count_machine_files")
         pulled_away = wal is not None and location.wal_identity() != wal
     finally:

@@ -20,9 +20,9 @@ from sessdex.catalog.tui.width import ELLIPSIS, cut_middle, display_width, fit
 TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from datetime import datetime
     from typing import Any
 
-    from sessdex.core.datetimes import datetime
     from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
 
@@ -124,14 +124,14 @@ def _ascii_only(stream: Any) -> bool:
 
 def echo_json(value: Any) -> None:
     """Print `value` as indented JSON, non-ASCII characters kept (those a terminal acts on escaped)."""
-    from sessdex.catalog.cli.json_text import json_text  # only --json output needs it
+    import json  # only --json output needs it
 
-    echo(terminal_json(json_text(value)))
+    echo(terminal_json(json.dumps(value, ensure_ascii=False, indent=2)))
 
 
 def iso_utc(moment: datetime) -> str:
     """`moment` as the agent writes dates in JSON: ISO-8601 UTC with milliseconds and a Z."""
-    from sessdex.core.datetimes import UTC  # (loaded already by whoever made `moment`)
+    from datetime import UTC  # (loaded already by whoever made `moment`)
 
     moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
@@ -139,7 +139,7 @@ def iso_utc(moment: datetime) -> str:
 
 def iso_utc_from_seconds(seconds: float) -> str:
     """Epoch seconds in the format of `iso_utc` (history items)."""
-    from sessdex.core.datetimes import UTC, datetime
+    from datetime import UTC, datetime
 
     return iso_utc(datetime.fromtimestamp(seconds, UTC))
 
@@ -402,7 +402,8 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
     """The human listing of every listing command: id prefix, modified, message count, cost, tokens, name, cwd."""
     from sessdex.catalog.queries.naming import display_name
     from sessdex.catalog.tui.dates import short_date
-    from sessdex.core.discovery import format_cost, format_tokens, id_prefix_length
+    from sessdex.catalog.tui.figures import format_cost, format_tokens
+    from sessdex.core.discovery import id_prefix_length
 
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     ids = [info.id for info in sessions]

@@ -100,8 +100,8 @@ def sessions_listing(rows: list[PickerRow], now_ms: float) -> str:
     from sessdex.catalog.cli.output import Column, home_relative, output_width, render_table
     from sessdex.catalog.queries.naming import display_name
     from sessdex.catalog.tui.dates import short_date
+    from sessdex.catalog.tui.figures import format_cost
     from sessdex.core.discovery import id_prefix_length
-    from sessdex.core.usage import format_cost
 
     prefix = id_prefix_length([row.session_id for row in rows])
     cells = [[row.session_id[:prefix], short_date(row.modified_ms, now_ms), str(row.message_count), format_cost(row.cost),

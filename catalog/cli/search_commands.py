@@ -6,6 +6,7 @@ Output goes through `sessdex.catalog.cli.output.echo`, which drops escape sequen
 from __future__ import annotations
 
 import os
+from datetime import datetime
 
 from sessdex.catalog.cli.commands import agent_dir_named, directory, positive_count
 from sessdex.catalog.cli.output import (
@@ -28,7 +29,6 @@ from sessdex.catalog.tui.terminal_text import (
     terminal_text,
 )
 from sessdex.catalog.tui.width import char_width, display_width, graphemes
-from sessdex.core.datetimes import datetime
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from sessdex.catalog.history.search import HistoryEntry
+    from sessdex.catalog.queries.file_scan import FileScan
     from sessdex.catalog.queries.sessions import Catalog, SearchHit
     from sessdex.catalog.store.settings import Settings
 
@@ -78,20 +79,32 @@ The words are taken literally: quotes, parentheses, AND/OR/NEAR and * have no sp
 def run_search(args: argparse.Namespace, settings: Settings) -> int:
     from sessdex.catalog.cli.read_guard import json_refusal, require_agent_dir
     from sessdex.catalog.queries.sessions import Catalog
-    from sessdex.core.errors import UsageError
+    from sessdex.core.errors import CatalogError, CatalogUnavailableError, UsageError
 
     if args.all_projects and args.session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
     with json_refusal(args.as_json):
         require_agent_dir(settings.paths, agent_dir_named(args))
-    with Catalog.from_settings(settings) as catalog:
-        return print_search(catalog, " ".join(args.words), cwd=None if args.all_projects else current_directory(),
-                            session_dir=args.session_dir, limit=args.limit, as_json=args.as_json,
-                            substring=args.substring)
+    text, cwd = " ".join(args.words), None if args.all_projects else current_directory()
+    try:
+        catalog = Catalog.from_settings(settings)
+    except CatalogUnavailableError:
+        raise
+    except CatalogError as exc:
+        if settings.catalog_off:
+            raise  # asked for: full-text search is the catalog's
+        from sessdex.catalog.queries.file_scan import FileScan
+
+        echo(f"sessdex: {exc}; searching the session files directly", err=True)
+        return print_search(FileScan(settings.paths), text, cwd=cwd, session_dir=args.session_dir, limit=args.limit,
+                            as_json=args.as_json)
+    with catalog:
+        return print_search(catalog, text, cwd=cwd, session_dir=args.session_dir, limit=args.limit,
+                            as_json=args.as_json, substring=args.substring)
 
 
-def print_search(catalog: Catalog, text: str, *, cwd: str | None, session_dir: str | os.PathLike[str] | None,
-               limit: int, as_json: bool, substring: bool = False) -> int:
+def print_search(catalog: Catalog | FileScan, text: str, *, cwd: str | None,
+                 session_dir: str | os.PathLike[str] | None, limit: int, as_json: bool, substring: bool = False) -> int:
     """`sessdex search`: the best `limit` sessions matching `text` (this project, or every one when cwd is None);
     `substring`: when no session matches, every word as a substring.
 

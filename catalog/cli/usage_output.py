@@ -1,30 +1,23 @@
-"""The body of `sessdex usage [daily|weekly|monthly|session|project|model]`, without click, and its table.
-
-The click command (`sessdex.catalog.cli.usage_commands`) parses the options and calls `run_usage`; so does
-the click-free fast path (`sessdex.catalog.cli.fastpath`), which answers it from a current catalog.
-`--json` prints `sessdex.core.usage.UsageReport.to_json` as `sessdex.core.usage_json` writes it (from the
-catalog, mostly texts stored ready); the table is `sessdex.catalog.cli.usage_stored_table`'s from the cells the
-catalog stores ready where they answer, else `sessdex.catalog.cli.usage_table`'s from the summed report.
-"""
+"""The body of `sessdex usage [daily|weekly|monthly|session|project|model]`: the report summed by the answer
+source (the catalog's rollups, or the files with `--catalog off`), printed as a table or as JSON."""
 
 from __future__ import annotations
 
-import os
 import sys
+from collections.abc import Callable
+from typing import Any
+
+import orjson
 
 from sessdex.catalog.cli.output import current_directory, echo, output_width
+from sessdex.catalog.queries.source import SessionSource
+from sessdex.catalog.tui.terminal_text import terminal_json
 from sessdex.core.errors import UsageError
+from sessdex.core.text import without_lone_surrogates
+from sessdex.core.usage import UsageReport
 from sessdex.core.usage_terms import REPORT_KINDS, DateRange, ReportKind, parse_day
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
-    from sessdex.catalog.queries.source import SessionSource
-    from sessdex.catalog.store.report_files import ReadyReport
-
-    SourceOpener = Callable[[], SessionSource]
+SourceOpener = Callable[[], SessionSource]
 
 DEFAULT_REPORT: ReportKind = "daily"
 
@@ -59,95 +52,57 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
               as_json: bool) -> int:
     """`sessdex usage KIND`: tokens and cost per period, session, project or model, with a totals row."""
     with open_source() as source:
-        printed: bytes | str | ReadyReport | None = None
-        laid_out = None  # the stored cells a table was laid out from, to keep it ready (keep_usage_table)
-        try:
-            if as_json:
-                printed = source.usage_json_output(kind, current_directory(), all_projects=all_projects, days=days,
-                                                   breakdown=breakdown)
-            else:
-                width = output_width()
-                bars, home = width is not None, os.path.expanduser("~").rstrip("/")
-                stored = source.usage_table_cells(kind, current_directory(), all_projects=all_projects, days=days,
-                                                  breakdown=breakdown, ready_table=(width, bars, home))
-                if stored is None:
-                    printed = _summed_table(source, kind, days, all_projects, breakdown, width)
-                else:
-                    from sessdex.catalog.store.report_files import ReadyReport  # (loaded by the catalog's answer)
+        report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
+        progress = source.content_index_progress()
+    if progress is not None:
+        echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
+             f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
+             "completes it", err=True)
+    if as_json:
+        print_json_text(report_json(report, breakdown))
+    elif not report.rows:
+        echo("No usage found", err=True)
+    else:
+        from sessdex.catalog.cli.usage_table import usage_table  # the table's figures and labels: not for --json
 
-                    if isinstance(stored, ReadyReport):  # the table kept ready since its rows last changed
-                        printed = stored
-                    elif stored.labels:  # the table from the cells the catalog stores ready (no core.usage)
-                        from sessdex.catalog.cli.usage_stored_table import stored_usage_table
-
-                        printed = stored_usage_table(stored, width, bars=bars)
-                        laid_out = stored
-            progress = source.content_index_progress()
-            if progress is not None:
-                echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
-                     f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
-                     "completes it", err=True)
-        except BaseException:
-            if printed is not None and not isinstance(printed, (bytes, str)):
-                printed.close()  # a ready report's open file
-            raise
-        if printed is None:
-            echo("No usage found", err=True)
-        elif isinstance(printed, str):
-            echo(printed)
-        else:
-            print_report_json(printed)
-        if laid_out is not None and isinstance(printed, bytes):
-            source.keep_usage_table(laid_out, width, bars, home, printed + b"\n")
+        width = output_width()
+        echo(usage_table(report, width, breakdown=breakdown, bars=width is not None))
     return 0
 
 
-def _summed_table(source: SessionSource, kind: ReportKind, days: DateRange, all_projects: bool, breakdown: bool,
-                  width: int | None) -> str | None:
-    """The table of the report summed from the catalog's rollup (or read from the files), or None without usage."""
-    report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
-    if not report.rows:
-        return None
-    from sessdex.catalog.cli.usage_table import usage_table  # the table's figures and labels: not for --json
+def report_json(report: UsageReport, breakdown: bool) -> str:
+    """`sessdex usage --json`'s text: the report as orjson indents it, with the characters a terminal would act
+    on escaped inside its strings (`terminal_json`)."""
+    value = report.to_json(breakdown)
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except TypeError:  # a lone surrogate (an undecodable file name), which UTF-8 cannot hold: U+FFFD, as the catalog
+        text = orjson.dumps(_without_lone_surrogates(value), option=orjson.OPT_INDENT_2)
+    return terminal_json(text.decode())
 
-    return usage_table(report, width, breakdown=breakdown, bars=width is not None)
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return without_lone_surrogates(value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(key): _without_lone_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    return value
 
 
-def print_report_json(report: bytes | ReadyReport) -> None:
-    """Print a report's UTF-8 text, terminal-safe already (sessdex.core.usage_json escapes every string it
-    writes), and a newline, as `echo` writes it, without echo's pass over the whole text (a session report is
-    megabytes); a ready report file (whose text ends with the newline) is sent as it is."""
+def print_json_text(text: str) -> None:
+    """Print JSON text that is terminal-safe already, and a newline, as UTF-8 bytes on a UTF-8 stdout (without
+    echo's pass over the whole text: a session report is megabytes), else through echo."""
     stream = sys.stdout
     if stream is None:
-        if not isinstance(report, bytes):
-            report.close()
         return
     encoding = (getattr(stream, "encoding", None) or "").lower()
     buffer = getattr(stream, "buffer", None) if encoding in ("utf-8", "utf8") else None
-    if isinstance(report, bytes):
-        if buffer is None:
-            echo(report.decode())  # another encoding: echo's own handling of it
-            return
-        stream.flush()
-        buffer.write(report)
-        buffer.write(b"\n")
-        buffer.flush()
+    if buffer is None:
+        echo(text)
         return
-    try:
-        fd = _file_descriptor(buffer) if buffer is not None else None
-        if buffer is None or fd is None:
-            echo(report.read().decode().removesuffix("\n"))
-            return
-        stream.flush()
-        buffer.flush()
-        report.send(fd)
-    finally:
-        report.close()
-
-
-def _file_descriptor(buffer: Any) -> int | None:
-    """The descriptor under a byte stream, or None when it has none (a test's captured output)."""
-    try:
-        return int(buffer.fileno())
-    except (AttributeError, OSError, ValueError):
-        return None
+    stream.flush()
+    buffer.write(text.encode())
+    buffer.write(b"\n")
+    buffer.flush()

@@ -3,21 +3,68 @@ scaled to the most expensive row, so that the shape of the spending shows at a g
 
 from __future__ import annotations
 
-from sessdex.catalog.cli.output import home_relative, render_table
-from sessdex.catalog.cli.usage_stored_table import bar, report_columns
+from collections.abc import Iterable
+
+from sessdex.catalog.cli.output import Column, home_relative, render_table
+from sessdex.catalog.tui.figures import format_cost, format_tokens
 from sessdex.core.discovery import id_prefix_length, sanitize_display_name
-from sessdex.core.usage import UsageReport, UsageRow
-from sessdex.core.usage_cells import NO_CWD, figure_cells, models_cell, session_name_cell
-from sessdex.core.usage_terms import ReportKind
+from sessdex.core.usage import UsageReport, UsageRow, UsageTotals
+from sessdex.core.usage_terms import PERIOD_KINDS, ReportKind
+
+BAR_WIDTH = 16
+NO_CWD = "(no cwd)"  # a project row whose sessions have no cwd
+_EIGHTHS = " ▏▎▍▌▋▊▉█"
+_KEY_HEADERS = {"daily": "DAY", "weekly": "WEEK OF", "monthly": "MONTH", "session": "SESSION",
+                "project": "PROJECT", "model": "MODEL"}
+_FIGURE_HEADERS = ("INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST")
+
+
+def bar(value: float, largest: float, width: int = BAR_WIDTH) -> str:
+    """A horizontal bar of `value` against `largest`, in eighths of a character."""
+    if largest <= 0 or value <= 0:
+        return ""
+    eighths = max(1, round(value / largest * width * 8))
+    return "█" * (eighths // 8) + (_EIGHTHS[eighths % 8] if eighths % 8 else "")
+
+
+def report_columns(kind: ReportKind, *, bars: bool, machines: bool) -> list[Column]:
+    """The table's columns: the key, the models (but in the model report), the figures, the bars on a terminal,
+    and the machine of each session when the report shows other machines' sessions."""
+    columns = [Column(_KEY_HEADERS[kind], flexible=kind in ("project", "session"))]
+    if kind != "model":
+        columns.append(Column("MODELS", flexible=True))
+    columns += [Column(header, align_right=True) for header in _FIGURE_HEADERS]
+    if bars:
+        columns.append(Column("" if kind in PERIOD_KINDS else "SHARE"))
+    if machines:
+        columns.append(Column("MACHINE"))
+    return columns
+
+
+def models_cell(names: Iterable[str]) -> str:
+    """The MODELS cell: the models' names without their provider, sorted by full name."""
+    return ", ".join([sanitize_display_name(name.split("/", 1)[-1]) for name in sorted(names)])
+
+
+def figure_cells(totals: UsageTotals) -> list[str]:
+    """The INPUT, OUTPUT, CACHE READ, CACHE WRITE, TOTAL and COST cells of a row's figures."""
+    return [format_tokens(totals.input), format_tokens(totals.output), format_tokens(totals.cache_read),
+            format_tokens(totals.cache_write), format_tokens(totals.total_tokens), format_cost(totals.cost)]
+
+
+def session_name_cell(title: str | None, first_message: str | None) -> str:
+    """What follows a session's id prefix in its label: a space and its title (else the start of its first
+    message), or nothing when it has neither."""
+    name = title or first_message
+    return f" {sanitize_display_name(name)}" if name else ""
 
 
 def _cells(label: str, row: UsageRow, models: bool) -> list[str]:
     """A table line: the label, the models' names (when `models`), the figures."""
-    totals = row.totals
     cells = [label]
     if models:
         cells.append(models_cell(row.models))
-    return cells + figure_cells(totals.input, totals.output, totals.cache_read, totals.cache_write, totals.cost)
+    return cells + figure_cells(row.totals)
 
 
 def usage_table(report: UsageReport, width: int | None, *, breakdown: bool, bars: bool) -> str:
@@ -35,7 +82,7 @@ def usage_table(report: UsageReport, width: int | None, *, breakdown: bool, bars
         lines.append(_cells(label, row, models) + ([bar(row.totals.cost, largest)] if bars else [])
                      + ([sanitize_display_name((row.session or {}).get("machine") or "")] if machines else []))
         if breakdown:
-            for name, figures in sorted(row.models.items(), key=lambda item: (-item[1].cost, item[0])):
+            for name, figures in sorted(row.models.items(), key=lambda item: (-item[1].cost_nanos, item[0])):
                 split = _cells(f"  └ {sanitize_display_name(name)}", UsageRow(name, figures), False)
                 lines.append(split[:1] + ([""] if models else []) + split[1:] + ([""] if bars else [])
                              + ([""] if machines else []))

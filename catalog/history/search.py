@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import heapq
 import re
+import sqlite3
 from collections import namedtuple
 
-from sessdex.core.sqlite_driver import sqlite3
 from sessdex.core.text import without_lone_surrogates
 from sessdex.core.values import FrozenValue
 

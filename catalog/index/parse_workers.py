@@ -282,16 +282,12 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
     """The worker's loop: read (keys, content, listing_only) from `stdin`, send read_new_files' items to `stdout` in frames,
     then an ("end", CPU seconds, peak RSS in KB) item. A "read" item is sent as ("read_rows", columns, rows):
     its facts as `usage_writer.fact_values` rows with file id 0 (the writing process knows the id)."""
-    import gc
     import resource
     import time
 
     from sessdex.catalog.index.usage_writer import fact_values
 
     keys, content, listing_only = pickle.load(stdin)
-    # Parsed values are trees (no cycles) that die young: the cyclic collector only re-walks them (a quarter
-    # of the parse time in measurements).
-    gc.disable()
     frame: list[Any] = []
     chars = 0
     for item in read_new_files(keys, content, listing_only=listing_only):

@@ -4,11 +4,7 @@ A file's facts are replaced or appended with its other rows. Whether a fact was 
 session depends on two files, so after any change to a file both it and the files naming it as their
 `parentSession` (its forks) get their `copied` flags and their rollup rows recomputed
 (`refresh_usage_around`). The bulk run into an empty catalog writes fact rows only and calls
-`refresh_all_usage` once at its end. Every usage_totals row a change touched gets its `--json` text rendered
-again (`render_totals`, sessdex.core.usage_json; a session row with its file's names, which a refresh of the
-file may have changed), and its table cells (sessdex.core.usage_cells): the reports print those as they are. The
-same transaction drops the machine's usage token, so that no whole report rendered from the rows before is
-printed again (sessdex.catalog.store.report_files).
+`refresh_all_usage` once at its end.
 
 Every write here is about the catalog's own machine (`db.machine`): a fork's parent is looked for on the
 fork's machine, the rollup and usage_totals rows carry the machine, and a rebuild or a re-index of one
@@ -22,8 +18,6 @@ from typing import Any
 
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.core.usage import USAGE_FACT_COLUMNS, UsageFact
-from sessdex.core.usage_cells import stored_row_cells
-from sessdex.core.usage_json import stored_row_json
 
 # The largest integer a usage figure is stored as: JavaScript's Number.MAX_SAFE_INTEGER (the agent cannot
 # write a larger one exactly). A file claiming more (10**400 tokens) must not make SQLite's INTEGER, or the
@@ -62,17 +56,18 @@ def _mark_copies(db: CatalogDatabase, file_id: int, parent: str | None) -> None:
         db.execute("mark_usage_copies", {"owner_id": file_id, "parent_id": parent_id})
 
 
-_TOTAL_FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost", "messages")
+_TOTAL_FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_nanos",
+                  "messages")
 _KEY_NAMES = ("t_machine", "t_kind", "t_scope", "t_key", "t_model")
 TotalKey = tuple[str, str, str, str, str]  # (machine, kind, scope, key, model) of a usage_totals row
 
 
-def _contributions(file_id: int, rollup: Sequence[Sequence[Any]]) -> dict[TotalKey, list[float]]:
+def _contributions(file_id: int, rollup: Sequence[Sequence[Any]]) -> dict[TotalKey, list[Any]]:
     """What a file's rollup rows add to usage_totals: (machine, kind, scope, key, model) -> figures + [1 session].
 
     Every report row the file has facts under counts it once in `sessions`, whatever its number of rows there.
     """
-    sums: dict[TotalKey, list[float]] = {}
+    sums: dict[TotalKey, list[Any]] = {}
     for machine, directory, cwd, day, week, provider, model, *figures in rollup:
         name = f"{provider}/{model}"
         keys = [("daily", day), ("weekly", week), ("monthly", day[:7]), ("project", cwd), ("total", "")]
@@ -83,7 +78,7 @@ def _contributions(file_id: int, rollup: Sequence[Sequence[Any]]) -> dict[TotalK
                 targets += [(machine, "session", scope, str(file_id), ""),
                             (machine, "session", scope, str(file_id), name)]
             for target in targets:
-                total = sums.setdefault(target, [0.0] * len(_TOTAL_FIGURES) + [1])
+                total = sums.setdefault(target, [0] * len(_TOTAL_FIGURES) + [1])
                 for index, value in enumerate(figures):
                     total[index] += value
     return sums
@@ -99,106 +94,58 @@ def _summable(rollup: Sequence[Sequence[Any]]) -> bool:
 
 
 def rebuild_usage_totals(db: CatalogDatabase) -> None:
-    """Sum this machine's usage_totals again from its whole rollup, and render every row's text."""
+    """Sum this machine's usage_totals again from its whole rollup."""
     from sessdex.catalog.store.compiled_sql import SQL
 
     db.execute("delete_machine_usage_totals")
     for name in SQL:
         if name.startswith("rebuild_usage_totals_"):
             db.execute(name)
-    render_all_totals(db)
 
 
-RowKey = tuple[str, str, str]  # (kind, scope, key) of this machine's usage_totals rows of one report row
-
-
-def _apply_totals(db: CatalogDatabase, file_id: int, rollup: Sequence[Sequence[Any]], sign: int) -> set[RowKey]:
-    """Add (`sign` 1) or subtract (-1) a file's rollup rows to or from usage_totals; the report rows touched."""
+def _apply_totals(db: CatalogDatabase, file_id: int, rollup: Sequence[Sequence[Any]], sign: int) -> None:
+    """Add (`sign` 1) or subtract (-1) a file's rollup rows to or from usage_totals."""
     rows = []
-    touched: set[RowKey] = set()
     for total_key, values in _contributions(file_id, rollup).items():
         row: dict[str, Any] = dict(zip(_KEY_NAMES, total_key))
         kind = total_key[1]
         row.update({f"t_{name}": sign * value for name, value in zip((*_TOTAL_FIGURES, "sessions"), values)})
         row["t_file_id"] = file_id if kind == "session" else None
         rows.append(row)
-        touched.add(total_key[1:4])
     if not rows:
-        return touched
+        return
     db.executemany("usage_totals_add", rows)
     if sign > 0:
         db.executemany("usage_totals_insert_missing", rows)
     else:
         db.executemany("usage_totals_prune", rows)
-    return touched
 
 
-def forget_file_usage(db: CatalogDatabase, file_id: int, *, render: bool = True) -> set[RowKey] | None:
+def forget_file_usage(db: CatalogDatabase, file_id: int) -> bool:
     """Take a file's rollup out of usage_totals and drop it (before the file's row or facts go).
 
-    The report rows it touched (rendered again unless `render` is false: the caller renders them), or None
-    when its figures were too large to subtract: usage_totals was then summed again without them.
+    False when its figures were too large to subtract: usage_totals was then summed again without them.
     """
     old = db.fetch_tuples("usage_rollup_of_file", {"file_id": file_id})
     db.execute("delete_usage_rollup_of_file", {"file_id": file_id})
     if _summable(old):
-        touched = _apply_totals(db, file_id, old, -1)
-        if render:
-            render_totals(db, touched)
-        return touched
+        _apply_totals(db, file_id, old, -1)
+        return True
     rebuild_usage_totals(db)
-    return None
+    return False
 
 
 def refresh_file_usage(db: CatalogDatabase, file_id: int) -> None:
-    """Recompute one file's `copied` flags (against its parent, as the catalog holds it now), its rollup, its
-    share of usage_totals and the texts of the report rows that changed (its session row among them: its names
-    may have changed too)."""
+    """Recompute one file's `copied` flags (against its parent, as the catalog holds it now), its rollup and its
+    share of usage_totals."""
     _mark_copies(db, file_id, db.scalar("usage_parent_of_file", {"file_id": file_id}))
-    forgotten = forget_file_usage(db, file_id, render=False)
+    forgotten = forget_file_usage(db, file_id)
     db.execute("insert_usage_rollup_of_file", {"file_id": file_id})
     new = db.fetch_tuples("usage_rollup_of_file", {"file_id": file_id})
-    if forgotten is not None and _summable(new):
-        render_totals(db, forgotten | _apply_totals(db, file_id, new, 1))
+    if forgotten and _summable(new):
+        _apply_totals(db, file_id, new, 1)
     else:
         rebuild_usage_totals(db)
-
-
-# -- the stored --json texts of usage_totals rows (sessdex.core.usage_json) ----------------------------------
-
-def render_totals(db: CatalogDatabase, keys: set[RowKey]) -> None:
-    """Render the stored texts of this machine's report rows `keys` (those that still exist)."""
-    updates = []
-    for kind, scope, key in sorted(keys):
-        rows = db.fetch_tuples("usage_totals_of_key", {"kind": kind, "scope": scope, "key": key})
-        if not rows or rows[0][0] != "":
-            continue  # the row is gone (its last session went)
-        names = None
-        if kind == "session":
-            found = db.fetch_tuples("usage_session_names", {"file_id": rows[0][8]})
-            names = found[0] if found else None
-        text, label = stored_row_json(kind, key, rows, names)
-        updates.append({"t_id": rows[0][9], "t_json": text, "t_label": label,
-                        "t_cells": stored_row_cells(kind, key, rows, names)})
-    if updates:
-        db.executemany("usage_totals_set_text", updates)
-
-
-def render_all_totals(db: CatalogDatabase) -> None:
-    """Render the stored text of every report row of this machine (after usage_totals was summed in SQL)."""
-    names = {row[0]: row for row in db.fetch_tuples("usage_session_names_of_machine")}
-    models: dict[tuple[str, str, str], list[tuple[str]]] = {}
-    for kind, scope, key, model in db.fetch_tuples("usage_totals_models_of_machine"):
-        models.setdefault((kind, scope, key), []).append((model,))
-    updates = []
-    for kind, scope, key, *figures, file_id, row_id in db.fetch_tuples("usage_totals_rows_of_machine"):
-        rows = [("", *figures), *models.get((kind, scope, key), ())]
-        session_names = names.get(file_id) if kind == "session" else None
-        text, label = stored_row_json(kind, key, rows, session_names)
-        updates.append({"t_id": row_id, "t_json": text, "t_label": label,
-                        "t_cells": stored_row_cells(kind, key, rows, session_names)})
-    if updates:
-        db.executemany("usage_totals_set_text", updates)
 
 
 def refresh_usage_around(db: CatalogDatabase, file_id: int | None, session_id: str | None, path: str) -> None:

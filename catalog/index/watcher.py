@@ -11,10 +11,6 @@ to a file nobody else sees while readers trust it. At every heartbeat it checks 
 still the one it opened, and otherwise reopens the catalog and reconciles everything; a batch that fails
 on the catalog itself is handled the same way, so `watch` never dies of it.
 
-Once no change has come for REPORTS_QUIET_SECONDS (and the content is complete, and the last render is
-REPORTS_INTERVAL_SECONDS old), the watcher renders the machine's whole usage reports as ready files
-(sessdex.catalog.index.report_cache), which `sessdex usage --all --json` then prints without reading its rows.
-
 A session file that is a symlink gets no event when its target (elsewhere) grows, so the watcher
 re-stats the symlinked session files under its root at every heartbeat and indexes those whose target
 changed: readers trust a live watcher and would otherwise stay stale.
@@ -57,7 +53,6 @@ from typing import Any, Protocol
 from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, StatKey, read_heartbeat, reconcile, stat_key
-from sessdex.catalog.index.report_cache import render_usage_reports
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog
 from sessdex.catalog.store.location import CatalogLocation, exclusive_lock
@@ -72,8 +67,6 @@ CONTENT_FILL_SECONDS = 0.2  # the longest stretch of backlog filling between two
 POLL_INTERVAL_SECONDS = 1.0
 INOTIFY_LIMIT_ERRNOS = (errno.ENOSPC, errno.EMFILE)
 RETRY_SECONDS = 2.0
-REPORTS_QUIET_SECONDS = 1.0  # how long the catalog stays unchanged before the ready reports are rendered again
-REPORTS_INTERVAL_SECONDS = 5.0  # and the least time between two renders (7 MB each at 10,000 sessions)
 
 
 def refuse_while_watched(location: CatalogLocation, action: str) -> None:
@@ -397,16 +390,6 @@ class Watcher:
             self._reopen()
             return False
 
-    def _render_reports_safely(self) -> None:
-        """Render the ready usage reports (report_cache); a failure is said and left to the next change."""
-        assert self._db is not None
-        try:
-            render_usage_reports(self._db, self.root)
-        except CatalogUnavailableError as exc:
-            self._fall_behind(exc)
-        except Exception as exc:  # the reports are then joined from the rows, as without them: the watch goes on
-            self._say(f"sessdex watch: rendering the usage reports failed ({type(exc).__name__}: {exc}); going on")
-
     def _open(self) -> CatalogDatabase:
         """Open the catalog; the -wal file it writes to is noted at the next heartbeat."""
         self._wal_identity = None
@@ -508,12 +491,6 @@ class Watcher:
         """Handle event batches until `stop` is set (the heartbeat also checks symlinks and the catalog's files)."""
         next_beat = time.monotonic() + self._heartbeat_interval
         content_complete = False
-        reports_due: float | None = time.monotonic()  # when the ready reports are to be rendered (None: done)
-        rendered_at = -REPORTS_INTERVAL_SECONDS
-
-        def reports_after_change() -> float:
-            return max(time.monotonic() + REPORTS_QUIET_SECONDS, rendered_at + REPORTS_INTERVAL_SECONDS)
-
         while not stop.is_set():
             now = time.monotonic()
             wait = self._batcher.wait_time(now)
@@ -522,11 +499,9 @@ class Watcher:
                 if changes and self._behind_since is None:
                     self._apply_safely(changes)
                     content_complete = False  # a batch into an emptied catalog is a first index again
-                    reports_due = reports_after_change()
                 continue
             if self._behind_since is not None and now >= self._retry_at:
                 self._catch_up()
-                reports_due = now
             if now >= next_beat:
                 self._beat()
                 next_beat = now + self._heartbeat_interval
@@ -535,16 +510,10 @@ class Watcher:
                               "indexing again what it lost")
                     self._reopen()
                     content_complete = False
-                    reports_due = now
                 changed = self._changed_symlinks()
                 if changed and self._behind_since is None:  # else the catch-up's pass re-stats them
                     self._apply_safely(Changes(dict.fromkeys(changed, Action.INDEX)))
                     content_complete = False
-                    reports_due = reports_after_change()
-            if reports_due is not None and content_complete and wait is None and now >= reports_due \
-                    and self._behind_since is None:
-                self._render_reports_safely()
-                reports_due, rendered_at = None, time.monotonic()
             timeout = min(wait if wait is not None else self._heartbeat_interval, next_beat - now, 0.1)
             if not content_complete and self._behind_since is None:
                 # Between batches, a little of the message-text index a first index left (content_index);

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from sessdex.catalog.queries.source import (
     CONTENT_MATCH_LIMIT,
+    MATCH_CLOSE,
+    MATCH_OPEN,
     PickerRow,
     content_terms,
     substring_snippet,
@@ -24,7 +26,6 @@ from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import SessionInfo
 
 if TYPE_CHECKING:
-    from sessdex.catalog.store.usage_cells import StoredCells
     from sessdex.core.usage import UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
 
@@ -87,6 +88,34 @@ class FileScan:
 
         return find_session_by_id(value, cwd, session_dir, paths=self.paths)
 
+    def search(self, text: str, cwd: str | os.PathLike[str] | None = None,
+               session_dir: str | os.PathLike[str] | None = None, *, limit: int,
+               highlight: tuple[str, str] = ("[", "]"), substring_fallback: bool = True) -> list[Any]:
+        """`Catalog.search` read from the files, for a catalog that cannot answer: the sessions whose title, first
+        message and message text hold every word (case-insensitive substrings, so `substring_fallback` changes
+        nothing), newest first, each with the first field holding the first word and its snippet."""
+        from sessdex.catalog.queries.sessions import SearchHit
+
+        terms = content_terms(text)
+        if not terms or limit <= 0:
+            return []
+        infos = (self.list_all_sessions() if cwd is None and session_dir is None
+                 else self.list_sessions(cwd or os.getcwd(), session_dir))
+        hits = []
+        for info in infos:
+            fields = (("title", info.title or ""), ("first_message", info.first_message or ""),
+                      ("message", info.all_messages_text))
+            lowered = "\n".join(value for _name, value in fields).lower()
+            if not all(term in lowered for term in terms):
+                continue
+            field, value = next(((name, value) for name, value in fields if terms[0] in value.lower()), fields[2])
+            snippet = substring_snippet(value, value.lower(), terms) if terms[0] in value.lower() else ""
+            marked = snippet.replace(MATCH_OPEN, highlight[0]).replace(MATCH_CLOSE, highlight[1])
+            hits.append(SearchHit(info, field, marked, 0.0))
+            if len(hits) >= limit:
+                break
+        return hits
+
     # -- the picker ----------------------------------------------------------------------------------------
 
     def _scope_infos(self, cwd: str, session_dir: str | os.PathLike[str] | None, all_projects: bool
@@ -137,24 +166,3 @@ class FileScan:
 
         folders = None if all_projects else [str(folder) for folder in self.paths.project_session_dirs(cwd)]
         return scan_usage_report(kind, os.path.abspath(self.paths.sessions_root), folders, days)
-
-    def usage_table_cells(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
-                          days: DateRange, breakdown: bool,
-                          ready_table: tuple[int | None, bool, str] | None = None) -> None:
-        """Nothing is stored: the table is made from `usage_report`."""
-        return None
-
-    def keep_usage_table(self, cells: StoredCells, width: int | None, bars: bool, home: str, table: bytes) -> None:
-        """Nothing is kept (the files keep no cells, so no table comes here)."""
-
-    def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
-                   breakdown: bool) -> bytes:
-        """`sessdex usage KIND --json` read from the files."""
-        from sessdex.core.usage_json import report_json
-
-        return report_json(self.usage_report(kind, cwd, all_projects=all_projects, days=days), breakdown).encode()
-
-    def usage_json_output(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
-                          days: DateRange, breakdown: bool) -> bytes:
-        """`usage_json` (the files keep no ready report)."""
-        return self.usage_json(kind, cwd, all_projects=all_projects, days=days, breakdown=breakdown)

@@ -7,13 +7,14 @@ cannot be opened (S10: the file scan stays the reference and the fallback).
 
 from __future__ import annotations
 
+import sqlite3
+
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.db import current_sqlite_catalog
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import CatalogError, CatalogUnavailableError
-from sessdex.core.sqlite_driver import sqlite3
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Literal, overload

@@ -1,23 +1,18 @@
 """The catalog's session rows as `SessionInfo` values (`CatalogSessionInfo`), built in bulk for listings.
 
-Only the commands that list sessions import this (with `sessdex.core.summary`): `usage` and the other
-catalog answers without sessions skip it (issue 14).
+Only the commands that list sessions import this (with `sessdex.core.summary`).
 """
 
 from __future__ import annotations
 
 import os
-
-try:
-    from _operator import itemgetter  # what operator re-exports, without operator.py's own start-up
-except ImportError:  # an interpreter without the C module
-    from operator import itemgetter
+import sqlite3
+from operator import itemgetter
 
 from sessdex.core.paths import as_path
-from sessdex.core.sqlite_driver import sqlite3
 from sessdex.core.summary import NO_MESSAGES, SessionInfo, datetime_from_ms, parse_iso_timestamp
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

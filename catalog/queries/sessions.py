@@ -10,8 +10,11 @@ is loaded from the catalog only when read, so a listing never pulls every messag
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import time
+from collections.abc import Iterator
 
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
 from sessdex.catalog.store.db import CatalogDatabase
@@ -21,7 +24,6 @@ from sessdex.catalog.store.machine import resolve_machine, wants_all_machines
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import CatalogError
 from sessdex.core.paths import AgentPaths, as_path
-from sessdex.core.sqlite_driver import sqlite3
 from sessdex.core.values import Value
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
@@ -32,8 +34,6 @@ if TYPE_CHECKING:
 
     from sessdex.catalog.index.content_index import ContentProgress
     from sessdex.catalog.queries.source import PickerRow
-    from sessdex.catalog.store.report_files import ReadyReport
-    from sessdex.catalog.store.usage_cells import StoredCells
     from sessdex.core.summary import SessionInfo
     from sessdex.core.usage import UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
@@ -644,10 +644,16 @@ class Catalog:
         folders = self.project_dirs(cwd, session_dir)
         return _IN_FOLDERS_SQL.format(marks=", ".join("?" * len(folders))), tuple(folders)
 
-    def _widened(self, all_projects: bool) -> _Widened:
+    @contextlib.contextmanager
+    def _widened(self, all_projects: bool) -> Iterator[None]:
         """Inside the block, the picker's "all" scope holds every machine's sessions (its scope key widens to
         them); the project scope holds what --machines says."""
-        return _Widened(self, all_projects)
+        previous = self.all_machines
+        self.all_machines = previous or all_projects
+        try:
+            yield
+        finally:
+            self.all_machines = previous
 
     def bring_up_to_date(self, cwd: str, session_dir: str | os.PathLike[str] | None, *, all_projects: bool) -> bool:
         """Run the freshness pass for the scope; True when it changed the catalog."""
@@ -681,82 +687,6 @@ class Catalog:
         scope_name, parts = self._usage_scope(cwd, all_projects)
         return catalog_usage_report(self._database(), kind, scope_name, parts, days)
 
-    def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
-                   breakdown: bool) -> bytes:
-        """`sessdex usage KIND --json`'s text (terminal-safe, UTF-8), from the report's ready file or the catalog's
-        stored rows where they answer, else summed."""
-        report = self.usage_json_output(kind, cwd, all_projects=all_projects, days=days, breakdown=breakdown)
-        if isinstance(report, bytes):
-            return report
-        with report:
-            return report.read().removesuffix(b"\n")
-
-    def usage_json_output(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
-                          days: DateRange, breakdown: bool) -> bytes | ReadyReport:
-        """`usage_json`, or the report's ready file, open, to be sent as it is (its text ends with the newline; the
-        caller closes it)."""
-        from sessdex.catalog.store.usage_stored import stored_usage_json
-
-        scope_name, parts = self._usage_scope(cwd, all_projects)
-        text = stored_usage_json(self._database(), kind, scope_name, parts, days, breakdown)
-        if text is not None:
-            return text
-        from sessdex.catalog.queries.usage import summed_usage_json
-
-        return summed_usage_json(self._database(), kind, scope_name, parts, days, breakdown)
-
-    def usage_table_cells(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
-                          days: DateRange, breakdown: bool,
-                          ready_table: tuple[int | None, bool, str] | None = None) -> StoredCells | ReadyReport | None:
-        """The stored cells of `sessdex usage KIND`'s table where they answer it, else None (then `usage_report`
-        sums it): `sessdex.catalog.store.usage_cells`.
-
-        With `ready_table` (the table's width, bars, and home folder), the table of every project laid out so
-        before, and kept (`keep_usage_table`) since its rows last changed, is its ready file, open (the caller
-        closes it); the cells read otherwise carry the token to keep their table under.
-        """
-        from sessdex.catalog.store.usage_cells import stored_usage_cells
-
-        scope_name, parts = self._usage_scope(cwd, all_projects)
-        db = self._database()
-        token = None
-        if ready_table is not None and scope_name == "under_root" and len(parts) == 1 and not breakdown \
-                and days.since is None and days.until is None:
-            from sessdex.catalog.store.report_files import (
-                open_ready_report,
-                table_context,
-                usage_table_name,
-                usage_token,
-            )
-
-            token = usage_token(db, self.machine)
-            width, bars, home = ready_table
-            ready = None if token is None else open_ready_report(
-                db, usage_table_name(kind, width, bars), self.machine, parts[0]["root_lo"], table_context(kind, home),
-                token)
-            if ready is not None:
-                return ready
-        cells = stored_usage_cells(db, kind, scope_name, parts, days, breakdown)
-        if cells is not None:
-            cells.token = token
-        return cells
-
-    def keep_usage_table(self, cells: StoredCells, width: int | None, bars: bool, home: str, table: bytes) -> None:
-        """Keep the table of every project laid out from `cells` as its ready file, unless its rows changed since
-        the cells were read (or they had no token: nothing was rendered since they last changed)."""
-        if cells.token is None:
-            return
-        from sessdex.catalog.store.report_files import table_context, usage_table_name, usage_token, write_report_files
-
-        db = self._database()
-        if usage_token(db, self.machine) != cells.token:
-            return
-        try:
-            write_report_files(db.location, cells.token, self.machine, root_range(self.sessions_root)["root_lo"],
-                               {usage_table_name(cells.kind, width, bars): table}, table_context(cells.kind, home))
-        except OSError:
-            pass  # (a read-only folder: the table is laid out again next time; the next render removes old files)
-
     def _usage_scope(self, cwd: str | os.PathLike[str], all_projects: bool) -> tuple[str, list[dict[str, str]]]:
         """A usage report's scope, made fresh: ("under_root", every project's root on each machine) or
         ("in_directories", the project's folders); its content index filled a little first (a first index's
@@ -781,21 +711,3 @@ def open_catalog(agent_dir: str | os.PathLike[str] | None = None, catalog: str |
     else `<agent dir>/catalog.db`.
     """
     return Catalog.from_settings(Settings.resolve(agent_dir, catalog))
-
-
-class _Widened:
-    """`Catalog._widened`: all_machines widened for the block, restored after it (a class, not a contextlib
-    generator: this module is on every hot command's path, issue 12)."""
-
-    __slots__ = ("catalog", "all_projects", "previous")
-
-    def __init__(self, catalog: Catalog, all_projects: bool) -> None:
-        self.catalog, self.all_projects = catalog, all_projects
-        self.previous = catalog.all_machines
-
-    def __enter__(self) -> None:
-        self.previous = self.catalog.all_machines
-        self.catalog.all_machines = self.previous or self.all_projects
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.catalog.all_machines = self.previous

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Literal, Protocol
 
-    from sessdex.catalog.store.report_files import ReadyReport
-    from sessdex.catalog.store.usage_cells import StoredCells
     from sessdex.core.paths import AgentPaths
     from sessdex.core.summary import SessionInfo
     from sessdex.core.usage import UsageReport
@@ -135,26 +133,6 @@ class SessionSource(Protocol):
     def usage_report(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
                      days: DateRange) -> UsageReport:
         """`sessdex usage KIND`: tokens and cost of the project's sessions (or every project's) per row of KIND."""
-
-    def usage_json(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool, days: DateRange,
-                   breakdown: bool) -> bytes:
-        """`sessdex usage KIND --json`: the report's text (sessdex.core.usage_json), safe to print, UTF-8 encoded."""
-
-    def usage_json_output(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
-                          days: DateRange, breakdown: bool) -> bytes | ReadyReport:
-        """`usage_json`, or the report's ready file (sessdex.catalog.store.report_files), open: its text ends with
-        the newline, and the caller closes it."""
-
-    def usage_table_cells(self, kind: ReportKind, cwd: str | os.PathLike[str], *, all_projects: bool,
-                          days: DateRange, breakdown: bool,
-                          ready_table: tuple[int | None, bool, str] | None = None) -> StoredCells | ReadyReport | None:
-        """The table of `sessdex usage KIND` as cells stored ready, where the source keeps them for this report
-        (`sessdex.catalog.store.usage_cells`), else None: then `usage_report` answers it. With `ready_table`
-        (width, bars, home folder), the table kept ready as laid out so before, open, where there is one."""
-
-    def keep_usage_table(self, cells: StoredCells, width: int | None, bars: bool, home: str, table: bytes) -> None:
-        """Keep `table`, laid out from `cells` (width, bars, home folder), ready for the next command that asks
-        for it, where the source can."""
 
     def content_index_progress(self) -> Any:
         """How far the content (message text, usage facts) a first index left for later is, while it is

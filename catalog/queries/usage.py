@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
+from typing import Any
 
-from sessdex.catalog.store.usage_stored import usage_outside_root
 from sessdex.core.paths import session_file_entries
 from sessdex.core.usage import (
     FileUsage,
@@ -33,19 +33,18 @@ from sessdex.core.usage import (
 )
 from sessdex.core.usage_terms import DateRange
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
-if TYPE_CHECKING:
-    from typing import Any
-
-_FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost", "messages", "sessions")
 _KEY_WIDTH = {"daily": 1, "weekly": 1, "monthly": 1, "session": 6, "project": 1, "model": 2, "total": 0}
 DAY_CEILING = "9999-12-31"
 
 
 def _totals(values: Sequence[Any]) -> UsageTotals:
-    """UsageTotals from the figures at the end of a report row (SQL sums are NULL-free: rows exist)."""
-    input_tokens, output_tokens, cache_read, cache_write, cost, messages, sessions = values
-    return UsageTotals(input_tokens, output_tokens, cache_read, cache_write, cost, int(messages), int(sessions))
+    """UsageTotals from the figures at the end of a report row (SQL sums are NULL-free: rows exist).
+
+    (PostgreSQL sums BIGINT columns as NUMERIC, read as Decimal: the counts become ints again.)
+    """
+    input_tokens, output_tokens, cache_read, cache_write, cost_nanos, messages, sessions = values
+    return UsageTotals(input_tokens, output_tokens, cache_read, cache_write, int(cost_nanos), int(messages),
+                       int(sessions))
 
 
 def _row_key(kind: str, keys: Sequence[Any]) -> tuple[Any, str]:
@@ -76,15 +75,6 @@ def catalog_usage_report(db: Any, kind: ReportKind, scope_name: str, parts: Sequ
     return reports[0] if len(reports) == 1 else merge_reports(kind, reports)
 
 
-def summed_usage_json(db: Any, kind: ReportKind, scope_name: str, parts: Sequence[dict[str, str]],
-                      days: DateRange, breakdown: bool) -> bytes:
-    """`sessdex usage KIND --json`'s text, UTF-8 encoded, of the report summed here (`catalog_usage_report`),
-    for the reports the stored row texts do not answer (`sessdex.catalog.store.usage_stored`)."""
-    from sessdex.core.usage_json import report_json
-
-    return report_json(catalog_usage_report(db, kind, scope_name, parts, days), breakdown).encode()
-
-
 def merge_reports(kind: ReportKind, reports: Sequence[UsageReport]) -> UsageReport:
     """The sum of reports over disjoint sets of sessions (other machines, other folders): rows of the same key
     add up, figures and session counts alike; the session report's rows (one per session file) are kept apart."""
@@ -113,7 +103,7 @@ def _add_row(into: UsageRow, row: UsageRow) -> None:
 
 
 def _add_totals(into: UsageTotals, figures: UsageTotals) -> None:
-    _add_figures(into, (figures.input, figures.output, figures.cache_read, figures.cache_write, figures.cost,
+    _add_figures(into, (figures.input, figures.output, figures.cache_read, figures.cache_write, figures.cost_nanos,
                         figures.messages, figures.sessions))
 
 
@@ -174,14 +164,14 @@ def _report_from_totals(db: Any, kind: ReportKind, scope_name: str, scope_params
 
 
 def _add_figures(totals: UsageTotals, figures: Sequence[Any]) -> None:
-    input_tokens, output_tokens, cache_read, cache_write, cost, messages, sessions = figures
+    input_tokens, output_tokens, cache_read, cache_write, cost_nanos, messages, sessions = figures
     totals.input += input_tokens
     totals.output += output_tokens
     totals.cache_read += cache_read
     totals.cache_write += cache_write
-    totals.cost += cost
-    totals.messages += messages
-    totals.sessions += sessions
+    totals.cost_nanos += int(cost_nanos)
+    totals.messages += int(messages)
+    totals.sessions += int(sessions)
 
 
 def _rows(db: Any, kind: str, rows_statement: str, by_model_statement: str | None,
@@ -206,6 +196,11 @@ def _rows(db: Any, kind: str, rows_statement: str, by_model_statement: str | Non
         if owner is not None:
             owner.models[f"{provider}/{model}"] = _totals(values[width + 2:])
     return list(rows.values())
+
+
+def usage_outside_root(db: Any, params: dict[str, Any]) -> bool:
+    """True when the catalog holds usage of a file outside the sessions root (indexed for a --session-dir)."""
+    return bool(db.fetch_tuples("usage_outside_root", {**params, "limit": 1, "offset": 0}))
 
 
 def _session_files_under(root: str) -> list[str]:

@@ -4,7 +4,7 @@ The SQLite fast path runs these strings with the stdlib sqlite3 module so that r
 catalog never imports SQLAlchemy or Alembic; tests/catalog/test_schema.py checks they still match.
 """
 
-SCHEMA_REVISION = '0007_usage_report_tokens'
+SCHEMA_REVISION = '0001_baseline'
 
 SQL: dict[str, str] = {
     'file_by_path': (
@@ -172,7 +172,7 @@ SQL: dict[str, str] = {
         'INSERT INTO catalog_meta ("key", value) VALUES (:key, :value)'
     ),
     'insert_usage_fact': (
-        'INSERT INTO usage_facts (file_id, pending, copied, entry_id, entry_timestamp, ts_ms, day_utc, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost) VALUES (:file_id, :pending, :copied, :entry_id, :entry_timestamp, :ts_ms, :day_utc, :day_local, :week_local, :provider, :model, :input_tokens, :output_tokens, :cache_read_tokens, :cache_write_tokens, :cost)'
+        'INSERT INTO usage_facts (file_id, pending, copied, entry_id, entry_timestamp, ts_ms, day_utc, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos) VALUES (:file_id, :pending, :copied, :entry_id, :entry_timestamp, :ts_ms, :day_utc, :day_local, :week_local, :provider, :model, :input_tokens, :output_tokens, :cache_read_tokens, :cache_write_tokens, :cost_nanos)'
     ),
     'delete_usage_facts_of_file': (
         'DELETE FROM usage_facts WHERE usage_facts.file_id = :file_id'
@@ -214,7 +214,7 @@ SQL: dict[str, str] = {
         'DELETE FROM usage_rollup WHERE usage_rollup.file_id = :file_id'
     ),
     'insert_usage_rollup_of_file': (
-        "INSERT INTO usage_rollup (file_id, machine, directory, cwd, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages) SELECT usage_facts.file_id, session_files.machine, session_files.directory, coalesce(session_files.cwd, '') AS coalesce_1, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, sum(usage_facts.input_tokens) AS sum_1, sum(usage_facts.output_tokens) AS sum_2, sum(usage_facts.cache_read_tokens) AS sum_3, sum(usage_facts.cache_write_tokens) AS sum_4, sum(usage_facts.cost) AS sum_5, count(*) AS count_1 \n"
+        "INSERT INTO usage_rollup (file_id, machine, directory, cwd, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages) SELECT usage_facts.file_id, session_files.machine, session_files.directory, coalesce(session_files.cwd, '') AS coalesce_1, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, sum(usage_facts.input_tokens) AS sum_1, sum(usage_facts.output_tokens) AS sum_2, sum(usage_facts.cache_read_tokens) AS sum_3, sum(usage_facts.cache_write_tokens) AS sum_4, sum(usage_facts.cost_nanos) AS sum_5, count(*) AS count_1 \n"
         'FROM usage_facts JOIN session_files ON session_files.id = usage_facts.file_id \n'
         'WHERE usage_facts.copied = 0 AND usage_facts.file_id = :file_id GROUP BY usage_facts.file_id, session_files.machine, session_files.directory, session_files.cwd, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model'
     ),
@@ -222,7 +222,7 @@ SQL: dict[str, str] = {
         'DELETE FROM usage_rollup WHERE usage_rollup.machine = :machine'
     ),
     'insert_machine_usage_rollups': (
-        "INSERT INTO usage_rollup (file_id, machine, directory, cwd, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages) SELECT usage_facts.file_id, session_files.machine, session_files.directory, coalesce(session_files.cwd, '') AS coalesce_1, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, sum(usage_facts.input_tokens) AS sum_1, sum(usage_facts.output_tokens) AS sum_2, sum(usage_facts.cache_read_tokens) AS sum_3, sum(usage_facts.cache_write_tokens) AS sum_4, sum(usage_facts.cost) AS sum_5, count(*) AS count_1 \n"
+        "INSERT INTO usage_rollup (file_id, machine, directory, cwd, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages) SELECT usage_facts.file_id, session_files.machine, session_files.directory, coalesce(session_files.cwd, '') AS coalesce_1, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, sum(usage_facts.input_tokens) AS sum_1, sum(usage_facts.output_tokens) AS sum_2, sum(usage_facts.cache_read_tokens) AS sum_3, sum(usage_facts.cache_write_tokens) AS sum_4, sum(usage_facts.cost_nanos) AS sum_5, count(*) AS count_1 \n"
         'FROM usage_facts JOIN session_files ON session_files.id = usage_facts.file_id \n'
         'WHERE usage_facts.copied = 0 AND session_files.machine = :machine GROUP BY usage_facts.file_id, session_files.machine, session_files.directory, session_files.cwd, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model'
     ),
@@ -231,15 +231,15 @@ SQL: dict[str, str] = {
         'FROM usage_facts'
     ),
     'usage_rollup_of_file': (
-        'SELECT usage_rollup.machine, usage_rollup.directory, usage_rollup.cwd, usage_rollup.day_local, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, usage_rollup.input_tokens, usage_rollup.output_tokens, usage_rollup.cache_read_tokens, usage_rollup.cache_write_tokens, usage_rollup.cost, usage_rollup.messages \n'
+        'SELECT usage_rollup.machine, usage_rollup.directory, usage_rollup.cwd, usage_rollup.day_local, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, usage_rollup.input_tokens, usage_rollup.output_tokens, usage_rollup.cache_read_tokens, usage_rollup.cache_write_tokens, usage_rollup.cost_nanos, usage_rollup.messages \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.file_id = :file_id'
     ),
     'usage_totals_add': (
-        'UPDATE usage_totals SET input_tokens=(usage_totals.input_tokens + :t_input_tokens), output_tokens=(usage_totals.output_tokens + :t_output_tokens), cache_read_tokens=(usage_totals.cache_read_tokens + :t_cache_read_tokens), cache_write_tokens=(usage_totals.cache_write_tokens + :t_cache_write_tokens), cost=(usage_totals.cost + :t_cost), messages=(usage_totals.messages + :t_messages), sessions=(usage_totals.sessions + :t_sessions) WHERE usage_totals.machine = :t_machine AND usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model'
+        'UPDATE usage_totals SET input_tokens=(usage_totals.input_tokens + :t_input_tokens), output_tokens=(usage_totals.output_tokens + :t_output_tokens), cache_read_tokens=(usage_totals.cache_read_tokens + :t_cache_read_tokens), cache_write_tokens=(usage_totals.cache_write_tokens + :t_cache_write_tokens), cost_nanos=(usage_totals.cost_nanos + :t_cost_nanos), messages=(usage_totals.messages + :t_messages), sessions=(usage_totals.sessions + :t_sessions) WHERE usage_totals.machine = :t_machine AND usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model'
     ),
     'usage_totals_insert_missing': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT :t_machine AS anon_1, :t_kind AS anon_2, :t_scope AS anon_3, :t_key AS anon_4, :t_model AS anon_5, :t_file_id AS anon_6, :t_input_tokens AS anon_7, :t_output_tokens AS anon_8, :t_cache_read_tokens AS anon_9, :t_cache_write_tokens AS anon_10, :t_cost AS anon_11, :t_messages AS anon_12, :t_sessions AS anon_13 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT :t_machine AS anon_1, :t_kind AS anon_2, :t_scope AS anon_3, :t_key AS anon_4, :t_model AS anon_5, :t_file_id AS anon_6, :t_input_tokens AS anon_7, :t_output_tokens AS anon_8, :t_cache_read_tokens AS anon_9, :t_cache_write_tokens AS anon_10, :t_cost_nanos AS anon_11, :t_messages AS anon_12, :t_sessions AS anon_13 \n'
         'WHERE NOT (EXISTS (SELECT usage_totals.id \n'
         'FROM usage_totals \n'
         'WHERE usage_totals.machine = :t_machine AND usage_totals.kind = :t_kind AND usage_totals.scope = :t_scope AND usage_totals."key" = :t_key AND usage_totals.model = :t_model))'
@@ -257,362 +257,282 @@ SQL: dict[str, str] = {
         'DELETE FROM usage_totals WHERE usage_totals.machine = :machine'
     ),
     'usage_totals_in_scopes': (
-        'SELECT usage_totals.kind, usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions \n'
+        'SELECT usage_totals.kind, usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost_nanos, usage_totals.messages, usage_totals.sessions \n'
         'FROM usage_totals \n'
         "WHERE usage_totals.kind IN (:kind, 'total') AND usage_totals.machine = :machine AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
     ),
     'usage_totals_sessions_in_scopes': (
-        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
+        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost_nanos, usage_totals.messages, usage_totals.sessions, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
         'FROM usage_totals JOIN session_files ON session_files.id = usage_totals.file_id \n'
         "WHERE usage_totals.model = '' AND usage_totals.kind = 'session' AND usage_totals.machine = :machine AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
     ),
     'usage_totals_sessions_under_root': (
-        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
+        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost_nanos, usage_totals.messages, usage_totals.sessions, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
         'FROM usage_totals JOIN session_files ON session_files.id = usage_totals.file_id \n'
         "WHERE usage_totals.model = '' AND usage_totals.kind = 'session' AND usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi)"
     ),
     'usage_totals_session_models_in_scopes': (
-        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions \n'
+        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost_nanos, usage_totals.messages, usage_totals.sessions \n'
         'FROM usage_totals \n'
         "WHERE usage_totals.model != '' AND usage_totals.kind = 'session' AND usage_totals.machine = :machine AND usage_totals.scope IN (:dir0, :dir1, :dir2)"
     ),
     'usage_totals_session_models_under_root': (
-        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions \n'
+        'SELECT usage_totals."key", usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost_nanos, usage_totals.messages, usage_totals.sessions \n'
         'FROM usage_totals \n'
         "WHERE usage_totals.model != '' AND usage_totals.kind = 'session' AND usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi)"
     ),
-    'usage_totals_of_key': (
-        'SELECT usage_totals.model, usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, usage_totals.file_id, usage_totals.id \n'
-        'FROM usage_totals \n'
-        'WHERE usage_totals.machine = :machine AND usage_totals.kind = :kind AND usage_totals.scope = :scope AND usage_totals."key" = :key ORDER BY usage_totals.model'
-    ),
-    'usage_totals_rows_of_machine': (
-        'SELECT usage_totals.kind, usage_totals.scope, usage_totals."key", usage_totals.input_tokens, usage_totals.output_tokens, usage_totals.cache_read_tokens, usage_totals.cache_write_tokens, usage_totals.cost, usage_totals.messages, usage_totals.sessions, usage_totals.file_id, usage_totals.id \n'
-        'FROM usage_totals \n'
-        "WHERE usage_totals.machine = :machine AND usage_totals.model = ''"
-    ),
-    'usage_totals_models_of_machine': (
-        'SELECT usage_totals.kind, usage_totals.scope, usage_totals."key", usage_totals.model \n'
-        'FROM usage_totals \n'
-        "WHERE usage_totals.machine = :machine AND usage_totals.model != ''"
-    ),
-    'usage_session_names': (
-        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
-        'FROM session_files \n'
-        'WHERE session_files.id = :file_id'
-    ),
-    'usage_session_names_of_machine': (
-        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1 \n'
-        'FROM session_files \n'
-        'WHERE session_files.machine = :machine AND session_files.id IN (SELECT usage_totals.file_id \n'
-        'FROM usage_totals \n'
-        "WHERE usage_totals.machine = :machine AND usage_totals.kind = 'session')"
-    ),
-    'usage_totals_set_text': (
-        'UPDATE usage_totals SET label=:t_label, json=:t_json, cells=:t_cells WHERE usage_totals.id = :t_id'
-    ),
-    'usage_json_rows': (
-        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
-        'FROM usage_totals \n'
-        'WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = \'\' AND usage_totals.kind = :kind ORDER BY usage_totals."key"'
-    ),
-    'usage_json_rows_by_cost': (
-        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
-        'FROM usage_totals \n'
-        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = :kind ORDER BY usage_totals.cost DESC, usage_totals.label"
-    ),
-    'usage_json_total': (
-        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
-        'FROM usage_totals \n'
-        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = 'total'"
-    ),
-    'usage_json_sessions_in_scope': (
-        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
-        'FROM usage_totals \n'
-        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = 'session' ORDER BY usage_totals.cost DESC, usage_totals.label"
-    ),
-    'usage_json_sessions_under_root': (
-        'SELECT CAST(usage_totals.json AS BLOB) AS utf8_bytes_1 \n'
-        'FROM usage_totals \n'
-        "WHERE usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi) AND usage_totals.kind = 'session' AND usage_totals.model = '' ORDER BY usage_totals.cost DESC, usage_totals.label"
-    ),
-    'usage_cells_rows': (
-        'SELECT usage_totals.label, usage_totals.cells, usage_totals.cost \n'
-        'FROM usage_totals \n'
-        'WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = \'\' AND usage_totals.kind = :kind ORDER BY usage_totals."key"'
-    ),
-    'usage_cells_rows_by_cost': (
-        'SELECT usage_totals.label, usage_totals.cells, usage_totals.cost \n'
-        'FROM usage_totals \n'
-        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = :kind ORDER BY usage_totals.cost DESC, usage_totals.label"
-    ),
-    'usage_cells_total': (
-        'SELECT usage_totals.cells \n'
-        'FROM usage_totals \n'
-        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = 'total'"
-    ),
-    'usage_cells_sessions_in_scope': (
-        'SELECT usage_totals.label, usage_totals.cells, usage_totals.cost \n'
-        'FROM usage_totals \n'
-        "WHERE usage_totals.machine = :machine AND usage_totals.scope = :scope AND usage_totals.model = '' AND usage_totals.kind = 'session' ORDER BY usage_totals.cost DESC, usage_totals.label"
-    ),
-    'usage_cells_sessions_under_root': (
-        'SELECT usage_totals.label, usage_totals.cells, usage_totals.cost \n'
-        'FROM usage_totals \n'
-        "WHERE usage_totals.machine = :machine AND (usage_totals.scope = :root_dir OR usage_totals.scope > :root_lo AND usage_totals.scope < :root_hi) AND usage_totals.kind = 'session' AND usage_totals.model = '' ORDER BY usage_totals.cost DESC, usage_totals.label"
-    ),
     'rebuild_usage_totals_daily': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'daily\', \'\', usage_rollup.day_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'daily\', \'\', usage_rollup.day_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.day_local'
     ),
     'rebuild_usage_totals_daily_per_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'daily\', \'\', usage_rollup.day_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'daily\', \'\', usage_rollup.day_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_daily_per_folder': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'daily\', usage_rollup.directory, usage_rollup.day_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'daily\', usage_rollup.directory, usage_rollup.day_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.day_local'
     ),
     'rebuild_usage_totals_daily_per_folder_per_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'daily\', usage_rollup.directory, usage_rollup.day_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'daily\', usage_rollup.directory, usage_rollup.day_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_weekly': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'weekly\', \'\', usage_rollup.week_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'weekly\', \'\', usage_rollup.week_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.week_local'
     ),
     'rebuild_usage_totals_weekly_per_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'weekly\', \'\', usage_rollup.week_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'weekly\', \'\', usage_rollup.week_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_weekly_per_folder': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'weekly\', usage_rollup.directory, usage_rollup.week_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'weekly\', usage_rollup.directory, usage_rollup.week_local, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.week_local'
     ),
     'rebuild_usage_totals_weekly_per_folder_per_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'weekly\', usage_rollup.directory, usage_rollup.week_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'weekly\', usage_rollup.directory, usage_rollup.week_local, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_monthly': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'monthly\', \'\', substr(usage_rollup.day_local, 1, 7) AS substr_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'monthly\', \'\', substr(usage_rollup.day_local, 1, 7) AS substr_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, substr(usage_rollup.day_local, 1, 7)'
     ),
     'rebuild_usage_totals_monthly_per_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'monthly\', \'\', substr(usage_rollup.day_local, 1, 7) AS substr_1, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'monthly\', \'\', substr(usage_rollup.day_local, 1, 7) AS substr_1, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_monthly_per_folder': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'monthly\', usage_rollup.directory, substr(usage_rollup.day_local, 1, 7) AS substr_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'monthly\', usage_rollup.directory, substr(usage_rollup.day_local, 1, 7) AS substr_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, substr(usage_rollup.day_local, 1, 7)'
     ),
     'rebuild_usage_totals_monthly_per_folder_per_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'monthly\', usage_rollup.directory, substr(usage_rollup.day_local, 1, 7) AS substr_1, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'monthly\', usage_rollup.directory, substr(usage_rollup.day_local, 1, 7) AS substr_1, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_project': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'project\', \'\', usage_rollup.cwd, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'project\', \'\', usage_rollup.cwd, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.cwd'
     ),
     'rebuild_usage_totals_project_per_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'project\', \'\', usage_rollup.cwd, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'project\', \'\', usage_rollup.cwd, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_project_per_folder': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'project\', usage_rollup.directory, usage_rollup.cwd, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'project\', usage_rollup.directory, usage_rollup.cwd, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.cwd'
     ),
     'rebuild_usage_totals_project_per_folder_per_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'project\', usage_rollup.directory, usage_rollup.cwd, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'project\', usage_rollup.directory, usage_rollup.cwd, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'model\', \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'model\', \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         "WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.provider || '/' || usage_rollup.model"
     ),
     'rebuild_usage_totals_model_per_folder': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'model\', usage_rollup.directory, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'model\', usage_rollup.directory, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         "WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.provider || '/' || usage_rollup.model"
     ),
     'rebuild_usage_totals_session_per_folder': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'session\', usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT) AS file_id, \'\', usage_rollup.file_id AS file_id_1, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'session\', usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT) AS file_id, \'\', usage_rollup.file_id AS file_id_1, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT), usage_rollup.file_id'
     ),
     'rebuild_usage_totals_session_per_folder_per_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'session\', usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT) AS file_id, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, usage_rollup.file_id AS file_id_1, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'session\', usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT) AS file_id, usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, usage_rollup.file_id AS file_id_1, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, CAST(usage_rollup.file_id AS TEXT), usage_rollup.provider, usage_rollup.model, usage_rollup.file_id'
     ),
     'rebuild_usage_totals_total': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'total\', \'\', \'\', \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'total\', \'\', \'\', \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine'
     ),
     'rebuild_usage_totals_total_per_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'total\', \'\', \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'total\', \'\', \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.provider, usage_rollup.model'
     ),
     'rebuild_usage_totals_total_per_folder': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'total\', usage_rollup.directory, \'\', \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'total\', usage_rollup.directory, \'\', \'\', NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory'
     ),
     'rebuild_usage_totals_total_per_folder_per_model': (
-        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions) SELECT usage_rollup.machine, \'total\', usage_rollup.directory, \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
+        'INSERT INTO usage_totals (machine, kind, scope, "key", model, file_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, sessions) SELECT usage_rollup.machine, \'total\', usage_rollup.directory, \'\', usage_rollup.provider || \'/\' || usage_rollup.model AS anon_1, NULL, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6, count(DISTINCT usage_rollup.file_id) AS count_1 \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.provider, usage_rollup.model'
     ),
     'session_usage_by_model': (
-        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages \n'
+        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.file_id = :file_id GROUP BY usage_rollup.provider, usage_rollup.model'
     ),
     'usage_daily_in_directories': (
-        'SELECT usage_rollup.day_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.day_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local'
     ),
     'usage_daily_by_model_in_directories': (
-        'SELECT usage_rollup.day_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.day_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_daily_under_root': (
-        'SELECT usage_rollup.day_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.day_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local'
     ),
     'usage_daily_by_model_under_root': (
-        'SELECT usage_rollup.day_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.day_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.day_local, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_weekly_in_directories': (
-        'SELECT usage_rollup.week_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.week_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local'
     ),
     'usage_weekly_by_model_in_directories': (
-        'SELECT usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_weekly_under_root': (
-        'SELECT usage_rollup.week_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.week_local, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local'
     ),
     'usage_weekly_by_model_under_root': (
-        'SELECT usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.week_local, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_monthly_in_directories': (
-        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7)'
     ),
     'usage_monthly_by_model_in_directories': (
-        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
     ),
     'usage_monthly_under_root': (
-        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7)'
     ),
     'usage_monthly_by_model_under_root': (
-        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT substr(usage_rollup.day_local, 1, 7) AS month, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY substr(usage_rollup.day_local, 1, 7), usage_rollup.provider, usage_rollup.model'
     ),
     'usage_session_in_directories': (
-        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200)'
     ),
     'usage_session_by_model_in_directories': (
-        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200), usage_rollup.provider, usage_rollup.model'
     ),
     'usage_session_under_root': (
-        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200)'
     ),
     'usage_session_by_model_under_root': (
-        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup JOIN session_files ON session_files.id = usage_rollup.file_id \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY session_files.id, session_files.session_id, session_files.path, session_files.cwd, session_files.title, substr(session_files.first_message, 1, 200), usage_rollup.provider, usage_rollup.model'
     ),
     'usage_project_in_directories': (
-        'SELECT usage_rollup.cwd, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.cwd, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd'
     ),
     'usage_project_by_model_in_directories': (
-        'SELECT usage_rollup.cwd, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.cwd, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_project_under_root': (
-        'SELECT usage_rollup.cwd, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.cwd, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd'
     ),
     'usage_project_by_model_under_root': (
-        'SELECT usage_rollup.cwd, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.cwd, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.cwd, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_model_in_directories': (
-        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
     ),
     'usage_model_under_root': (
-        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
     ),
     'usage_total_in_directories': (
-        'SELECT sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until'
     ),
     'usage_total_by_model_in_directories': (
-        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND usage_rollup.directory IN (:dir0, :dir1, :dir2) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
     ),
     'usage_total_under_root': (
-        'SELECT sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until'
     ),
     'usage_total_by_model_under_root': (
-        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost) AS cost, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
+        'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages, count(DISTINCT usage_rollup.file_id) AS sessions \n'
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine AND (usage_rollup.directory = :root_dir OR usage_rollup.directory > :root_lo AND usage_rollup.directory < :root_hi) AND usage_rollup.day_local >= :since AND usage_rollup.day_local <= :until GROUP BY usage_rollup.provider, usage_rollup.model'
     ),
@@ -633,34 +553,60 @@ SQL: dict[str, str] = {
     ),
 }
 
-# A new SQLite catalog at SCHEMA_REVISION, without Alembic (statements.fresh_catalog_script).
+# A new SQLite catalog at SCHEMA_REVISION, without Alembic (statements.template_catalog).
 FRESH_CATALOG_SCRIPT: tuple[str, ...] = (
     'CREATE TABLE alembic_version (\n\tversion_num VARCHAR(32) NOT NULL, \n\tCONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)\n)',
-    'CREATE TABLE messages (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tseq INTEGER NOT NULL, \n\tpending BOOLEAN NOT NULL, \n\ttext TEXT NOT NULL, \n\tCONSTRAINT pk_messages PRIMARY KEY (id), \n\tCONSTRAINT fk_messages_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)',
-    'CREATE INDEX ix_messages_file_id_seq ON messages (file_id, seq)',
-    'CREATE TABLE catalog_meta (\n\t"key" TEXT NOT NULL, \n\tvalue TEXT NOT NULL, \n\tCONSTRAINT pk_catalog_meta PRIMARY KEY ("key")\n)',
-    "CREATE VIRTUAL TABLE message_fts USING fts5(text, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
-    "CREATE VIRTUAL TABLE session_fts USING fts5(title, first_message, content='session_files', content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
-    'CREATE TABLE usage_facts (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tpending BOOLEAN NOT NULL, \n\tcopied BOOLEAN NOT NULL, \n\tentry_id TEXT, \n\tentry_timestamp TEXT, \n\tts_ms BIGINT NOT NULL, \n\tday_utc TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost FLOAT NOT NULL, \n\tCONSTRAINT pk_usage_facts PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_facts_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)',
-    'CREATE INDEX ix_usage_facts_file_id_entry_id ON usage_facts (file_id, entry_id)',
-    'CREATE TABLE machines (\n\tname TEXT NOT NULL, \n\thost TEXT NOT NULL, \n\tsessions_root TEXT NOT NULL, \n\tcontent BOOLEAN NOT NULL, home TEXT, \n\tCONSTRAINT pk_machines PRIMARY KEY (name)\n)',
-    'CREATE TABLE "session_files" (\n\tid INTEGER NOT NULL, \n\tpath TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tdevice BIGINT NOT NULL, \n\tinode BIGINT NOT NULL, \n\tsize BIGINT NOT NULL, \n\tmtime_ns BIGINT NOT NULL, \n\tindexed_offset BIGINT NOT NULL, \n\thead_length INTEGER NOT NULL, \n\thead_digest TEXT NOT NULL, \n\tsummary_state TEXT NOT NULL, \n\tunparseable_lines INTEGER NOT NULL, \n\tpending_unparseable INTEGER NOT NULL, \n\theader_valid BOOLEAN NOT NULL, \n\tsession_id TEXT, \n\tcwd TEXT, \n\ttitle TEXT, \n\theader_title TEXT, \n\tshort_summary TEXT, \n\tparent_session TEXT, \n\tcreated TEXT, \n\tmessage_count INTEGER NOT NULL, \n\tentry_count INTEGER NOT NULL, \n\tfirst_message TEXT, \n\tprefix_state TEXT, \n\tlast_entry_id TEXT, \n\tlast_model TEXT, \n\tinput_tokens BIGINT NOT NULL, \n\toutput_tokens BIGINT NOT NULL, \n\tcache_read_tokens BIGINT NOT NULL, \n\tcache_write_tokens BIGINT NOT NULL, \n\tcost_total FLOAT NOT NULL, \n\tindexed_at_ms BIGINT NOT NULL, \n\tmachine TEXT NOT NULL, \n\tCONSTRAINT pk_session_files PRIMARY KEY (id), \n\tCONSTRAINT uq_session_files_machine_path UNIQUE (machine, path)\n)',
+    'CREATE TABLE session_files (\n\tid INTEGER NOT NULL, \n\tpath TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tdevice BIGINT NOT NULL, \n\tinode BIGINT NOT NULL, \n\tsize BIGINT NOT NULL, \n\tmtime_ns BIGINT NOT NULL, \n\tindexed_offset BIGINT NOT NULL, \n\thead_length INTEGER NOT NULL, \n\thead_digest TEXT NOT NULL, \n\tsummary_state TEXT NOT NULL, \n\tunparseable_lines INTEGER NOT NULL, \n\tpending_unparseable INTEGER NOT NULL, \n\theader_valid BOOLEAN NOT NULL, \n\tsession_id TEXT, \n\tcwd TEXT, \n\ttitle TEXT, \n\theader_title TEXT, \n\tshort_summary TEXT, \n\tparent_session TEXT, \n\tcreated TEXT, \n\tmessage_count INTEGER NOT NULL, \n\tentry_count INTEGER NOT NULL, \n\tfirst_message TEXT, \n\tprefix_state TEXT, \n\tlast_entry_id TEXT, \n\tlast_model TEXT, \n\tinput_tokens BIGINT NOT NULL, \n\toutput_tokens BIGINT NOT NULL, \n\tcache_read_tokens BIGINT NOT NULL, \n\tcache_write_tokens BIGINT NOT NULL, \n\tcost_total FLOAT NOT NULL, \n\tindexed_at_ms BIGINT NOT NULL, \n\tmachine TEXT NOT NULL, \n\tCONSTRAINT pk_session_files PRIMARY KEY (id), \n\tCONSTRAINT uq_session_files_machine_path UNIQUE (machine, path)\n)',
     'CREATE INDEX ix_session_files_machine_directory ON session_files (machine, directory, mtime_ns, path, device, inode, size)',
     'CREATE INDEX ix_session_files_machine_path ON session_files (machine, path, device, inode, size, mtime_ns)',
     'CREATE INDEX ix_session_files_machine_session_id ON session_files (machine, session_id)',
     'CREATE INDEX ix_session_files_machine_device_inode ON session_files (machine, device, inode)',
     'CREATE INDEX ix_session_files_machine_parent_session ON session_files (machine, parent_session)',
-    'CREATE TABLE usage_rollup (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tcwd TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost FLOAT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tCONSTRAINT pk_usage_rollup PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_rollup_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)',
+    'CREATE TABLE messages (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tseq INTEGER NOT NULL, \n\tpending BOOLEAN NOT NULL, \n\ttext TEXT NOT NULL, \n\tCONSTRAINT pk_messages PRIMARY KEY (id), \n\tCONSTRAINT fk_messages_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)',
+    'CREATE INDEX ix_messages_file_id_seq ON messages (file_id, seq)',
+    'CREATE TABLE usage_facts (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tpending BOOLEAN NOT NULL, \n\tcopied BOOLEAN NOT NULL, \n\tentry_id TEXT, \n\tentry_timestamp TEXT, \n\tts_ms BIGINT NOT NULL, \n\tday_utc TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tCONSTRAINT pk_usage_facts PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_facts_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)',
+    'CREATE INDEX ix_usage_facts_file_id_entry_id ON usage_facts (file_id, entry_id)',
+    'CREATE TABLE usage_rollup (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tcwd TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tCONSTRAINT pk_usage_rollup PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_rollup_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)',
     'CREATE INDEX ix_usage_rollup_file_id ON usage_rollup (file_id)',
     'CREATE INDEX ix_usage_rollup_machine_directory_day_local ON usage_rollup (machine, directory, day_local)',
-    'CREATE TABLE usage_totals (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\tscope TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tfile_id INTEGER, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost FLOAT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tsessions INTEGER NOT NULL, label TEXT, json TEXT, cells TEXT, \n\tCONSTRAINT pk_usage_totals PRIMARY KEY (id)\n)',
+    'CREATE TABLE usage_totals (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\tscope TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tfile_id INTEGER, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tsessions INTEGER NOT NULL, \n\tCONSTRAINT pk_usage_totals PRIMARY KEY (id)\n)',
     'CREATE UNIQUE INDEX ix_usage_totals_machine_kind_scope_key_model ON usage_totals (machine, kind, scope, "key", model)',
-    "CREATE INDEX ix_usage_totals_sessions_by_cost ON usage_totals (machine, kind, model, cost DESC, label, scope, json) WHERE kind = 'session' AND model = ''",
-    "CREATE INDEX ix_usage_totals_session_cells_by_cost ON usage_totals (machine, kind, model, cost DESC, label, scope, cells) WHERE kind = 'session' AND model = ''",
-    'CREATE TRIGGER usage_totals_inserted_drop_token AFTER INSERT ON usage_totals BEGIN DELETE FROM catalog_meta WHERE "key" = \'usage_reports_token:\' || NEW.machine; END',
-    'CREATE TRIGGER usage_totals_updated_drop_token AFTER UPDATE ON usage_totals BEGIN DELETE FROM catalog_meta WHERE "key" IN (\'usage_reports_token:\' || OLD.machine, \'usage_reports_token:\' || NEW.machine); END',
-    'CREATE TRIGGER usage_totals_deleted_drop_token AFTER DELETE ON usage_totals BEGIN DELETE FROM catalog_meta WHERE "key" = \'usage_reports_token:\' || OLD.machine; END',
-    'CREATE TRIGGER usage_totals_figures_clear_cells AFTER UPDATE OF input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, messages, sessions ON usage_totals BEGIN UPDATE usage_totals SET cells = NULL WHERE id = NEW.id; END',
+    'CREATE TABLE catalog_meta (\n\t"key" TEXT NOT NULL, \n\tvalue TEXT NOT NULL, \n\tCONSTRAINT pk_catalog_meta PRIMARY KEY ("key")\n)',
+    'CREATE TABLE machines (\n\tname TEXT NOT NULL, \n\thost TEXT NOT NULL, \n\tsessions_root TEXT NOT NULL, \n\tcontent BOOLEAN NOT NULL, \n\thome TEXT, \n\tCONSTRAINT pk_machines PRIMARY KEY (name)\n)',
+    "CREATE VIRTUAL TABLE message_fts USING fts5(text, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
+    "CREATE VIRTUAL TABLE session_fts USING fts5(title, first_message, content='session_files', content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
     "INSERT INTO message_fts(message_fts, rank) VALUES ('automerge', 16)",
-    'INSERT INTO "alembic_version" VALUES (\'0007_usage_report_tokens\')',
+    'INSERT INTO "alembic_version" VALUES (\'0001_baseline\')',
 )
+
+# The schema objects (type, name, SQL) of a SQLite catalog at SCHEMA_REVISION.
+SCHEMA_OBJECTS: frozenset[tuple[str, str, str]] = frozenset({
+    ('index', 'ix_messages_file_id_seq', 'CREATE INDEX ix_messages_file_id_seq ON messages (file_id, seq)'),
+    ('index', 'ix_session_files_machine_device_inode', 'CREATE INDEX ix_session_files_machine_device_inode ON session_files (machine, device, inode)'),
+    ('index', 'ix_session_files_machine_directory', 'CREATE INDEX ix_session_files_machine_directory ON session_files (machine, directory, mtime_ns, path, device, inode, size)'),
+    ('index', 'ix_session_files_machine_parent_session', 'CREATE INDEX ix_session_files_machine_parent_session ON session_files (machine, parent_session)'),
+    ('index', 'ix_session_files_machine_path', 'CREATE INDEX ix_session_files_machine_path ON session_files (machine, path, device, inode, size, mtime_ns)'),
+    ('index', 'ix_session_files_machine_session_id', 'CREATE INDEX ix_session_files_machine_session_id ON session_files (machine, session_id)'),
+    ('index', 'ix_usage_facts_file_id_entry_id', 'CREATE INDEX ix_usage_facts_file_id_entry_id ON usage_facts (file_id, entry_id)'),
+    ('index', 'ix_usage_rollup_file_id', 'CREATE INDEX ix_usage_rollup_file_id ON usage_rollup (file_id)'),
+    ('index', 'ix_usage_rollup_machine_directory_day_local', 'CREATE INDEX ix_usage_rollup_machine_directory_day_local ON usage_rollup (machine, directory, day_local)'),
+    ('index', 'ix_usage_totals_machine_kind_scope_key_model', 'CREATE UNIQUE INDEX ix_usage_totals_machine_kind_scope_key_model ON usage_totals (machine, kind, scope, "key", model)'),
+    ('table', 'alembic_version', 'CREATE TABLE alembic_version (\n\tversion_num VARCHAR(32) NOT NULL, \n\tCONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)\n)'),
+    ('table', 'catalog_meta', 'CREATE TABLE catalog_meta (\n\t"key" TEXT NOT NULL, \n\tvalue TEXT NOT NULL, \n\tCONSTRAINT pk_catalog_meta PRIMARY KEY ("key")\n)'),
+    ('table', 'machines', 'CREATE TABLE machines (\n\tname TEXT NOT NULL, \n\thost TEXT NOT NULL, \n\tsessions_root TEXT NOT NULL, \n\tcontent BOOLEAN NOT NULL, \n\thome TEXT, \n\tCONSTRAINT pk_machines PRIMARY KEY (name)\n)'),
+    ('table', 'message_fts', "CREATE VIRTUAL TABLE message_fts USING fts5(text, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2')"),
+    ('table', 'message_fts_config', "CREATE TABLE 'message_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID"),
+    ('table', 'message_fts_data', "CREATE TABLE 'message_fts_data'(id INTEGER PRIMARY KEY, block BLOB)"),
+    ('table', 'message_fts_docsize', "CREATE TABLE 'message_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB)"),
+    ('table', 'message_fts_idx', "CREATE TABLE 'message_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID"),
+    ('table', 'messages', 'CREATE TABLE messages (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tseq INTEGER NOT NULL, \n\tpending BOOLEAN NOT NULL, \n\ttext TEXT NOT NULL, \n\tCONSTRAINT pk_messages PRIMARY KEY (id), \n\tCONSTRAINT fk_messages_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)'),
+    ('table', 'session_files', 'CREATE TABLE session_files (\n\tid INTEGER NOT NULL, \n\tpath TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tdevice BIGINT NOT NULL, \n\tinode BIGINT NOT NULL, \n\tsize BIGINT NOT NULL, \n\tmtime_ns BIGINT NOT NULL, \n\tindexed_offset BIGINT NOT NULL, \n\thead_length INTEGER NOT NULL, \n\thead_digest TEXT NOT NULL, \n\tsummary_state TEXT NOT NULL, \n\tunparseable_lines INTEGER NOT NULL, \n\tpending_unparseable INTEGER NOT NULL, \n\theader_valid BOOLEAN NOT NULL, \n\tsession_id TEXT, \n\tcwd TEXT, \n\ttitle TEXT, \n\theader_title TEXT, \n\tshort_summary TEXT, \n\tparent_session TEXT, \n\tcreated TEXT, \n\tmessage_count INTEGER NOT NULL, \n\tentry_count INTEGER NOT NULL, \n\tfirst_message TEXT, \n\tprefix_state TEXT, \n\tlast_entry_id TEXT, \n\tlast_model TEXT, \n\tinput_tokens BIGINT NOT NULL, \n\toutput_tokens BIGINT NOT NULL, \n\tcache_read_tokens BIGINT NOT NULL, \n\tcache_write_tokens BIGINT NOT NULL, \n\tcost_total FLOAT NOT NULL, \n\tindexed_at_ms BIGINT NOT NULL, \n\tmachine TEXT NOT NULL, \n\tCONSTRAINT pk_session_files PRIMARY KEY (id), \n\tCONSTRAINT uq_session_files_machine_path UNIQUE (machine, path)\n)'),
+    ('table', 'session_fts', "CREATE VIRTUAL TABLE session_fts USING fts5(title, first_message, content='session_files', content_rowid='id', tokenize='unicode61 remove_diacritics 2')"),
+    ('table', 'session_fts_config', "CREATE TABLE 'session_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID"),
+    ('table', 'session_fts_data', "CREATE TABLE 'session_fts_data'(id INTEGER PRIMARY KEY, block BLOB)"),
+    ('table', 'session_fts_docsize', "CREATE TABLE 'session_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB)"),
+    ('table', 'session_fts_idx', "CREATE TABLE 'session_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID"),
+    ('table', 'usage_facts', 'CREATE TABLE usage_facts (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tpending BOOLEAN NOT NULL, \n\tcopied BOOLEAN NOT NULL, \n\tentry_id TEXT, \n\tentry_timestamp TEXT, \n\tts_ms BIGINT NOT NULL, \n\tday_utc TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tCONSTRAINT pk_usage_facts PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_facts_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)'),
+    ('table', 'usage_rollup', 'CREATE TABLE usage_rollup (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tcwd TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tCONSTRAINT pk_usage_rollup PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_rollup_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)'),
+    ('table', 'usage_totals', 'CREATE TABLE usage_totals (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\tscope TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tfile_id INTEGER, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tsessions INTEGER NOT NULL, \n\tCONSTRAINT pk_usage_totals PRIMARY KEY (id)\n)'),
+})

@@ -18,24 +18,21 @@ than this package. A database server that cannot be reached is a `CatalogUnavail
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION, SQL
+from sessdex.catalog.store.compiled_sql import SCHEMA_OBJECTS, SCHEMA_REVISION, SQL
 from sessdex.catalog.store.location import BUSY_TIMEOUT_MS, MMAP_BYTES, CatalogLocation
 from sessdex.catalog.store.machine import host_name, with_machine
 from sessdex.core.errors import CatalogError
 from sessdex.core.paths import as_path
-from sessdex.core.sqlite_driver import sqlite3
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
 if TYPE_CHECKING:
-    import contextlib
-    from collections.abc import Mapping, Sequence
     from pathlib import Path
-    from typing import Any, Protocol
-else:
-    Protocol = object  # the seam is a typing.Protocol for the type checker, a plain base class at run time
 
 # -- the seam ------------------------------------------------------------------------------------------
 
@@ -175,10 +172,10 @@ class SqliteCatalog:
             raise RuntimeError("catalog writes must happen inside CatalogDatabase.write()")
         return self._writer
 
-    def write(self) -> _SqliteTransaction:
+    def write(self) -> contextlib.AbstractContextManager[None]:
         if self._writer is None:
             self._writer = connect_sqlite(self._path, readonly=False)
-        return _SqliteTransaction(self._writer)
+        return _sqlite_transaction(self._writer)
 
     def writer_connection(self) -> sqlite3.Connection:
         """The read-write connection (for maintenance such as FTS optimize and checkpoints)."""
@@ -225,27 +222,18 @@ class SqliteCatalog:
         self._writer = None
 
 
-# The context managers of write transactions are classes rather than contextlib generators: this module is on
-# every hot command's path, and contextlib imports functools and collections (issue 12).
-
-class _SqliteTransaction:
+@contextlib.contextmanager
+def _sqlite_transaction(writer: sqlite3.Connection) -> Iterator[None]:
     """`SqliteCatalog.write()`: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK when the block raises."""
-
-    __slots__ = ("writer",)
-
-    def __init__(self, writer: sqlite3.Connection) -> None:
-        self.writer = writer
-
-    def __enter__(self) -> None:
-        if self.writer.in_transaction:
-            raise RuntimeError("nested catalog write transaction")
-        self.writer.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: type[BaseException] | None, *exc_info: object) -> None:
-        if kind is not None:
-            self.writer.rollback()
-        else:
-            self.writer.commit()
+    if writer.in_transaction:
+        raise RuntimeError("nested catalog write transaction")
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        writer.rollback()
+        raise
+    writer.commit()
 
 
 # -- opening ---------------------------------------------------------------------------------------------
@@ -261,14 +249,39 @@ def _revision(connection: sqlite3.Connection) -> str | None:
     return row[0] if row else None
 
 
+def schema_damage(connection: sqlite3.Connection) -> str | None:
+    """What differs between a catalog's schema objects and those of a catalog at SCHEMA_REVISION (a dropped
+    table, a renamed column: damage done by hand or by another program), or None when they are the same."""
+    rows = connection.execute("SELECT type, name, sql FROM sqlite_master")
+    found = {(kind, name, sql or "") for kind, name, sql in rows if not name.startswith("sqlite_")}
+    if found == SCHEMA_OBJECTS:
+        return None
+    missing = sorted(name for _kind, name, _sql in SCHEMA_OBJECTS - found)
+    if missing:
+        return f"missing or changed: {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}"
+    unexpected = sorted(name for _kind, name, _sql in found - SCHEMA_OBJECTS)
+    return f"not made by sessdex: {', '.join(unexpected[:3])}{', ...' if len(unexpected) > 3 else ''}"
+
+
+class CatalogSchemaDamagedError(CatalogError):
+    """A SQLite catalog at the current revision whose tables or indexes are not the ones sessdex makes: read
+    commands answer from the files, and `sessdex doctor` rebuilds it."""
+
+
 def current_sqlite_catalog(location: CatalogLocation, machine: str | None = None) -> SqliteCatalog | None:
-    """The catalog opened on the fast path when its file exists at the current revision, else None."""
+    """The catalog opened on the fast path when its file exists at the current revision, else None;
+    CatalogSchemaDamagedError when it is at the current revision with another schema."""
     if location.sqlite_file is None or not os.path.exists(location.sqlite_file):
         return None
     catalog = SqliteCatalog(location, machine)
     try:
-        if _revision(catalog.sqlite_reader()) == SCHEMA_REVISION:
-            return catalog
+        reader = catalog.sqlite_reader()
+        if _revision(reader) == SCHEMA_REVISION:
+            damage = schema_damage(reader)
+            if damage is None:
+                return catalog
+            raise CatalogSchemaDamagedError(f"the catalog {location.display} is damaged ({damage}); `sessdex doctor` "
+                                            "rebuilds it from the session files")
     except BaseException:
         catalog.close()
         raise
@@ -335,13 +348,10 @@ def _not_writable(exc: sqlite3.OperationalError) -> bool:
 
 
 def remove_catalog_files(location: CatalogLocation) -> list[Path]:
-    """Delete a SQLite catalog, its WAL/SHM files and its ready report files (all derived data); return what was
-    removed."""
-    from sessdex.catalog.store.report_files import remove_report_files
-
+    """Delete a SQLite catalog and its WAL/SHM files (derived data); return what was removed."""
     if location.sqlite_path is None:
         raise CatalogError("only a SQLite catalog file can be removed and rebuilt; drop the tables yourself")
-    removed = [as_path(path) for path in remove_report_files(location)]
+    removed: list[Path] = []
     for suffix in ("", "-wal", "-shm"):
         target = as_path(f"{location.sqlite_file}{suffix}")
         try:

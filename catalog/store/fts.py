@@ -8,7 +8,7 @@ why); a bulk run writes its FTS5 rows in statements of its own.
 
 from __future__ import annotations
 
-from sessdex.core.sqlite_driver import sqlite3
+import sqlite3
 
 MESSAGE_INSERT = "INSERT INTO message_fts(rowid, text) VALUES (?, ?)"
 MESSAGE_DELETE = "INSERT INTO message_fts(message_fts, rowid, text) VALUES ('delete', ?, ?)"

@@ -4,14 +4,16 @@ the sidecar files (locks, watcher heartbeat) beside it; and the engine Alembic a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections.abc import Iterator
 
 from sessdex.core.errors import CatalogError, UsageError
 from sessdex.core.paths import as_path
 from sessdex.core.values import Value
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
@@ -202,7 +204,7 @@ def check_named_catalog_file(path: str, *, probe_tables: bool = True) -> None:
 def _holds_other_tables(path: str) -> bool:
     """True for a readable SQLite database with tables but no Alembic revision: another program's data (the
     agent's history.db, say). A database sessdex cannot read is left to the catalog's own recovery."""
-    from sessdex.core.sqlite_driver import sqlite3
+    import sqlite3
 
     try:
         connection = sqlite3.connect(f"file:{path.replace('%', '%25').replace('?', '%3f').replace('#', '%23')}"
@@ -218,35 +220,20 @@ def _holds_other_tables(path: str) -> bool:
 
 # -- locks -------------------------------------------------------------------------------------------
 
-class exclusive_lock:  # a function's name: used as `with exclusive_lock(path) as fd:`
-    """Hold an exclusive `flock` on `path` (created if needed); raise BlockingIOError when busy and not blocking.
+@contextlib.contextmanager
+def exclusive_lock(path: Path, *, blocking: bool = True) -> Iterator[int]:
+    """Hold an exclusive `flock` on `path` (created if needed); raise BlockingIOError when busy and not blocking."""
+    import fcntl  # only writers lock
 
-    A class rather than a contextlib generator: this module is on every hot command's path (issue 12).
-    """
+    from sessdex.core.private_files import make_private_dirs, open_private
 
-    __slots__ = ("path", "blocking", "fd")
-
-    def __init__(self, path: Path, *, blocking: bool = True) -> None:
-        self.path, self.blocking = path, blocking
-        self.fd = -1
-
-    def __enter__(self) -> int:
-        import fcntl  # a shared library to load: only writers lock, off the read path (issue 12)
-
-        from sessdex.core.private_files import make_private_dirs, open_private
-
-        make_private_dirs(self.path.parent)
-        fd = open_private(self.path)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.blocking else fcntl.LOCK_NB))
-        except BaseException:
-            os.close(fd)
-            raise
-        self.fd = fd
-        return fd
-
-    def __exit__(self, *exc_info: object) -> None:
-        os.close(self.fd)
+    make_private_dirs(path.parent)
+    fd = open_private(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        yield fd
+    finally:
+        os.close(fd)
 
 
 

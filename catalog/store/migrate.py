@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,19 @@ from sessdex.core.errors import CatalogError
 from sessdex.core.private_files import create_private_file, make_private_dirs
 
 MIGRATE_LOCK_KEY = 0x73657373646D67  # "sessdmg": the PostgreSQL advisory lock held while migrating
+
+# The revisions of sessdex releases before the baseline: a catalog at one of them is emptied and indexed again
+# from the session files (it is derived data), never migrated.
+RETIRED_REVISIONS = frozenset({"0001", "0002_usage_facts", "0003_machines", "0004_usage_per_machine",
+                               "0005_usage_report_text", "0006_usage_table_cells", "0007_usage_report_tokens"})
+# What those revisions made on PostgreSQL besides tables (their triggers go with the tables).
+_RETIRED_POSTGRESQL_FUNCTIONS = ("sessdex_fold(text)", "usage_totals_drop_tokens()", "usage_totals_clear_cells()")
+
+
+def _say_rebuilt(location: CatalogLocation, revision: str) -> None:
+    sys.stderr.write(f"sessdex: the catalog {location.display} was made by an older sessdex (revision {revision}); "
+                     "it is emptied and indexed again from the session files\n")
+    sys.stderr.flush()
 
 
 def _migrations_dir() -> Path:
@@ -78,6 +92,7 @@ def upgrade_catalog(location: CatalogLocation, machine: str | None = None) -> No
             connection = sqlite3.connect(location.sqlite_path, isolation_level=None)
             try:
                 connection.execute("PRAGMA journal_mode = WAL")
+                _empty_retired_sqlite_catalog(location, connection)
                 if _create_new_catalog(connection):
                     return
             finally:
@@ -103,6 +118,64 @@ def _create_new_catalog(connection: sqlite3.Connection) -> bool:
     return True
 
 
+def _empty_retired_sqlite_catalog(location: CatalogLocation, connection: sqlite3.Connection) -> None:
+    """Drop every table, index and trigger of a SQLite catalog at a retired revision (saying so once)."""
+    try:
+        row = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlite3.OperationalError:
+        return  # no revision: a new file, or not a catalog sessdex made (Alembic says so)
+    if row is None or row[0] not in RETIRED_REVISIONS:
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        objects = connection.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+        # The FTS5 tables first: dropping one drops its shadow tables, which cannot be dropped on their own.
+        virtual = [name for kind, name, sql in objects if kind == "table" and (sql or "").startswith("CREATE VIRTUAL")]
+        for name in virtual:
+            connection.execute(f'DROP TABLE IF EXISTS "{name}"')
+        for kind, name, _sql in objects:
+            if kind == "trigger":
+                connection.execute(f'DROP TRIGGER IF EXISTS "{name}"')
+        left = [name for (name,) in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        for name in left:
+            connection.execute(f'DROP TABLE IF EXISTS "{name}"')
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    _remove_ready_reports(location)
+    _say_rebuilt(location, row[0])
+
+
+def _remove_ready_reports(location: CatalogLocation) -> None:
+    """Remove the folder of whole usage reports releases before the baseline kept beside a SQLite catalog
+    (`catalog.db.reports`): derived text nothing reads any more. A symlink there is left alone."""
+    import shutil
+
+    folder = Path(f"{location.sqlite_file}.reports")
+    if folder.is_dir() and not folder.is_symlink():
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _empty_retired_server_catalog(location: CatalogLocation, connection: Any) -> None:
+    """Drop the tables and functions of a PostgreSQL catalog at a retired revision (saying so once), inside the
+    migration's transaction."""
+    from sqlalchemy import inspect, text
+
+    if not inspect(connection).has_table("alembic_version"):
+        return
+    revision = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    if revision not in RETIRED_REVISIONS:
+        return
+    for table in ("usage_totals", "usage_rollup", "usage_facts", "messages", "session_files", "catalog_meta",
+                  "machines", "alembic_version"):
+        connection.execute(text(f'DROP TABLE IF EXISTS "{table}" CASCADE'))
+    for function in _RETIRED_POSTGRESQL_FUNCTIONS:
+        connection.execute(text(f"DROP FUNCTION IF EXISTS {function} CASCADE"))
+    _say_rebuilt(location, revision)
+
+
 def upgrade_with_alembic(location: CatalogLocation, machine: str | None) -> None:
     """Run the migrations up to the newest revision on the catalog at `location` (the caller holds the migrate
     lock, or owns the file alone)."""
@@ -111,6 +184,8 @@ def upgrade_with_alembic(location: CatalogLocation, machine: str | None) -> None
 
     try:
         with alembic_on(location, machine) as config:
+            if location.sqlite_path is None:
+                _empty_retired_server_catalog(location, config.attributes["connection"])
             command.upgrade(config, "head")
     except CommandError as exc:
         raise CatalogError(f"cannot upgrade the catalog {location.display}: {exc} (it may have been created "

@@ -1,4 +1,4 @@
-"""The catalog's tables as SQLAlchemy Core metadata: the single source of truth for its schema (S17).
+"""The catalog's tables as SQLAlchemy Core metadata: the single source of truth for its schema.
 
 Alembic migrations create and upgrade the database to match this metadata (a test runs Alembic's
 `check`); the statements in `sessdex.catalog.store.statements` are built on these tables and compiled once into
@@ -123,7 +123,7 @@ usage_facts = Table(
     Column("output_tokens", Float, nullable=False),
     Column("cache_read_tokens", Float, nullable=False),
     Column("cache_write_tokens", Float, nullable=False),
-    Column("cost", Float, nullable=False),
+    Column("cost_nanos", BigInteger, nullable=False),  # in nano-dollars (sessdex.core.usage.cost_nanos)
     Index(None, "file_id", "entry_id"),
 )
 
@@ -148,7 +148,7 @@ usage_rollup = Table(
     Column("output_tokens", Float, nullable=False),
     Column("cache_read_tokens", Float, nullable=False),
     Column("cache_write_tokens", Float, nullable=False),
-    Column("cost", Float, nullable=False),
+    Column("cost_nanos", BigInteger, nullable=False),
     Column("messages", Integer, nullable=False),
     Index(None, "file_id"),
     Index("ix_usage_rollup_machine_directory_day_local", "machine", "directory", "day_local"),
@@ -160,10 +160,7 @@ usage_rollup = Table(
 # the machine's files (`scope` ""; session rows are kept per folder only). `sessions` counts the files with
 # facts under the key: a file is in one folder of one machine, so folders and machines add up. The indexer
 # keeps it in step with `usage_rollup` by subtracting a file's old rollup and adding its new one, so a
-# report reads its result rows only. Each row over all models also holds its text in `sessdex usage --json`
-# (`json`, rendered by sessdex.core.usage_json from this row, its per-model rows and, for a session, the file's
-# names: display-ready, control characters escaped) and its `label`, the order among rows of equal cost (a
-# session's id, else the key): a report of one scope joins those texts.
+# report reads its result rows only.
 usage_totals = Table(
     "usage_totals",
     metadata,
@@ -178,22 +175,11 @@ usage_totals = Table(
     Column("output_tokens", Float, nullable=False),
     Column("cache_read_tokens", Float, nullable=False),
     Column("cache_write_tokens", Float, nullable=False),
-    Column("cost", Float, nullable=False),
+    Column("cost_nanos", BigInteger, nullable=False),
     Column("messages", Integer, nullable=False),
     Column("sessions", Integer, nullable=False),
-    Column("label", Text),
-    Column("json", Text),
-    Column("cells", Text),  # its line of the table (sessdex.core.usage_cells), from migration 0006
     Index(None, "machine", "kind", "scope", "key", "model", unique=True),
 )
-# (A report of one scope sorts its few rows; an index in their order cost the indexer more than it saved.)
-# SQLite only (made by migration 0005, out of the metadata like the FTS tables): every folder's session rows in
-# the report's order with their texts in the index (a partial one, of those rows only), so that the session
-# report of every project reads 10,000 texts in order with neither a sort nor a table lookup per row. PostgreSQL
-# limits an index entry to 2.7 kB, less than a session's text may be: there the report sorts.
-SQLITE_SESSION_REPORT_INDEX = "ix_usage_totals_sessions_by_cost"
-# The same for the table's cells (made by migration 0006).
-SQLITE_SESSION_CELLS_INDEX = "ix_usage_totals_session_cells_by_cost"
 
 # Small facts about the catalog itself (for example the sessions root of the last full scan).
 catalog_meta = Table(
@@ -222,11 +208,6 @@ machines = Table(
 # metadata: they exist on that dialect only, made by migration 0003, and autogenerate ignores them.
 PG_SEARCH_COLUMNS = ("text_tsv", "search_tsv")
 PG_SEARCH_INDEX_SUFFIXES = ("_tsv", "_trgm")
-
-
-def is_dialect_only_index(name: str | None) -> bool:
-    """True for the indexes a migration makes on one dialect only, which autogenerate must ignore."""
-    return name in (SQLITE_SESSION_REPORT_INDEX, SQLITE_SESSION_CELLS_INDEX)
 
 
 def is_pg_search_object(name: str | None) -> bool:

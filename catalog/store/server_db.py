@@ -2,12 +2,13 @@
 
 The other backend behind `sessdex.catalog.store.db.CatalogDatabase`, opened by `db.open_catalog` for a server URL (and
 for SQLite when a test asks for SQLAlchemy). A module of its own: every hot command opens a SQLite catalog through
-`db`, and creating these classes cost each of them as much as a third of `db` (issue 12).
+`db`, and creating these classes cost each of them as much as a third of `db`.
 """
 
 from __future__ import annotations
 
-import sys
+import contextlib
+from collections.abc import Iterator
 
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
 from sessdex.catalog.store.location import CatalogLocation, create_catalog_engine
@@ -48,8 +49,8 @@ class SqlAlchemyCatalog:
                 self._connection = self._engine.connect()
         return self._connection
 
-    def _reporting_lost_connection(self) -> _ReportingLostConnection:
-        return _ReportingLostConnection(self)
+    def _reporting_lost_connection(self) -> contextlib.AbstractContextManager[None]:
+        return _reporting_lost_connection(self)
 
     def revision(self) -> str | None:
         """The Alembic revision of the database, None when it has none (a new, empty database)."""
@@ -124,8 +125,8 @@ class SqlAlchemyCatalog:
         if not self._in_write:
             raise RuntimeError("catalog writes must happen inside CatalogDatabase.write()")
 
-    def write(self) -> _SqlAlchemyTransaction:
-        return _SqlAlchemyTransaction(self)
+    def write(self) -> contextlib.AbstractContextManager[None]:
+        return _sqlalchemy_transaction(self)
 
     def sqlite_reader(self) -> None:
         return None
@@ -149,59 +150,42 @@ class SqlAlchemyCatalog:
         self._engine.dispose()
 
 
-class _ReportingLostConnection:
+@contextlib.contextmanager
+def _reporting_lost_connection(catalog: SqlAlchemyCatalog) -> Iterator[None]:
     """Inside the block, a lost server connection is dropped and raised as CatalogUnavailableError."""
+    from sqlalchemy.exc import DBAPIError
 
-    __slots__ = ("catalog",)
-
-    def __init__(self, catalog: SqlAlchemyCatalog) -> None:
-        self.catalog = catalog
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: object) -> None:
-        from sqlalchemy.exc import DBAPIError
-
-        if isinstance(error, DBAPIError) and _is_connection_problem(error):
-            self.catalog._drop_connection()
-            raise unavailable(self.catalog.location, error) from error
+    try:
+        yield
+    except DBAPIError as error:
+        if _is_connection_problem(error):
+            catalog._drop_connection()
+            raise unavailable(catalog.location, error) from error
+        raise
 
 
-class _SqlAlchemyTransaction:
+@contextlib.contextmanager
+def _sqlalchemy_transaction(catalog: SqlAlchemyCatalog) -> Iterator[None]:
     """`SqlAlchemyCatalog.write()`: on PostgreSQL under the advisory write lock; commit, or roll back on a raise."""
-
-    __slots__ = ("catalog",)
-
-    def __init__(self, catalog: SqlAlchemyCatalog) -> None:
-        self.catalog = catalog
-
-    def __enter__(self) -> None:
-        catalog = self.catalog
-        if catalog._in_write:
-            raise RuntimeError("nested catalog write transaction")
-        catalog._in_write = True
+    if catalog._in_write:
+        raise RuntimeError("nested catalog write transaction")
+    catalog._in_write = True
+    try:
         try:
             if catalog.dialect == "postgresql":
                 from sqlalchemy import text
 
                 catalog._execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITE_LOCK_KEY})
+            yield
         except BaseException:
-            self.__exit__(*sys.exc_info())
-            raise
-
-    def __exit__(self, kind: type[BaseException] | None, *exc_info: object) -> None:
-        catalog = self.catalog
-        try:
-            if kind is not None:
-                if catalog._connection is not None:
-                    with catalog._reporting_lost_connection():
-                        catalog._connection.rollback()
-            else:
+            if catalog._connection is not None:
                 with catalog._reporting_lost_connection():
-                    catalog._connect().commit()
-        finally:
-            catalog._in_write = False
+                    catalog._connection.rollback()
+            raise
+        with catalog._reporting_lost_connection():
+            catalog._connect().commit()
+    finally:
+        catalog._in_write = False
 
 
 # The key of the PostgreSQL advisory lock every catalog write transaction holds ("sessdex" in ASCII).

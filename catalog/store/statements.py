@@ -33,9 +33,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import sqlite
-from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ClauseElement, ColumnElement
-from sqlalchemy.sql.functions import FunctionElement
 
 from sessdex.catalog.store.schema import (
     catalog_meta,
@@ -95,7 +93,7 @@ def _recent_select() -> Select:
             .limit(bindparam("limit")).offset(bindparam("offset")))
 
 
-USAGE_FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost")
+USAGE_FIGURES = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_nanos")
 USAGE_SCOPES = ("in_directories", "under_root")
 def _first_message_start() -> ColumnElement[str]:
     """The start of a session's first message, as the session report shows it (not the whole text)."""
@@ -136,42 +134,6 @@ def _usage_report(kind: str, scope: str, by_model: bool) -> Select:
     source = usage_rollup.join(session_files, _f.id == _r.file_id) if kind == "session" else usage_rollup
     statement = statement.select_from(source).where(where)
     return statement.group_by(*keys) if keys else statement
-
-
-class bytewise(FunctionElement[Any]):
-    """Its argument, ordered by code point whatever the dialect (SQLite compares text so; PostgreSQL is told
-    COLLATE "C"), as Python orders strings: a report's rows come out of SQL in the order Python gives them."""
-
-    name = "bytewise"
-    inherit_cache = True
-
-
-@compiles(bytewise)
-def _bytewise_plain(element: bytewise, compiler: Any, **kw: Any) -> str:
-    return str(compiler.process(element.clauses, **kw))
-
-
-@compiles(bytewise, "postgresql")
-def _bytewise_postgresql(element: bytewise, compiler: Any, **kw: Any) -> str:
-    return f'{compiler.process(element.clauses, **kw)} COLLATE "C"'
-
-
-class utf8_bytes(FunctionElement[Any]):
-    """Text read as its UTF-8 bytes (SQLite: CAST AS BLOB; PostgreSQL: convert_to), for output written as it is:
-    no decoding into Python strings and encoding again."""
-
-    name = "utf8_bytes"
-    inherit_cache = True
-
-
-@compiles(utf8_bytes)
-def _utf8_bytes_sqlite(element: utf8_bytes, compiler: Any, **kw: Any) -> str:
-    return f"CAST({compiler.process(element.clauses, **kw)} AS BLOB)"
-
-
-@compiles(utf8_bytes, "postgresql")
-def _utf8_bytes_postgresql(element: utf8_bytes, compiler: Any, **kw: Any) -> str:
-    return f"convert_to({compiler.process(element.clauses, **kw)}, 'UTF8')"
 
 
 TOTAL_FIGURES = (*USAGE_FIGURES, "messages", "sessions")
@@ -233,9 +195,6 @@ def _totals_statements() -> dict[str, ClauseElement]:
                 .select_from(usage_totals.join(session_files, _f.id == _t.file_id))
                 .where(_t.model == _EMPTY))
     session_models = select(_t.key, _t.model, *figures).where(_t.model != _EMPTY)
-    one_scope_cells = select(_t.label, _t.cells, _t.cost).where(mine & (_t.scope == bindparam("scope"))
-                                                                & (_t.model == _EMPTY))
-    one_scope = select(utf8_bytes(_t.json)).where(mine & (_t.scope == bindparam("scope")) & (_t.model == _EMPTY))
     statements: dict[str, ClauseElement] = {
         "usage_rollup_of_file": select(_r.machine, _r.directory, _r.cwd, _r.day_local, _r.week_local, _r.provider, _r.model,
                                        *(_r[name] for name in USAGE_FIGURES), _r.messages)
@@ -264,42 +223,6 @@ def _totals_statements() -> dict[str, ClauseElement]:
                                                                       & scopes),
         "usage_totals_session_models_under_root": session_models.where((_t.kind == literal_column("'session'"))
                                                                        & under_root),
-        # The stored --json texts (sessdex.core.usage_json): the writer renders a row from its figures and its
-        # per-model rows (and a session's names); a report of one scope reads its rows' texts in order.
-        "usage_totals_of_key": select(_t.model, *figures, _t.file_id, _t.id).where(
-            mine & (_t.kind == bindparam("kind")) & (_t.scope == bindparam("scope")) & (_t.key == bindparam("key")))
-        .order_by(_t.model),
-        "usage_totals_rows_of_machine": select(_t.kind, _t.scope, _t.key, *figures, _t.file_id, _t.id)
-        .where(mine & (_t.model == _EMPTY)),
-        "usage_totals_models_of_machine": select(_t.kind, _t.scope, _t.key, _t.model)
-        .where(mine & (_t.model != _EMPTY)),
-        "usage_session_names": select(_f.id, _f.session_id, _f.path, _f.cwd, _f.title, _first_message_start())
-        .where(_f.id == bindparam("file_id")),
-        "usage_session_names_of_machine": select(_f.id, _f.session_id, _f.path, _f.cwd, _f.title,
-                                                 _first_message_start())
-        .where(_mine() & _f.id.in_(select(_t.file_id).where(mine & (_t.kind == literal_column("'session'"))))),
-        "usage_totals_set_text": update(usage_totals).where(_t.id == bindparam("t_id")).values(
-            json=bindparam("t_json"), label=bindparam("t_label"), cells=bindparam("t_cells")),
-        "usage_json_rows": one_scope.where(_t.kind == bindparam("kind")).order_by(bytewise(_t.key)),
-        "usage_json_rows_by_cost": one_scope.where(_t.kind == bindparam("kind"))
-        .order_by(_t.cost.desc(), bytewise(_t.label)),
-        "usage_json_total": one_scope.where(_t.kind == literal_column("'total'")),
-        "usage_json_sessions_in_scope": one_scope.where(_t.kind == literal_column("'session'"))
-        .order_by(_t.cost.desc(), bytewise(_t.label)),
-        "usage_json_sessions_under_root": select(utf8_bytes(_t.json)).where(
-            under_root & (_t.kind == literal_column("'session'")) & (_t.model == _EMPTY))
-        .order_by(_t.cost.desc(), bytewise(_t.label)),
-        # The stored table cells (sessdex.core.usage_cells), in the same orders: (label, cells, cost) per row.
-        "usage_cells_rows": one_scope_cells.where(_t.kind == bindparam("kind")).order_by(bytewise(_t.key)),
-        "usage_cells_rows_by_cost": one_scope_cells.where(_t.kind == bindparam("kind"))
-        .order_by(_t.cost.desc(), bytewise(_t.label)),
-        "usage_cells_total": select(_t.cells).where(mine & (_t.scope == bindparam("scope")) & (_t.model == _EMPTY)
-                                                    & (_t.kind == literal_column("'total'"))),
-        "usage_cells_sessions_in_scope": one_scope_cells.where(_t.kind == literal_column("'session'"))
-        .order_by(_t.cost.desc(), bytewise(_t.label)),
-        "usage_cells_sessions_under_root": select(_t.label, _t.cells, _t.cost).where(
-            under_root & (_t.kind == literal_column("'session'")) & (_t.model == _EMPTY))
-        .order_by(_t.cost.desc(), bytewise(_t.label)),
     }
     for kind in _TOTAL_KEY_OF_ROLLUP:
         for per_folder in (False, True):
@@ -464,10 +387,12 @@ def head_revision() -> str:
     return head
 
 
-def fresh_catalog_script() -> list[str]:
-    """The statements that give a new SQLite file exactly the catalog the migrations make (tables, indexes, FTS5
-    tables and their settings, the Alembic revision): a first use then creates its catalog without importing
-    Alembic and SQLAlchemy (`sessdex.catalog.store.migrate.upgrade_catalog`)."""
+def template_catalog() -> tuple[list[str], list[tuple[str, str, str]]]:
+    """What a new SQLite file made by the migrations holds: the statements that give another file exactly that
+    catalog (tables, indexes, FTS5 tables and their settings, the Alembic revision), so that a first use creates
+    its catalog without importing Alembic and SQLAlchemy (`sessdex.catalog.store.migrate.upgrade_catalog`); and
+    its schema objects (type, name, SQL), which a catalog at this revision must hold exactly
+    (`sessdex.catalog.store.db.schema_damage`)."""
     import sqlite3
     import tempfile
 
@@ -493,7 +418,7 @@ def fresh_catalog_script() -> list[str]:
                         script.append(f'INSERT INTO "{name}" VALUES ({values})')
         finally:
             connection.close()
-    return script
+    return script, sorted((kind, name, sql or "") for kind, name, sql in objects if not name.startswith("sqlite_"))
 
 
 def render_compiled_module() -> str:
@@ -514,10 +439,14 @@ def render_compiled_module() -> str:
         lines.extend(f"        {part!r}" for part in compile_for_sqlite(statement).splitlines(keepends=True))
         lines.append("    ),")
     lines.append("}")
-    lines += ["", "# A new SQLite catalog at SCHEMA_REVISION, without Alembic (statements.fresh_catalog_script).",
+    script, objects = template_catalog()
+    lines += ["", "# A new SQLite catalog at SCHEMA_REVISION, without Alembic (statements.template_catalog).",
               "FRESH_CATALOG_SCRIPT: tuple[str, ...] = ("]
-    lines.extend(f"    {statement!r}," for statement in fresh_catalog_script())
-    lines.append(")")
+    lines.extend(f"    {statement!r}," for statement in script)
+    lines += [")", "", "# The schema objects (type, name, SQL) of a SQLite catalog at SCHEMA_REVISION.",
+              "SCHEMA_OBJECTS: frozenset[tuple[str, str, str]] = frozenset({"]
+    lines.extend(f"    {item!r}," for item in objects)
+    lines.append("})")
     return "\n".join(lines) + "\n"
 
 

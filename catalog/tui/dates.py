@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sessdex.core.datetimes import datetime
+from datetime import datetime
+
 from sessdex.core.discovery import time_ago
 
 WEEK_MS = 7 * 86_400_000

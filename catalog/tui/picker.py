@@ -20,14 +20,13 @@ Work that does not fit in a keystroke runs in the background on the picker's eve
 the ranking (`picker_search`'s passes, in chunks between keystrokes), the content search (debounced, in a
 worker thread, interrupted when the query moves on) and loading another scope's rows (in a worker thread).
 Work every keystroke would otherwise repeat or trip over is done once while idle after the first paint: the
-search strings, prompt_toolkit's key-binding table, and freezing the heap for the garbage collector.
+search strings and prompt_toolkit's key-binding table.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -66,6 +65,12 @@ from sessdex.catalog.tui.picker_screen import (
     list_width,
     painted_lines,
     preview_width,
+)
+from sessdex.catalog.tui.prompt_toolkit_adapter import (
+    erase_screen,
+    flush_replaced,
+    look_up_key_bindings,
+    screen_was_erased,
 )
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.paths import AgentPaths
@@ -177,7 +182,6 @@ class SessionPicker:
         self.preview.visible = preview if preview is not None else self._size().columns >= PREVIEW_MIN_COLUMNS
         self.painter = LinePainter(StyleCodes(colours=self.app.color_depth.value != "DEPTH_1_BIT"))
         self._painted_size: Size | None = None
-        self._froze_heap = False
         self._preview_drawn: tuple[object, list[list[tuple[str, str]]]] | None = None  # (what it shows, its lines)
         self._holding_flush = False
         self._flush = self.app.output.flush
@@ -242,7 +246,7 @@ class SessionPicker:
         """Hold prompt_toolkit's flush until `_paint` has added its lines (one write: a full redraw, which erases
         the screen first, never shows half a frame), and note when it will redraw everything."""
         size = self._size()
-        if self.app.renderer.last_rendered_screen is None or size != self._painted_size:
+        if screen_was_erased(self.app) or size != self._painted_size:
             # Erased or resized: prompt_toolkit draws its whole frame on a cleared screen.
             self.painter.forget()
             self._painted_size = size
@@ -336,7 +340,7 @@ class SessionPicker:
         erase waits for the next frame's flush: erased and redrawn in one write, no blank frame."""
         self.preview.toggle()
         self._holding_flush = True
-        self.app.renderer.erase(leave_alternate_screen=False)
+        erase_screen(self.app)
 
     def _toggle_cost_order(self) -> None:
         self.model.toggle_cost_order()
@@ -500,31 +504,7 @@ class SessionPicker:
         loop.call_soon(self._verify, self.model.scope)
         keys = [*QUERY_KEYS]
         for start in range(0, len(keys), WARM_UP_KEYS_PER_STEP):
-            loop.call_soon(self._look_up_bindings, keys[start:start + WARM_UP_KEYS_PER_STEP])
-        loop.call_soon(self._freeze_heap)
-
-    def _freeze_heap(self) -> None:
-        """Move every object made so far (the rows, their search strings, prompt_toolkit's layout) out of the
-        garbage collector's sight: a full collection then scans only what typing allocates, a few ms instead of
-        over 20 at 10,000 rows, and it runs in the middle of a keystroke, where the allocations are. Undone when
-        the picker ends (`_thaw_heap`); left alone when something else froze objects already."""
-        if not gc.get_freeze_count():
-            gc.freeze()
-            self._froze_heap = True
-
-    def _thaw_heap(self) -> None:
-        if self._froze_heap:
-            gc.unfreeze()
-            self._froze_heap = False
-
-    def _look_up_bindings(self, keys: list[str]) -> None:
-        """Fill prompt_toolkit's caches of the bindings for `keys` (pressed alone), as a key press would."""
-        bindings = getattr(self.app.key_processor, "_bindings", None)  # the application's combined key bindings
-        if bindings is None:
-            return
-        for key in keys:
-            bindings.get_bindings_for_keys((key,))
-            bindings.get_bindings_starting_with_keys((key,))
+            loop.call_soon(look_up_key_bindings, self.app, keys[start:start + WARM_UP_KEYS_PER_STEP])
 
     # -- running ---------------------------------------------------------------------------------------------
 
@@ -532,14 +512,11 @@ class SessionPicker:
     def _flush_held_while_rendering(self) -> Iterator[None]:
         """Route the output's flush through `_flush_when_painted` while the picker runs (see `_before_render`);
         the output may be shared (the viewer's): it gets its own flush back, and anything held goes out."""
-        output = self.app.output
-        output.flush = self._flush_when_painted  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            del output.flush
-            self._holding_flush = False
-            output.flush()
+        with flush_replaced(self.app.output, self._flush_when_painted):
+            try:
+                yield
+            finally:
+                self._holding_flush = False
 
     async def run_async(self) -> PickerResult:
         """Show the picker until a session is selected, Esc or Ctrl+C."""
@@ -548,7 +525,6 @@ class SessionPicker:
                 return await self.app.run_async(pre_run=self._warm_up)
             finally:
                 self.source.interrupt_content_search()  # nobody waits for its answer any more
-                self._thaw_heap()
 
     def run(self) -> PickerResult:
         """Show the picker (blocking) until a session is selected, Esc or Ctrl+C."""
@@ -557,4 +533,3 @@ class SessionPicker:
                 return self.app.run(pre_run=self._warm_up)
             finally:
                 self.source.interrupt_content_search()
-                self._thaw_heap()

@@ -27,6 +27,7 @@ from sessdex.catalog.tui.picker_screen import (
     preview_while_loading,
     preview_width,
 )
+from sessdex.catalog.tui.prompt_toolkit_adapter import HOME, stay_on_alternate_screen
 
 TYPE_CHECKING = False  # typing stays off the first frame's imports
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 ENTER_ALTERNATE_SCREEN = "\x1b[?1049h"
 LEAVE_ALTERNATE_SCREEN = "\x1b[?1049l"
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
-HOME = "\x1b[H"
 QUERY_ROW = 1
 PROMPT = "> "
 
@@ -70,11 +70,8 @@ def first_frame_text(screen: PickerScreen, columns: int, rows: int, *, preview: 
     return "".join(out)
 
 
-def adopt_alternate_screen(output: Any) -> None:
-    """Make a prompt_toolkit output that finds the first frame on the screen stay on the alternate screen the
-    frame switched to: switching again would clear it (a blank flash) and save the cursor a second time, so that
-    leaving would not bring the cursor back where the shell had it. Its first render still starts from home."""
-    output.enter_alternate_screen = lambda: output.write_raw(HOME)
+# What the picker's application is given to take the screen over from the first frame.
+adopt_alternate_screen = stay_on_alternate_screen
 
 
 def raw_input(fd: int) -> list[Any] | None:

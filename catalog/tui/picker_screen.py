@@ -15,10 +15,10 @@ import os
 from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN
 from sessdex.catalog.tui.dates import short_date
+from sessdex.catalog.tui.figures import format_cost
 from sessdex.catalog.tui.fuzzy import fold, fuzzy_match, highlight_positions, highlight_runs
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.catalog.tui.width import char_width, cut, display_width
-from sessdex.core.usage import format_cost
 
 TYPE_CHECKING = False  # typing stays off the first frame's imports
 if TYPE_CHECKING:

@@ -39,12 +39,13 @@ from prompt_toolkit.lexers import Lexer
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
+from sessdex.catalog.tui.figures import format_cost, format_tokens
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.core.agent_session import AgentSession, Model, ModelSpec
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.errors import SessdexError
 from sessdex.core.paths import AgentPaths
-from sessdex.core.usage import format_cost, format_tokens, usage_facts
+from sessdex.core.usage import dollars, usage_facts
 
 if TYPE_CHECKING:
     from sessdex.catalog.queries.picker_source import PickerSource
@@ -237,13 +238,13 @@ def usage_text(session: AgentSession) -> str:
     """The session's spending: total cost and tokens of every assistant message in its file, then per model."""
     per_model: dict[str, list[float]] = {}
     for fact in usage_facts(session.session_manager.get_entries()):
-        figures = per_model.setdefault(f"{fact.provider}/{fact.model}", [0.0, 0.0])
-        figures[0] += fact.cost
+        figures = per_model.setdefault(f"{fact.provider}/{fact.model}", [0, 0.0])
+        figures[0] += fact.cost_nanos
         figures[1] += fact.input_tokens + fact.output_tokens + fact.cache_read_tokens + fact.cache_write_tokens
     if not per_model:
         return " no usage recorded"
-    cost, tokens = sum(f[0] for f in per_model.values()), sum(f[1] for f in per_model.values())
-    split = " · ".join(f"{sanitize_display_name(name)} {format_cost(f[0])} ({format_tokens(f[1])})"
+    cost, tokens = dollars(sum(int(f[0]) for f in per_model.values())), sum(f[1] for f in per_model.values())
+    split = " · ".join(f"{sanitize_display_name(name)} {format_cost(dollars(int(f[0])))} ({format_tokens(f[1])})"
                        for name, f in sorted(per_model.items(), key=lambda item: (-item[1][0], item[0])))
     return f" {format_cost(cost)} · {format_tokens(tokens)} tokens  —  {split}"
 

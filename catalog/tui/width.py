@@ -8,7 +8,9 @@ joined emoji family is one 2-column picture: importing wcwidth costs a listing m
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+import functools
+
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -57,7 +59,7 @@ def _cluster_width(cluster: str) -> int:
 def _plain_width(char: str) -> int:
     if char < "\u0300":  # Latin-1 and the Latin extensions (accented names, paths): neither combining nor wide
         return 1
-    import unicodedata  # a shared library to load: only text holding other characters needs it (issue 12)
+    import unicodedata  # a shared library to load: only text holding other characters needs it
 
     if unicodedata.combining(char) or char in "\u200b\u200c\u2060\ufeff":
         return 0
@@ -100,28 +102,17 @@ def display_width(text: str) -> int:
     return _non_ascii_width(text)
 
 
-# Widths of non-ASCII text already measured: the picker measures the same titles and paths on every redraw. A dict,
-# not functools.lru_cache: the hot commands do not load functools (core.sqlite_driver).
-_MEASURED: dict[str, int] = {}
-_MEASURED_LIMIT = 4096
-
-
+@functools.lru_cache(maxsize=4096)  # the picker measures the same titles and paths on every redraw
 def _non_ascii_width(text: str) -> int:
-    width = _MEASURED.get(text)
-    if width is None:
-        # Its distinct non-ASCII characters, gathered at C speed: most text holding some non-ASCII is mostly ASCII,
-        # and looking at each character in Python cost a listing more than everything else it shows.
-        width = len(text)
-        for char in set(text).difference(_ASCII):
-            extra = _EXTRA_COLUMNS[char]
-            if extra is None:  # grapheme machinery: the clusters decide
-                width = sum(_cluster_width(cluster) for cluster in graphemes(text))
-                break
-            if extra:
-                width += extra * text.count(char)
-        if len(_MEASURED) >= _MEASURED_LIMIT:
-            _MEASURED.clear()
-        _MEASURED[text] = width
+    # Its distinct non-ASCII characters, gathered at C speed: most text holding some non-ASCII is mostly ASCII,
+    # and looking at each character in Python cost a listing more than everything else it shows.
+    width = len(text)
+    for char in set(text).difference(_ASCII):
+        extra = _EXTRA_COLUMNS[char]
+        if extra is None:  # grapheme machinery: the clusters decide
+            return sum(_cluster_width(cluster) for cluster in graphemes(text))
+        if extra:
+            width += extra * text.count(char)
     return width
 
 

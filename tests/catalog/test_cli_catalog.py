@@ -135,7 +135,9 @@ def test_list_reads_the_files_when_the_catalog_is_off_or_unusable(sessdex, proj,
     broken = sessdex("list", cwd=proj)
     assert broken.code == 0 and "aaaa0000" in broken.out
     assert "reading the session files directly" in broken.err
-    assert sessdex("search", "lexer", cwd=proj).code == 1  # search has no file-scan fallback: it says so
+    searched = sessdex("search", "lexer", cwd=proj)  # the files searched instead, after one line
+    assert searched.code == 0 and "aaaa0000" in searched.out and "searching the session files directly" in searched.err
+    assert sessdex("--catalog", "off", "search", "lexer", cwd=proj).code == 1  # asked for no catalog: refused
 
 
 HEAVY_IMPORT_PROBE = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
@@ -183,3 +185,44 @@ def test_a_heartbeat_naming_no_real_process_is_not_a_live_watcher(tmp_path: Path
     for pid in ("0", "-1", "99999999999999999999"):
         Path(location.sidecar_file(".watcher")).write_text(f"{pid}\n{tmp_path}\n", encoding="utf-8")
         assert read_heartbeat(location) is None, pid
+
+
+def _damage(catalog: Path, statement: str) -> None:
+    import sqlite3
+
+    connection = sqlite3.connect(catalog)
+    try:
+        connection.execute(statement)
+        connection.commit()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("damage", ["DROP TABLE session_fts", "ALTER TABLE session_files RENAME COLUMN title TO t",
+                                    "DROP INDEX ix_session_files_machine_path"])
+def test_a_catalog_with_a_damaged_schema_answers_from_the_files_in_one_line_and_doctor_rebuilds_it(
+        sessdex, proj, paths, damage):
+    assert sessdex("index").code == 0
+    catalog = paths.agent_dir / "catalog.db"
+    _damage(catalog, damage)
+    answers = {}
+    for command in (("list", "--all"), ("resume", "aaaa"), ("search", "lexer", "--all"), ("usage", "--all", "--json")):
+        result = sessdex(*command, cwd=proj)
+        assert result.code == 0, (command, result.err)
+        lines = result.err.splitlines()
+        assert len(lines) == 1 and "is damaged" in lines[0] and "`sessdex doctor`" in lines[0], (command, lines)
+        assert "Traceback" not in result.err
+        answers[command] = result.out
+    for command in (("list", "--all"), ("resume", "aaaa"), ("usage", "--all", "--json")):
+        assert answers[command] == sessdex("--catalog", "off", *command, cwd=proj).out, command
+    found = answers[("search", "lexer", "--all")]
+    assert found.splitlines()[1].startswith("aaaa0000  ") and "message: " in found and "the [lexer] is fixed" in found
+    check = sessdex("doctor", "--check")
+    assert check.code == 1 and "is damaged" in check.err
+    repaired = sessdex("doctor")
+    assert repaired.code == 0 and "rebuilt the catalog from the session files" in repaired.out
+    again = sessdex("list", "--all", cwd=proj)
+    assert again.code == 0 and again.err == "" and again.out == answers[("list", "--all")]
+    searched = sessdex("search", "lexer", "--all", cwd=proj)  # the catalog's full-text search again
+    assert searched.code == 0 and searched.err == "" and "    message: the [lexer] is fixed" in searched.out
+    assert sessdex("doctor", "--check").code == 0

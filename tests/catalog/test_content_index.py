@@ -67,7 +67,7 @@ def usage_by_path(catalog_file: Path) -> tuple[list[tuple], list[tuple]]:
     try:
         facts = sorted(connection.execute(
             "SELECT f.path, u.pending, u.copied, u.entry_id, u.entry_timestamp, u.ts_ms, u.day_utc, u.day_local, "
-            "u.provider, u.model, u.input_tokens, u.output_tokens, u.cost FROM usage_facts u "
+            "u.provider, u.model, u.input_tokens, u.output_tokens, u.cost_nanos FROM usage_facts u "
             "JOIN session_files f ON f.id = u.file_id"))
         rollup = sorted(tuple("" if value is None else value for value in row) for row in connection.execute(
             "SELECT f.path, r.* FROM usage_rollup r JOIN session_files f ON f.id = r.file_id"))

@@ -8,11 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sessdex.catalog.index.content_index import fill_content_index
-from sessdex.catalog.index.indexer import Indexer, Outcome
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store import fts
-from sessdex.catalog.store.db import open_catalog
 from sessdex.catalog.store.location import resolve_location
 from sessdex.catalog.store.machine import (
     MACHINE_FILE_NAME,
@@ -21,10 +18,9 @@ from sessdex.catalog.store.machine import (
     resolve_machine,
     stored_machine,
 )
-from sessdex.catalog.store.migrate import alembic_on, upgrade_catalog
 from sessdex.core.errors import UsageError
 from sessdex.core.paths import AgentPaths
-from tests.catalog.catalog_support import BASE_MS, assistant, header, jsonl, sandbox_paths, session_fields, user, write_file
+from tests.catalog.catalog_support import BASE_MS, assistant, header, jsonl, sandbox_paths, user, write_file
 from tests.cli_support import run_cli
 
 
@@ -61,38 +57,6 @@ def test_a_bad_machine_option_is_a_usage_error(paths, capsys):
     outcome = run_cli(["--agent-dir", str(paths.agent_dir), "--machine", "all", "list"], capsys)
     assert outcome.code == 2
     assert outcome.err.strip() == "sessdex: --machine cannot be `all` (that word selects every machine in --machines)"
-
-
-def test_a_catalog_from_before_machines_is_upgraded_in_place_to_this_machine(paths):
-    location = resolve_location(paths.agent_dir)
-    with Catalog(paths, location) as catalog:
-        before = [session_fields(i) for i in catalog.list_all_sessions()]
-    assert before
-    with alembic_on(location) as config:
-        from alembic import command
-
-        command.downgrade(config, "0002_usage_facts")  # the revision before machines
-    connection = sqlite3.connect(location.sqlite_path)
-    assert "machine" not in {row[1] for row in connection.execute("PRAGMA table_info(session_files)")}
-    message_ids = connection.execute("SELECT id FROM messages ORDER BY id").fetchall()
-    connection.close()
-    upgrade_catalog(location, "workstation")
-    db = open_catalog(location, machine="workstation")
-    try:
-        rows = db.fetchall("file_health")
-        assert [row["path"] for row in rows] == [str(info["path"]) for info in before]
-        writer = db.writer_connection()
-        assert [tuple(row) for row in writer.execute("SELECT DISTINCT machine FROM session_files")] == [("workstation",)]
-        assert [tuple(row) for row in writer.execute("SELECT id FROM messages ORDER BY id")] == message_ids
-        assert Indexer(db).index_path(before[0]["path"]) is Outcome.UNCHANGED  # nothing is read again
-        assert fill_content_index(db)  # a first index's message-text backlog survives the upgrade, and completes
-        db.writer_connection().execute(fts.integrity_check("session_fts"))
-        db.writer_connection().execute(fts.integrity_check("message_fts"))
-    finally:
-        db.close()
-    with Catalog(paths, location, machine="workstation") as catalog:
-        assert [session_fields(i) for i in catalog.list_all_sessions()] == before
-        assert [hit.session.id for hit in catalog.search("quokka", None)] == ["5eee000000000001"]
 
 
 def test_one_machines_rows_are_invisible_to_another_on_the_same_file(paths):

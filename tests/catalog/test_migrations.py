@@ -27,6 +27,25 @@ def _tables(path: Path) -> set[str]:
         connection.close()
 
 
+def test_no_migration_imports_product_code():
+    """A released revision must not change when today's code does: the versions import Alembic and SQLAlchemy
+    only (sessdex's own schema is for env.py's autogenerate comparison)."""
+    import ast
+
+    versions = sorted((REPO / "migrations" / "versions").glob("*.py"))
+    assert [path.stem for path in versions] == [SCHEMA_REVISION] or SCHEMA_REVISION in {p.stem for p in versions}
+    for path in versions:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else ["(relative)"]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] in {"__future__", "alembic", "sqlalchemy"}, (path.name, name)
+
+
 def test_opening_a_missing_catalog_creates_it_at_the_newest_revision(tmp_path: Path):
     location = resolve_location(tmp_path / "agent")
     open_catalog(location).close()

@@ -1,46 +1,18 @@
-"""The printers the hot commands use instead of json and re write exactly what those wrote.
-
-`cli.json_text` stands in for `json.dumps(value, ensure_ascii=False, indent=2)` (every --json but usage's, which
-`core.usage_json` writes: tests/core/test_usage_json.py); `tui.terminal_text` replaced regular expressions with
-translation tables. Each is compared here with the library or the expressions it replaces, on generated values.
-"""
+"""`tui.terminal_text` writes exactly what the regular expressions it replaced wrote, on generated values."""
 
 from __future__ import annotations
 
-import json
 import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessdex.catalog.cli.json_text import json_text
 from sessdex.catalog.tui.terminal_text import REPLACEMENT, terminal_json, terminal_text
 
 _SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text()
 _KEYS = st.text() | st.integers() | st.floats() | st.booleans() | st.none()
 _VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner) | st.tuples(inner, inner) | st.dictionaries(_KEYS, inner),
                        max_leaves=25)
-
-
-@settings(max_examples=400)
-@given(_VALUES)
-def test_json_text_is_what_json_dumps_writes(value: object) -> None:
-    assert json_text(value) == json.dumps(value, ensure_ascii=False, indent=2)
-
-
-def test_json_text_refuses_what_json_refuses() -> None:
-    for value in ({"set": {1}}, [object()], {(1, 2): "tuple key"}):
-        try:
-            json.dumps(value)
-        except TypeError:
-            pass
-        else:
-            raise AssertionError(f"json accepts {value!r}")
-        try:
-            json_text(value)
-        except TypeError:
-            continue
-        raise AssertionError(f"json_text accepts {value!r}")
 
 
 # The expressions terminal_text and terminal_json used before (issue 11), as the reference.

@@ -21,7 +21,6 @@ from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.indexer import Indexer, Outcome
 from sessdex.catalog.store.db import open_catalog
 from sessdex.catalog.store.location import resolve_location
-from sessdex.catalog.store.report_files import TOKEN_KEY_PREFIX
 from tests.catalog.catalog_support import assistant, header, jsonl, user, write_file
 from tests.catalog.test_bulk_writer import assert_same_content, odd_files, snapshot
 
@@ -68,8 +67,7 @@ def corpus(tmp_path: Path) -> list[Path]:
 
 
 def whole_catalog(database_path: Path) -> dict[str, Any]:
-    """Every row of every table of a SQLite catalog, in rowid order (FTS5 shadow tables included); the usage rows'
-    tokens (random by design: sessdex.catalog.store.report_files) read as "<token>"."""
+    """Every row of every table of a SQLite catalog, in rowid order (FTS5 shadow tables included)."""
     connection = sqlite3.connect(database_path)
     try:
         tables = [row[0] for row in connection.execute(
@@ -83,8 +81,7 @@ def whole_catalog(database_path: Path) -> dict[str, Any]:
             except sqlite3.OperationalError:  # WITHOUT ROWID: read in primary key order
                 whole[table] = connection.execute(f"SELECT * FROM {table}").fetchall()
         if "catalog_meta" in whole:
-            whole["catalog_meta"] = sorted((key, "<token>" if key.startswith(TOKEN_KEY_PREFIX) else value)
-                                           for key, value in whole["catalog_meta"])
+            whole["catalog_meta"] = sorted(whole["catalog_meta"])
         return whole
     finally:
         connection.close()

@@ -254,21 +254,3 @@ def test_the_bindings_of_query_keys_are_looked_up_before_the_first_key(tree: Tre
         await d.press(ESC)
 
     drive(file_source(tree), script)
-
-
-def test_the_heap_is_frozen_while_the_picker_runs_and_thawed_after(tree: Tree) -> None:
-    # What exists once the picker is up is kept out of the garbage collector's full collections (see _freeze_heap).
-    import gc
-
-    populate(tree)
-    assert gc.get_freeze_count() == 0
-    frozen: list[int] = []
-
-    async def script(d: Driver) -> None:
-        await d.until(lambda: d.picker.app.is_running)
-        await d.idle()
-        frozen.append(gc.get_freeze_count())
-        await d.press(ESC)
-
-    drive(file_source(tree), script)
-    assert frozen[0] > 0 and gc.get_freeze_count() == 0

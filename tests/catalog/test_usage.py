@@ -223,11 +223,10 @@ def _report(agent: Agent, capsys: pytest.CaptureFixture[str], kind: str, *extra:
     return json.loads(result.out)
 
 
-def check_stored_texts(cli: Callable[..., list[str]], capsys: pytest.CaptureFixture[str],
-                       catalog: str | None = None) -> None:
-    """Every report's --json without --breakdown (joined from the row texts the catalog stores, where one scope
-    answers: every project's always) equals the --breakdown report (summed and written from the figures: the
-    report the other checks compare with the files) without its breakdowns, to the last bit of every cost."""
+def check_plain_reports(cli: Callable[..., list[str]], capsys: pytest.CaptureFixture[str],
+                        catalog: str | None = None) -> None:
+    """Every report's --json without --breakdown equals the --breakdown report (the one the other checks compare
+    with the files) without its breakdowns, to the last bit of every cost."""
     for kind in KINDS:
         for extra in (("--all",), ()):
             plain = run_cli(cli("usage", kind, "--json", *extra, catalog=catalog), capsys)
@@ -237,29 +236,6 @@ def check_stored_texts(cli: Callable[..., list[str]], capsys: pytest.CaptureFixt
             for row in [*summed["rows"], summed["totals"]]:
                 del row["breakdown"]
             assert json.loads(plain.out) == summed, (kind, extra)
-
-
-def assert_every_row_has_its_text(catalog: Path) -> None:
-    """Each report row of a SQLite catalog holds its --json text and its table cells (none is left to be summed for
-    lack of them), and the session report of every project reads either in order from an index alone (no sort, no
-    table lookup)."""
-    import sqlite3
-
-    from sessdex.catalog.store.compiled_sql import SQL
-
-    connection = sqlite3.connect(catalog)
-    try:
-        counts = connection.execute("SELECT count(*), count(json), count(label), count(cells) FROM usage_totals"
-                                    " WHERE model = ''")
-        rows, texts, labels, cells = counts.fetchone()
-        plans = [" ".join(row[-1] for row in connection.execute(
-            "EXPLAIN QUERY PLAN " + SQL[statement], {"machine": "m", "root_dir": "/r", "root_lo": "/r/", "root_hi": "/r0"}))
-            for statement in ("usage_json_sessions_under_root", "usage_cells_sessions_under_root")]
-    finally:
-        connection.close()
-    assert rows > 0 and texts == labels == cells == rows
-    for plan, index in zip(plans, ("ix_usage_totals_sessions_by_cost", "ix_usage_totals_session_cells_by_cost")):
-        assert f"COVERING INDEX {index}" in plan and "TEMP B-TREE" not in plan, plan
 
 
 # Titles, first messages, folders and model names a table must show as one safe line each, at the right width.
@@ -298,29 +274,6 @@ def add_hostile_sessions(agent: Agent) -> Path:
 TABLE_WIDTHS = (None, 30, 80, 132, 400)
 
 
-def check_stored_cells(agent: Agent, projects: tuple[Path, ...] = ()) -> None:
-    """Every report's table from the stored cells (every project's, and each of `projects`' one folder: both must
-    be answered so) is, byte for byte, the table of the summed report, at every width, with and without bars."""
-    from sessdex.catalog.cli.usage_stored_table import stored_usage_table
-    from sessdex.catalog.cli.usage_table import usage_table
-    from sessdex.catalog.queries.sessions import open_catalog
-    from sessdex.core.usage_terms import DateRange
-
-    every_day = DateRange(None, None)
-    with open_catalog(str(agent.agent), str(agent.catalog)) as catalog:
-        for kind in KINDS:
-            for cwd, all_projects in ((agent.project, True), *((project, False) for project in projects)):
-                report = catalog.usage_report(kind, cwd, all_projects=all_projects, days=every_day)
-                assert report.rows
-                for width in TABLE_WIDTHS:
-                    for bars in (False, True):
-                        stored = catalog.usage_table_cells(kind, cwd, all_projects=all_projects, days=every_day,
-                                                           breakdown=False)
-                        assert stored is not None, (kind, cwd)
-                        assert stored_usage_table(stored, width, bars=bars) == usage_table(
-                            report, width, breakdown=False, bars=bars).encode(), (kind, all_projects, width, bars)
-
-
 def _check_every_report(agent: Agent, capsys: pytest.CaptureFixture[str], catalog: str | None = None) -> None:
     files = counted_files(agent.sessions_root)
     for kind in KINDS:
@@ -344,13 +297,16 @@ def test_the_corpus_has_forks_whose_copied_entries_the_reference_drops(agent: Ag
 def test_every_report_from_the_catalog_and_from_the_files_equals_the_files_summed(agent: Agent, capsys) -> None:
     _check_every_report(agent, capsys)
     _check_every_report(agent, capsys, catalog="off")
-    check_stored_texts(agent.cli, capsys)
-    check_stored_texts(agent.cli, capsys, catalog="off")
-    assert_every_row_has_its_text(agent.catalog)
+    check_plain_reports(agent.cli, capsys)
+    check_plain_reports(agent.cli, capsys, catalog="off")
+    for kind in KINDS:  # the sums are exact: the catalog's text is the files', byte for byte
+        for extra in (("--all",), ()):
+            assert (run_cli(agent.cli("usage", kind, "--breakdown", "--json", *extra), capsys).out
+                    == run_cli(agent.cli("usage", kind, "--breakdown", "--json", *extra, catalog="off"), capsys).out)
 
 
 def summed_table(agent: Agent, kind: str, cwd: Path, all_projects: bool, width: int | None) -> str:
-    """The table `sessdex usage KIND` printed before the cells were stored: the summed report's, bars on a width."""
+    """The table of the catalog's summed report, bars on a width."""
     from sessdex.catalog.cli.usage_table import usage_table
     from sessdex.catalog.queries.sessions import open_catalog
     from sessdex.core.usage_terms import DateRange
@@ -360,11 +316,10 @@ def summed_table(agent: Agent, kind: str, cwd: Path, all_projects: bool, width: 
     return usage_table(report, width, breakdown=False, bars=width is not None) + "\n"
 
 
-def test_the_table_from_stored_cells_prints_the_summed_tables_bytes_with_hostile_names(agent: Agent, capsys,
-                                                                                      monkeypatch) -> None:
+def test_the_table_shows_hostile_names_as_one_safe_line_each_at_every_width(agent: Agent, capsys,
+                                                                            monkeypatch) -> None:
     hostile = add_hostile_sessions(agent)
     run_cli(agent.cli("index"), capsys)
-    check_stored_cells(agent, (hostile,))
     for cwd, scope in ((agent.project, ("--all",)), (hostile, ())):
         monkeypatch.chdir(cwd)
         for kind in KINDS:
@@ -437,161 +392,6 @@ def _same_report(one: Any, other: Any) -> bool:
     if isinstance(one, list) and isinstance(other, list):
         return len(one) == len(other) and all(_same_report(a, b) for a, b in zip(one, other))
     return bool(one == other)
-
-
-def _downgrade_to_first_revision(catalog: Path) -> None:
-    from alembic import command
-
-    from sessdex.catalog.store.migrate import alembic_on
-
-    with alembic_on(resolve_location(catalog.parent, str(catalog))) as config:
-        command.downgrade(config, "0001")
-
-
-def test_a_catalog_at_revision_0001_upgrades_in_place_and_answers_as_a_fresh_one(agent: Agent, capsys) -> None:
-    import sqlite3
-
-    run_cli(agent.cli("index"), capsys)
-    _downgrade_to_first_revision(agent.catalog)  # the schema and rows an 0001 sessdex left: no usage tables
-    connection = sqlite3.connect(agent.catalog)
-    try:
-        assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == ("0001",)
-        assert not connection.execute("SELECT name FROM sqlite_master WHERE name LIKE 'usage%'").fetchall()
-        files_before = connection.execute("SELECT count(*) FROM session_files").fetchone()[0]
-    finally:
-        connection.close()
-    _check_every_report(agent, capsys)  # opening upgrades; the next freshness pass fills the usage tables
-    fresh = str(agent.catalog.with_name("fresh.db"))
-    for kind in KINDS:
-        assert _same_report(_report(agent, capsys, kind, "--all"), _report(agent, capsys, kind, "--all", catalog=fresh))
-    connection = sqlite3.connect(agent.catalog)
-    try:
-        assert connection.execute("SELECT count(*) FROM session_files").fetchone()[0] == files_before
-    finally:
-        connection.close()
-
-
-class _Downgraded:
-    """The agent's indexed catalog taken back to an earlier revision: its usage_totals columns and indexes then,
-    and its files' stats (`files_not_read_again` checks them after an upgrade)."""
-
-    def __init__(self, agent: Agent, revision: str) -> None:
-        import sqlite3
-
-        from alembic import command
-
-        from sessdex.catalog.store.migrate import alembic_on
-
-        self.catalog = agent.catalog
-        with alembic_on(resolve_location(agent.agent, str(agent.catalog))) as config:
-            command.downgrade(config, revision)
-        connection = sqlite3.connect(agent.catalog)
-        try:
-            assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == (revision,)
-            self.columns = {row[1] for row in connection.execute("PRAGMA table_info(usage_totals)")}
-            self.indexes = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-            self.stats = self._file_stats(connection)
-        finally:
-            connection.close()
-
-    @staticmethod
-    def _file_stats(connection: Any) -> list[Any]:
-        return connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall()
-
-    def assert_files_not_read_again(self) -> None:
-        """The upgrade worked from the rows already there: no session file was indexed again."""
-        import sqlite3
-
-        connection = sqlite3.connect(self.catalog)
-        try:
-            assert self._file_stats(connection) == self.stats
-        finally:
-            connection.close()
-
-
-def test_a_catalog_at_revision_0004_upgrades_to_stored_report_texts_equal_to_a_fresh_builds(agent: Agent,
-                                                                                               capsys) -> None:
-    run_cli(agent.cli("index"), capsys)
-    downgraded = _Downgraded(agent, "0004_usage_per_machine")
-    assert not {"json", "label"} & downgraded.columns
-    check_stored_texts(agent.cli, capsys)  # opening upgrades: the texts are rendered in place
-    assert_every_row_has_its_text(agent.catalog)
-    downgraded.assert_files_not_read_again()
-    fresh = str(agent.catalog.with_name("fresh.db"))
-    for kind in KINDS:
-        for extra in (("--all",), ()):
-            upgraded, built = (run_cli(agent.cli("usage", kind, "--json", *extra, catalog=catalog), capsys).out
-                               for catalog in (None, fresh))
-            assert _same_report(json.loads(upgraded), json.loads(built)), (kind, extra)
-    _check_every_report(agent, capsys)
-
-
-def _stored_cells(catalog: Path) -> set[tuple[str, str, str, str]]:
-    import sqlite3
-
-    connection = sqlite3.connect(catalog)
-    try:  # (a session row's key is its file row's id, which differs between catalogs: its label is the session's)
-        return set(connection.execute("SELECT kind, scope, label, cells FROM usage_totals WHERE model = ''"))
-    finally:
-        connection.close()
-
-
-def test_a_catalog_at_revision_0005_upgrades_to_stored_table_cells_equal_to_a_fresh_builds(agent: Agent,
-                                                                                              capsys) -> None:
-    hostile = add_hostile_sessions(agent)
-    run_cli(agent.cli("index"), capsys)
-    downgraded = _Downgraded(agent, "0005_usage_report_text")
-    assert "cells" not in downgraded.columns
-    assert "ix_usage_totals_sessions_by_cost" in downgraded.indexes  # 0005's, kept by 0006's downgrade
-    assert "ix_usage_totals_session_cells_by_cost" not in downgraded.indexes
-    check_stored_cells(agent, (hostile,))  # opening upgrades: the cells are rendered in place
-    assert_every_row_has_its_text(agent.catalog)
-    downgraded.assert_files_not_read_again()
-    fresh = agent.catalog.with_name("fresh.db")
-    assert run_cli(agent.cli("index", catalog=str(fresh)), capsys).code == 0
-    assert _stored_cells(agent.catalog) == _stored_cells(fresh)
-
-
-def test_index_rebuild_renders_every_stored_text_again(agent: Agent, capsys) -> None:
-    run_cli(agent.cli("index"), capsys)
-    before = {kind: run_cli(agent.cli("usage", kind, "--all", "--json"), capsys).out for kind in KINDS}
-    assert run_cli(agent.cli("index", "--rebuild"), capsys).code == 0
-    assert_every_row_has_its_text(agent.catalog)
-    check_stored_texts(agent.cli, capsys)
-    check_stored_cells(agent)
-    for kind in KINDS:
-        assert _same_report(json.loads(run_cli(agent.cli("usage", kind, "--all", "--json"), capsys).out),
-                            json.loads(before[kind]))
-
-
-def test_a_process_prints_the_stored_texts_and_cells_without_core_usage(agent: Agent, capsys, tmp_path: Path) -> None:
-    run_cli(agent.cli("index"), capsys)
-    env = {**os.environ, "TZ": ZONE}
-    code = ("import sys\n"
-            "from sessdex.catalog.cli.entry import main\n"
-            "try: main()\nfinally: sys.stderr.write(' '.join(sorted(sys.modules)))")
-    reports = Path(f"{agent.catalog}.reports")
-    for ready in (True, False):  # the ready report files `index` wrote (sent as they are), then the rows joined
-        if not ready:
-            shutil.rmtree(reports)
-        for kind in KINDS:
-            fast = subprocess.run([sys.executable, "-c", code, *agent.cli("usage", kind, "--all", "--json")],
-                                  cwd=agent.project, env=env, capture_output=True, text=True, timeout=60)
-            assert fast.returncode == 0
-            assert fast.stdout == run_cli(agent.cli("usage", kind, "--all", "--json"), capsys).out
-            loaded = set(fast.stderr.split())
-            assert ("sessdex.core.usage_json" in loaded) is not ready, kind
-            assert not loaded & {"sessdex.core.usage", "sessdex.core.summary",
-                                 "sessdex.core.discovery", "sessdex.core.datetimes", "_datetime"}
-    for kind in KINDS:  # the table, from the stored cells: the session table alone needs core.discovery (id prefixes)
-        fast = subprocess.run([sys.executable, "-c", code, *agent.cli("usage", kind, "--all")],
-                              cwd=agent.project, env=env, capture_output=True, text=True, timeout=60)
-        assert fast.returncode == 0
-        assert fast.stdout == run_cli(agent.cli("usage", kind, "--all"), capsys).out
-        loaded = set(fast.stderr.split())
-        assert "sessdex.catalog.cli.usage_stored_table" in loaded, kind
-        assert not loaded & {"sessdex.core.usage", "sessdex.core.usage_cells"}, kind
-        assert ("sessdex.core.discovery" in loaded) is (kind == "session"), kind
 
 
 def _append(path: Path, records: list[dict[str, Any]], *, newline: bool = True) -> None:
@@ -675,9 +475,7 @@ def test_reports_follow_appends_and_new_forks_while_sessdex_watch_runs(agent: Ag
             return True
 
         _wait_until(caught_up)
-        check_stored_texts(agent.cli, capsys)  # the rows' texts rendered again as the watcher changed them
-        check_stored_cells(agent)  # and their table cells
-        assert_every_row_has_its_text(agent.catalog)
+        check_plain_reports(agent.cli, capsys)
         now = counted_files(agent.sessions_root)
         assert next(u for u in now if u["path"] == str(new_fork))["copied"] == len(
             next(u for u in files if u["path"] == str(parent_path))["facts"]) + 1
@@ -723,7 +521,7 @@ def test_control_characters_in_names_never_reach_the_table(tmp_path: Path, local
             assert not any(char in result.out for char in "\x1b\x07"), (kind, result.out)
 
 
-def test_control_characters_in_names_are_escaped_in_json_stored_or_summed(tmp_path: Path, local_zone: None,
+def test_control_characters_in_names_are_escaped_in_json_from_the_catalog_and_the_files(tmp_path: Path, local_zone: None,
                                                                          capsys) -> None:
     agent_dir = tmp_path / "agent"
     folder = agent_dir / "sessions" / "--p--"
@@ -731,11 +529,11 @@ def test_control_characters_in_names_are_escaped_in_json_stored_or_summed(tmp_pa
     evil = _assistant("e0000001", "2026-02-16T09:30:00.000Z", "evil\x1b[31m", "m\x9bodel\x7f", 0.5)
     _append(folder / "s.jsonl", [{"type": "session", "version": 3, "id": "abcdef0123456789",
                                   "timestamp": "2026-02-16T09:00:00.000Z", "cwd": "/p\x1b]0;x\x07",
-                                  "title": "t\u0085itle\u2028"}, evil])
+                                  "title": "t\u0085itle\u2028\ud800"}, evil])
     for kind in KINDS:
         printed = set()
         for catalog in (str(tmp_path / "catalog.db"), "off"):
-            for extra in ((), ("--breakdown",)):  # the stored texts, and the report summed and written
+            for extra in ((), ("--breakdown",)):
                 result = run_cli(["--agent-dir", str(agent_dir), "--catalog", catalog, "usage", kind, "--all",
                                   "--json", *extra], capsys)
                 assert result.code == 0
@@ -744,9 +542,10 @@ def test_control_characters_in_names_are_escaped_in_json_stored_or_summed(tmp_pa
                 assert report["totals"]["models"] == ["evil\x1b[31m/m\x9bodel\x7f"]
                 if kind == "session":
                     assert report["rows"][0]["cwd"] == "/p\x1b]0;x\x07"
+                    assert report["rows"][0]["title"] == "t\u0085itle\u2028\ufffd"  # a lone surrogate: U+FFFD
                 if not extra:
                     printed.add(result.out)
-        assert len(printed) == 1, kind  # the catalog's stored text is the file scan's, byte for byte
+        assert len(printed) == 1, kind  # the catalog's text is the file scan's, byte for byte
 
 
 def _session_costs(agent_dir: Path, capsys, catalog: str) -> dict[str, tuple[int, float]]:
@@ -960,52 +759,7 @@ def test_reindexing_one_machine_leaves_the_other_machines_usage_alone(machines: 
         assert _machine_report(machines, capsys, "devbox", kind, "--all") == devbox_before[kind]
     _check_machines(machines, capsys)
     for machine in ("laptop", "devbox"):
-        check_stored_texts(functools.partial(machines.cli, machine), capsys)
-    assert_every_row_has_its_text(machines.laptop.catalog)
-
-
-def test_a_catalog_at_revision_0003_upgrades_in_place_and_answers_as_a_fresh_one(machines: Machines, capsys,
-                                                                                  monkeypatch) -> None:
-    import sqlite3
-
-    from alembic import command
-
-    from sessdex.catalog.store.migrate import alembic_on
-
-    machines.index(capsys, monkeypatch)
-    with alembic_on(resolve_location(machines.laptop.agent, str(machines.laptop.catalog))) as config:
-        command.downgrade(config, "0003_machines")  # usage summed over both machines, as 0003 kept it
-    connection = sqlite3.connect(machines.laptop.catalog)
-    try:
-        assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == ("0003_machines",)
-        columns = {row[1] for row in connection.execute("PRAGMA table_info(usage_totals)")}
-        assert "machine" not in columns
-        # 0003 marked copies across machines: the two laptop forks copied to the devbox counted nothing there.
-        copied_on_devbox = connection.execute(
-            "SELECT count(*) FROM usage_facts u JOIN session_files f ON f.id = u.file_id "
-            "WHERE f.machine = 'devbox' AND u.copied").fetchone()[0]
-        stats_before = connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall()
-    finally:
-        connection.close()
-    devbox = counted_files(machines.devbox_root)
-    assert copied_on_devbox > sum(usage["copied"] for usage in devbox)
-    # Opening upgrades, in SQL: no file is read again. The machines' homes are not known before each records it.
-    _check_machines(machines, capsys, homes_known=False)
-    connection = sqlite3.connect(machines.laptop.catalog)
-    try:
-        assert connection.execute("SELECT id, size, mtime_ns FROM session_files ORDER BY id").fetchall() == stats_before
-    finally:
-        connection.close()
-    machines.index(capsys, monkeypatch)  # nothing to index: each machine records its home
-    _check_machines(machines, capsys)
-    fresh = str(machines.laptop.catalog.with_name("fresh.db"))
-    machines.index(capsys, monkeypatch, catalog=fresh)
-    for kind in KINDS:
-        for machine in ("laptop", "devbox"):
-            assert _same_report(_machine_report(machines, capsys, machine, kind, "--all"),
-                                _machine_report(machines, capsys, machine, kind, "--all", catalog=fresh))
-        assert _same_report(_machine_report_all(machines, capsys, "laptop", kind),
-                            _machine_report_all(machines, capsys, "laptop", kind, catalog=fresh))
+        check_plain_reports(functools.partial(machines.cli, machine), capsys)
 
 
 def test_usage_takes_machines_before_or_after_the_command(machines: Machines, capsys, monkeypatch) -> None:
@@ -1025,3 +779,102 @@ def test_usage_takes_machines_before_or_after_the_command(machines: Machines, ca
     assert fast.returncode == 0, fast.stderr
     assert_report_matches(json.loads(fast.stdout), expected_report(both, "weekly", None), "weekly")
 
+
+
+# Costs whose float sum depends on the order they are added in (0.1 + 0.2 + 0.3 != 0.3 + 0.2 + 0.1).
+ORDER_SENSITIVE_COSTS = (0.1, 0.2, 0.3, 0.7, 1e-7, 0.15, 0.45, 1 / 3, 2.675, 1e-9, 0.05, 123.456)
+
+
+def _costly_sessions(agent_dir: Path, order: list[int]) -> None:
+    """One session per cost, all on one day and model, written in `order` (their mtimes follow it)."""
+    folder = agent_dir / "sessions" / "--p--"
+    folder.mkdir(parents=True, exist_ok=True)
+    for position, index in enumerate(order):
+        session_id = f"c{index:015d}"
+        path = folder / f"2026-02-16T09-00-{index:02d}-000Z_{session_id}.jsonl"
+        _append(path, [{"type": "session", "version": 3, "id": session_id, "timestamp": "2026-02-16T09:00:00.000Z",
+                        "cwd": "/p"},
+                       _assistant(f"e{index:07d}", "2026-02-16T09:30:00.000Z", "p", "m", ORDER_SENSITIVE_COSTS[index]),
+                       _assistant(f"f{index:07d}", "2026-02-16T09:31:00.000Z", "p", "m",
+                                  ORDER_SENSITIVE_COSTS[-1 - index])])
+        os.utime(path, ns=(1_700_000_000_000_000_000 + position * 10**9,) * 2)
+
+
+def _usage_outputs(agent_dir: Path, catalog: str, capsys) -> dict[tuple[str, bool], str]:
+    outputs = {}
+    for kind in KINDS:
+        for breakdown in (False, True):
+            result = run_cli(["--agent-dir", str(agent_dir), "--catalog", catalog, "usage", kind, "--all", "--json",
+                              *(["--breakdown"] if breakdown else [])], capsys)
+            assert result.code == 0, result.err
+            outputs[(kind, breakdown)] = result.out
+    return outputs
+
+
+def test_a_report_is_the_same_bytes_from_the_catalog_and_from_the_files_whatever_the_order(
+        tmp_path: Path, local_zone: None, capsys) -> None:
+    forwards = list(range(len(ORDER_SENSITIVE_COSTS)))
+    backwards = forwards[::-1]
+    assert sum(ORDER_SENSITIVE_COSTS[index] for index in forwards) != sum(
+        ORDER_SENSITIVE_COSTS[index] for index in backwards)  # a plain float sum would differ
+    printed = []
+    agent_dir = tmp_path / "agent"
+    for name, order in (("forwards", forwards), ("backwards", backwards)):
+        shutil.rmtree(agent_dir, ignore_errors=True)
+        _costly_sessions(agent_dir, order)
+        printed.append(_usage_outputs(agent_dir, "off", capsys))
+        printed.append(_usage_outputs(agent_dir, str(tmp_path / name / "catalog.db"), capsys))
+        # The catalog subtracts a changed file's old share and adds its new one: still the same bytes.
+        changed = sorted((agent_dir / "sessions" / "--p--").iterdir())[order[3]]
+        _append(changed, [_assistant("g0000001", "2026-02-16T09:40:00.000Z", "p", "m", 0.1)])
+        after = _usage_outputs(agent_dir, str(tmp_path / name / "catalog.db"), capsys)
+        assert after == _usage_outputs(agent_dir, "off", capsys)
+        changed.write_text(changed.read_text().rsplit("\n", 2)[0] + "\n")  # the appended entry goes again
+        assert _usage_outputs(agent_dir, str(tmp_path / name / "catalog.db"), capsys) == printed[-1]
+    assert all(outputs == printed[0] for outputs in printed)
+    totals = json.loads(printed[0][("daily", False)])["totals"]
+    assert totals["cost"] == 2 * sum(round(cost * 10**9) for cost in ORDER_SENSITIVE_COSTS) / 10**9  # nano-dollars
+
+
+def _retire(catalog: Path, revision: str) -> None:
+    """Make an indexed catalog look as a release before the baseline left it: its revision, a column and a
+    trigger of that time."""
+    import sqlite3
+
+    connection = sqlite3.connect(catalog)
+    try:
+        connection.execute("UPDATE alembic_version SET version_num = ?", (revision,))
+        connection.execute("ALTER TABLE usage_totals ADD COLUMN json TEXT")
+        connection.execute("ALTER TABLE usage_facts RENAME COLUMN cost_nanos TO cost")
+        connection.execute("CREATE TRIGGER usage_totals_deleted_drop_token AFTER DELETE ON usage_totals BEGIN "
+                           "DELETE FROM catalog_meta WHERE key = 'x'; END")
+        connection.commit()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("revision", ["0001", "0004_usage_per_machine", "0007_usage_report_tokens"])
+def test_a_catalog_at_a_retired_revision_is_rebuilt_from_the_files_with_one_line(agent: Agent, capsys,
+                                                                                revision: str) -> None:
+    import sqlite3
+
+    assert run_cli(agent.cli("index"), capsys).code == 0
+    _retire(agent.catalog, revision)
+    reports = Path(f"{agent.catalog}.reports")  # the ready reports of those releases, beside the catalog
+    reports.mkdir(mode=0o700)
+    (reports / "usage-daily.json").write_text("{}")
+    first = run_cli(agent.cli("usage", "daily", "--all", "--json"), capsys)
+    assert first.code == 0
+    notice = [line for line in first.err.splitlines() if "older sessdex" in line]
+    assert len(notice) == 1 and revision in notice[0] and "indexed again" in notice[0]
+    assert first.out == run_cli(agent.cli("usage", "daily", "--all", "--json", catalog="off"), capsys).out
+    again = run_cli(agent.cli("usage", "daily", "--all", "--json"), capsys)
+    assert "older sessdex" not in again.err and again.out == first.out
+    assert not reports.exists()
+    connection = sqlite3.connect(agent.catalog)
+    try:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001_baseline",)]
+        assert "json" not in {row[1] for row in connection.execute("PRAGMA table_info(usage_totals)")}
+        assert not connection.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall()
+    finally:
+        connection.close()

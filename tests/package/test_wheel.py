@@ -59,7 +59,7 @@ def test_the_wheel_holds_only_the_sessdex_package(wheel: Path) -> None:
     assert tops == {"sessdex", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
     for expected in ("sessdex/__init__.py", "sessdex/py.typed", "sessdex/core/session_manager.py",
                      "sessdex/catalog/cli/entry.py", "sessdex/migrations/env.py", "sessdex/migrations/script.py.mako",
-                     "sessdex/migrations/versions/0001_initial_catalog.py"):
+                     "sessdex/migrations/versions/0001_baseline.py"):
         assert expected in names
 
 

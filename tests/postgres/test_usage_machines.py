@@ -1,6 +1,6 @@
 """`sessdex usage` on one PostgreSQL catalog shared by two machines: each machine's answer by default, the union
-of both machines' own SQLite answers with `--machines all`, kept apart through a re-index, a rebuild and the
-upgrade from revision 0003.
+of both machines' own SQLite answers with `--machines all`, kept apart through a re-index and a rebuild; a shared
+catalog of an older sessdex is emptied and indexed again.
 
 The two agent dirs and the reference sums are those of tests/catalog/test_usage.py (the laptop, the devbox with
 copies of two laptop forks whose parents are on the laptop only, and this project at the same place under the
@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from sessdex.catalog.store.location import resolve_location
 from tests.catalog import test_usage
 from tests.catalog.test_usage import (
     KINDS,
@@ -26,7 +25,7 @@ from tests.catalog.test_usage import (
     _assistant,
     _same_report,
     assert_report_matches,
-    check_stored_texts,
+    check_plain_reports,
     counted_files,
     expected_report,
 )
@@ -126,24 +125,19 @@ def test_usage_on_a_shared_server_is_each_machines_own_answer_or_their_union(mac
     own = _sqlite_catalogs(machines, capsys, monkeypatch)
     machines.index(capsys, monkeypatch, catalog=postgres_url)
     _check_against_sqlite(machines, capsys, postgres_url, own)
-    _check_stored(machines, capsys, postgres_url, own)
+    _check_same_bytes(machines, capsys, postgres_url, own)
 
 
-def _check_stored(machines: Machines, capsys, shared: str, own: dict[str, str]) -> None:
-    """Each machine's stored --json texts on the server equal its reports summed there, and each report's text
-    (and table) equals the one its own SQLite catalog prints (the same rows' texts, in the same order, bytewise)."""
+def _check_same_bytes(machines: Machines, capsys, shared: str, own: dict[str, str]) -> None:
+    """Each machine's reports on the server, --json and tables, are the bytes its own SQLite catalog prints (the
+    sums are exact on both)."""
     for machine in ("laptop", "devbox"):
-        check_stored_texts(functools.partial(machines.cli, machine), capsys, catalog=shared)
+        check_plain_reports(functools.partial(machines.cli, machine), capsys, catalog=shared)
         for kind in KINDS:
-            printed = [run_cli(machines.cli(machine, "usage", kind, "--all", "--json", catalog=catalog), capsys).out
-                       for catalog in (shared, own[machine])]
-            assert _same_report(*map(json.loads, printed)), (machine, kind)
-            assert [row.get("session") for row in json.loads(printed[0])["rows"]] == \
-                [row.get("session") for row in json.loads(printed[1])["rows"]]
-            # The table from the stored cells too (its own SQLite catalog's is the summed table's: test_usage).
-            tables = [run_cli(machines.cli(machine, "usage", kind, "--all", catalog=catalog), capsys)
-                      for catalog in (shared, own[machine])]
-            assert tables[0].code == 0 and tables[0].out == tables[1].out, (machine, kind)
+            for extra in (("--json",), ("--json", "--breakdown"), ()):
+                printed = [run_cli(machines.cli(machine, "usage", kind, "--all", *extra, catalog=catalog), capsys)
+                           for catalog in (shared, own[machine])]
+                assert printed[0].code == 0 and printed[0].out == printed[1].out, (machine, kind, extra)
 
 
 def test_reindex_and_rebuild_of_one_machine_leave_the_other_machines_usage_alone(machines: Machines, capsys,
@@ -162,62 +156,30 @@ def test_reindex_and_rebuild_of_one_machine_leave_the_other_machines_usage_alone
         for kind in ("daily", "session"):
             assert _same_report(_answer(machines, capsys, "laptop", postgres_url, kind, "--all"),
                                 _answer(machines, capsys, "laptop", own["laptop"], kind, "--all")), (kind, rebuild)
-        _check_stored(machines, capsys, postgres_url, own)
+        _check_same_bytes(machines, capsys, postgres_url, own)
     _check_against_sqlite(machines, capsys, postgres_url, own)
 
 
-def _shared_catalog_at(revision: str, machines: Machines, capsys, monkeypatch, postgres_url: str) -> dict[str, str]:
-    """Both machines indexed into the server's catalog, then that taken back to `revision`; each machine's own
-    SQLite catalog (`_sqlite_catalogs`), to compare with after the upgrade."""
-    from alembic import command
-
-    from sessdex.catalog.store.migrate import alembic_on
+def test_a_shared_catalog_of_an_older_sessdex_is_emptied_and_indexed_again(machines: Machines, capsys, monkeypatch,
+                                                                             postgres_url: str):
+    import psycopg
 
     own = _sqlite_catalogs(machines, capsys, monkeypatch)
     machines.index(capsys, monkeypatch, catalog=postgres_url)
-    with alembic_on(resolve_location(machines.laptop.agent, postgres_url)) as config:
-        command.downgrade(config, revision)
-    return own
-
-
-def test_a_shared_catalog_at_revision_0003_upgrades_to_usage_per_machine(machines: Machines, capsys, monkeypatch,
-                                                                         postgres_url: str):
-    own = _shared_catalog_at("0003_machines", machines, capsys, monkeypatch, postgres_url)
-    import psycopg
-
-    with psycopg.connect(postgres_url) as connection:
-        assert connection.execute("SELECT version_num FROM alembic_version").fetchone() == ("0003_machines",)
-        assert connection.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'usage_totals' "
-                                  "AND column_name = 'machine'").fetchone() == (0,)
-    machines.index(capsys, monkeypatch, catalog=postgres_url)  # upgrades; nothing to index; each records its home
+    with psycopg.connect(postgres_url) as connection:  # what a release before the baseline left
+        connection.execute("UPDATE alembic_version SET version_num = '0007_usage_report_tokens'")
+        connection.execute("ALTER TABLE usage_totals ADD COLUMN json text")
+        connection.execute("CREATE FUNCTION usage_totals_drop_tokens() RETURNS trigger LANGUAGE plpgsql"
+                           " AS $$ BEGIN RETURN NULL; END $$")
+        connection.execute("CREATE TRIGGER usage_totals_deleted_drop_token AFTER DELETE ON usage_totals"
+                           " FOR EACH STATEMENT EXECUTE FUNCTION usage_totals_drop_tokens()")
+    first = run_cli(machines.cli("laptop", "usage", "daily", "--all", "--json", catalog=postgres_url), capsys)
+    assert first.code == 0
+    notice = [line for line in first.err.splitlines() if "older sessdex" in line]
+    assert len(notice) == 1 and "0007_usage_report_tokens" in notice[0]
+    machines.index(capsys, monkeypatch, catalog=postgres_url)  # the devbox indexes its own files again
     _check_against_sqlite(machines, capsys, postgres_url, own)
-
-
-def test_a_shared_catalog_at_revision_0004_upgrades_to_stored_report_texts(machines: Machines, capsys, monkeypatch,
-                                                                           postgres_url: str):
-    own = _shared_catalog_at("0004_usage_per_machine", machines, capsys, monkeypatch, postgres_url)
-    import psycopg
-
     with psycopg.connect(postgres_url) as connection:
-        assert connection.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'usage_totals' "
-                                  "AND column_name IN ('json', 'label')").fetchone() == (0,)
-    _check_stored(machines, capsys, postgres_url, own)  # opening upgrades: the texts are rendered in place
-    with psycopg.connect(postgres_url) as connection:
-        assert connection.execute("SELECT count(*) FROM usage_totals WHERE model = '' AND json IS NULL").fetchone() == (0,)
-
-
-def test_every_change_to_usage_rows_on_the_server_drops_their_machines_token_and_stale_cells(postgres_url: str, tmp_path) -> None:
-    """The ready reports' invalidation (triggers of 0007_usage_report_tokens) on PostgreSQL: statement-level
-    triggers, each dropping the tokens of the machines its rows are of."""
-    from sessdex.catalog.store.db import open_catalog
-    from tests.catalog.test_report_files import (
-        check_every_change_to_usage_rows_drops_their_machines_token,
-        check_figures_changed_without_cells_clear_them,
-    )
-
-    db = open_catalog(resolve_location(tmp_path, postgres_url), machine="here")
-    try:
-        check_every_change_to_usage_rows_drops_their_machines_token(db)
-        check_figures_changed_without_cells_clear_them(db)
-    finally:
-        db.close()
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001_baseline",)]
+        assert connection.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'usage_totals'"
+                                  " AND column_name = 'json'").fetchone() == (0,)
