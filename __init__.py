@@ -6,7 +6,7 @@ The names below are the library's public API. They are loaded on first use (PEP 
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing (and importlib) stay off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing (and importlib) stay off the hot commands' imports
 
 __all__ = [
     "AgentPaths",

@@ -1,10 +1,10 @@
-"""AgentSession (S15): a live agent bound to a SessionManager, switchable to another session file in place.
+"""AgentSession: a live agent bound to a SessionManager, switchable to another session file in place.
 
 An agent embedding sessdex implements the small `Agent` protocol below and hands it, with a model
 registry, to `AgentSession`. The session restores the agent's state from the session file once at
 start-up (`open`, `continue_recent`, `resume`, or the constructor with any SessionManager) and again
 on every `switch_session(path)`, by the same code: messages, default model, thinking level and mode.
-The agent forgets the mode after an in-session switch; sessdex restores it there too (S15).
+The agent forgets the mode after an in-session switch; sessdex restores it there too.
 
 Contracts an embedder implements:
 - `Agent`: event subscription, abort, the three message queues, and setters for messages, session
@@ -199,7 +199,7 @@ class HookBus:
 # -- the session -----------------------------------------------------------------------------------
 
 class AgentSession:
-    """An agent bound to a session file: persists its messages and switches sessions in place (S15)."""
+    """An agent bound to a session file: persists its messages and switches sessions in place."""
 
     def __init__(self, session_manager: SessionManager, agent: Agent, models: ModelRegistry, *,
                  hooks: HookBus | None = None, default_thinking_level: str = "off",
@@ -234,14 +234,14 @@ class AgentSession:
     def continue_recent(cls, cwd: str, agent: Agent, models: ModelRegistry, *,
                         session_dir: str | os.PathLike[str] | None = None, runtime: SessionRuntime | None = None,
                         **options: Any) -> AgentSession:
-        """Start on this terminal's last session of `cwd`, else its newest, else a new one (S12)."""
+        """Start on this terminal's last session of `cwd`, else its newest, else a new one."""
         return cls(SessionManager.continue_recent(cwd, session_dir, runtime=runtime), agent, models, **options)
 
     @classmethod
     def resume(cls, value: str, cwd: str, agent: Agent, models: ModelRegistry, *,
                confirm_fork: Callable[[Any], bool], session_dir: str | os.PathLike[str] | None = None,
                runtime: SessionRuntime | None = None, **options: Any) -> AgentSession:
-        """Start on the session `value` (a path or an id prefix) names, as `--resume <value>` does (S13)."""
+        """Start on the session `value` (a path or an id prefix) names, as `--resume <value>` does."""
         from sessdex.core.resume import resolve_resume
 
         runtime = runtime or SessionRuntime.default()
@@ -251,7 +251,7 @@ class AgentSession:
     # -- switching --------------------------------------------------------------------------------
 
     def switch_session(self, session_path: str | os.PathLike[str]) -> bool:
-        """Make `session_path` the live session in place (S15); False when a hook cancelled it.
+        """Make `session_path` the live session in place; False when a hook cancelled it.
 
         Hard I/O errors propagate; the agent's listener is attached again in every case.
         """

@@ -1,4 +1,4 @@
-"""The content-addressed blob store (S8): large images live in `<agent>/blobs/<sha256>`.
+"""The content-addressed blob store: large images live in `<agent>/blobs/<sha256>`.
 
 A reference is `blob:sha256:<64 lowercase hex>`; anything else is malformed and left alone, so a
 reference can never name a path outside the blob directory.

@@ -1,4 +1,4 @@
-"""Terminal breadcrumbs and the `--continue` target (S12).
+"""Terminal breadcrumbs and the `--continue` target.
 
 Each terminal gets a file `<agent>/terminal-sessions/<terminal-id>` holding two lines: the cwd, then
 the session file last used there. `--continue` prefers it when its cwd resolves to the current cwd
@@ -18,7 +18,7 @@ from sessdex.core.paths import AgentPaths, as_path, is_session_file_name
 from sessdex.core.regular_files import is_regular_file, read_regular_file
 
 # Strings here, Paths only at the API's edge (as_path): `sessdex continue` reads the breadcrumb on every start,
-# and pathlib (with re and urllib.parse) would cost it more than the rest of its work (issue 12).
+# and pathlib (with re and urllib.parse) would cost it more than the rest of its work.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -44,7 +44,7 @@ DETECT_TTY = _DetectTty()
 
 
 # Here rather than in core.runtime (which uses it too): importing the runtime's session machinery (threads,
-# asyncio, dataclasses) would cost every `sessdex continue` start (issue 12).
+# asyncio, dataclasses) would cost every `sessdex continue` start.
 def current_tty_path() -> str | None:
     """The controlling terminal's device path, if stdin is a terminal."""
     try:
@@ -89,7 +89,7 @@ def _breadcrumb_file(paths: AgentPaths, terminal: str) -> str:
 def write_breadcrumb(paths: AgentPaths, cwd: str | os.PathLike[str], session_file: str | os.PathLike[str], *,
                      env: Mapping[str, str] | None = None,
                      tty_path: str | None | _DetectTty = DETECT_TTY) -> None:
-    """Record that this terminal now uses `session_file` in `cwd`; best effort, never raises (S12)."""
+    """Record that this terminal now uses `session_file` in `cwd`; best effort, never raises."""
     from sessdex.core.private_files import make_private_dirs, open_private
 
     try:

@@ -1,4 +1,4 @@
-"""What is sent to the model (S6): `build_session_context` over the path from the root to a leaf."""
+"""What is sent to the model: `build_session_context` over the path from the root to a leaf."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def custom_message_from_entry(entry: dict[str, Any]) -> dict[str, Any]:
     for key in ("customType", "content", "display", "details"):
         if entry.get(key) is not None:
             message[key] = entry[key]
-    # Only the writer adds "agent" (S18): an entry without an attribution gets none here.
+    # Only the writer adds "agent": an entry without an attribution gets none here.
     if entry.get("attribution") is not None:
         message["attribution"] = entry["attribution"]
     message["timestamp"] = _entry_ms(entry)

@@ -1,10 +1,10 @@
-"""File-scan session discovery (S10): recent sessions, the newest session, `list()` and `list_all()`.
+"""File-scan session discovery: recent sessions, the newest session, `list()` and `list_all()`.
 
 These read the session files directly. They are the reference answers and the fallback of the
 catalog, which must return exactly the same results. A file whose first record (after an optional
 title line) is not a valid header is not a session: it is listed nowhere and never breaks a listing.
 Zero-message sessions are left out of `list()`/`list_all()` unless `include_empty=True` (the exact
-full-id lookup of `--resume` uses that, S16). Which files are sessions at all is `records.is_listable_session`:
+full-id lookup of `--resume` uses that). Which files are sessions at all is `records.is_listable_session`:
 never a dot-file, never a header with an empty or non-string id. Only regular files are read (links to
 them followed), never blocking; a file that cannot be read is skipped and, when the caller passes a
 `skipped` list, recorded there with the reason.
@@ -21,7 +21,7 @@ from sessdex.core.paths import SESSION_SUFFIX, AgentPaths, as_path, session_file
 from sessdex.core.records import is_listable_session
 from sessdex.core.summary import SessionInfo, SessionSummary, clamp_epoch_ms, session_info
 
-TYPE_CHECKING = False  # pathlib stays off the hot commands' imports (issue 12): Paths are made by as_path
+TYPE_CHECKING = False  # pathlib stays off the hot commands' imports: Paths are made by as_path
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from pathlib import Path
@@ -36,7 +36,7 @@ NAME_MAX_CHARS = 40
 ELLIPSIS = "…"
 
 _LINE_BREAKS = "\r\n\u2028\u2029"
-# C0, DEL and C1 control characters -> a space (str.translate: no `re` on the hot commands, issue 12).
+# C0, DEL and C1 control characters -> a space (str.translate: no `re` on the hot commands).
 _CONTROL_TO_SPACE = {code: " " for code in [*range(0x20), *range(0x7f, 0xa0)]}
 
 
@@ -99,7 +99,7 @@ def summarize_bytes(data: bytes) -> tuple[SessionSummary, str]:
 
 def read_session_info(path: str | os.PathLike[str], modified_ms: float | None = None, *,
                       skipped: SkippedFiles | None = None) -> SessionInfo | None:
-    """The SessionInfo of one file read whole, or None when it is unreadable or not a session (S10)."""
+    """The SessionInfo of one file read whole, or None when it is unreadable or not a session."""
     path = as_path(path)
     if modified_ms is None:
         modified_ms = _regular_mtime_ms(path)
@@ -137,7 +137,7 @@ def project_session_dirs(cwd: str | os.PathLike[str], session_dir: str | os.Path
 def list_sessions(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None, *,
                   paths: AgentPaths, include_empty: bool = False,
                   skipped: SkippedFiles | None = None) -> list[SessionInfo]:
-    """`list(cwd, session_dir)`: the project's sessions, newest modification first (S10).
+    """`list(cwd, session_dir)`: the project's sessions, newest modification first.
 
     Without `session_dir` the project is the union of its documented `--…--` folder and the agent's
     home-relative one. Zero-message sessions are left out unless `include_empty`.
@@ -148,7 +148,7 @@ def list_sessions(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[st
 
 def list_all_sessions(*, paths: AgentPaths, include_empty: bool = False,
                       skipped: SkippedFiles | None = None) -> list[SessionInfo]:
-    """`list_all()`: every session below the sessions root, nested folders too, newest first (S10)."""
+    """`list_all()`: every session below the sessions root, nested folders too, newest first."""
     return _infos(session_files(paths.sessions_root, recursive=True), include_empty, skipped)
 
 
@@ -174,7 +174,7 @@ def most_recent_session_in(directories: Iterable[str | os.PathLike[str]], *,
 
 
 def find_most_recent_session(session_dir: str | os.PathLike[str]) -> Path | None:
-    """`findMostRecentSession(dir)`: the newest session file of one folder by mtime, or None (S10)."""
+    """`findMostRecentSession(dir)`: the newest session file of one folder by mtime, or None."""
     return most_recent_session_in([session_dir])
 
 
@@ -317,5 +317,5 @@ def recent_sessions_in(directories: Iterable[str | os.PathLike[str]], limit: int
 
 def get_recent_sessions(session_dir: str | os.PathLike[str], limit: int | None = DEFAULT_RECENT_LIMIT, *,
                         now_ms: float | None = None) -> list[RecentSessionInfo]:
-    """`getRecentSessions(dir, limit)`: newest first by mtime, sessions with zero messages included (S10)."""
+    """`getRecentSessions(dir, limit)`: newest first by mtime, sessions with zero messages included."""
     return recent_sessions_in([session_dir], limit, now_ms=now_ms)

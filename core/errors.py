@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from typing import Any
 
@@ -33,7 +33,7 @@ class NotASessionError(SessdexError):
 
 
 class PersistenceError(SessdexError):
-    """Writing a session file failed; kept and raised again by later operations (S7)."""
+    """Writing a session file failed; kept and raised again by later operations."""
 
 
 class EntryNotFoundError(SessdexError, LookupError):
@@ -45,11 +45,11 @@ class EntryNotFoundError(SessdexError, LookupError):
 
 
 class SessionNotFoundError(SessdexError):
-    """No session matches the id prefix the user gave (S13)."""
+    """No session matches the id prefix the user gave."""
 
 
 class SessionInOtherProjectError(SessdexError):
-    """The matched session belongs to another project and the user declined to fork it (S13)."""
+    """The matched session belongs to another project and the user declined to fork it."""
 
 
 class SessionOnOtherMachineError(SessdexError):
@@ -57,7 +57,7 @@ class SessionOnOtherMachineError(SessdexError):
 
 
 class AmbiguousSessionError(SessdexError):
-    """An id prefix matches several sessions; `candidates` lists them (S16)."""
+    """An id prefix matches several sessions; `candidates` lists them."""
 
     def __init__(self, message: str, candidates: list[Any]) -> None:
         super().__init__(message)

@@ -1,4 +1,4 @@
-"""Lenient JSONL reading (S3): one JSON value per line, bad lines skipped and counted, torn tails dropped.
+"""Lenient JSONL reading: one JSON value per line, bad lines skipped and counted, torn tails dropped.
 
 The rules follow the agent's streaming parser as the conformance cases record it: a value may span
 lines, only the first value of a line is kept, and after a syntax error reading resumes on the line

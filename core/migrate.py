@@ -1,4 +1,4 @@
-"""Migrations of old session files (S4): v1 -> v2 (ids, parent chain, firstKeptEntryId), v2 -> v3 (hookMessage)."""
+"""Migrations of old session files: v1 -> v2 (ids, parent chain, firstKeptEntryId), v2 -> v3 (hookMessage)."""
 
 from __future__ import annotations
 

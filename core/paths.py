@@ -1,4 +1,4 @@
-"""Where the agent keeps things (S1): the agent dir, project session directories and session file names."""
+"""Where the agent keeps things: the agent dir, project session directories and session file names."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import os
 from sessdex.core.errors import UsageError
 
 # Plain classes and string operations here, no dataclasses, re, typing or pathlib: every hot command imports
-# this module (issue 12's start-up budget, tests/catalog/test_fastpath.py). The Path values of the API are
-# made on first use.
+# this module (the README's start-up budget). The Path values of the API are made on first use.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -236,7 +235,7 @@ class AgentPaths:
 
 
 def is_session_file_name(name: str) -> bool:
-    """A `*.jsonl` name that is not a dot-file (temp files of rewrites, editors' files are never sessions, S10)."""
+    """A `*.jsonl` name that is not a dot-file (temp files of rewrites, editors' files are never sessions)."""
     return name.endswith(SESSION_SUFFIX) and not name.startswith(".")
 
 

@@ -1,11 +1,11 @@
-"""The shape of a session file's records (S2): header validation, the optional leading `title` line, which
-files are sessions at all (S10), and the load-time projection of entries (S18)."""
+"""The shape of a session file's records: header validation, the optional leading `title` line, which
+files are sessions at all, and the load-time projection of entries."""
 
 from __future__ import annotations
 
 from sessdex.core.paths import is_session_file_name
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from typing import Any
 
@@ -23,7 +23,7 @@ def is_session_header(value: Any) -> bool:
 
 
 def is_listable_session(name: str, header_id: Any) -> bool:
-    """The one rule of which files listings show as sessions (S10): `list`, `list_all`, `recent`, `continue`,
+    """The one rule of which files listings show as sessions: `list`, `list_all`, `recent`, `continue`,
     `find_most_recent_session`, the catalog and the picker all ask it.
 
     `name` is the file name; `header_id` the `id` of its valid header (None when it has none). A
@@ -82,7 +82,7 @@ def split_session_records(values: list[Any]) -> SessionRecords | None:
 
 
 # Assistant messages of the OpenAI Responses API from these providers carry replay data the agent drops
-# on load (S18): it stays in the file until the next full rewrite.
+# on load: it stays in the file until the next full rewrite.
 RESPONSES_API = "openai-responses"
 REPLAY_PAYLOAD_PROVIDERS = frozenset({"openai", "github-copilot"})
 

@@ -1,8 +1,8 @@
-"""`--resume <value>` resolution (S13, S16): a path is opened as given, anything else is an id prefix.
+"""`--resume <value>` resolution: a path is opened as given, anything else is an id prefix.
 
 An id prefix is looked up in this project first, then (unless a session dir was given) in every
 project. A match in another project is forked into this one when `confirm_fork(info)` says yes and
-refused otherwise. sessdex goes further than the agent (S16): a prefix matching several sessions is an
+refused otherwise. sessdex goes further than the agent: a prefix matching several sessions is an
 error listing them instead of silently taking the first, and an exact full id also finds a session
 that has no messages yet.
 """
@@ -25,7 +25,7 @@ from sessdex.core.errors import (
 from sessdex.core.paths import AgentPaths, absolute_path, as_path
 from sessdex.core.summary import SessionInfo
 
-TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
@@ -85,14 +85,14 @@ class ResumeResult:
 
 
 def is_path_like(value: str) -> bool:
-    """A `--resume` value names a file when it holds `/` or `\\` or ends in `.jsonl` (S13)."""
+    """A `--resume` value names a file when it holds `/` or `\\` or ends in `.jsonl`."""
     return "/" in value or "\\" in value or value.endswith(".jsonl")
 
 
 def check_resumable_path(path: str | os.PathLike[str]) -> None:
     """Refuse a path that names an existing file which is not a session, so it is never handed to the agent.
 
-    A missing file or an empty one is fine (opening it starts a new session there, S16); a regular file
+    A missing file or an empty one is fine (opening it starts a new session there); a regular file
     whose first record is a valid header is fine. Anything else raises NotASessionError (exit 1); a
     file that cannot be read raises SessionFileError.
     """
@@ -142,7 +142,7 @@ def describe_candidate(info: SessionInfo) -> str:
 
 
 def single_match(value: str, matches: list[SessionInfo]) -> SessionInfo:
-    """The one session in `matches`, or an AmbiguousSessionError listing the candidates (S16)."""
+    """The one session in `matches`, or an AmbiguousSessionError listing the candidates."""
     if len(matches) == 1:
         return matches[0]
     lines = [f'Session "{value}" is ambiguous: it matches {len(matches)} sessions:']
@@ -197,7 +197,7 @@ def resolve_resume(value: str, cwd: str | os.PathLike[str], session_dir: str | o
     """Resolve a `--resume` value to the session file to open, forking a session from another project on yes.
 
     Path-like values are returned as absolute paths (relative ones against `cwd`); a missing or empty
-    file is fine (opening it starts a new session there, S16), an existing file that is not a session
+    file is fine (opening it starts a new session there), an existing file that is not a session
     is refused with NotASessionError (`check_resumable_path`). A session from another
     project is forked on `confirm_fork(info) -> True`; on False SessionInOtherProjectError is raised.
     """

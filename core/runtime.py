@@ -1,4 +1,4 @@
-"""Injectable clock, id source and environment, so that sessions are reproducible in tests (S2)."""
+"""Injectable clock, id source and environment, so that sessions are reproducible in tests."""
 
 from __future__ import annotations
 

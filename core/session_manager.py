@@ -1,4 +1,4 @@
-"""SessionManager (S5-S9): one session's header, entry tree and leaf, and their persistence.
+"""SessionManager: one session's header, entry tree and leaf, and their persistence.
 
 Appends update memory at once. Nothing reaches the disk until the first assistant message; then the
 whole session is written and later entries are appended line by line. Every rewrite (migration,
@@ -57,7 +57,7 @@ class LoadedSession:
 
 def load_session_file(path: Path, storage: SessionStorage, blobs: BlobStore | None,
                       new_entry_id: Callable[[], str]) -> LoadedSession:
-    """Read, migrate (in memory) and blob-resolve a session file. Never writes (S3).
+    """Read, migrate (in memory) and blob-resolve a session file. Never writes.
 
     A file that exists but cannot be read (no permission, not a regular file) is a SessionFileError.
     """
@@ -80,7 +80,7 @@ def load_session_file(path: Path, storage: SessionStorage, blobs: BlobStore | No
 
 
 def project_loaded_entry(entry: Any, blobs: BlobStore | None) -> Any:
-    """An entry as read from disk becomes the entry held in memory: blobs resolved, replay payloads dropped (S18)."""
+    """An entry as read from disk becomes the entry held in memory: blobs resolved, replay payloads dropped."""
     if blobs is not None:
         entry = resolve_blob_references(entry, blobs)
     return strip_replay_payloads(entry)
@@ -107,7 +107,7 @@ class SessionManager:
         self._session_dir = session_dir
         self._session_file = session_file
         self._header: dict[str, Any] = {}
-        # A `title` first line written by newer agents: kept and written back as it is (S2).
+        # A `title` first line written by newer agents: kept and written back as it is.
         self._title_line: dict[str, Any] | None = None
         self._entries: list[dict[str, Any]] = []
         self._by_id: dict[str, dict[str, Any]] = {}
@@ -119,7 +119,7 @@ class SessionManager:
         self._written_state: FileStat | None = None
         self._persist_error: BaseException | None = None
         self.bad_records = 0
-        # Where set_session_file moved a headerless file before starting a session at its path (S3).
+        # Where set_session_file moved a headerless file before starting a session at its path.
         self.moved_aside: Path | None = None
 
     # -- construction ---------------------------------------------------------------------------
@@ -162,7 +162,7 @@ class SessionManager:
     @classmethod
     def continue_recent(cls, cwd: str, session_dir: str | os.PathLike[str] | None = None, *,
                         runtime: SessionRuntime | None = None) -> SessionManager:
-        """This terminal's last session (S12), else the project's newest file, else a new session."""
+        """This terminal's last session, else the project's newest file, else a new session."""
         from sessdex.core.breadcrumbs import resolve_continue_target
 
         runtime = runtime or SessionRuntime.default()
@@ -270,7 +270,7 @@ class SessionManager:
         """Make `path` this manager's session: load, migrate and blob-resolve it, or start a new one there.
 
         A file with bytes but no valid header is never overwritten: a `.jsonl` inside the agent's sessions
-        folder is moved aside to `<name>.corrupt-<UTC ts>` first (S3); anywhere else it is someone's own
+        folder is moved aside to `<name>.corrupt-<UTC ts>` first; anywhere else it is someone's own
         file and NotASessionError refuses it. Temp files a killed rewrite of `path` left are removed.
         """
         with self._lock:
@@ -496,7 +496,7 @@ class SessionManager:
     # -- tree navigation ------------------------------------------------------------------------
 
     def branch(self, entry_id: str) -> None:
-        """Move the leaf to `entry_id`; entries are unchanged (S5)."""
+        """Move the leaf to `entry_id`; entries are unchanged."""
         with self._lock:
             if entry_id not in self._by_id:
                 raise EntryNotFoundError(entry_id)
@@ -672,7 +672,7 @@ class SessionManager:
         return dumps_line(prepared)
 
     def _writer_for_append(self) -> SessionStorageWriter:
-        # The writer locks each append, follows a file another process replaced, and (S8, going further
+        # The writer locks each append, follows a file another process replaced, and (going further
         # than the agent) ends a torn last line so the new entry stays readable.
         if self._writer is None:
             assert self._session_file is not None
@@ -680,7 +680,7 @@ class SessionManager:
         return self._writer
 
     def _write_whole_file(self) -> None:
-        """Atomically (re)write header and every entry (S7), holding the session's writer lock.
+        """Atomically (re)write header and every entry, holding the session's writer lock.
 
         Entries another process appended to this session since it was loaded are adopted first, so a
         rewrite (rename, move, migration) never drops them.

@@ -1,4 +1,4 @@
-"""Size control before persisting (S8): long strings cut, transient fields dropped, line counts fixed."""
+"""Size control before persisting: long strings cut, transient fields dropped, line counts fixed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The storage seam (S9): every file-system operation a SessionManager performs goes through here."""
+"""The storage seam: every file-system operation a SessionManager performs goes through here."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ class SessionStorage(Protocol):
         ...
 
     def exclusive(self, path: Path) -> contextlib.AbstractContextManager[None]:
-        """Hold the lock every writer of the session at `path` takes (S7, across processes)."""
+        """Hold the lock every writer of the session at `path` takes (across processes)."""
         ...
 
     def remove_stale_temporaries(self, path: Path) -> list[Path]:
@@ -144,7 +144,7 @@ class FileWriter:
 
     Every write locks the inode, and when the path now names another file (a rewrite by another
     process renamed a new file over it) the writer re-opens the path first, so no acknowledged line
-    goes to a replaced inode. A torn last line (no newline) is ended before the new line (S8).
+    goes to a replaced inode. A torn last line (no newline) is ended before the new line.
     """
 
     def __init__(self, path: Path) -> None:
@@ -276,7 +276,7 @@ class FileSessionStorage(_AsyncTwins):
             return None
 
     def write_atomic(self, path: Path, data: bytes) -> FileStat:
-        """Temp file in the same directory, flush + fsync, rename over the target, fsync the directory (S7).
+        """Temp file in the same directory, flush + fsync, rename over the target, fsync the directory.
 
         The new file gets the mode of the file it replaces (0600 when there is none), whatever the umask.
         It carries the writers' lock from before the rename until this returns, so an appender that finds
@@ -343,7 +343,7 @@ class MemoryWriter:
         with self._storage.lock:
             current = self._storage.files.get(self._path, b"")
             if current and not current.endswith(b"\n"):
-                data = b"\n" + data  # end a torn last line first (S8)
+                data = b"\n" + data  # end a torn last line first
             self._storage.files[self._path] = current + data
 
     def flush(self) -> None:

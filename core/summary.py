@@ -1,4 +1,4 @@
-"""What a session file says about itself (S10): an incremental fold over its records, and `SessionInfo`.
+"""What a session file says about itself: an incremental fold over its records, and `SessionInfo`.
 
 `SessionSummary` is fed a file's parsed JSON values in file order (an optional `title` line, the
 header, then the entries). It is the single definition of every listing field, shared by the
@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from sessdex.core.paths import as_path
 from sessdex.core.records import is_session_header, is_title_line
 
-TYPE_CHECKING = False  # no typing (nor dataclasses) on the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # no typing (nor dataclasses) on the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
@@ -169,7 +169,7 @@ class SessionSummary:
         if isinstance(value, dict) and is_title_line(value) and self._title_line_title is None and self._header is None:
             self._title_line_title = _non_empty_str(value.get("title")) or ""
         elif is_session_header(value) and value["id"]:  # type: ignore[index]
-            # An empty id is no session for listings (S10), though the loader accepts it.
+            # An empty id is no session for listings, though the loader accepts it.
             self._header = {key: value[key] for key in ("id", "cwd", "title", "timestamp", "parentSession")  # type: ignore[index]
                             if key in value}  # type: ignore[operator]
             self._phase = _IN_BODY
@@ -306,7 +306,7 @@ class SessionSummary:
 
 
 class SessionInfo:
-    """One session as `list()`/`list_all()` report it (S10); dates are timezone-aware UTC.
+    """One session as `list()`/`list_all()` report it; dates are timezone-aware UTC.
 
     Immutable, compared, hashed and shown by its fields in this order (a frozen dataclass before; a
     plain class keeps dataclasses and its imports off the hot commands).

@@ -1,7 +1,7 @@
 """Plain value classes: fields in `__slots__`, equality, hashing and repr from them.
 
 What namedtuple gave the hot commands' small records (a parsed command line, a catalog location, a freshness
-scope), without generating and compiling a class per record at every start (issue 12). Unlike a namedtuple, a
+scope), without generating and compiling a class per record at every start. Unlike a namedtuple, a
 value is not a tuple."""
 
 from __future__ import annotations

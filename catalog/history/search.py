@@ -1,4 +1,4 @@
-"""Searching the prompt history (S11): the agent's FTS5 semantics, newest first, fast on a million prompts.
+"""Searching the prompt history: the agent's FTS5 semantics, newest first, fast on a million prompts.
 
 Semantics (the agent's): each whitespace-separated word of the query is cut into tokens by FTS5's own
 tokenizer (unicode61: case and diacritics folded) and becomes one phrase: its tokens adjacent and in
@@ -33,7 +33,7 @@ from collections import namedtuple
 from sessdex.core.text import without_lone_surrogates
 from sessdex.core.values import FrozenValue
 
-TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing and dataclasses stay off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any

@@ -1,4 +1,4 @@
-"""Prompt history (S11): the agent's `history.db`, shared safely, written in the background, searched instantly.
+"""Prompt history: the agent's `history.db`, shared safely, written in the background, searched instantly.
 
 The schema is the agent's, byte for byte (a fresh file is identical to one the agent creates), so the
 agent keeps using a file sessdex opened and vice versa. `add()` never waits for SQLite: prompts go to a

@@ -1,4 +1,4 @@
-"""Reading session files for the catalog: the chunked fold, the head, the columns of a file's row (S17).
+"""Reading session files for the catalog: the chunked fold, the head, the columns of a file's row.
 
 This is the half of indexing that needs no database: `read_fold` folds a file's bytes chunk by chunk
 (see `sessdex.catalog.index.indexer` for the rules on appends and pending tails), `file_columns` turns

@@ -1,4 +1,4 @@
-"""Index session files into the catalog incrementally, with bounded memory, never writing to them (S17).
+"""Index session files into the catalog incrementally, with bounded memory, never writing to them.
 
 For each file the catalog keeps the stat it last saw, the byte offset read so far and the state of
 `sessdex.core.summary.SessionSummary` at that offset. Indexing a file again then means:

@@ -23,7 +23,7 @@ from sessdex.catalog.store.location import CatalogLocation
 from sessdex.core.paths import session_file_entries
 from sessdex.core.values import Value
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 

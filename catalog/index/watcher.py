@@ -1,4 +1,4 @@
-"""`sessdex watch`: keep the catalog current from file-system events (S17).
+"""`sessdex watch`: keep the catalog current from file-system events.
 
 The watchdog handler only filters events and puts them on a queue. The watcher thread takes them in
 debounced batches (`EventBatcher`), reduces each batch with the pure `coalesce` function to one

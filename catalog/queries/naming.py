@@ -7,7 +7,7 @@ import os
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.paths import SESSION_SUFFIX
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from sessdex.catalog.queries.source import PickerRow
 

@@ -2,7 +2,7 @@
 
 The one place that decides between `Catalog` and `FileScan`, for the CLI, the shell completion, the picker and
 the viewer alike: the file scan on request (`--catalog off`), or, after one warning, when the catalog
-cannot be opened (S10: the file scan stays the reference and the fallback).
+cannot be opened (the file scan stays the reference and the fallback).
 """
 
 from __future__ import annotations

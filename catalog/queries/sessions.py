@@ -1,4 +1,4 @@
-"""Listings, id-prefix resume, recent sessions and search answered from the catalog (S17).
+"""Listings, id-prefix resume, recent sessions and search answered from the catalog.
 
 Each function here has the signature of its file-scan counterpart in `sessdex.core.discovery` / `sessdex.core.resume`
 (plus an optional `catalog`: a `--catalog` value or an open `Catalog`) and returns the same
@@ -26,7 +26,7 @@ from sessdex.core.errors import CatalogError
 from sessdex.core.paths import AgentPaths, as_path
 from sessdex.core.values import Value
 
-TYPE_CHECKING = False  # typing stays off the hot commands' imports (issue 12)
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
     from pathlib import Path
@@ -42,7 +42,7 @@ ID_PREFIX_CEILING = "\U0010ffff"
 SEARCH_SESSION_LIMIT = 20
 # How long a search may spend completing the message-text index of a first index before it answers.
 SEARCH_FILL_SECONDS = 1.0
-# Control characters -> spaces (str.translate: no `re` on the hot commands, issue 12).
+# Control characters -> spaces (str.translate: no `re` on the hot commands).
 _CONTROL_TO_SPACE = {code: " " for code in [*range(0x20), 0x7f]}
 # Snippets are marked with private-use characters, then given the caller's markers: a title that itself
 # holds "[" cannot be mistaken for a match.

@@ -1,4 +1,4 @@
-"""The session picker (S14): a full-screen prompt_toolkit list of sessions, filtered as you type.
+"""The session picker: a full-screen prompt_toolkit list of sessions, filtered as you type.
 
 prompt_toolkit rather than textual: it starts in tens of milliseconds instead of hundreds, and its pipe
 input plus `DummyOutput` drive the real key bindings headlessly in tests. This module is only imported
@@ -352,7 +352,7 @@ class SessionPicker:
 
     def _select(self) -> None:
         row = self.model.selected_row()
-        if row is not None:  # Enter on an empty list does nothing (S14)
+        if row is not None:  # Enter on an empty list does nothing
             self.app.exit(result=PickerResult("selected", row))
 
     def _toggle_scope(self) -> None:

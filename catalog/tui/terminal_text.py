@@ -10,7 +10,7 @@ from __future__ import annotations
 
 REPLACEMENT = "\ufffd"
 # Unsafe: C0 controls, DEL, C1 controls, and lone surrogates (undecodable bytes or damaged text). Replaced with
-# str.translate tables built on first use (no `re`: every hot command prints through here, issue 12).
+# str.translate tables built on first use (no `re`: every hot command prints through here).
 _C0, _C1, _SURROGATES = range(0x20), range(0x7f, 0xa0), range(0xd800, 0xe000)
 _LINE_BREAKS = "\t\n\r\x0b\x0c\x85\u2028\u2029"
 _TABLES: dict[str, dict[int, str]] = {}

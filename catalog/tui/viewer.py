@@ -1,4 +1,4 @@
-"""`sessdex view`: a terminal transcript viewer that switches sessions in place through AgentSession (S15).
+"""`sessdex view`: a terminal transcript viewer that switches sessions in place through AgentSession.
 
 The viewer is a small agent front end that never generates. A `TranscriptAgent` holds what
 `AgentSession` restores (messages, model, thinking level); the view is drawn from that state. The
