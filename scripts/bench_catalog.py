@@ -1,4 +1,4 @@
-"""Measure every figure of issue 12's table on a generated corpus, each against a baseline measured in the same run.
+"""Measure the catalog's figures on a generated corpus, each against a baseline measured in the same run.
 
     .venv/bin/python scripts/bench_catalog.py [--workdir /tmp/sessdex-bench] [--sessions 10000] [--projects 300] \
         [--total-size 1.07GB] [--huge-mb 300] [--runs 15] [--index-runs 1] [--picker-runs 5] \
