@@ -2,8 +2,8 @@
 # The programs the test suite drives for real, from Debian's packages: tmux (the picker in a terminal), zsh and
 # fish (the `sessdex init` and completion tests, beside bash), PostgreSQL (a real server for the shared catalog),
 # chromium and chromium-driver (exported pages and `sessdex serve` in a headless browser). Sourced by
-# scripts/test; installs only what is missing, with apt-get as root or through sudo. Tests that need a program
-# that could not be installed fail (they never skip), so a warning here explains a red run.
+# scripts/test; installs only what is missing, with apt-get as root or through sudo. The PostgreSQL and browser tests
+# fail (never skip) without their program, so a warning here explains a red run.
 set -euo pipefail
 sessdex_missing_packages=()
 for pair in tmux:tmux zsh:zsh fish:fish chromium:chromium chromedriver:chromium-driver; do

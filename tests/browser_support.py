@@ -1,6 +1,6 @@
 """A real headless Chromium for the tests of exported pages and of `sessdex serve`.
 
-Debian's `chromium` and `chromium-driver` (installed by .ci/run), driven through Selenium with the system
+Debian's `chromium` and `chromium-driver` (installed by scripts/test), driven through Selenium with the system
 chromedriver: nothing is downloaded. The flags keep Chromium from reaching for the network (the machine has
 none) and give each browser a fresh, private profile folder.
 """
@@ -20,7 +20,7 @@ def browser_binaries() -> tuple[str, str]:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
     if chromium is None or driver is None:
-        pytest.fail("the browser tests need Debian's chromium and chromium-driver (installed by .ci/run)")
+        pytest.fail("the browser tests need Debian's chromium and chromium-driver (installed by scripts/test)")
     return chromium, driver
 
 

@@ -1,6 +1,6 @@
 """A real PostgreSQL server for the tests, started in a temporary directory and stopped afterwards.
 
-The server is the distribution's (Debian's `postgresql` package, which `.ci/run` installs): `initdb` and
+The server is the distribution's (Debian's `postgresql` package, which `scripts/test` installs): `initdb` and
 `pg_ctl` from its bin folder. PostgreSQL refuses to run as root, and CI runs the tests as root, so then
 the server runs as `nobody` (through `runuser`) in a folder it owns. It listens on 127.0.0.1 at a free
 port with password authentication (so a wrong password is a real refusal) and fsync off (tests only).

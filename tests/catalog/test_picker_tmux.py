@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 SESSDEX = REPO / ".venv" / "bin" / "sessdex"
 WAIT_S = 20.0
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (scripts/test installs it)")
 
 
 @dataclass

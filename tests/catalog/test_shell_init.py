@@ -2,7 +2,7 @@
 
 A stand-in agent (`$SESSDEX_AGENT_CMD`) records its working directory and arguments, so each test checks where the
 shell function ran the agent and with which file. Each shell test is skipped only when that shell is not installed
-(`.ci/run` installs bash, zsh and fish next to tmux, so CI runs them all).
+(`scripts/test` installs zsh and fish next to tmux, so CI runs them all).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ BIN = REPO / ".venv" / "bin"
 WAIT_S = 20.0
 SHELLS = ("bash", "zsh", "fish")
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (scripts/test installs it)")
 
 
 def needs(shell: str) -> None:
     if shutil.which(shell) is None:
-        pytest.skip(f"{shell} is not installed here (.ci/run installs it for CI)")
+        pytest.skip(f"{shell} is not installed here (scripts/test installs it)")
 
 
 @dataclass

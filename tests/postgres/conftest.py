@@ -1,7 +1,7 @@
 """A real PostgreSQL server for this folder's tests: started once per session, a fresh database per test.
 
 Without the server binaries or psycopg these tests are skipped on a developer's machine and FAIL in CI
-(`CI=true`), where `.ci/run` installs the server: they are never silently skipped there.
+(`CI=true`), where `scripts/test` installs the server: they are never silently skipped there.
 """
 
 from __future__ import annotations
