@@ -13,6 +13,12 @@ REPLACEMENT = "\ufffd"
 # str.translate tables built on first use (no `re`: every hot command prints through here).
 _C0, _C1, _SURROGATES = range(0x20), range(0x7f, 0xa0), range(0xd800, 0xe000)
 _LINE_BREAKS = "\t\n\r\x0b\x0c\x85\u2028\u2029"
+# Bidirectional controls reorder what follows them (U+202E shows "txt.exe" as "exe.txt"): shown as U+FFFD, so a
+# title cannot display as something else. Other invisible format characters (zero-width space, word joiner,
+# byte-order mark, invisible operators, interlinear annotation) are dropped. Zero-width (non-)joiners and tag
+# characters stay: emoji sequences and several scripts need them.
+_BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_INVISIBLE = (0x180E, 0x200B, *range(0x2060, 0x2065), *range(0x206A, 0x2070), 0xFEFF, *range(0xFFF9, 0xFFFC))
 _TABLES: dict[str, dict[int, str]] = {}
 # Private-use characters a writer may put around highlighted text; `markup` turns them into bold on/off.
 HIGHLIGHT_START, HIGHLIGHT_END = "\ue000", "\ue001"
@@ -26,9 +32,10 @@ def _table(kind: str) -> dict[int, str]:
     table = _TABLES.get(kind)
     if table is None:
         if kind == "json":  # json/orjson escape the C0 controls themselves
-            table = {code: f"\\u{code:04x}" for code in (*_C1, *_SURROGATES)}
+            table = {code: f"\\u{code:04x}" for code in (*_C1, *_SURROGATES, *_BIDI_CONTROLS, *_INVISIBLE)}
         else:
-            table = dict.fromkeys((*_C0, *_C1, *_SURROGATES), REPLACEMENT)
+            table = dict.fromkeys((*_C0, *_C1, *_SURROGATES, *_BIDI_CONTROLS), REPLACEMENT)
+            table.update(dict.fromkeys(_INVISIBLE, ""))
             if kind == "lines":
                 del table[ord("\t")], table[ord("\n")]
             else:
@@ -38,7 +45,8 @@ def _table(kind: str) -> dict[int, str]:
 
 
 def terminal_text(text: str, *, keep_newlines: bool = False) -> str:
-    """`text` with every control character (C0 but tab/newline, DEL, C1) and lone surrogate shown as U+FFFD.
+    """`text` with every control character (C0 but tab/newline, DEL, C1), bidirectional control and lone surrogate
+    shown as U+FFFD, and other invisible format characters dropped.
 
     Without `keep_newlines` it is one line: tabs and line breaks become spaces. With it, newlines
     stay (a table is several lines) and tabs too.
@@ -54,7 +62,8 @@ def terminal_text(text: str, *, keep_newlines: bool = False) -> str:
 
 
 def terminal_json(text: str) -> str:
-    """JSON text safe to print: DEL, C1 controls and lone surrogates inside strings written as \\uXXXX escapes.
+    """JSON text safe to print: DEL, C1 controls, bidirectional and invisible format characters and lone
+    surrogates inside strings written as \\uXXXX escapes.
 
     The result is the same JSON value (json and orjson escape the other control characters themselves).
     """

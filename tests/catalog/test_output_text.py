@@ -15,7 +15,7 @@ _VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner) | st.tuples(inner
                        max_leaves=25)
 
 
-# The expressions terminal_text and terminal_json used before (issue 11), as the reference.
+# The expressions terminal_text and terminal_json used before they handled format characters, as the reference.
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _UNSAFE_OR_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
 _LINE_BREAKS = frozenset("\t\n\r\x0b\x0c\x85\u2028\u2029")
@@ -33,3 +33,13 @@ def test_terminal_text_replaces_what_the_expressions_replaced(text: str) -> None
     assert terminal_text(text) == one_line
     assert terminal_text(text, keep_newlines=True) == _UNSAFE.sub(REPLACEMENT, text)
     assert terminal_json(text) == _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def test_bidirectional_controls_are_replaced_and_invisible_format_characters_dropped() -> None:
+    spoof = "report\u202etxt.exe\u2066x\u2069\u200b\ufeffend"
+    assert terminal_text(spoof) == f"report{REPLACEMENT}txt.exe{REPLACEMENT}x{REPLACEMENT}end"
+    assert terminal_text(spoof, keep_newlines=True) == terminal_text(spoof)
+    assert terminal_json(spoof) == "report\\u202etxt.exe\\u2066x\\u2069\\u200b\\ufeffend"
+    # the joiners of emoji sequences and of several scripts stay
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467 \u0645\u200c\u06cc"
+    assert terminal_text(family) == family

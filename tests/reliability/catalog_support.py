@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,10 @@ TRIAL_TIMEOUT_SECONDS = 60
 OSC_CLIPBOARD = "\x1b]52;c;SGVsbG8=\x07"
 OSC_TITLE = "\x1b]0;pwned\x07"
 CSI_CLEAR = "\x1b[2J"
-HOSTILE = f"evil{OSC_CLIPBOARD}{OSC_TITLE}{CSI_CLEAR}\x9b31m\x7fend"
+# A right-to-left override (shows "exe.txt" for "txt.exe") and an isolate, and a zero-width space: they
+# change what a title looks like without any control character.
+BIDI_SPOOF = "\u202etxt.exe\u2066x\u200b"
+HOSTILE = f"evil{OSC_CLIPBOARD}{OSC_TITLE}{CSI_CLEAR}\x9b31m\x7f{BIDI_SPOOF}end"
 
 
 @dataclass
@@ -84,6 +88,8 @@ def run_sessdex(tree: Tree, *args: str, cwd: Path | None = None, env: dict[str, 
 
 
 def control_characters(text: str) -> list[str]:
-    """The C0 (but newline and tab), DEL and C1 characters and lone surrogates in `text`."""
+    """The C0 (but newline and tab), DEL and C1 characters, lone surrogates, and invisible format characters
+    (bidirectional controls, zero-width space; the zero-width joiners emoji need are allowed) in `text`."""
     return [char for char in text if (ord(char) < 0x20 and char not in "\n\t") or 0x7f <= ord(char) <= 0x9f
-            or 0xd800 <= ord(char) <= 0xdfff]
+            or 0xd800 <= ord(char) <= 0xdfff
+            or (unicodedata.category(char) == "Cf" and char not in "\u200c\u200d")]
