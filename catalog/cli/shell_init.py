@@ -29,6 +29,13 @@ DEFAULT_KEY = "alt-j"
 COMPLETION_LIMIT = 50
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _KEY = re.compile(r"(alt|ctrl)-([a-z])\Z")
+# Names `--cmd` may not take: the scripts call these (a function of that name would call itself, or replace a
+# builtin the scripts rely on), plus the shells' keywords. Names starting with `__sessdex` are the scripts' own.
+_RESERVED_NAMES = frozenset(
+    "sessdex xcsh command builtin cd read echo print printf local return shift set test status string count "
+    "commandline complete compdef compadd compinit bind bindkey zle function functions source eval exec exit "
+    "if then else elif fi for while until do done case esac in select time end begin and or not true false "
+    "type alias unset export declare typeset readonly let emulate autoload".split())
 
 INIT_USAGE = """Usage: sessdex init bash|zsh|fish [--cmd NAME] [--no-key] [--key KEY]
 
@@ -82,7 +89,11 @@ __CMD__() { __sessdex_resume "$@"; }
 __sessdex_complete_ids() {
   local cur=${COMP_WORDS[COMP_CWORD]} line
   COMPREPLY=()
-  while IFS=$'\t' read -r line _; do COMPREPLY+=("$line"); done < <(command sessdex complete-sessions "$cur" 2>/dev/null)
+  # Each id is quoted for the command line (printf %q): an id is text from a session file, and bash inserts a
+  # completion as it is, so `$(...)`, backquotes or `;` in one would run when the line is entered.
+  while IFS=$'\t' read -r line _; do
+    printf -v line '%q' "$line"; COMPREPLY+=("$line")
+  done < <(command sessdex complete-sessions "$cur" 2>/dev/null)
 }
 __sessdex_complete() {
   if [ "${COMP_WORDS[1]-}" = resume ] && [ "$COMP_CWORD" -ge 2 ]; then __sessdex_complete_ids; else COMPREPLY=(); fi
@@ -192,6 +203,8 @@ def init_script(shell: str, command: str = DEFAULT_COMMAND, key: str | None = DE
         raise UsageError(f"unknown shell {shell!r}: expected one of {', '.join(SHELLS)}")
     if not _NAME.match(command):
         raise UsageError(f"--cmd {command!r}: expected a function name (letters, digits, _ and -)")
+    if command.startswith("__sessdex") or command in _RESERVED_NAMES:
+        raise UsageError(f"--cmd {command!r}: the integration itself uses that name; choose another")
     body, key_part = _SCRIPTS[shell]
     script = body.replace("__CMD__", command)
     if key is not None:

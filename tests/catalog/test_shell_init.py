@@ -232,6 +232,35 @@ def test_tab_completes_a_title_word_to_its_session(start_shell, tree: Tree, shel
     pane.wait_for(lambda s: "xr dd44000000000004" in s, "the session whose first message holds the word")
 
 
+HOSTILE_IDS = ("p$(touch${IFS}pwn1)x", "q`touch${IFS}pwn2`", "r;touch${IFS}pwn3;")
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_completed_hostile_id_runs_nothing(start_shell, tree: Tree, shell: str) -> None:
+    proj = tree.project("proj")
+    for number, session_id in enumerate(HOSTILE_IDS):
+        tree.session(proj, session_id, [user(f"hostile {number}"), assistant("ok")], mtime_ms=BASE_MS + number)
+    pane = start_shell(shell)
+    for count, session_id in enumerate(HOSTILE_IDS, start=1):
+        pane.keys(f"xr {session_id[0]}", literal=True)
+        pane.keys("Tab")
+        pane.wait_for(lambda s: "touch" in s, "the completed hostile id")
+        pane.keys("Enter")
+        run = pane.wait_for_agent(count)
+        assert run["args"][0] == "--resume" and session_id in str(run["args"][1]), run  # type: ignore[index]
+        pane.run("clear")
+    planted = sorted(str(path) for path in tree.root.rglob("pwn*"))
+    assert planted == [], planted
+
+
+def test_cmd_names_the_integration_uses_are_refused(tree: Tree) -> None:
+    sessdex = str(BIN / "sessdex")
+    for name in ("__sessdex_resume", "__sessdex_complete_ids", "sessdex", "xcsh", "cd", "command", "builtin"):
+        done = subprocess.run([sessdex, "init", "bash", "--cmd", name], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 2 and done.stdout == "", name
+        assert done.stderr.count("\n") == 1 and "uses that name" in done.stderr, done.stderr
+
+
 def test_init_and_completion_build_no_parser_and_no_picker(tree: Tree) -> None:
     probe = ("import sys; from sessdex.catalog.cli.entry import _run; _run(sys.argv[1:]); "
              "print('argparse' in sys.modules, 'prompt_toolkit' in sys.modules, file=sys.stderr)")
