@@ -53,6 +53,8 @@ class LoadedSession:
     migrated: bool = False
     torn_tail: bool = False
     has_bytes: bool = False
+    # The ids the file's entries carried before a migration replaced them: not "appended by others" later.
+    ids_before_migration: frozenset[str] = frozenset()
 
 
 def load_session_file(path: Path, storage: SessionStorage, blobs: BlobStore | None,
@@ -74,9 +76,11 @@ def load_session_file(path: Path, storage: SessionStorage, blobs: BlobStore | No
                              torn_tail=parsed.torn_tail)
     header = dict(records.header)
     entries = records.entries
+    file_ids = frozenset(entry["id"] for entry in entries if isinstance(entry, dict) and isinstance(entry.get("id"), str))
     migrated = migrate_session(header, entries, new_entry_id)
     entries = [project_loaded_entry(entry, blobs) for entry in entries]
-    return LoadedSession(header, entries, records.title_line, parsed.bad_records, migrated, parsed.torn_tail, True)
+    return LoadedSession(header, entries, records.title_line, parsed.bad_records, migrated, parsed.torn_tail, True,
+                         file_ids if migrated else frozenset())
 
 
 def project_loaded_entry(entry: Any, blobs: BlobStore | None) -> Any:
@@ -117,6 +121,7 @@ class SessionManager:
         self._writer: SessionStorageWriter | None = None
         # The session file as this manager last left it: while it still is, no other process wrote to it.
         self._written_state: FileStat | None = None
+        self._ids_before_migration: frozenset[str] = frozenset()
         self._persist_error: BaseException | None = None
         self.bad_records = 0
         # Where set_session_file moved a headerless file before starting a session at its path.
@@ -297,6 +302,7 @@ class SessionManager:
                 self._header = loaded.header
                 self._set_entries(loaded.entries)
                 self._title_line = loaded.title_line
+                self._ids_before_migration = loaded.ids_before_migration
                 self.bad_records = loaded.bad_records
                 self._on_disk = True
                 if loaded.migrated:
@@ -742,6 +748,7 @@ class SessionManager:
             return
         after: dict[str | None, list[dict[str, Any]]] = {}
         anchor: str | None = None
+        loaded_last = next((e.get("id") for e in reversed(self._entries) if isinstance(e.get("id"), str)), None)
         adopted: set[str] = set()
         for entry in records.entries:
             entry_id = entry.get("id") if isinstance(entry, dict) else None
@@ -749,6 +756,11 @@ class SessionManager:
                 continue
             if entry_id in self._by_id:
                 anchor = entry_id
+            elif entry_id in self._ids_before_migration:
+                # An entry this manager loaded and migrated to a new id, not somebody's append: what follows
+                # it in the file follows the entries loaded with it.
+                anchor = loaded_last
+
             elif entry_id not in adopted:
                 adopted.add(entry_id)
                 after.setdefault(anchor, []).append(project_loaded_entry(entry, self._blobs))

@@ -230,3 +230,46 @@ def test_an_empty_header_title_stays_empty_in_listings(tmp_path: Path) -> None:
     assert infos["emptytitle"].title == ""
     assert infos["notitle"].title == "Short summary"
     assert {info.id: info.title for info in list_all_sessions(paths=tree.paths)}["emptytitle"] == ""
+
+
+# -- v1 migration ----------------------------------------------------------------------------------------------
+
+def v1_record(kind: str, old_id: str | None = None, **fields) -> dict:
+    record = {"type": kind, "timestamp": "2025-01-01T00:00:00.000Z", **fields}
+    if old_id is not None:
+        record["id"] = old_id
+    return record
+
+
+def test_a_v1_compaction_index_pointing_forward_resolves_as_the_agent_does() -> None:
+    from sessdex.core.migrate import migrate_session
+
+    ids = iter(["n1", "n2", "n3", "n4", "n5", "n6"])
+    entries = [v1_record("message", "old1", message={"role": "user", "content": "a"}),
+               v1_record("compaction", summary="back", firstKeptEntryIndex=1),
+               v1_record("compaction", summary="forward, with id", firstKeptEntryIndex=4),
+               v1_record("message", "old4", message={"role": "user", "content": "b"}),
+               v1_record("compaction", summary="forward, no id", firstKeptEntryIndex=6),
+               v1_record("message", message={"role": "user", "content": "c"})]
+    migrate_session({"type": "session", "id": "s"}, entries, lambda: next(ids))
+    assert entries[1]["firstKeptEntryId"] == "n1"
+    assert entries[2]["firstKeptEntryId"] == "old4"
+    assert "firstKeptEntryId" not in entries[4]
+    assert all("firstKeptEntryIndex" not in entry for entry in entries)
+
+
+def test_migrating_a_v1_file_whose_entries_carry_ids_writes_no_duplicates(tmp_path: Path, runtime) -> None:
+    tree = make_tree(tmp_path)
+    proj = tree.project("proj")
+    records = [v1_record("message", "old1", message={"role": "user", "content": "q", "timestamp": 1}),
+               v1_record("message", "old2", message={**ASSISTANT, "content": [{"type": "text", "text": "a"}]}),
+               v1_record("message", "old3", message={"role": "user", "content": "q2", "timestamp": 3}),
+               v1_record("message", "old4", message={**ASSISTANT, "content": [{"type": "text", "text": "b"}]})]
+    session = tree.session(proj, "v1ids", records, head={"type": "session", "id": "v1ids",
+                                                         "timestamp": "2025-01-01T00:00:00.000Z", "cwd": str(proj)})
+    manager = SessionManager.open(session, runtime=runtime)
+    manager.close()
+    written = parse_jsonl(session.read_bytes()).values
+    assert written[0]["version"] == 3
+    assert len(written) == 1 + len(records)
+    assert [entry["parentId"] for entry in written[1:]] == [None] + [entry["id"] for entry in written[1:-1]]
