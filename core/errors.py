@@ -80,3 +80,11 @@ class CatalogUnavailableError(CatalogError):
 
 class HistoryError(SessdexError):
     """The prompt history database cannot be opened or written."""
+
+
+class SessionBusyError(SessdexError):
+    """Another process (most likely the agent) holds the session file open for writing.
+
+    A whole-file rewrite replaces the file by a new one; a process that keeps its descriptor open would go on
+    writing into the replaced file and every entry it wrote from then on would be lost. sessdex refuses instead.
+    """

@@ -24,6 +24,10 @@ UTF8_BOM = b"\xef\xbb\xbf"
 # writer), and every later step (size control, blob resolution) stays far from Python's recursion limit.
 MAX_NESTING = 253
 _INT64_MIN, _UINT64_MAX = -(1 << 63), (1 << 64) - 1
+# The longest line any reader holds: longer lines are skipped and counted as bad lines, so memory stays
+# bounded whatever a file holds (a sparse file of zeros is one endless "line"). The session writer caps each
+# persisted text at MAX_PERSIST_CHARS and moves images out to blobs, so real entries stay far below this.
+MAX_LINE_BYTES = 32 << 20
 
 
 def _reject_constant(name: str) -> Any:
@@ -104,6 +108,10 @@ def parse_jsonl(data: bytes | str) -> ParsedJsonl:
     while pos < size:
         newline = buf.find(b"\n", pos)
         line_end = size if newline < 0 else newline
+        if line_end - pos > MAX_LINE_BYTES:
+            result.bad_records += 1
+            pos = line_end + 1
+            continue
         line = buf[pos:line_end]
         if not line.strip(_WHITESPACE):
             pos = line_end + 1

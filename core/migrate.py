@@ -23,22 +23,26 @@ def migrate_session(header: dict[str, Any], entries: list[Any], new_entry_id: Ca
 
 
 def _v1_to_v2(entries: list[Any], new_entry_id: Callable[[], str]) -> None:
+    """Give every entry a new id and a parent chain; resolve compactions' `firstKeptEntryIndex` on the way.
+
+    Indexes are resolved in the same pass that assigns ids, as the agent does: an index pointing at an earlier
+    entry (or the compaction itself) gets that entry's new id, one pointing forward gets the id the later entry
+    carried before the migration, and nothing when it carried none.
+    """
     previous_id: str | None = None
-    ids: list[str | None] = []
     for entry in entries:
         if not isinstance(entry, dict):
-            ids.append(None)
             continue
         entry["id"] = new_entry_id()
         entry["parentId"] = previous_id
         previous_id = entry["id"]
-        ids.append(entry["id"])
-    for entry in entries:
-        if isinstance(entry, dict) and entry.get("type") == "compaction" and "firstKeptEntryIndex" in entry:
+        if entry.get("type") == "compaction" and "firstKeptEntryIndex" in entry:
             index = entry.pop("firstKeptEntryIndex")
             # The v1 index counts the header as line 0.
-            if isinstance(index, int) and 1 <= index <= len(ids):
-                entry["firstKeptEntryId"] = ids[index - 1]
+            target = entries[index - 1] if isinstance(index, int) and 1 <= index <= len(entries) else None
+            kept_id = target.get("id") if isinstance(target, dict) else None
+            if isinstance(kept_id, str):
+                entry["firstKeptEntryId"] = kept_id
 
 
 def _v2_to_v3(entries: list[Any]) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from sessdex.core.blobs import BlobStore, externalize_images, resolve_blob_references
 from sessdex.core.context import build_session_context, path_to_leaf
-from sessdex.core.errors import EntryNotFoundError, NotASessionError, PersistenceError, SessionFileError
+from sessdex.core.errors import EntryNotFoundError, NotASessionError, PersistenceError, SessionBusyError, SessionFileError
 from sessdex.core.jsonl import dumps_line, parse_jsonl
 from sessdex.core.migrate import migrate_session
 from sessdex.core.paths import absolute_path, current_directory, is_session_file_name, session_file_name
@@ -53,6 +53,8 @@ class LoadedSession:
     migrated: bool = False
     torn_tail: bool = False
     has_bytes: bool = False
+    # The ids the file's entries carried before a migration replaced them: not "appended by others" later.
+    ids_before_migration: frozenset[str] = frozenset()
 
 
 def load_session_file(path: Path, storage: SessionStorage, blobs: BlobStore | None,
@@ -74,9 +76,11 @@ def load_session_file(path: Path, storage: SessionStorage, blobs: BlobStore | No
                              torn_tail=parsed.torn_tail)
     header = dict(records.header)
     entries = records.entries
+    file_ids = frozenset(entry["id"] for entry in entries if isinstance(entry, dict) and isinstance(entry.get("id"), str))
     migrated = migrate_session(header, entries, new_entry_id)
     entries = [project_loaded_entry(entry, blobs) for entry in entries]
-    return LoadedSession(header, entries, records.title_line, parsed.bad_records, migrated, parsed.torn_tail, True)
+    return LoadedSession(header, entries, records.title_line, parsed.bad_records, migrated, parsed.torn_tail, True,
+                         file_ids if migrated else frozenset())
 
 
 def project_loaded_entry(entry: Any, blobs: BlobStore | None) -> Any:
@@ -117,6 +121,7 @@ class SessionManager:
         self._writer: SessionStorageWriter | None = None
         # The session file as this manager last left it: while it still is, no other process wrote to it.
         self._written_state: FileStat | None = None
+        self._ids_before_migration: frozenset[str] = frozenset()
         self._persist_error: BaseException | None = None
         self.bad_records = 0
         # Where set_session_file moved a headerless file before starting a session at its path.
@@ -145,8 +150,10 @@ class SessionManager:
         directory = Path(session_dir) if session_dir else path.parent
         manager = cls(current_directory(), directory, None, runtime=runtime, storage=runtime.file_storage(), persist=True)
         manager.set_session_file(path)
+        # The header's cwd is kept even when that directory no longer exists, as the agent does: a later
+        # new_session() then records the project the session belongs to, not wherever this process runs.
         header_cwd = manager._header.get("cwd")
-        if isinstance(header_cwd, str) and os.path.isdir(header_cwd):
+        if isinstance(header_cwd, str) and header_cwd:
             manager._cwd = header_cwd
         return manager
 
@@ -196,12 +203,9 @@ class SessionManager:
             for key in ("title", "titleSource"):
                 if source.header.get(key) is not None:
                     manager._header[key] = source.header[key]
-            # Label entries are written as the resolved labels, after the other entries, in the order
-            # the labels were last set (as the agent writes them).
+            # Every entry is copied verbatim, label entries included (same ids, parents and timestamps),
+            # so the fork's tree and later ids match the agent's own fork of the same file.
             manager._set_entries([entry for entry in source.entries if isinstance(entry, dict)])
-            labels = manager._labels_in_order_set(set(manager._by_id))
-            manager._set_entries([entry for entry in manager._entries if entry.get("type") != "label"])
-            manager._recreate_labels(labels)
         manager._write_whole_file()
         manager._write_breadcrumb()
         return manager
@@ -298,6 +302,7 @@ class SessionManager:
                 self._header = loaded.header
                 self._set_entries(loaded.entries)
                 self._title_line = loaded.title_line
+                self._ids_before_migration = loaded.ids_before_migration
                 self.bad_records = loaded.bad_records
                 self._on_disk = True
                 if loaded.migrated:
@@ -377,10 +382,15 @@ class SessionManager:
             return self._session_file
 
     def move_to(self, new_cwd: str) -> None:
-        """Move the session file into `new_cwd`'s project directory and record the new cwd."""
+        """Move the session file into `new_cwd`'s project directory and record the new cwd.
+
+        Entries others appended to the old file are taken in first; a process holding the old file open for
+        writing makes it refuse (SessionBusyError) and leaves the session as it was.
+        """
         with self._lock:
             self._raise_persist_error()
             new_cwd = absolute_path(new_cwd)
+            saved = (self._cwd, self._header.get("cwd"), self._session_dir, self._session_file)
             self._cwd = new_cwd
             self._header["cwd"] = new_cwd
             if not self._persist or self._session_file is None:
@@ -391,10 +401,22 @@ class SessionManager:
             self._close_writer()
             self._session_dir = directory
             self._session_file = target
-            if self._on_disk:
-                self._write_whole_file()
-                if old_file != target:
-                    self._storage.unlink(old_file)
+            try:
+                if self._on_disk and old_file != target:
+                    # Under the old file's lock, so that nobody appends there between the copy and the unlink.
+                    def move() -> None:
+                        with self._storage.exclusive(old_file):
+                            self._storage.refuse_if_written_elsewhere(old_file)
+                            self._adopt_entries_appended_elsewhere(old_file)
+                            self._write_whole_file()
+                            self._storage.unlink(old_file)
+
+                    self._guard(move)
+                elif self._on_disk:
+                    self._write_whole_file()
+            except SessionBusyError:
+                self._cwd, self._header["cwd"], self._session_dir, self._session_file = saved
+                raise
             self._write_breadcrumb()
 
     # -- appends --------------------------------------------------------------------------------
@@ -543,7 +565,10 @@ class SessionManager:
         return path_to_leaf(self._entries, from_id if from_id is not None else self._leaf_id, self._by_id)
 
     def get_children(self, entry_id: str) -> list[dict[str, Any]]:
-        return [e for e in self._entries if e.get("parentId") == entry_id]
+        """Entries whose parent is `entry_id`; of entries sharing one id only the later counts (as the agent)."""
+        by_id = self._by_id
+        return [e for e in self._entries if e.get("parentId") == entry_id
+                and (not isinstance(e.get("id"), str) or by_id.get(e["id"]) is e)]
 
     def get_label(self, entry_id: str) -> str | None:
         return self._labels.get(entry_id)
@@ -637,12 +662,17 @@ class SessionManager:
                 return False
             if source == "auto" and self._header.get("titleSource") == "user":
                 return False
+            saved = (dict(self._header), self._title_line)
             self._header["title"] = clean
             self._header["titleSource"] = source
             if self._title_line is not None:
                 self._title_line = {**self._title_line, "title": clean}
             if self._persist and self._on_disk:
-                self._write_whole_file()
+                try:
+                    self._write_whole_file()
+                except SessionBusyError:
+                    self._header, self._title_line = saved
+                    raise
             return True
 
     # -- persistence ----------------------------------------------------------------------------
@@ -693,6 +723,7 @@ class SessionManager:
             self._close_writer()
             self._storage.ensure_dir_sync(target.parent)
             with self._storage.exclusive(target):
+                self._storage.refuse_if_written_elsewhere(target)
                 self._adopt_entries_appended_elsewhere(target)
                 head = (dumps_line(self._title_line) if self._title_line is not None else b"") + dumps_line(self._header)
                 data = head + b"".join(self._disk_line(entry) for entry in self._entries)
@@ -717,6 +748,7 @@ class SessionManager:
             return
         after: dict[str | None, list[dict[str, Any]]] = {}
         anchor: str | None = None
+        loaded_last = next((e.get("id") for e in reversed(self._entries) if isinstance(e.get("id"), str)), None)
         adopted: set[str] = set()
         for entry in records.entries:
             entry_id = entry.get("id") if isinstance(entry, dict) else None
@@ -724,6 +756,11 @@ class SessionManager:
                 continue
             if entry_id in self._by_id:
                 anchor = entry_id
+            elif entry_id in self._ids_before_migration:
+                # An entry this manager loaded and migrated to a new id, not somebody's append: what follows
+                # it in the file follows the entries loaded with it.
+                anchor = loaded_last
+
             elif entry_id not in adopted:
                 adopted.add(entry_id)
                 after.setdefault(anchor, []).append(project_loaded_entry(entry, self._blobs))

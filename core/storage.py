@@ -103,6 +103,10 @@ class SessionStorage(Protocol):
         """Remove the temp files a killed rewrite of `path` left behind; call it holding `exclusive(path)`."""
         ...
 
+    def refuse_if_written_elsewhere(self, path: Path) -> None:
+        """Raise SessionBusyError when another process keeps `path` open for writing (before a rewrite)."""
+        ...
+
     async def exists(self, path: Path) -> bool: ...
 
     async def read_text(self, path: Path) -> str | None: ...
@@ -214,6 +218,11 @@ class FileWriter:
             raise
 
 
+# How long a rewrite waits for another process to close the file before refusing: enough for a writer that
+# opens the file for each append to finish that append.
+REWRITE_WAIT_SECONDS = 0.5
+
+
 def temporary_name(path: Path) -> Path:
     """Where a rewrite of `path` writes first: `.<name>.<8 hex>.tmp` beside it (a dot-file: never a session)."""
     return path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
@@ -312,6 +321,11 @@ class FileSessionStorage(_AsyncTwins):
 
     def exclusive(self, path: Path) -> contextlib.AbstractContextManager[None]:
         return exclusive_lock(path)
+
+    def refuse_if_written_elsewhere(self, path: Path) -> None:
+        from sessdex.core.live_writers import refuse_if_written_elsewhere  # scans /proc: only before rewrites
+
+        refuse_if_written_elsewhere(path, wait_seconds=REWRITE_WAIT_SECONDS)
 
     def remove_stale_temporaries(self, path: Path) -> list[Path]:
         path = Path(path)
@@ -417,6 +431,9 @@ class MemorySessionStorage(_AsyncTwins):
 
     def remove_stale_temporaries(self, path: Path) -> list[Path]:
         return []
+
+    def refuse_if_written_elsewhere(self, path: Path) -> None:
+        return None  # nothing outside this process can hold a file that lives in memory
 
 
 class OverlaySessionStorage(MemorySessionStorage):

@@ -249,8 +249,16 @@ class SessionSummary:
 
     @property
     def title(self) -> str | None:
-        """The listing title: the file's own title, else the latest compaction shortSummary."""
-        return self.header_title or self._compaction_short_summary
+        """The listing title: the file's own title, else the latest compaction shortSummary.
+
+        A header that sets its title to "" keeps that empty title (the agent's listings do not fall back then).
+        """
+        own = self.header_title
+        if own:
+            return own
+        if not self._title_line_title and self._header_field("title") == "":
+            return ""
+        return self._compaction_short_summary
 
     @property
     def parent_session(self) -> str | None:

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, overload
 import orjson
 
 from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
-from sessdex.core.jsonl import ParsedJsonl, parse_jsonl, too_deep
+from sessdex.core.jsonl import MAX_LINE_BYTES, ParsedJsonl, parse_jsonl, too_deep
 from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
 from sessdex.core.text import without_lone_surrogates
@@ -165,10 +165,13 @@ def _parse_lines(data: bytes) -> tuple[ParsedJsonl, int]:
             end = size
         if end > position:
             line = view[position:end]
-            try:
-                value = loads(line)
-            except orjson.JSONDecodeError:
-                value = _DAMAGED
+            if end - position > MAX_LINE_BYTES:
+                value = _DAMAGED  # parse_jsonl skips and counts it
+            else:
+                try:
+                    value = loads(line)
+                except orjson.JSONDecodeError:
+                    value = _DAMAGED
             # A line nested deeper than the file scan reads is damage too (orjson reads deeper than core does).
             if value is _DAMAGED or too_deep(line, value):
                 if data[position:end].strip(_WHITESPACE):
@@ -246,17 +249,30 @@ def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_b
     committed = offset
     buffer = b""
     facts: list[UsageFact] = []
+    skipping = False  # inside a line longer than MAX_LINE_BYTES: its bytes are dropped up to its newline
     while committed + len(buffer) < end:
         data = handle.read(min(CHUNK_BYTES, end - committed - len(buffer)))
         if not data:
             break  # the file shrank while being read; the next pass sees the new stat
         buffer = buffer + data if buffer else data
+        if skipping:
+            newline = buffer.find(b"\n")
+            committed += len(buffer) if newline < 0 else newline + 1
+            buffer = b"" if newline < 0 else buffer[newline + 1:]
+            if newline < 0:
+                continue
+            skipping = False
+            committed_bad += 1  # the over-long line, counted as an unparseable one
         last_newline = buffer.rfind(b"\n")
         if last_newline < 0:
+            if len(buffer) > MAX_LINE_BYTES:
+                skipping = True
+                committed += len(buffer)
+                buffer = b""
             continue
         complete = buffer[:last_newline + 1]
         parsed, clean = _parse_lines(complete)
-        if parsed.torn_tail:
+        if parsed.torn_tail and len(complete) <= MAX_LINE_BYTES:
             continue  # a damaged value runs to the chunk's end: decide once more bytes are in
         if head is not None and committed == 0:
             head.see(complete, parsed.values, clean)
@@ -271,7 +287,8 @@ def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_b
             yield texts, False
     committed_state = fold.to_state()
     if not buffer:
-        return ReadResult(committed, committed_bad, committed_state, 0, fold, committed_state, facts)
+        return ReadResult(committed, committed_bad, committed_state, 1 if skipping else 0, fold, committed_state,
+                          facts)
     visible = SessionSummary.from_state(committed_state)
     parsed = parse_lines(buffer)
     texts = visible.feed_all(parsed.values, texts_wanted)

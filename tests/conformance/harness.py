@@ -183,7 +183,7 @@ class Replay:
             if "$repeat" in value:
                 return value["$repeat"] * value["count"]
             if "$concat" in value:
-                return "".join(self.resolve(part) for part in value["$concat"])
+                return "".join(_as_text(self.resolve(part)) for part in value["$concat"])
             if "$jsonl" in value:
                 return "".join(js_json(self.resolve(item)) + "\n" for item in value["$jsonl"])
             if "$readFile" in value:
@@ -385,7 +385,7 @@ def js_json(value: Any) -> str:
     if isinstance(value, bool) or value is None or isinstance(value, int):
         return json.dumps(value)
     if isinstance(value, float):
-        return _js_number(value)
+        return str(value) if isinstance(value, int) else _js_number(value)
     if isinstance(value, dict):
         return "{" + ",".join(js_json(str(key)) + ":" + js_json(item) for key, item in value.items()) + "}"
     return "[" + ",".join(js_json(item) for item in value) + "]"
@@ -727,3 +727,18 @@ def parsed_file_content(value: Any) -> Any:
             and str(value["path"]).endswith(".jsonl"):
         return {**value, "content": parse_jsonl(value["content"]).values}
     return value
+
+
+def _as_text(value: Any) -> str:
+    """A `$concat` part as text, as JavaScript's string concatenation makes it (a `$ref` may name a path)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return str(value) if isinstance(value, int) else _js_number(value)
+    return str(value)

@@ -65,3 +65,14 @@ def test_a_last_write_that_differs_from_input_is_reported(tmp_path: Path, monkey
     [case] = load_cases(tmp_path / "cases_root")
     failures = replay_failures(case, tmp_path, monkeypatch)
     assert len(failures) == 1 and "differs from input/home/notes.txt" in failures[0]
+
+
+def test_a_concat_part_that_is_a_ref_to_a_path_becomes_text(tmp_path: Path) -> None:
+    from tests.conformance.harness import Case, Replay
+
+    case = Case(tmp_path / "case", {"ops": []}, {"issued": {}})
+    replay = Replay(case, tmp_path / "root")
+    replay.refs["file"] = replay.sessions / "-proj" / "a.jsonl"
+    replay.refs["count"] = 3
+    joined = replay.resolve({"$concat": [{"$ref": "file"}, ":", {"$ref": "count"}, "|$HOME"]})
+    assert joined == f"{replay.sessions / '-proj' / 'a.jsonl'}:3|{replay.home}"

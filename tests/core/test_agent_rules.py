@@ -17,7 +17,7 @@ from sessdex.core.records import is_listable_session
 from sessdex.core.session_manager import SessionManager
 from sessdex.core.summary import datetime_from_ms
 from tests.core.conftest import ASSISTANT, USER
-from tests.core.sessiontree import header, jsonl, make_tree, user, write_file
+from tests.core.sessiontree import conversation, header, jsonl, make_tree, user, write_file
 
 
 def reopened(manager: SessionManager, runtime) -> SessionManager:
@@ -97,16 +97,19 @@ def test_a_branched_session_writes_labels_in_the_order_they_were_last_set(runtim
     assert written_labels(new_file) == [(ids[1], "second renamed"), (ids[2], "third"), (ids[0], "first again")]
 
 
-def test_fork_from_writes_labels_in_the_order_they_were_last_set(runtime, project) -> None:
+def test_fork_from_copies_every_entry_verbatim_label_entries_included(runtime, project) -> None:
+    """The fork holds the source's entries byte for byte as records: same ids, parents, timestamps, and
+    every label entry (set, cleared, set again) where it was, so later ids and the tree match the agent's."""
     manager, ids = labelled_session(runtime, project)
     manager.close()
+    source = parse_jsonl(manager.get_session_file().read_bytes()).values
     fork = SessionManager.fork_from(manager.get_session_file(), project, runtime=runtime)
     fork.close()
-    assert written_labels(fork.get_session_file()) == [(ids[1], "second renamed"), (ids[2], "third"),
-                                                       (ids[0], "first again")]
+    forked = parse_jsonl(fork.get_session_file().read_bytes()).values
+    assert forked[1:] == source[1:]
+    assert forked[0]["parentSession"] == source[0]["id"] and forked[0]["id"] != source[0]["id"]
     assert [fork.get_label(entry_id) for entry_id in ids] == ["first again", "second renamed", "third"]
-    kinds = [r.get("type") for r in parse_jsonl(fork.get_session_file().read_bytes()).values]
-    assert kinds == ["session"] + ["message"] * 4 + ["label"] * 3
+    assert fork.get_leaf_id() == manager.get_leaf_id()
 
 
 # -- S10: which files are sessions, parentSessionPath ---------------------------------------------------
@@ -189,3 +192,84 @@ def test_a_blob_that_is_a_symlink_out_of_the_blob_folder_is_not_followed(runtime
     assert data == reference and base64.b64encode(b"not yours").decode() != data
     manager.close()
     assert orjson.loads(session.read_bytes().splitlines()[1])["message"]["content"][0]["data"] == reference
+
+
+# -- open(), getChildren(), list(): rules the agent's own code shows ----------------------------------------
+
+def test_open_keeps_the_header_cwd_even_when_that_directory_is_gone(tmp_path: Path, runtime) -> None:
+    tree = make_tree(tmp_path)
+    proj = tree.project("proj")
+    gone = str(tmp_path / "home" / "deleted-project")
+    session = tree.session(proj, "gonecwd", head=header("gonecwd", gone))
+    manager = SessionManager.open(session, runtime=runtime)
+    assert manager.get_cwd() == gone
+    manager.close()
+
+
+def test_of_two_entries_sharing_an_id_get_children_returns_only_the_later(tmp_path: Path, runtime) -> None:
+    tree = make_tree(tmp_path)
+    proj = tree.project("proj")
+    first = user("first copy", "d0000001", "u0000001")
+    later = user("later copy", "d0000001", "u0000001")
+    session = write_file(proj.parent / "dup.jsonl", jsonl([header("dup", proj), user("root"), first, later]))
+    manager = SessionManager.open(session, runtime=runtime)
+    children = manager.get_children("u0000001")
+    manager.close()
+    assert [child["message"]["content"] for child in children] == ["later copy"]
+
+
+def test_an_empty_header_title_stays_empty_in_listings(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path)
+    proj = tree.project("proj")
+    compaction = {"type": "compaction", "id": "c0000001", "parentId": "u0000001",
+                  "timestamp": "2025-01-01T00:00:02.000Z", "summary": "s", "shortSummary": "Short summary",
+                  "firstKeptEntryId": "u0000001", "tokensBefore": 1}
+    tree.session(proj, "emptytitle", conversation("q1") + [compaction], head=header("emptytitle", proj, title=""))
+    tree.session(proj, "notitle", conversation("q2") + [compaction])
+    infos = {info.id: info for info in list_sessions(proj, paths=tree.paths)}
+    assert infos["emptytitle"].title == ""
+    assert infos["notitle"].title == "Short summary"
+    assert {info.id: info.title for info in list_all_sessions(paths=tree.paths)}["emptytitle"] == ""
+
+
+# -- v1 migration ----------------------------------------------------------------------------------------------
+
+def v1_record(kind: str, old_id: str | None = None, **fields) -> dict:
+    record = {"type": kind, "timestamp": "2025-01-01T00:00:00.000Z", **fields}
+    if old_id is not None:
+        record["id"] = old_id
+    return record
+
+
+def test_a_v1_compaction_index_pointing_forward_resolves_as_the_agent_does() -> None:
+    from sessdex.core.migrate import migrate_session
+
+    ids = iter(["n1", "n2", "n3", "n4", "n5", "n6"])
+    entries = [v1_record("message", "old1", message={"role": "user", "content": "a"}),
+               v1_record("compaction", summary="back", firstKeptEntryIndex=1),
+               v1_record("compaction", summary="forward, with id", firstKeptEntryIndex=4),
+               v1_record("message", "old4", message={"role": "user", "content": "b"}),
+               v1_record("compaction", summary="forward, no id", firstKeptEntryIndex=6),
+               v1_record("message", message={"role": "user", "content": "c"})]
+    migrate_session({"type": "session", "id": "s"}, entries, lambda: next(ids))
+    assert entries[1]["firstKeptEntryId"] == "n1"
+    assert entries[2]["firstKeptEntryId"] == "old4"
+    assert "firstKeptEntryId" not in entries[4]
+    assert all("firstKeptEntryIndex" not in entry for entry in entries)
+
+
+def test_migrating_a_v1_file_whose_entries_carry_ids_writes_no_duplicates(tmp_path: Path, runtime) -> None:
+    tree = make_tree(tmp_path)
+    proj = tree.project("proj")
+    records = [v1_record("message", "old1", message={"role": "user", "content": "q", "timestamp": 1}),
+               v1_record("message", "old2", message={**ASSISTANT, "content": [{"type": "text", "text": "a"}]}),
+               v1_record("message", "old3", message={"role": "user", "content": "q2", "timestamp": 3}),
+               v1_record("message", "old4", message={**ASSISTANT, "content": [{"type": "text", "text": "b"}]})]
+    session = tree.session(proj, "v1ids", records, head={"type": "session", "id": "v1ids",
+                                                         "timestamp": "2025-01-01T00:00:00.000Z", "cwd": str(proj)})
+    manager = SessionManager.open(session, runtime=runtime)
+    manager.close()
+    written = parse_jsonl(session.read_bytes()).values
+    assert written[0]["version"] == 3
+    assert len(written) == 1 + len(records)
+    assert [entry["parentId"] for entry in written[1:]] == [None] + [entry["id"] for entry in written[1:-1]]

@@ -6,10 +6,12 @@
     python -m tests.reliability.core_children create  AGENT_DIR CWD          # a new answered session; prints its path
     python -m tests.reliability.core_children die-mid-rewrite AGENT_DIR FILE # SIGKILLed between temp file and rename
     python -m tests.reliability.core_children slow-rewrite AGENT_DIR FILE STOP # a rewrite paused before its rename
+    python -m tests.reliability.core_children agent-append FILE STOP           # like the agent: no lock, fd kept open
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -91,7 +93,32 @@ def slow_rewrite(agent_dir: str, file: str, stop: str) -> None:
     manager.close()
 
 
-ROLES = {"append": append, "rewrite": rewrite, "rename": rename, "create": create,
+def agent_append(file: str, stop: str) -> None:
+    """Append as the agent does: one write-only append descriptor kept open, fsync per entry, no sessdex lock.
+
+    Prints READY once the file is open, "ACK <id>" per fsynced entry, and stops at the first append after
+    STOP exists.
+    """
+    with open(file, "rb") as handle:
+        parent = [line for line in handle.read().splitlines() if line.strip()][-1]
+    parent_id = json.loads(parent).get("id")
+    fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    print("READY", flush=True)
+    n = 0
+    while not os.path.exists(stop):
+        entry_id = f"agent{n:05d}"
+        entry = {"type": "message", "id": entry_id, "parentId": parent_id, "timestamp": "2025-01-01T00:00:00.000Z",
+                 "message": {"role": "user", "content": f"agent append {n}", "timestamp": n}}
+        os.write(fd, (json.dumps(entry) + "\n").encode())
+        os.fsync(fd)
+        print(f"ACK {entry_id}", flush=True)
+        parent_id = entry_id
+        n += 1
+        time.sleep(0.002)
+    os.close(fd)
+
+
+ROLES = {"agent-append": agent_append, "append": append, "rewrite": rewrite, "rename": rename, "create": create,
          "die-mid-rewrite": die_mid_rewrite, "slow-rewrite": slow_rewrite}
 
 if __name__ == "__main__":

@@ -168,3 +168,82 @@ def test_opening_a_session_never_removes_the_temp_file_of_a_live_rewrite(tmp_pat
     assert opener.returncode == 0, opener_err
     assert not temporary.exists()
     assert file_records(session)[0]["title"] == "opened meanwhile"
+
+
+# -- an appender that behaves like the agent: its own process, descriptor kept open, no sessdex lock -----------
+
+def start_agent_appender(tmp_path: Path, session: Path) -> tuple[subprocess.Popen[str], Path]:
+    stop = tmp_path / "stop-agent"
+    appender = child("agent-append", str(session), str(stop))
+    wait_for_line(appender, "READY")
+    return appender, stop
+
+
+def acknowledged_after_stop(appender: subprocess.Popen[str], stop: Path) -> list[str]:
+    stop.touch()
+    out, err = appender.communicate(timeout=TIMEOUT)
+    assert appender.returncode == 0, err
+    return [line.split()[1] for line in out.splitlines() if line.startswith("ACK ")]
+
+
+def assert_none_lost(session: Path, acknowledged: list[str]) -> None:
+    assert acknowledged, "the appender must have written while the rewrite was tried"
+    ids = {record.get("id") for record in file_records(session)[1:]}
+    lost = [entry_id for entry_id in acknowledged if entry_id not in ids]
+    assert not lost, f"{len(lost)} of {len(acknowledged)} acknowledged entries lost"
+
+
+def test_sessdex_rename_refuses_with_one_line_while_the_agent_keeps_the_file_open(tmp_path: Path) -> None:
+    agent_dir, session = new_session(tmp_path)
+    before = file_records(session)[0]
+    appender, stop = start_agent_appender(tmp_path, session)
+    try:
+        results = [subprocess.run([str(REPO / ".venv" / "bin" / "sessdex"), "--agent-dir", str(agent_dir),
+                                   "rename", str(session), f"title {n}"],
+                                  capture_output=True, text=True, timeout=TIMEOUT, env={**os.environ, "NO_COLOR": "1"})
+                   for n in range(3)]
+    finally:
+        acknowledged = acknowledged_after_stop(appender, stop)
+    for result in results:
+        assert result.returncode != 0
+        assert len(result.stderr.strip().splitlines()) == 1 and "open for writing" in result.stderr, result.stderr
+    assert_none_lost(session, acknowledged)
+    assert file_records(session)[0] == before
+
+
+def test_every_session_manager_rewrite_refuses_while_the_agent_keeps_the_file_open(tmp_path: Path) -> None:
+    from sessdex.core.errors import SessionBusyError
+    from sessdex.core.paths import AgentPaths
+    from sessdex.core.runtime import SessionRuntime
+    from sessdex.core.session_manager import SessionManager
+
+    agent_dir, session = new_session(tmp_path)
+    runtime = SessionRuntime(paths=AgentPaths(agent_dir=agent_dir, home=agent_dir.parent.parent),
+                             environ={}, tty_path=lambda: None)
+    appender, stop = start_agent_appender(tmp_path, session)
+    try:
+        manager = SessionManager.open(session, runtime=runtime)
+        with pytest.raises(SessionBusyError):
+            manager.set_session_name("renamed while the agent writes")
+        assert manager.get_session_name() != "renamed while the agent writes"
+        with pytest.raises(SessionBusyError):
+            manager.rewrite_entries()
+        other = tmp_path / "home" / "other"
+        other.mkdir()
+        with pytest.raises(SessionBusyError):
+            manager.move_to(str(other))
+        assert manager.get_session_file() == session and session.exists()
+        fork = SessionManager.fork_from(session, str(tmp_path / "home" / "proj"), runtime=runtime)
+        fork.close()
+        manager.close()
+    finally:
+        acknowledged = acknowledged_after_stop(appender, stop)
+    assert_none_lost(session, acknowledged)
+    # Once the agent has closed the file the same rewrites go through and keep every entry.
+    manager = SessionManager.open(session, runtime=runtime)
+    manager.set_session_name("after the agent exited")
+    manager.move_to(str(other))
+    moved = manager.get_session_file()
+    manager.close()
+    assert not session.exists()
+    assert_none_lost(moved, acknowledged)

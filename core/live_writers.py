@@ -1,0 +1,89 @@
+"""Which other processes hold a file open for writing (so a whole-file rewrite would lose their appends).
+
+The agent appends to its session file without sessdex's lock and may keep its descriptor open; replacing the
+file under it sends its later appends into the unlinked inode. Before a rewrite sessdex asks the kernel who has
+the file open: on Linux by reading `/proc/<pid>/fd` (the inode each descriptor points to) and
+`/proc/<pid>/fdinfo` (its access mode). Processes of other users are not readable and are skipped (they cannot
+write to a 0600 file of ours). Where there is no `/proc` (macOS, BSD) nothing can be found cheaply, so no writer
+is reported and only the lock and the adopt-before-rewrite step protect the file.
+
+sessdex's own appenders open the file read-write in append mode, take the writers' lock for every append and
+re-open the path when a rewrite replaced it, so they lose nothing and are not counted. The agent opens its
+file write-only (append mode), which is what is looked for; so is any read-write descriptor not in append mode.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from sessdex.core.errors import SessionBusyError
+
+PROC = "/proc"
+_ACCESS_MODE = 0o3  # O_ACCMODE: 0 read-only, 1 write-only, 2 read-write
+
+
+def writers_of(path: str | os.PathLike[str], *, proc: str = PROC) -> list[int]:
+    """Pids of other processes that have the file at `path` open for writing (empty when it does not exist)."""
+    try:
+        target = os.stat(path)
+    except OSError:
+        return []
+    try:
+        pids = [name for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        return []
+    own = str(os.getpid())
+    found: list[int] = []
+    for pid in pids:
+        if pid == own:
+            continue
+        fd_dir = f"{proc}/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:  # another user's process, or it just exited
+            continue
+        for fd in fds:
+            try:
+                info = os.stat(f"{fd_dir}/{fd}")
+            except OSError:
+                continue
+            if info.st_ino != target.st_ino or info.st_dev != target.st_dev:
+                continue
+            if _opened_for_writing(f"{proc}/{pid}/fdinfo/{fd}"):
+                found.append(int(pid))
+                break
+    return found
+
+
+def _opened_for_writing(fdinfo_path: str) -> bool:
+    """Whether the descriptor writes without following a replaced file (see the module's docstring)."""
+    try:
+        with open(fdinfo_path, encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("flags:"):
+                    flags = int(line.split()[1], 8)
+                    mode = flags & _ACCESS_MODE
+                    return mode == os.O_WRONLY or (mode == os.O_RDWR and not flags & os.O_APPEND)
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
+def refuse_if_written_elsewhere(path: str | os.PathLike[str], *, wait_seconds: float = 0.0) -> None:
+    """Raise SessionBusyError when another process keeps `path` open for writing after `wait_seconds`.
+
+    The wait lets a writer that opens the file for each append finish; an agent that keeps the file open
+    is still running, and the user is told to retry once it has exited.
+    """
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        pids = writers_of(path)
+        if not pids:
+            return
+        if time.monotonic() >= deadline:
+            listed = ", ".join(str(pid) for pid in pids[:5])
+            raise SessionBusyError(
+                f"{os.fspath(path)} is open for writing by process {listed} (the agent?); "
+                "rewriting it now would lose what that process writes next. Retry once it has exited.")
+        time.sleep(0.05)

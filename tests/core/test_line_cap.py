@@ -1,0 +1,51 @@
+"""Bounded memory for any line: a line longer than MAX_LINE_BYTES is skipped and counted as a bad line."""
+
+from __future__ import annotations
+
+import resource
+from pathlib import Path
+
+import orjson
+
+from sessdex.catalog.index.file_reader import read_fold
+from sessdex.core.jsonl import MAX_LINE_BYTES, parse_jsonl
+from sessdex.core.summary import SessionSummary
+
+HEADER = {"type": "session", "version": 3, "id": "capped", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/p"}
+
+
+def message(entry_id: str, text: str) -> dict:
+    return {"type": "message", "id": entry_id, "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": text, "timestamp": 1}}
+
+
+def line(value: dict) -> bytes:
+    return orjson.dumps(value) + b"\n"
+
+
+def test_a_line_over_the_cap_is_skipped_and_counted_by_the_whole_file_parser() -> None:
+    long_line = line(message("long0001", "x" * (MAX_LINE_BYTES + 10)))
+    parsed = parse_jsonl(line(HEADER) + line(message("m0000001", "before")) + long_line
+                         + line(message("m0000002", "after")))
+    assert [value.get("id") for value in parsed.values] == ["capped", "m0000001", "m0000002"]
+    assert parsed.bad_records == 1
+
+
+def test_the_index_reader_skips_a_sparse_gigabyte_line_in_bounded_memory(tmp_path: Path) -> None:
+    """A file whose middle is 1 GiB of zeros without a newline (sparse: no disk used) is read in bounded memory;
+    the lines around it count and the endless line is one bad line."""
+    path = tmp_path / "sparse.jsonl"
+    with open(path, "wb") as handle:
+        handle.write(line(HEADER) + line(message("m0000001", "before")))
+        handle.seek(1 << 30, 1)
+        handle.write(b"\n" + line(message("m0000002", "after")))
+    size = path.stat().st_size
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    fold = SessionSummary()
+    with open(path, "rb") as handle:
+        result = read_fold(handle, 0, size, fold, 0, lambda texts, pending: None)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before
+    assert result.committed_offset == size
+    assert result.committed_bad == 1
+    assert fold.message_count == 2
+    assert grown_kib < 300 * 1024, f"reading grew the peak memory by {grown_kib} KiB"
