@@ -292,7 +292,7 @@ def render_html_page(transcript: Transcript, fragment: str | None = None) -> str
     body = fragment if fragment is not None else render_transcript_html(transcript)
     title = escape(transcript.title or f"Session {transcript.header.get('id', '')}")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{escape(content_security_policy(TRANSCRIPT_CSS))}">'
+            f'<meta http-equiv="Content-Security-Policy" content="{content_security_policy(TRANSCRIPT_CSS)}">'
             '<meta name="viewport" content="width=device-width,initial-scale=1">'
             '<meta name="referrer" content="no-referrer">'
             f"<title>{title}</title><style>{TRANSCRIPT_CSS}</style></head><body>{body}</body></html>\n")
