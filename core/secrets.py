@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(slots=True, frozen=True)
@@ -98,3 +99,14 @@ def redact(text: str) -> str:
         position = item.end
     parts.append(text[position:])
     return "".join(parts)
+
+
+def redact_value(value: Any) -> Any:
+    """`value` (parsed JSON) with every string inside it redacted; containers are copied, never changed in place."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_value(item) for item in value]
+    return value

@@ -14,7 +14,7 @@ from typing import Any
 from sessdex.core.blobs import BlobStore
 from sessdex.core.context import path_to_leaf
 from sessdex.core.runtime import SessionRuntime
-from sessdex.core.secrets import redact
+from sessdex.core.secrets import redact, redact_value
 from sessdex.core.session_manager import load_session_file
 
 
@@ -42,17 +42,6 @@ class Transcript:
     all_branches: bool = False
     title: str = ""
     models: dict[str, ModelTotals] = field(default_factory=dict)
-
-
-def redact_value(value: Any) -> Any:
-    """`value` with every string inside it (dict values and keys' values, list items) redacted."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {key: redact_value(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [redact_value(item) for item in value]
-    return value
 
 
 def model_totals(entries: list[dict[str, Any]]) -> dict[str, ModelTotals]:
