@@ -65,6 +65,18 @@ def _add_content_options(parser: argparse.ArgumentParser) -> None:
                              "text in the catalog (remembered for this machine; text stored before is deleted).")
     parser.add_argument("--content", dest="content", action="store_true", default=None,
                         help="Index message text again after --no-content.")
+    parser.add_argument("--redact", action="store_true",
+                        help="Keep detected secrets out of the catalog's text (replaced by [REDACTED:<kind>]); the "
+                             "session files are unchanged. Also on with SESSDEX_REDACT=1. Text indexed before "
+                             "stays until --rebuild.")
+
+
+def _apply_redaction(args: argparse.Namespace) -> None:
+    """--redact reaches the parse workers (new interpreters) through their inherited environment."""
+    if args.redact:
+        from sessdex.catalog.index.file_reader import REDACT_VARIABLE
+
+        os.environ[REDACT_VARIABLE] = "1"
 
 
 def open_machine_catalog(settings: Settings, content: bool | None) -> CatalogDatabase:
@@ -92,6 +104,7 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_index(args: argparse.Namespace, settings: Settings) -> int:
+    _apply_redaction(args)
     paths, location = settings.paths, settings.location()
     rebuild, content = args.rebuild, args.content
     if rebuild:
@@ -160,6 +173,7 @@ While it runs, read commands trust the catalog and skip their own freshness chec
 
 
 def run_watch(args: argparse.Namespace, settings: Settings) -> int:
+    _apply_redaction(args)
     from sessdex.catalog.index.watcher import Watcher, _native_observer, _polling_observer, stop_on_signals
     from sessdex.catalog.store.machine import remember_machine
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sessdex.catalog.index.content_index import fill_content_index
+from sessdex.catalog.index.file_reader import catalog_text
 from sessdex.catalog.index.indexer import Indexer, open_session_file, read_fold, storable_text, stores_content
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, root_range, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
@@ -64,7 +65,7 @@ def _row_disagrees(db: CatalogDatabase, row: Any) -> bool:
         result = read_fold(handle, 0, row["size"], SessionSummary(), 0, count)
     visible = result.visible
     expected = (visible.header_valid, storable_text(visible.session_id), visible.message_count,
-                storable_text(visible.title), storable_text(visible.first_message),
+                catalog_text(visible.title), catalog_text(visible.first_message),
                 result.committed_bad + result.pending_bad, result.committed_offset,
                 counts[0] if stores_content(db) else 0)  # --no-content: no message rows by design
     stored = (bool(row["header_valid"]), row["session_id"], row["message_count"], row["title"], row["first_message"],

@@ -26,6 +26,7 @@ import orjson
 
 from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
 from sessdex.core.jsonl import MAX_LINE_BYTES, ParsedJsonl, parse_jsonl, too_deep
+from sessdex.core.secrets import redact, redact_value
 from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
 from sessdex.core.text import without_lone_surrogates
@@ -114,8 +115,32 @@ def storable_text(text: str | None) -> str | None:
     return None if text is None else without_lone_surrogates(text)
 
 
+# `index --redact` / `watch --redact` set this variable, so that the parse workers (new interpreters) inherit it.
+REDACT_VARIABLE = "SESSDEX_REDACT"
+
+
+def redacting() -> bool:
+    """Whether detected secrets are kept out of the catalog's text (a shared catalog must never hold them)."""
+    return os.environ.get(REDACT_VARIABLE) == "1"
+
+
+@overload
+def catalog_text(text: str) -> str: ...
+@overload
+def catalog_text(text: None) -> None: ...
+def catalog_text(text: str | None) -> str | None:
+    """Session text as the catalog stores it (titles, first messages, summaries): storable, and redacted when
+    `redacting()`. The session files themselves are never changed."""
+    if text is None:
+        return None
+    return storable_text(redact(text) if redacting() else text)
+
+
 def message_text(text: str) -> str:
-    """A message's text as the catalog stores it: its first MESSAGE_TEXT_MAX_CHARS characters, storable."""
+    """A message's text as the catalog stores it: its first MESSAGE_TEXT_MAX_CHARS characters, storable (redacted
+    when `redacting()`; a little past the cut is scanned, so a secret straddling it is not left half-visible)."""
+    if redacting():
+        return storable_text(redact(text[:MESSAGE_TEXT_MAX_CHARS + 1024])[:MESSAGE_TEXT_MAX_CHARS])
     return storable_text(text[:MESSAGE_TEXT_MAX_CHARS])
 
 
@@ -316,7 +341,10 @@ def head_columns(handle, size: int, known: HeadValues | None = None) -> tuple[in
         summary.feed_all(known.values)
     else:
         summary = summarize_bytes(head)[0]
-    return length, digest(head), state_json(summary.to_state()) if summary.header_valid else None
+    if not summary.header_valid:
+        return length, digest(head), None
+    state = summary.to_state()
+    return length, digest(head), state_json(redact_value(state) if redacting() else state)
 
 
 
@@ -334,20 +362,20 @@ def file_columns(key: str, current: FileStat, result: ReadResult, prefix_state: 
         "indexed_offset": result.committed_offset,
         "head_length": head_length,
         "head_digest": head_digest,
-        "summary_state": state_json(result.committed_state),
+        "summary_state": state_json(redact_value(result.committed_state) if redacting() else result.committed_state),
         "unparseable_lines": result.committed_bad,
         "pending_unparseable": result.pending_bad,
         "header_valid": visible.header_valid,
         "session_id": storable_text(visible.session_id),
         "cwd": storable_text(visible.cwd),
-        "title": storable_text(visible.title),
-        "header_title": storable_text(visible.header_title),
-        "short_summary": storable_text(result.visible_state["compaction_short_summary"]),
+        "title": catalog_text(visible.title),
+        "header_title": catalog_text(visible.header_title),
+        "short_summary": catalog_text(result.visible_state["compaction_short_summary"]),
         "parent_session": storable_text(visible.parent_session),
         "created": storable_text(visible.created),
         "message_count": visible.message_count,
         "entry_count": visible.entry_count,
-        "first_message": storable_text(visible.first_message),
+        "first_message": catalog_text(visible.first_message),
         "prefix_state": prefix_state,
         "last_entry_id": storable_text(visible.last_entry_id),
         "last_model": storable_text(visible.last_model),

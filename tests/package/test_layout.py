@@ -23,6 +23,7 @@ ROOM_RANKS = {
     "sessdex.catalog.history": 1,
     "sessdex.catalog.index": 2,
     "sessdex.catalog.queries": 3,
+    "sessdex.catalog.export": 4,
     "sessdex.catalog.tui": 4,
     "sessdex.catalog.cli": 5,
     "sessdex.catalog": 6,  # only `python -m sessdex.catalog`

@@ -1,0 +1,125 @@
+"""`sessdex export SESSION` (HTML, Markdown or JSON, secrets redacted) and `sessdex secrets` (where secrets are)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+from typing import TYPE_CHECKING
+
+from sessdex.catalog.cli.output import echo, echo_json
+from sessdex.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from sessdex.catalog.store.settings import Settings
+
+FORMATS = ("html", "md", "json")
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Export the session SESSION (an id prefix or a file) as one self-contained HTML page, "
+                          "Markdown or JSON. Detected secrets are replaced by [REDACTED:<kind>] unless --no-redact.")
+    parser.add_argument("value", metavar="SESSION", help="An id prefix or a session file.")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="Output format (default: from the -o file's suffix, else html).")
+    parser.add_argument("-o", "--output", metavar="FILE", default=None,
+                        help="Write to FILE (created 0600; an existing file only with --force); '-' for stdout.")
+    parser.add_argument("--force", action="store_true", help="Replace an existing output FILE.")
+    parser.add_argument("--leaf", metavar="ID", default=None, help="Show the branch ending at entry ID (id prefix).")
+    parser.add_argument("--all-branches", action="store_true", help="Show every branch of the session tree.")
+    parser.add_argument("--no-redact", dest="redact", action="store_false",
+                        help="Keep detected secrets in the output (a warning is printed).")
+
+
+def _format_for(args: argparse.Namespace) -> str:
+    if args.format:
+        return str(args.format)
+    suffix = os.path.splitext(args.output or "")[1].lower()
+    return {".md": "md", ".markdown": "md", ".json": "json"}.get(suffix, "html")
+
+
+def write_output(target: str, data: bytes, *, force: bool) -> None:
+    """Write `data` to `target`: a new 0600 file, never through a symlink, an existing regular file only if `force`."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_TRUNC if force else os.O_EXCL)
+    try:
+        fd = os.open(target, flags, 0o600)
+    except FileExistsError as exc:
+        raise UsageError(f"{target} exists; pass --force to replace it") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            raise UsageError(f"{target} is not a regular file of yours; refusing to write it")
+        with os.fdopen(fd, "wb", closefd=False) as handle:
+            handle.write(data)
+    finally:
+        os.close(fd)
+
+
+def run_export(args: argparse.Namespace, settings: Settings) -> int:
+    from sessdex.catalog.cli.manage_commands import find_session
+    from sessdex.catalog.export.html import render_html_page
+    from sessdex.catalog.export.markdown import render_transcript_json, render_transcript_markdown
+    from sessdex.catalog.export.transcript import load_transcript
+    from sessdex.core.runtime import SessionRuntime
+
+    info = find_session(settings, args.value)
+    if not args.redact:
+        echo("sessdex: warning: --no-redact: the export keeps any secret the session holds", err=True)
+    try:
+        transcript = load_transcript(info.path, SessionRuntime(paths=settings.paths), leaf_id=args.leaf,
+                                     all_branches=args.all_branches, redact_secrets=args.redact)
+    except (ValueError, LookupError) as exc:
+        raise UsageError(str(exc)) from exc
+    kind = _format_for(args)
+    if kind == "json":
+        data = render_transcript_json(transcript)
+    elif kind == "md":
+        data = render_transcript_markdown(transcript).encode("utf-8", "replace")
+    else:
+        data = render_html_page(transcript).encode("utf-8", "replace")
+    if args.output in (None, "-"):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        write_output(args.output, data, force=args.force)
+    return 0
+
+
+def add_secrets_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("List which sessions hold which kinds of secret and where (entry id, field); the secrets "
+                          "themselves are never printed.")
+    parser.add_argument("value", metavar="SESSION", nargs="?", default=None, help="An id prefix or a session file.")
+    parser.add_argument("--all", action="store_true", help="Scan every session on this machine.")
+    parser.add_argument("--json", dest="as_json", action="store_true", help="Print the findings as JSON.")
+
+
+def run_secrets(args: argparse.Namespace, settings: Settings) -> int:
+    from sessdex.catalog.cli.manage_commands import find_session
+    from sessdex.catalog.export.scan import scan_session_file
+    from sessdex.core.discovery import list_all_sessions
+
+    if args.all == (args.value is not None):
+        raise UsageError("name one SESSION or pass --all")
+    paths = [info.path for info in list_all_sessions(paths=settings.paths)] if args.all else \
+        [find_session(settings, args.value).path]
+    findings = []
+    unreadable = 0
+    for path in paths:
+        found = scan_session_file(path)
+        if found is None:
+            unreadable += 1
+            continue
+        findings.extend(found)
+    if args.as_json:
+        echo_json({"findings": [item.as_json() for item in findings], "scanned": len(paths),
+                   "unreadable": unreadable})
+    else:
+        for item in findings:
+            echo(f"{item.path}\t{item.entry_id}\t{item.field}\t{item.kind}")
+        echo(f"{len(findings)} secret(s) in {len({item.path for item in findings})} of {len(paths)} session(s)"
+             + (f"; {unreadable} unreadable" if unreadable else ""), err=True)
+    return 1 if findings else 0

@@ -1,0 +1,106 @@
+"""A transcript as Markdown for pasting into issues: fenced code, tool calls and thinking in `<details>`.
+
+Session text goes into fences longer than any backtick run inside it, so it can never close its fence; text placed
+in HTML (`<summary>`) is escaped, so a message holding `</details>` stays text.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import orjson
+
+from sessdex.catalog.export.html import OUTPUT_LIMIT, clean
+from sessdex.catalog.export.transcript import Transcript
+
+
+def fence(text: str, language: str = "") -> str:
+    """`text` in a backtick fence longer than any backtick run in it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{language}\n{text}\n{ticks}\n"
+
+
+def _cut(text: str) -> str:
+    text = clean(text)
+    if len(text) <= OUTPUT_LIMIT:
+        return fence(text)
+    return fence(text[:OUTPUT_LIMIT]) + f"\n*… cut: showing {OUTPUT_LIMIT:,} of {len(text):,} characters*\n"
+
+
+def _details(summary: str, body: str) -> str:
+    return f"<details><summary>{html.escape(clean(summary))}</summary>\n\n{body}\n</details>\n"
+
+
+def _blocks(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return content if isinstance(content, list) else []
+
+
+def _json_text(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_INDENT_2).decode("utf-8")
+
+
+def render_entry_markdown(entry: dict[str, Any]) -> str:
+    kind = entry.get("type")
+    if kind == "message" and isinstance(entry.get("message"), dict):
+        message = entry["message"]
+        role = str(message.get("role") or "message")
+        if role == "toolResult":
+            text = "\n".join(b.get("text", "") for b in _blocks(message.get("content"))
+                             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+            label = "Tool error" if message.get("isError") else "Tool result"
+            return _details(f"{label}: {message.get('toolName') or 'tool'}", _cut(text))
+        if role == "bashExecution":
+            return _details(f"Shell: {message.get('command') or ''}", _cut(str(message.get("output") or "")))
+        head = f"### {role}"
+        if message.get("model"):
+            head += f" · {clean(str(message['model']))}"
+        if entry.get("timestamp"):
+            head += f" · {clean(str(entry['timestamp']))}"
+        parts = [head + "\n"]
+        for block in _blocks(message.get("content")):
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                parts.append(clean(block["text"]) + "\n")
+            elif block.get("type") == "thinking" and isinstance(block.get("thinking"), str):
+                parts.append(_details("Thinking", clean(block["thinking"])))
+            elif block.get("type") == "toolCall":
+                parts.append(_details(f"Tool call: {block.get('name') or 'tool'}",
+                                      _cut(_json_text(block.get("arguments")))))
+            elif block.get("type") == "image":
+                parts.append("*[image]*\n")
+        return "\n".join(parts)
+    if kind == "compaction":
+        return "---\n*Context compacted*\n\n" + _details("Compaction summary", clean(str(entry.get("summary") or "")))
+    if kind == "branch_summary":
+        return "---\n*Returned from a branch*\n\n" + _details("Branch summary", clean(str(entry.get("summary") or "")))
+    if kind == "model_change":
+        return f"*Model changed to `{clean(str(entry.get('model') or ''))}`*\n"
+    return ""
+
+
+def render_transcript_markdown(transcript: Transcript) -> str:
+    header = transcript.header
+    lines = [f"# {clean(transcript.title or 'Session ' + str(header.get('id', '')))}", ""]
+    for key, value in (("Session", header.get("id")), ("Project", header.get("cwd")),
+                       ("Started", header.get("timestamp"))):
+        if value:
+            lines.append(f"- **{key}:** {clean(str(value))}")
+    for name, totals in sorted(transcript.models.items()):
+        lines.append(f"- **{clean(name)}:** {totals.messages} replies, {totals.input:,} in / {totals.output:,} out "
+                     f"tokens, ${totals.cost:.4f}")
+    lines.append("")
+    body = [render_entry_markdown(entry) for entry in transcript.shown]
+    return "\n".join(lines) + "\n" + "\n".join(part for part in body if part)
+
+
+def render_transcript_json(transcript: Transcript) -> bytes:
+    """The header and the shown entries (blobs resolved) as one JSON document."""
+    document = {"header": transcript.header, "title": transcript.title, "leafId": transcript.leaf_id,
+                "allBranches": transcript.all_branches, "entries": transcript.shown}
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"

@@ -1,0 +1,75 @@
+"""Where a session file holds secrets: entry id, field path and kind of each finding, never the secret itself.
+
+The file is read raw (no blob resolution: blobs hold images) line by line, so memory stays bounded by the longest
+line; a line that is not JSON is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from sessdex.core.regular_files import open_regular
+from sessdex.core.secrets import find_secrets
+
+
+@dataclass(slots=True, frozen=True)
+class SecretFinding:
+    """One secret found in a session: the file, the entry id (or "header"), the field path and the rule's kind."""
+
+    path: Path
+    entry_id: str
+    field: str
+    kind: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"path": str(self.path), "entryId": self.entry_id, "field": self.field, "kind": self.kind}
+
+
+def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    """Every string inside `value` with its field path (`message.content[0].text`), iteratively."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, place = stack.pop()
+        if isinstance(item, str):
+            yield place, item
+        elif isinstance(item, dict):
+            stack.extend((child, f"{place}.{key}" if place else str(key)) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((child, f"{place}[{index}]") for index, child in reversed(list(enumerate(item))))
+
+
+def scan_record(path: Path, record: Any) -> list[SecretFinding]:
+    """Findings in one parsed JSONL record."""
+    if not isinstance(record, dict):
+        return []
+    entry_id = record.get("id") if record.get("type") != "session" else "header"
+    entry_id = str(entry_id) if entry_id is not None else "?"
+    found = []
+    for place, text in _strings(record, ""):
+        for match in find_secrets(text):
+            found.append(SecretFinding(path, entry_id, place, match.kind))
+    return found
+
+
+def scan_session_file(path: Path) -> list[SecretFinding] | None:
+    """Every finding in the session file at `path`, or None when it is not a readable regular file."""
+    try:
+        fd = open_regular(path, follow_symlinks=False)
+    except OSError:
+        return None
+    found: list[SecretFinding] = []
+    with open(fd, "rb") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            found.extend(scan_record(path, record))
+    return found

@@ -1,0 +1,112 @@
+"""Find credentials in session text and redact them before the text leaves the machine.
+
+The rules follow the token shapes published in the gitleaks default rule table (a maintained, public list of
+vendor token formats): each vendor prefix with its documented length and alphabet. They are kept here as plain
+regular expressions (stdlib only) so every output that leaves the machine — exported pages, a shared catalog, answers
+to other programs — calls the same `redact(text)`. Rules are anchored on vendor prefixes or on explicit syntax
+(PEM armour, `user:pass@`, `Authorization:` headers, `api_key = "..."`), so ordinary prose, code and hex digests
+(git SHAs, sha256 sums) are not matched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(slots=True, frozen=True)
+class SecretMatch:
+    """One detected secret: the character span [start, end) of `text` and the rule's kind name."""
+
+    start: int
+    end: int
+    kind: str
+
+
+# (kind, pattern, group): `group` names the part of the match that is the secret itself (0 = whole match), so that
+# `password=` or `Bearer ` stays readable around the redaction marker.
+_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    ("private-key", re.compile(
+        r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]{1,16384}?-----END[ A-Z0-9]{0,40}PRIVATE KEY"
+        r"(?: BLOCK)?-----"), 0),
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0),
+    ("aws-secret-key", re.compile(
+        r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), 1),
+    ("github-token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b"), 0),
+    ("github-token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{82}\b"), 0),
+    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), 0),
+    ("anthropic-key", re.compile(r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{80,}"), 0),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}"), 0),
+    ("openai-key", re.compile(r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"), 0),
+    ("openai-key", re.compile(r"\bsk-[A-Za-z0-9]{48}\b"), 0),
+    ("slack-token", re.compile(r"\bxox[baprse]-[A-Za-z0-9-]{10,250}"), 0),
+    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}"), 0),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), 0),
+    ("gcp-service-account", re.compile(r"\"private_key_id\"\s*:\s*\"([a-f0-9]{40})\""), 1),
+    ("azure-storage-key", re.compile(r"AccountKey=([A-Za-z0-9+/]{86}==)"), 1),
+    ("azure-client-secret", re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"),
+     0),
+    ("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,99}\b"), 0),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
+    ("url-password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@"), 1),
+    ("auth-header", re.compile(r"(?i)\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1),
+    ("secret-assignment", re.compile(
+        r"(?i)\b[A-Za-z0-9_.-]{0,40}(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token"
+        r"|auth[_-]?token|secret|passwd|password|pwd|token)\b[\"']?\s*(?::=|=>|[:=])\s*"
+        r"[\"']([^\"'\s]{8,256})[\"']"), 1),
+    ("secret-assignment", re.compile(
+        r"(?im)^\s*(?:export\s+)?[A-Z0-9_]{0,40}(?:API_KEY|APIKEY|SECRET_KEY|CLIENT_SECRET|ACCESS_TOKEN|AUTH_TOKEN"
+        r"|SECRET|PASSWORD|PASSWD|TOKEN)\s*=\s*([^\s\"'#]{8,256})"), 1),
+)
+
+# Values that assignment-style rules would match but which are placeholders, not secrets.
+_PLACEHOLDER = re.compile(r"(?i)^(?:\$\{?[A-Z_]+\}?|<[^>]*>|x{6,}|\*{6,}|\.{3,}|changeme|your[_-].*|example.*"
+                          r"|\[REDACTED:[a-z-]+\])$")
+
+
+def find_secrets(text: str) -> list[SecretMatch]:
+    """Every secret found in `text`, sorted by position, overlapping findings merged (the earlier rule's kind kept)."""
+    found: list[SecretMatch] = []
+    for kind, pattern, group in _RULES:
+        for match in pattern.finditer(text):
+            start, end = match.span(group)
+            if group and _PLACEHOLDER.match(match.group(group)):
+                continue
+            found.append(SecretMatch(start, end, kind))
+    found.sort(key=lambda item: (item.start, -item.end))
+    merged: list[SecretMatch] = []
+    for item in found:
+        if merged and item.start < merged[-1].end:
+            last = merged[-1]
+            if item.end > last.end:
+                merged[-1] = SecretMatch(last.start, item.end, last.kind)
+            continue
+        merged.append(item)
+    return merged
+
+
+def redact(text: str) -> str:
+    """`text` with each detected secret replaced by `[REDACTED:<kind>]`; text without secrets is returned unchanged."""
+    matches = find_secrets(text)
+    if not matches:
+        return text
+    parts: list[str] = []
+    position = 0
+    for item in matches:
+        parts.append(text[position:item.start])
+        parts.append(f"[REDACTED:{item.kind}]")
+        position = item.end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def redact_value(value: Any) -> Any:
+    """`value` (parsed JSON) with every string inside it redacted; containers are copied, never changed in place."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_value(item) for item in value]
+    return value

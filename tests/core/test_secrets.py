@@ -1,0 +1,107 @@
+"""The secret detector: every rule finds its token shape and leaves look-alike ordinary text alone."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from sessdex.core.secrets import SecretMatch, find_secrets, redact
+
+# Fake credentials, assembled from parts so that no scanner mistakes this file for a leak.
+A40 = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+ALNUM36 = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+PEM = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7v\nQk9yZW1pcHN1bQ==\n-----END " + "RSA PRIVATE KEY-----"
+JWT = "eyJ" + "hbGciOiJIUzI1NiJ9." + "eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+
+POSITIVE = [
+    ("private-key", "key:\n" + PEM + "\nend", PEM),
+    ("aws-access-key", "id AKIA" + "IOSFODNN7EXAMPLE here", "AKIA" + "IOSFODNN7EXAMPLE"),
+    ("aws-secret-key", "aws_secret_access_key = " + A40, A40),
+    ("github-token", "token ghp_" + ALNUM36 + " ok", "ghp_" + ALNUM36),
+    ("github-token", "gho_" + ALNUM36, "gho_" + ALNUM36),
+    ("github-token", "github_pat_" + "A" * 22 + "_" + "b" * 59, "github_pat_" + "A" * 22 + "_" + "b" * 59),
+    ("gitlab-token", "glpat-" + "xY3_z" * 4, "glpat-" + "xY3_z" * 4),
+    ("anthropic-key", "sk-ant-api03-" + "Ab9_" * 24, "sk-ant-api03-" + "Ab9_" * 24),
+    ("openai-key", "OPENAI sk-proj-" + "Zq8x" * 12, "sk-proj-" + "Zq8x" * 12),
+    ("openai-key", "sk-" + "a1B2" * 12, "sk-" + "a1B2" * 12),
+    ("slack-token", "xoxb-" + "123456789012-abcdefABCDEF", "xoxb-" + "123456789012-abcdefABCDEF"),
+    ("slack-webhook", "https://hooks.slack.com/services/" + "T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX",
+     "https://hooks.slack.com/services/" + "T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX"),
+    ("google-api-key", "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"),
+    ("gcp-service-account", '"private_key_id": "' + "a" * 40 + '"', "a" * 40),
+    ("azure-storage-key", "AccountKey=" + "Q" * 86 + "==;", "Q" * 86 + "=="),
+    ("azure-client-secret", "secret abc8Q~" + "Zy9" * 11 + "x", "abc8Q~" + "Zy9" * 11 + "x"),
+    ("stripe-key", "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"),
+    ("jwt", "cookie " + JWT, JWT),
+    ("url-password", "postgresql://alice:" + "s3cr3tPw@db.example.com/app", "s3cr3tPw"),
+    ("auth-header", "Authorization: Bearer " + "abcDEF123456ghiJKL789", "abcDEF123456ghiJKL789"),
+    ("auth-header", "Authorization: Basic " + "YWxhZGRpbjpvcGVuc2VzYW1l", "YWxhZGRpbjpvcGVuc2VzYW1l"),
+    ("secret-assignment", 'api_key = "' + "q8Zr2LmN4pX7" + '"', "q8Zr2LmN4pX7"),
+    ("secret-assignment", "export DB_PASSWORD=" + "hunter2hunter2", "hunter2hunter2"),
+    ("secret-assignment", '{"client_secret": "' + "Vq3k9Lm2Xp7R" + '"}', "Vq3k9Lm2Xp7R"),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), POSITIVE, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(POSITIVE)])
+def test_each_rule_finds_its_secret_and_redact_removes_it(kind: str, text: str, secret: str) -> None:
+    matches = find_secrets(text)
+    assert [m.kind for m in matches] == [kind]
+    assert text[matches[0].start:matches[0].end] == secret
+    cleaned = redact(text)
+    assert secret not in cleaned
+    assert f"[REDACTED:{kind}]" in cleaned
+
+
+NEGATIVE = [
+    "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A\n-----END PUBLIC KEY-----",  # private-key
+    "AKIA is a prefix; AKIAshort and akiaiosfodnn7example are not keys",  # aws-access-key
+    "aws_secret_access_key = ${AWS_SECRET}",  # aws-secret-key
+    "ghp_short and gho_ are prefixes, github_pat_ alone is not a token",  # github-token
+    "glpat- is the prefix of a GitLab token",  # gitlab-token
+    "sk-ant-api03-short",  # anthropic-key
+    "run with --sk-learn and task-list-items; sk-abc is short",  # openai-key
+    "xoxb- without a body; the xox format",  # slack-token
+    "https://hooks.slack.com/services/",  # slack-webhook
+    "AIza is how Google keys start; AIzaShort",  # google-api-key
+    '"private_key_id": "not-hex"',  # gcp-service-account
+    "AccountKey=short==",  # azure-storage-key
+    "a 8Q~ sequence in prose",  # azure-client-secret
+    "sk_live_ and rk_test_short",  # stripe-key
+    "eyJ is base64 for {\" but eyJhbGciOi alone is no token",  # jwt
+    "https://example.com/path?a=b and ssh://git@github.com:22/repo and http://host:8080/x",  # url-password
+    "the bearer of bad news; Bearer <token>; token count",  # auth-header
+    'password = "<your-password>"; api_key = os.environ["API_KEY"]; token = get_token()',  # secret-assignment
+    "PASSWORD=${PASSWORD}\nSECRET=changeme",  # secret-assignment
+]
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_look_alike_text_is_not_a_secret(text: str) -> None:
+    assert find_secrets(text) == []
+    assert redact(text) == text
+
+
+def test_ordinary_code_prose_and_digests_are_left_alone() -> None:
+    text = "\n".join([
+        "def tokenize(text: str) -> list[str]:",
+        "    password_field = form.get('password')",
+        "    return [word for word in text.split() if word]",
+        "The commit 3f786850e387550fdab836ed7e6dc881de23001b fixed the secret-handling docs.",
+        "sha256: " + hashlib.sha256(b"x").hexdigest(),
+        "md5 " + hashlib.md5(b"x").hexdigest() + " uuid 123e4567-e89b-12d3-a456-426614174000",
+        "base64 of a PNG: iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+        "Set the token in ~/.config and restart; see https://docs.python.org/3/library/secrets.html",
+    ])
+    assert find_secrets(text) == []
+
+
+def test_matches_are_sorted_and_merged_and_redaction_is_stable() -> None:
+    text = "a=" + "AKIA" + "IOSFODNN7EXAMPLE b=" + JWT
+    matches = find_secrets(text)
+    assert [m.kind for m in matches] == ["aws-access-key", "jwt"]
+    assert all(isinstance(m, SecretMatch) for m in matches)
+    assert matches[0].end <= matches[1].start
+    once = redact(text)
+    assert redact(once) == once
+    assert once == "a=[REDACTED:aws-access-key] b=[REDACTED:jwt]"
