@@ -24,41 +24,60 @@ class SecretMatch:
     kind: str
 
 
-# (kind, pattern, group): `group` names the part of the match that is the secret itself (0 = whole match), so that
-# `password=` or `Bearer ` stays readable around the redaction marker.
-_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
-    ("private-key", re.compile(
+# (kind, keywords, pattern, group). `keywords` are lower-case literals one of which every match contains (as in
+# gitleaks' rule table): a rule's regular expression only runs on text holding one, which keeps the scan of ordinary
+# text to a few substring searches. `group` names the part of the match that is the secret itself (0 = whole
+# match), so that `password=` or `Bearer ` stays readable around the redaction marker.
+_RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str], int], ...] = (
+    ("private-key", ("private key",), re.compile(
         r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]{1,16384}?-----END[ A-Z0-9]{0,40}PRIVATE KEY"
         r"(?: BLOCK)?-----"), 0),
-    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0),
-    ("aws-secret-key", re.compile(
+    ("aws-access-key", ("akia", "asia", "abia", "acca", "a3t"),
+     re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0),
+    ("aws-secret-key", ("secret",), re.compile(
         r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), 1),
-    ("github-token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b"), 0),
-    ("github-token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{82}\b"), 0),
-    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), 0),
-    ("anthropic-key", re.compile(r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{80,}"), 0),
-    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}"), 0),
-    ("openai-key", re.compile(r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"), 0),
-    ("openai-key", re.compile(r"\bsk-[A-Za-z0-9]{48}\b"), 0),
-    ("slack-token", re.compile(r"\bxox[baprse]-[A-Za-z0-9-]{10,250}"), 0),
-    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}"), 0),
-    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), 0),
-    ("gcp-service-account", re.compile(r"\"private_key_id\"\s*:\s*\"([a-f0-9]{40})\""), 1),
-    ("azure-storage-key", re.compile(r"AccountKey=([A-Za-z0-9+/]{86}==)"), 1),
-    ("azure-client-secret", re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"),
-     0),
-    ("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,99}\b"), 0),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
-    ("url-password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@"), 1),
-    ("auth-header", re.compile(r"(?i)\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1),
-    ("secret-assignment", re.compile(
-        r"(?i)\b[A-Za-z0-9_.-]{0,40}(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token"
+    ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+     re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b"), 0),
+    ("github-token", ("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{82}\b"), 0),
+    ("gitlab-token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), 0),
+    ("anthropic-key", ("sk-ant-",), re.compile(r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{80,}"), 0),
+    ("openai-key", ("t3blbkfj",),
+     re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}"), 0),
+    ("openai-key", ("sk-proj-", "sk-svcacct-", "sk-admin-"),
+     re.compile(r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"), 0),
+    ("openai-key", ("sk-",), re.compile(r"\bsk-[A-Za-z0-9]{48}\b"), 0),
+    ("slack-token", ("xox",), re.compile(r"\bxox[baprse]-[A-Za-z0-9-]{10,250}"), 0),
+    ("slack-webhook", ("hooks.slack.com",),
+     re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}"), 0),
+    ("google-api-key", ("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), 0),
+    ("gcp-service-account", ("private_key_id",), re.compile(r"\"private_key_id\"\s*:\s*\"([a-f0-9]{40})\""), 1),
+    ("azure-storage-key", ("accountkey=",), re.compile(r"AccountKey=([A-Za-z0-9+/]{86}==)"), 1),
+    ("azure-client-secret", ("q~",),
+     re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"), 0),
+    ("stripe-key", ("_live_", "_test_"), re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,99}\b"), 0),
+    ("jwt", ("eyj",), re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
+    ("url-password", ("@",),
+     re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@"), 1),
+    ("auth-header", ("bearer", "basic", "token"),
+     re.compile(r"(?i)\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1),
+    ("secret-assignment", ("key", "secret", "passw", "pwd", "token"), re.compile(
+        r"(?i)(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token"
         r"|auth[_-]?token|secret|passwd|password|pwd|token)\b[\"']?\s*(?::=|=>|[:=])\s*"
         r"[\"']([^\"'\s]{8,256})[\"']"), 1),
-    ("secret-assignment", re.compile(
-        r"(?im)^\s*(?:export\s+)?[A-Z0-9_]{0,40}(?:API_KEY|APIKEY|SECRET_KEY|CLIENT_SECRET|ACCESS_TOKEN|AUTH_TOKEN"
-        r"|SECRET|PASSWORD|PASSWD|TOKEN)\s*=\s*([^\s\"'#]{8,256})"), 1),
+    ("secret-assignment", ("key", "secret", "passw", "token"), re.compile(
+        r"(?m)^[ \t]*(?:export[ \t]+)?[A-Z0-9_]{0,40}(?:API_KEY|APIKEY|SECRET_KEY|CLIENT_SECRET|ACCESS_TOKEN|AUTH_TOKEN"
+        r"|SECRET|PASSWORD|PASSWD|TOKEN)[ \t]*=[ \t]*([^\s\"'#]{8,256})"), 1),
 )
+
+# Every rule's keywords in one case-insensitive expression: most text needs just this one search.
+_TRIGGER = re.compile("|".join(sorted({re.escape(k) for _, keys, _, _ in _RULES for k in keys}, key=len, reverse=True)),
+                      re.IGNORECASE)
+
+
+def might_hold_secret(text: str) -> bool:
+    """False when `text` holds no rule's keyword, so no rule can match it (a quick pre-check for large scans)."""
+    return _TRIGGER.search(text) is not None
+
 
 # Values that assignment-style rules would match but which are placeholders, not secrets.
 _PLACEHOLDER = re.compile(r"(?i)^(?:\$\{?[A-Z_]+\}?|<[^>]*>|x{6,}|\*{6,}|\.{3,}|changeme|your[_-].*|example.*"
@@ -67,8 +86,13 @@ _PLACEHOLDER = re.compile(r"(?i)^(?:\$\{?[A-Z_]+\}?|<[^>]*>|x{6,}|\*{6,}|\.{3,}|
 
 def find_secrets(text: str) -> list[SecretMatch]:
     """Every secret found in `text`, sorted by position, overlapping findings merged (the earlier rule's kind kept)."""
+    if _TRIGGER.search(text) is None:
+        return []
     found: list[SecretMatch] = []
-    for kind, pattern, group in _RULES:
+    lower = text.lower()
+    for kind, keywords, pattern, group in _RULES:
+        if not any(keyword in lower for keyword in keywords):
+            continue
         for match in pattern.finditer(text):
             start, end = match.span(group)
             if group and _PLACEHOLDER.match(match.group(group)):

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from sessdex.core.regular_files import open_regular
-from sessdex.core.secrets import find_secrets
+from sessdex.core.secrets import find_secrets, might_hold_secret
 
 
 @dataclass(slots=True, frozen=True)
@@ -65,7 +65,8 @@ def scan_session_file(path: Path) -> list[SecretFinding] | None:
     found: list[SecretFinding] = []
     with open(fd, "rb") as handle:
         for line in handle:
-            if not line.strip():
+            # A line without any rule's keyword (JSON escapes aside) cannot hold a secret: skip parsing it.
+            if not line.strip() or not might_hold_secret(line.decode("utf-8", "replace")):
                 continue
             try:
                 record = orjson.loads(line)

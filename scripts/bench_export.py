@@ -1,0 +1,113 @@
+"""Export and secret-scan speed against reading + parsing the same bytes, both measured in the same run.
+
+    .venv/bin/python scripts/bench_export.py [--messages 20000] [--sessions 200] [--runs 3]
+
+A generated session (user/assistant turns with Markdown, code fences, tool calls and results, a planted secret every
+100 messages) is exported in-process as HTML, Markdown and JSON (redaction on), each figure as a ratio to the
+baseline: read the file and orjson-parse every line. The secret scan (`sessdex secrets` logic) of a generated corpus
+of small sessions is compared to reading + parsing that corpus. Goal of the issue: <= 3x for both.
+Prints best-of-runs seconds and ratios; on a loaded machine only the ratios mean anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+from sessdex.catalog.export.html import render_html_page
+from sessdex.catalog.export.markdown import render_transcript_json, render_transcript_markdown
+from sessdex.catalog.export.scan import scan_session_file
+from sessdex.catalog.export.transcript import load_transcript
+from sessdex.core.paths import AgentPaths
+from sessdex.core.runtime import SessionRuntime
+
+TEXT = ("Here is the change:\n\n```python\ndef parse(line: str) -> dict:\n    return json.loads(line)\n```\n\n"
+        "It handles **every** case; see `parse` and the [docs](https://example.com/docs). ") * 4
+
+
+def write_session(path: Path, messages: int) -> None:
+    lines = [orjson.dumps({"type": "session", "version": 3, "id": "bench0000000001", "cwd": "/tmp/bench",
+                           "timestamp": "2025-01-01T00:00:00.000Z"})]
+    parent = None
+    for index in range(messages):
+        entry_id = f"e{index:08d}"
+        secret = " key AKIA" + "IOSFODNN7EXAMPLE" if index % 100 == 0 else ""
+        if index % 3 == 0:
+            message = {"role": "user", "content": "please fix the parser" + secret, "timestamp": index}
+        elif index % 3 == 1:
+            message = {"role": "assistant", "model": "claude-bench", "timestamp": index,
+                       "content": [{"type": "text", "text": TEXT},
+                                   {"type": "toolCall", "id": f"t{index}", "name": "bash",
+                                    "arguments": {"command": "pytest -x tests/"}}],
+                       "usage": {"input": 100, "output": 50, "cost": {"total": 0.001}}}
+        else:
+            message = {"role": "toolResult", "toolCallId": f"t{index - 1}", "toolName": "bash", "timestamp": index,
+                       "content": [{"type": "text", "text": "test output line\n" * 40 + secret}]}
+        lines.append(orjson.dumps({"type": "message", "id": entry_id, "parentId": parent,
+                                   "timestamp": "2025-01-01T00:00:00.000Z", "message": message}))
+        parent = entry_id
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+def read_and_parse(paths: list[Path]) -> None:
+    for path in paths:
+        for line in path.read_bytes().splitlines():
+            if line:
+                orjson.loads(line)
+
+
+def best(runs: int, action: Callable[[], object]) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="sessdex-bench-export-") as folder:
+        root = Path(folder)
+        runtime = SessionRuntime(paths=AgentPaths.from_env(root / "agent"))
+        big = root / "big.jsonl"
+        write_session(big, args.messages)
+        print(f"session: {big.stat().st_size / 1e6:.1f} MB, {args.messages} messages (machine shared and loaded)")
+        baseline = best(args.runs, lambda: read_and_parse([big]))
+        print(f"read + parse            {baseline:8.3f} s   1.00x")
+
+        def export(kind: str) -> Callable[[], object]:
+            def run() -> object:
+                transcript = load_transcript(big, runtime)
+                if kind == "html":
+                    return render_html_page(transcript)
+                if kind == "md":
+                    return render_transcript_markdown(transcript)
+                return render_transcript_json(transcript)
+            return run
+
+        for kind in ("html", "md", "json"):
+            seconds = best(args.runs, export(kind))
+            print(f"export --format {kind:<5}   {seconds:8.3f} s   {seconds / baseline:5.2f}x  (goal <= 3x)")
+        corpus = []
+        for index in range(args.sessions):
+            path = root / f"s{index:05d}.jsonl"
+            write_session(path, 30)
+            corpus.append(path)
+        base = best(args.runs, lambda: read_and_parse(corpus))
+        scan = best(args.runs, lambda: [scan_session_file(path) for path in corpus])
+        print(f"corpus: {args.sessions} sessions; read + parse {base:.3f} s, secret scan {scan:.3f} s "
+              f"= {scan / base:.2f}x  (goal <= 3x)")
+
+
+if __name__ == "__main__":
+    main()
