@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import stat
 import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sessdex.catalog.cli.output import echo, echo_json
@@ -39,53 +43,88 @@ def _format_for(args: argparse.Namespace) -> str:
     return {".md": "md", ".markdown": "md", ".json": "json"}.get(suffix, "html")
 
 
-def write_output(target: str, data: bytes, *, force: bool) -> None:
-    """Write `data` to `target`: a new 0600 file, never through a symlink, an existing regular file only if `force`."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_TRUNC if force else os.O_EXCL)
+def write_output(target: str, chunks: Iterable[bytes], *, force: bool) -> None:
+    """Write `chunks` to `target` as a new 0600 file; an existing file is replaced only with `force`, and only if it
+    is a regular file of yours (a symlink is never followed).
+
+    The chunks go to a temporary file beside the target, which takes the target's name only once it is whole: an
+    export that fails half-way (a full disk, Ctrl+C) leaves no half-written file and the old one untouched.
+    """
+    folder = os.path.dirname(os.path.abspath(target))
+    _check_replaceable(target, force)
     try:
-        fd = os.open(target, flags, 0o600)
-    except FileExistsError as exc:
-        raise UsageError(f"{target} exists; pass --force to replace it") from exc
+        fd, temporary = tempfile.mkstemp(prefix=".sessdex-export-", dir=folder)
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
-            raise UsageError(f"{target} is not a regular file of yours; refusing to write it")
-        with os.fdopen(fd, "wb", closefd=False) as handle:
-            handle.write(data)
-    finally:
-        os.close(fd)
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if force:
+            _check_replaceable(target, force)
+            os.replace(temporary, target)
+        else:
+            os.link(temporary, target)  # fails if the name was taken meanwhile: nothing is overwritten
+            os.unlink(temporary)
+    except FileExistsError as exc:
+        os.unlink(temporary)
+        raise UsageError(f"{target} exists; pass --force to replace it") from exc
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        raise
+
+
+def _check_replaceable(target: str, force: bool) -> None:
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    if not force:
+        raise UsageError(f"{target} exists; pass --force to replace it")
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+        raise UsageError(f"{target} is not a regular file of yours; refusing to write it")
 
 
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from sessdex.catalog.cli.manage_commands import find_session
-    from sessdex.catalog.export.html import render_html_page
-    from sessdex.catalog.export.markdown import render_transcript_json, render_transcript_markdown
+    from sessdex.catalog.export.html import iter_html_page
+    from sessdex.catalog.export.markdown import iter_transcript_json, iter_transcript_markdown
     from sessdex.catalog.export.transcript import load_transcript
+    from sessdex.core.resume import is_path_like
     from sessdex.core.runtime import SessionRuntime
 
-    info = find_session(settings, args.value)
+    # A path is read by the export itself (which checks that it is a session file) in one streaming pass.
+    path = Path(os.path.abspath(os.path.expanduser(args.value))) if is_path_like(args.value) else \
+        find_session(settings, args.value).path
     if not args.redact:
         echo("sessdex: warning: --no-redact: the export keeps any secret the session holds", err=True)
     try:
-        transcript = load_transcript(info.path, SessionRuntime(paths=settings.paths), leaf_id=args.leaf,
+        transcript = load_transcript(path, SessionRuntime(paths=settings.paths), leaf_id=args.leaf,
                                      all_branches=args.all_branches, redact_secrets=args.redact)
     except (ValueError, LookupError) as exc:
         raise UsageError(str(exc)) from exc
     kind = _format_for(args)
+    chunks: Iterable[bytes]
     if kind == "json":
-        data = render_transcript_json(transcript)
+        chunks = iter_transcript_json(transcript)
     elif kind == "md":
-        data = render_transcript_markdown(transcript).encode("utf-8", "replace")
+        chunks = (text.encode("utf-8", "replace") for text in iter_transcript_markdown(transcript))
     else:
-        data = render_html_page(transcript).encode("utf-8", "replace")
+        chunks = (text.encode("utf-8", "replace") for text in iter_html_page(transcript))
     if args.output in (None, "-"):
         sys.stdout.flush()
-        sys.stdout.buffer.write(data)
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
         sys.stdout.buffer.flush()
     else:
-        write_output(args.output, data, force=args.force)
+        write_output(args.output, chunks, force=args.force)
     return 0
 
 

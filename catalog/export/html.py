@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import html
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
 from markdown_it import MarkdownIt
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
@@ -87,11 +90,24 @@ def _cut(text: str, limit: int) -> tuple[str, str]:
     return text[:limit], (f'<p class="sx-cut">… cut: showing {limit:,} of {len(text):,} characters</p>')
 
 
-def _highlight(code: str, language: str, _attrs: Any) -> str:
+# Code blocks longer than this are shown escaped but not coloured: Pygments' lexers are regular-expression driven and
+# would make a page of large pasted files slow to export, while such blocks are read by scrolling, not by colour.
+HIGHLIGHT_LIMIT = 20_000
+
+
+@functools.lru_cache(maxsize=256)
+def _lexer(language: str) -> Lexer | None:
+    """The Pygments lexer for a fence's language name, or None; looked up once per name (the lookup scans every
+    lexer's aliases and the installed plugins)."""
     try:
-        lexer = get_lexer_by_name(language.strip().split()[0]) if language.strip() else None
+        return get_lexer_by_name(language)
     except ClassNotFound:
-        lexer = None
+        return None
+
+
+def _highlight(code: str, language: str, _attrs: Any) -> str:
+    name = language.strip().split()[0] if language.strip() else ""
+    lexer = _lexer(name) if name and len(code) <= HIGHLIGHT_LIMIT else None
     if lexer is None:
         return ""  # markdown-it escapes the code itself
     return str(highlight(code, lexer, _FORMATTER))
@@ -232,7 +248,7 @@ def _meta(transcript: Transcript) -> str:
     header = transcript.header
     title = transcript.title or f"Session {header.get('id', '')}"
     rows = [("Session", header.get("id")), ("Project", header.get("cwd")), ("Started", header.get("timestamp")),
-            ("Last entry", transcript.entries[-1].get("timestamp") if transcript.entries else None),
+            ("Last entry", transcript.last_timestamp),
             ("Entries", f"{len(transcript.shown)} shown of {len(transcript.entries)}")]
     items = "".join(f"<dt>{escape(key)}</dt><dd>{escape(value)}</dd>" for key, value in rows if value)
     table = ""
@@ -246,38 +262,44 @@ def _meta(transcript: Transcript) -> str:
     return f'<header class="sx-meta"><h1>{escape(title)}</h1><dl>{items}</dl>{table}</header>'
 
 
-def render_transcript_html(transcript: Transcript) -> str:
-    """The transcript as an HTML fragment (a `<div class="sx-transcript">`) styled by TRANSCRIPT_CSS, no script."""
+def iter_transcript_html(transcript: Transcript) -> Iterator[str]:
+    """The transcript as an HTML fragment (a `<div class="sx-transcript">`) styled by TRANSCRIPT_CSS, no script,
+    in pieces as the entries are read (a large session is never held whole)."""
+    yield f'<div class="sx-transcript">{_meta(transcript)}<main>'
     if transcript.all_branches:
-        body = _tree_blocks(transcript)
+        yield from _tree_blocks(transcript)
     else:
-        body = "".join(render_entry_html(entry) for entry in transcript.shown)
-    return f'<div class="sx-transcript">{_meta(transcript)}<main>{body}</main></div>'
+        for entry in transcript.shown:
+            yield render_entry_html(entry)
+    yield "</main></div>"
 
 
-def _tree_blocks(transcript: Transcript) -> str:
+def render_transcript_html(transcript: Transcript) -> str:
+    """The whole fragment of `iter_transcript_html` as one string (for a web page)."""
+    return "".join(iter_transcript_html(transcript))
+
+
+def _tree_blocks(transcript: Transcript) -> Iterator[str]:
     """Every branch: the main line first, then each later branch as an indented block labelled with its fork point."""
-    children: dict[Any, list[dict[str, Any]]] = {}
-    ids = {entry.get("id") for entry in transcript.entries}
-    for entry in transcript.entries:
-        parent = entry.get("parentId") if entry.get("parentId") in ids else None
-        children.setdefault(parent, []).append(entry)
-    out: list[str] = []
-    starts: list[tuple[dict[str, Any], Any]] = [(root, None) for root in children.get(None, [])]
+    assert transcript.entry_at is not None
+    children: dict[Any, list[int]] = {}
+    ids = set(transcript.ids)
+    for index, parent in enumerate(transcript.parent_ids):
+        children.setdefault(parent if parent in ids else None, []).append(index)
+    starts: list[tuple[int, Any]] = [(root, None) for root in children.get(None, [])]
     while starts:
         first, fork = starts.pop(0)
         if fork is not None:
-            out.append(f'<section class="sx-branch"><p class="sx-marker">Branch from '
-                       f'<a href="#e-{escape(fork)}">{escape(fork)}</a></p>')
-        node: dict[str, Any] | None = first
+            yield (f'<section class="sx-branch"><p class="sx-marker">Branch from '
+                   f'<a href="#e-{escape(fork)}">{escape(fork)}</a></p>')
+        node: int | None = first
         while node is not None:
-            out.append(render_entry_html(node))
-            kids = children.get(node.get("id"), [])
-            starts.extend((kid, node.get("id")) for kid in kids[1:])
+            yield render_entry_html(transcript.entry_at(node))
+            kids = children.get(transcript.ids[node], [])
+            starts.extend((kid, transcript.ids[node]) for kid in kids[1:])
             node = kids[0] if kids else None
         if fork is not None:
-            out.append("</section>")
-    return "".join(out)
+            yield "</section>"
 
 
 def content_security_policy(css: str) -> str:
@@ -288,12 +310,18 @@ def content_security_policy(css: str) -> str:
     return (f"default-src 'none'; img-src data:; style-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
 
 
-def render_html_page(transcript: Transcript, fragment: str | None = None) -> str:
-    """A whole self-contained HTML document around the transcript fragment."""
-    body = fragment if fragment is not None else render_transcript_html(transcript)
+def iter_html_page(transcript: Transcript) -> Iterator[str]:
+    """A whole self-contained HTML document around the transcript fragment, in pieces."""
     title = escape(transcript.title or f"Session {transcript.header.get('id', '')}")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{content_security_policy(TRANSCRIPT_CSS)}">'
-            '<meta name="viewport" content="width=device-width,initial-scale=1">'
-            '<meta name="referrer" content="no-referrer">'
-            f"<title>{title}</title><style>{TRANSCRIPT_CSS}</style></head><body>{body}</body></html>\n")
+    yield ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+           f'<meta http-equiv="Content-Security-Policy" content="{content_security_policy(TRANSCRIPT_CSS)}">'
+           '<meta name="viewport" content="width=device-width,initial-scale=1">'
+           '<meta name="referrer" content="no-referrer">'
+           f"<title>{title}</title><style>{TRANSCRIPT_CSS}</style></head><body>")
+    yield from iter_transcript_html(transcript)
+    yield "</body></html>\n"
+
+
+def render_html_page(transcript: Transcript) -> str:
+    """The whole document of `iter_html_page` as one string."""
+    return "".join(iter_html_page(transcript))

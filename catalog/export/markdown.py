@@ -7,7 +7,9 @@ in HTML (`<summary>`) is escaped, so a message holding `</details>` stays text.
 from __future__ import annotations
 
 import html
+import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -84,7 +86,8 @@ def render_entry_markdown(entry: dict[str, Any]) -> str:
     return ""
 
 
-def render_transcript_markdown(transcript: Transcript) -> str:
+def iter_transcript_markdown(transcript: Transcript) -> Iterator[str]:
+    """The transcript as Markdown, in pieces as the entries are read."""
     header = transcript.header
     lines = [f"# {clean(transcript.title or 'Session ' + str(header.get('id', '')))}", ""]
     for key, value in (("Session", header.get("id")), ("Project", header.get("cwd")),
@@ -95,12 +98,39 @@ def render_transcript_markdown(transcript: Transcript) -> str:
         lines.append(f"- **{clean(name)}:** {totals.messages} replies, {totals.input:,} in / {totals.output:,} out "
                      f"tokens, ${totals.cost:.4f}")
     lines.append("")
-    body = [render_entry_markdown(entry) for entry in transcript.shown]
-    return "\n".join(lines) + "\n" + "\n".join(part for part in body if part)
+    yield "\n".join(lines) + "\n"
+    first = True
+    for entry in transcript.shown:
+        part = render_entry_markdown(entry)
+        if part:
+            yield part if first else "\n" + part
+            first = False
+
+
+def render_transcript_markdown(transcript: Transcript) -> str:
+    return "".join(iter_transcript_markdown(transcript))
+
+
+def iter_transcript_json(transcript: Transcript) -> Iterator[bytes]:
+    """The header and the shown entries (blobs resolved) as one JSON document (indented), in pieces."""
+    head = {"header": transcript.header, "title": transcript.title, "leafId": transcript.leaf_id,
+            "allBranches": transcript.all_branches}
+    opening = orjson.dumps(head, option=orjson.OPT_INDENT_2)
+    yield opening[:-2] + b',\n  "entries": ['  # the document without its closing "\n}", the entries to follow
+    separator = b"\n    "
+    for entry in transcript.shown:
+        # Each entry indented one level further; JSON text never holds a raw newline, so this only re-indents.
+        yield separator + _entry_json(entry).replace(b"\n", b"\n    ")
+        separator = b",\n    "
+    yield (b"\n  ]\n}\n" if separator != b"\n    " else b"]\n}\n")
+
+
+def _entry_json(entry: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(entry, option=orjson.OPT_INDENT_2)
+    except TypeError:  # a lone surrogate from a lenient read: the stdlib writes it escaped
+        return json.dumps(entry, indent=2).encode("ascii")
 
 
 def render_transcript_json(transcript: Transcript) -> bytes:
-    """The header and the shown entries (blobs resolved) as one JSON document."""
-    document = {"header": transcript.header, "title": transcript.title, "leafId": transcript.leaf_id,
-                "allBranches": transcript.all_branches, "entries": transcript.shown}
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    return b"".join(iter_transcript_json(transcript))

@@ -1,21 +1,34 @@
-"""A session read for export: header, entries, the chosen path (or the whole tree) and per-model totals.
+"""A session read for export: header, title, the chosen path (or the whole tree), per-model totals, and the entries
+themselves read back from the file one at a time as a renderer asks for them.
 
-The file is read once, migrated in memory and blob-resolved, exactly as the agent would load it; nothing is written.
-Optional redaction replaces every detected secret in every string of every entry, so all three output formats and
-any other consumer see the same redacted data.
+A session can be hundreds of megabytes, so an export never holds it whole. A first pass reads the file line by line
+and keeps, per entry, only its place in the file, its id and parent id, and what the page's header needs (title,
+per-model totals, last time). Renderers then iterate `Transcript.shown` (or walk `tree_order()`), which reads each
+entry again at its offset, resolves its blobs and redacts it: memory stays bounded by the longest line.
+
+Files that need more than that first pass — an older version the agent would migrate on load, or a damaged line the
+lenient parser must read across lines — are loaded whole with `load_session_file`, exactly as the agent would load
+them (such files are old or broken, and small in practice). Nothing is ever written.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from sessdex.core.blobs import BlobStore
 from sessdex.core.context import path_to_leaf
+from sessdex.core.errors import SessionFileError
+from sessdex.core.jsonl import MAX_LINE_BYTES, UTF8_BOM, parse_line
+from sessdex.core.records import CURRENT_SESSION_VERSION, is_session_header, is_title_line
+from sessdex.core.regular_files import open_regular
 from sessdex.core.runtime import SessionRuntime
 from sessdex.core.secrets import redact, redact_value
-from sessdex.core.session_manager import load_session_file
+from sessdex.core.session_manager import load_session_file, project_loaded_entry
+
+_WHITESPACE = b" \t\r\n"
 
 
 @dataclass(slots=True)
@@ -29,50 +42,238 @@ class ModelTotals:
     cache_write: int = 0
     cost: float = 0.0
 
+    def add(self, message: dict[str, Any]) -> None:
+        self.messages += 1
+        usage: dict[str, Any] = message["usage"] if isinstance(message.get("usage"), dict) else {}
+        for key, attr in (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"),
+                          ("cacheWrite", "cache_write")):
+            amount = usage.get(key)
+            if isinstance(amount, int):
+                setattr(self, attr, getattr(self, attr) + amount)
+        cost = usage.get("cost")
+        total = cost.get("total") if isinstance(cost, dict) else None
+        if isinstance(total, (int, float)):
+            self.cost += float(total)
 
-@dataclass(slots=True)
-class Transcript:
-    """What an export shows: the header, the entries in file order, and which of them are on the shown path."""
 
-    path: Path
-    header: dict[str, Any]
-    entries: list[dict[str, Any]]
-    shown: list[dict[str, Any]]
-    leaf_id: str | None
-    all_branches: bool = False
-    title: str = ""
-    models: dict[str, ModelTotals] = field(default_factory=dict)
+def _assistant_model(entry: Any) -> tuple[str, dict[str, Any]] | None:
+    message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "message" else None
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return None
+    return str(message.get("model") or "unknown"), message
 
 
 def model_totals(entries: list[dict[str, Any]]) -> dict[str, ModelTotals]:
     """Per model: assistant message count, tokens and cost."""
     totals: dict[str, ModelTotals] = {}
     for entry in entries:
-        message = entry.get("message") if entry.get("type") == "message" else None
-        if not isinstance(message, dict) or message.get("role") != "assistant":
-            continue
-        name = str(message.get("model") or "unknown")
-        item = totals.setdefault(name, ModelTotals())
-        item.messages += 1
-        usage: dict[str, Any] = message["usage"] if isinstance(message.get("usage"), dict) else {}
-        for key, attr in (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"),
-                          ("cacheWrite", "cache_write")):
-            amount = usage.get(key)
-            if isinstance(amount, int):
-                setattr(item, attr, getattr(item, attr) + amount)
-        cost = usage.get("cost")
-        total = cost.get("total") if isinstance(cost, dict) else None
-        if isinstance(total, (int, float)):
-            item.cost += float(total)
+        found = _assistant_model(entry)
+        if found is not None:
+            totals.setdefault(found[0], ModelTotals()).add(found[1])
     return totals
+
+
+class EntryStream:
+    """A sequence of entries read again on each iteration: `len()` is known, the entries come one at a time."""
+
+    def __init__(self, count: int, read: Callable[[], Iterator[dict[str, Any]]]) -> None:
+        self._count = count
+        self._read = read
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self._read()
+
+
+@dataclass(slots=True)
+class _Outline:
+    """The first pass over a session file: where each entry is and what the page header needs."""
+
+    header: dict[str, Any]
+    title_line: dict[str, Any] | None
+    offsets: list[int] = field(default_factory=list)
+    skeletons: list[dict[str, Any]] = field(default_factory=list)  # {"id", "parentId", "index"} per entry
+    assistants: dict[int, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # index -> (model, usage)
+    session_name: str | None = None
+    last_timestamp: Any = None
+
+
+class _NeedsWholeLoad(Exception):
+    """The file needs the whole-file loader (an older version, or damage the line-by-line pass cannot decide)."""
+
+
+def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """(offset, line) for each non-blank line; a line over MAX_LINE_BYTES is skipped without being held."""
+    offset = 0
+    first = True
+    while True:
+        line = handle.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        start = offset
+        offset += len(line)
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # the rest of an over-long line: dropped, like a bad line
+                line = handle.readline(MAX_LINE_BYTES + 1)
+                offset += len(line)
+            first = False
+            continue
+        if first and line.startswith(UTF8_BOM):
+            line, start = line[len(UTF8_BOM):], start + len(UTF8_BOM)
+        first = False
+        if line.strip(_WHITESPACE):
+            yield start, line
+
+
+def _outline(handle: BinaryIO) -> _Outline | None:
+    """Read the file once; None when it has no valid session header."""
+    outline: _Outline | None = None
+    title_line = None
+    for offset, line in _lines(handle):
+        ok, value = parse_line(line)
+        if not ok:
+            if not line.endswith(b"\n"):
+                continue  # a torn last line: the agent drops it too
+            raise _NeedsWholeLoad  # the lenient parser may read a damaged value across lines
+        if outline is None:
+            if title_line is None and is_title_line(value):
+                title_line = value
+                continue
+            if not is_session_header(value):
+                return None
+            version = value.get("version")
+            if not isinstance(version, int) or version < CURRENT_SESSION_VERSION:
+                raise _NeedsWholeLoad
+            outline = _Outline(dict(value), title_line)
+            continue
+        _see(outline, offset, value)
+    return outline
+
+
+def _see(outline: _Outline, offset: int, value: Any) -> None:
+    if not isinstance(value, dict):
+        return  # not an entry a renderer could show
+    index = len(outline.offsets)
+    outline.offsets.append(offset)
+    skeleton: dict[str, Any] = {"index": index}
+    if "id" in value:
+        skeleton["id"] = value["id"]
+    if "parentId" in value:
+        skeleton["parentId"] = value["parentId"]
+    outline.skeletons.append(skeleton)
+    if value.get("type") == "session_info" and isinstance(value.get("name"), str):
+        outline.session_name = value["name"]
+    if value.get("timestamp") is not None:
+        outline.last_timestamp = value["timestamp"]
+    found = _assistant_model(value)
+    if found is not None:
+        model, message = found
+        outline.assistants[index] = (model, {"usage": message.get("usage")})
+
+
+@dataclass(slots=True)
+class Transcript:
+    """What an export shows: the header, every entry (file order) and the entries on the shown path.
+
+    `entries` and `shown` are read from the file each time they are iterated (see the module docstring)."""
+
+    path: Path
+    header: dict[str, Any]
+    entries: EntryStream
+    shown: EntryStream
+    leaf_id: str | None
+    all_branches: bool = False
+    title: str = ""
+    models: dict[str, ModelTotals] = field(default_factory=dict)
+    last_timestamp: Any = None
+    # Per entry in file order: its id and parent id (what the tree layout needs), and how to read it.
+    ids: list[Any] = field(default_factory=list)
+    parent_ids: list[Any] = field(default_factory=list)
+    entry_at: Callable[[int], dict[str, Any]] | None = None
 
 
 def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None = None, all_branches: bool = False,
                     redact_secrets: bool = True) -> Transcript:
     """Read the session at `path` for export. `leaf_id` picks the branch (default: the last entry's)."""
+    try:
+        fd = open_regular(path)
+    except FileNotFoundError as exc:
+        raise ValueError(f"{path} is not a session file (it does not exist)") from exc
+    except OSError as exc:
+        raise SessionFileError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+    try:
+        with open(fd, "rb") as handle:
+            outline = _outline(handle)
+    except _NeedsWholeLoad:
+        return _load_whole(path, runtime, leaf_id, all_branches, redact_secrets)
+    if outline is None:
+        raise ValueError(f"{path} is not a session file (no valid session header)")
+    blobs = BlobStore(runtime.paths.blobs_dir, runtime.file_storage())
+    offsets = outline.offsets
+
+    def prepare(value: Any) -> dict[str, Any]:
+        entry = project_loaded_entry(value, blobs)
+        return redact_value(entry) if redact_secrets else entry
+
+    def read_at(indexes: Callable[[], Iterator[int]]) -> Callable[[], Iterator[dict[str, Any]]]:
+        def read() -> Iterator[dict[str, Any]]:
+            with open(open_regular(path), "rb") as handle:
+                for index in indexes():
+                    handle.seek(offsets[index])
+                    ok, value = parse_line(handle.readline(MAX_LINE_BYTES + 1))
+                    if ok and isinstance(value, dict):
+                        yield prepare(value)
+        return read
+
+    def entry_at(index: int) -> dict[str, Any]:
+        return next(read_at(lambda: iter((index,)))(), {})
+
+    skeletons = outline.skeletons
+    by_id = {skeleton["id"]: skeleton for skeleton in skeletons if isinstance(skeleton.get("id"), str)}
+    leaf_id = _chosen_leaf(leaf_id, by_id, skeletons)
+    shown_indexes = [skeleton["index"] for skeleton in
+                     (skeletons if all_branches else path_to_leaf(skeletons, leaf_id, by_id))]
+    models: dict[str, ModelTotals] = {}
+    for index in shown_indexes:
+        if index in outline.assistants:
+            model, message = outline.assistants[index]
+            models.setdefault(model, ModelTotals()).add(message)
+    header = redact_value(outline.header) if redact_secrets else outline.header
+    title = _title(outline.session_name, header, outline.title_line, redact_secrets)
+    return Transcript(path, header, EntryStream(len(offsets), read_at(lambda: iter(range(len(offsets))))),
+                      EntryStream(len(shown_indexes), read_at(lambda: iter(shown_indexes))), leaf_id, all_branches,
+                      title, models, outline.last_timestamp, [s.get("id") for s in skeletons],
+                      [s.get("parentId") for s in skeletons], entry_at)
+
+
+def _chosen_leaf(leaf_id: str | None, by_id: dict[str, dict[str, Any]], entries: list[dict[str, Any]]) -> str | None:
+    if leaf_id is not None and leaf_id not in by_id:
+        matches = [key for key in by_id if key.startswith(leaf_id)]
+        if len(matches) != 1:
+            raise LookupError(f"no single entry has an id starting with {leaf_id!r}")
+        leaf_id = matches[0]
+    leaf = leaf_id if leaf_id is not None else (entries[-1].get("id") if entries else None)
+    return leaf if isinstance(leaf, str) else None
+
+
+def _title(session_name: str | None, header: dict[str, Any], title_line: dict[str, Any] | None,
+           redact_secrets: bool) -> str:
+    if session_name:
+        return redact(session_name) if redact_secrets else session_name
+    if isinstance(header.get("title"), str) and header["title"]:
+        return str(header["title"])
+    if isinstance(title_line, dict) and isinstance(title_line.get("title"), str):
+        return redact(title_line["title"]) if redact_secrets else title_line["title"]
+    return ""
+
+
+def _load_whole(path: Path, runtime: SessionRuntime, leaf_id: str | None, all_branches: bool,
+                redact_secrets: bool) -> Transcript:
+    """The transcript of a file that must be loaded whole (migrated or damaged), held in memory."""
     storage = runtime.file_storage()
-    blobs = BlobStore(runtime.paths.blobs_dir, storage)
-    loaded = load_session_file(path, storage, blobs, runtime.ids.entry_id)
+    loaded = load_session_file(path, storage, BlobStore(runtime.paths.blobs_dir, storage), runtime.ids.entry_id)
     if loaded.header is None:
         raise ValueError(f"{path} is not a session file (no valid session header)")
     entries = [entry for entry in loaded.entries if isinstance(entry, dict)]
@@ -81,20 +282,15 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
         entries = [redact_value(entry) for entry in entries]
         header = redact_value(header)
     by_id = {entry["id"]: entry for entry in entries if isinstance(entry.get("id"), str)}
-    if leaf_id is not None and leaf_id not in by_id:
-        matches = [key for key in by_id if key.startswith(leaf_id)]
-        if len(matches) != 1:
-            raise LookupError(f"no single entry has an id starting with {leaf_id!r}")
-        leaf_id = matches[0]
-    leaf = leaf_id if leaf_id is not None else (entries[-1].get("id") if entries else None)
+    leaf = _chosen_leaf(leaf_id, by_id, entries)
     shown = entries if all_branches else path_to_leaf(entries, leaf, by_id)
-    title = ""
+    session_name = None
     for entry in entries:
         if entry.get("type") == "session_info" and isinstance(entry.get("name"), str):
-            title = entry["name"]
-    if not title and isinstance(header.get("title"), str):
-        title = header["title"]
-    if not title and isinstance(loaded.title_line, dict) and isinstance(loaded.title_line.get("title"), str):
-        title = redact(loaded.title_line["title"]) if redact_secrets else loaded.title_line["title"]
-    return Transcript(path, header, entries, shown, leaf if isinstance(leaf, str) else None, all_branches, title,
-                      model_totals(shown))
+            session_name = entry["name"]
+    last = next((entry["timestamp"] for entry in reversed(entries) if entry.get("timestamp") is not None), None)
+    return Transcript(path, header, EntryStream(len(entries), lambda: iter(entries)),
+                      EntryStream(len(shown), lambda: iter(shown)), leaf, all_branches,
+                      _title(session_name, header, loaded.title_line, redact_secrets), model_totals(shown), last,
+                      [entry.get("id") for entry in entries], [entry.get("parentId") for entry in entries],
+                      lambda index: entries[index])
