@@ -25,6 +25,7 @@ ROOM_RANKS = {
     "sessdex.catalog.queries": 3,
     "sessdex.catalog.export": 4,
     "sessdex.catalog.tui": 4,
+    "sessdex.catalog.mcp": 4,
     "sessdex.catalog.cli": 5,
     "sessdex.catalog": 6,  # only `python -m sessdex.catalog`
 }
