@@ -212,7 +212,7 @@ class SessionTools:
             if isinstance(result.get("firstMessage"), str):
                 result["firstMessage"] = cut(result["firstMessage"], FIRST_MESSAGE_CHARS)
             results.append(result)
-        answer: dict[str, Any] = {"query": text, "project": cwd, "sessions": results}
+        answer: dict[str, Any] = {"project": cwd, "sessions": results}
         progress = self.source.content_index_progress()
         if progress is not None:
             answer["note"] = (f"the message-text index is {progress.percent}% built: matches in message text may be "
@@ -326,7 +326,7 @@ class SessionTools:
             if redacted.get("snippet") != shaped.get("snippet"):
                 redacted["highlights"] = []  # the spans pointed into the unredacted snippet
             prompts.append(redacted)
-        return bounded({"query": text, "cwd": cwd, "prompts": prompts}, "prompts")
+        return bounded({"cwd": cwd, "prompts": prompts}, "prompts")
 
     # -- usage_report ---------------------------------------------------------------------------------------
 
