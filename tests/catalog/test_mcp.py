@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import urllib.error
@@ -144,6 +145,14 @@ def test_answers_match_the_cli_json(corpus: Tree, capsys: pytest.CaptureFixture[
         answers["prompts"] = _answer(await client.call_tool("search_prompts", {"query": "staging"}))
         answers["usage"] = _answer(await client.call_tool("usage_report", {"kind": "session", "all_projects": True}))
         answers["daily"] = _answer(await client.call_tool("usage_report", {"since": "2024-12-31"}))
+        for since, count in (("2024-12-30", 2), ("2025-01-03", 0)):  # the sessions changed on 2025-01-01
+            listed = _answer(await client.call_tool("list_sessions", {"since": since}))
+            assert listed["total"] == count
+            found = _answer(await client.call_tool("search_sessions", {"query": "checkout", "all_projects": True,
+                                                                       "since": since}))
+            assert len(found["sessions"]) == min(count, 2)
+        assert _answer(await client.call_tool("search_sessions", {"query": "checkout",
+                                                                  "until": "2024-12-30"}))["sessions"] == []
 
     _over_stdio(corpus, scenario)
     proj = str(corpus.home / "proj")
@@ -307,3 +316,27 @@ def test_print_config_names_the_server_command(corpus: Tree, capsys: pytest.Capt
     assert codex.out.startswith("[mcp_servers.sessdex]\ncommand = ") and 'args = ["mcp"]' in codex.out
     refused = run_cli(["mcp", "--port", "9"], capsys)
     assert refused.code == 2 and "--http" in refused.err
+
+
+def test_the_http_token_file_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessdex.catalog.mcp.server import TOKEN_ENV, resolve_token
+    from sessdex.core.errors import UsageError
+
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    stored = tmp_path / "token"
+    token, new = resolve_token(str(stored))
+    assert new and len(token) >= 32 and stat.S_IMODE(stored.stat().st_mode) == 0o600
+    assert resolve_token(str(stored)) == (token, False)
+    stored.chmod(0o644)
+    with pytest.raises(UsageError, match="0600"):
+        resolve_token(str(stored))
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UsageError):
+        resolve_token(str(link))
+    assert not (tmp_path / "elsewhere").exists()  # never written through the symlink
+    monkeypatch.setenv(TOKEN_ENV, "short")
+    with pytest.raises(UsageError, match=TOKEN_ENV):
+        resolve_token(None)
+    monkeypatch.setenv(TOKEN_ENV, "x" * 40)
+    assert resolve_token(None) == ("x" * 40, False)
