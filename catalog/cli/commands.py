@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "index": ("catalog_commands", "Bring the catalog up to date (or --rebuild it)."),
     "init": ("shell_commands", "Print shell integration (xr, key, completion) for bash|zsh|fish."),
     "list": ("session_group", "List sessions of this project (or --all)."),
+    "mcp": ("mcp_commands", "Serve sessions and prompts to coding agents over MCP (read-only)."),
     "pick": ("pick_commands", "Pick a session interactively."),
     "recent": ("session_group", "Show the most recently used sessions."),
     "rename": ("manage_commands", "Give a session a title, as the agent's rename does."),

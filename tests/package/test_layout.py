@@ -25,10 +25,13 @@ ROOM_RANKS = {
     "sessdex.catalog.queries": 3,
     "sessdex.catalog.export": 4,
     "sessdex.catalog.tui": 4,
+    "sessdex.catalog.mcp": 4,
     "sessdex.catalog.cli": 5,
     "sessdex.catalog": 6,  # only `python -m sessdex.catalog`
 }
-ALLOWED_BESIDE = {("sessdex.migrations", "sessdex.catalog.store"), ("sessdex.catalog.store", "sessdex.migrations")}
+# mcp answers with the export room's transcript and Markdown renderer (export never imports mcp).
+ALLOWED_BESIDE = {("sessdex.migrations", "sessdex.catalog.store"), ("sessdex.catalog.store", "sessdex.migrations"),
+                  ("sessdex.catalog.mcp", "sessdex.catalog.export")}
 
 
 def _modules() -> dict[str, Path]:
