@@ -368,7 +368,7 @@ def _context_text(transcript: Any) -> str:
     from sessdex.catalog.export.markdown import render_entry_markdown
     from sessdex.core.context import build_session_context
 
-    context = build_session_context(transcript.entries, transcript.leaf_id)
+    context = build_session_context(list(transcript.entries), transcript.leaf_id)
     models = ", ".join(f"{role}={model}" for role, model in context["models"].items()) or "none"
     parts = [f"# Context of {transcript.header.get('id', '')}", "",
              f"thinking {context['thinkingLevel']} · models {models} · mode {context['mode']} · "
