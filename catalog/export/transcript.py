@@ -13,10 +13,10 @@ them (such files are old or broken, and small in practice). Nothing is ever writ
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, overload
 
 from sessdex.core.blobs import BlobStore
 from sessdex.core.context import path_to_leaf
@@ -74,17 +74,30 @@ def model_totals(entries: list[dict[str, Any]]) -> dict[str, ModelTotals]:
 
 
 class EntryStream:
-    """A sequence of entries read again on each iteration: `len()` is known, the entries come one at a time."""
+    """A sequence of entries read again each time it is iterated or sliced: `len()` is known, and the entries come
+    one at a time (a slice reads only the entries in it)."""
 
-    def __init__(self, count: int, read: Callable[[], Iterator[dict[str, Any]]]) -> None:
-        self._count = count
+    def __init__(self, indexes: Sequence[int], read: Callable[[Iterable[int]], Iterator[dict[str, Any]]]) -> None:
+        self._indexes = indexes
         self._read = read
 
     def __len__(self) -> int:
-        return self._count
+        return len(self._indexes)
+
+    def __bool__(self) -> bool:
+        return bool(self._indexes)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return self._read()
+        return self._read(self._indexes)
+
+    @overload
+    def __getitem__(self, item: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, item: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, item: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(item, slice):
+            return list(self._read(self._indexes[item]))
+        return next(self._read((self._indexes[item],)))
 
 
 @dataclass(slots=True)
@@ -212,25 +225,25 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
         raise ValueError(f"{path} is not a session file (no valid session header)")
     blobs = BlobStore(runtime.paths.blobs_dir, runtime.file_storage())
     offsets = outline.offsets
+    skeletons = outline.skeletons
 
     def prepare(value: Any) -> dict[str, Any]:
         entry = project_loaded_entry(value, blobs)
         return redact_value(entry) if redact_secrets else entry
 
-    def read_at(indexes: Callable[[], Iterator[int]]) -> Callable[[], Iterator[dict[str, Any]]]:
-        def read() -> Iterator[dict[str, Any]]:
-            with open(open_regular(path), "rb") as handle:
-                for index in indexes():
-                    handle.seek(offsets[index])
-                    ok, value = parse_line(handle.readline(MAX_LINE_BYTES + 1))
-                    if ok and isinstance(value, dict):
-                        yield prepare(value)
-        return read
+    def read(indexes: Iterable[int]) -> Iterator[dict[str, Any]]:
+        with open(open_regular(path), "rb") as handle:
+            for index in indexes:
+                handle.seek(offsets[index])
+                ok, value = parse_line(handle.readline(MAX_LINE_BYTES + 1))
+                # The file is append-only: the entry is still where the outline saw it, unless the file was
+                # replaced meanwhile (an agent rewrite); then an empty entry stands in rather than a wrong one.
+                same = ok and isinstance(value, dict) and value.get("id") == skeletons[index].get("id")
+                yield prepare(value) if same else {}
 
     def entry_at(index: int) -> dict[str, Any]:
-        return next(read_at(lambda: iter((index,)))(), {})
+        return next(read((index,)))
 
-    skeletons = outline.skeletons
     by_id = {skeleton["id"]: skeleton for skeleton in skeletons if isinstance(skeleton.get("id"), str)}
     leaf_id = _chosen_leaf(leaf_id, by_id, skeletons)
     shown_indexes = [skeleton["index"] for skeleton in
@@ -242,8 +255,8 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
             models.setdefault(model, ModelTotals()).add(message)
     header = redact_value(outline.header) if redact_secrets else outline.header
     title = _title(outline.session_name, header, outline.title_line, redact_secrets)
-    return Transcript(path, header, EntryStream(len(offsets), read_at(lambda: iter(range(len(offsets))))),
-                      EntryStream(len(shown_indexes), read_at(lambda: iter(shown_indexes))), leaf_id, all_branches,
+    return Transcript(path, header, EntryStream(range(len(offsets)), read), EntryStream(shown_indexes, read),
+                      leaf_id, all_branches,
                       title, models, outline.last_timestamp, [s.get("id") for s in skeletons],
                       [s.get("parentId") for s in skeletons], entry_at)
 
@@ -289,8 +302,11 @@ def _load_whole(path: Path, runtime: SessionRuntime, leaf_id: str | None, all_br
         if entry.get("type") == "session_info" and isinstance(entry.get("name"), str):
             session_name = entry["name"]
     last = next((entry["timestamp"] for entry in reversed(entries) if entry.get("timestamp") is not None), None)
-    return Transcript(path, header, EntryStream(len(entries), lambda: iter(entries)),
-                      EntryStream(len(shown), lambda: iter(shown)), leaf, all_branches,
+    def pick(from_list: list[dict[str, Any]]) -> Callable[[Iterable[int]], Iterator[dict[str, Any]]]:
+        return lambda indexes: (from_list[index] for index in indexes)
+
+    return Transcript(path, header, EntryStream(range(len(entries)), pick(entries)),
+                      EntryStream(range(len(shown)), pick(shown)), leaf, all_branches,
                       _title(session_name, header, loaded.title_line, redact_secrets), model_totals(shown), last,
                       [entry.get("id") for entry in entries], [entry.get("parentId") for entry in entries],
                       lambda index: entries[index])

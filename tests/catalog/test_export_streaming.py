@@ -68,6 +68,8 @@ def test_streamed_export_equals_the_whole_file_loader(tmp_path: Path, options: d
     assert AWS_KEY not in html + markdown and AWS_KEY.encode() not in document
     assert "<title>Streamed</title>" in html and ("a side branch" in html) == bool(options)
     parsed = json.loads(document)
+    transcript = load_transcript(path, runtime, **options)  # type: ignore[arg-type]
+    assert transcript.shown[2:5] == list(transcript.shown)[2:5] and transcript.shown[-1] == parsed["entries"][-1]
     assert parsed["title"] == "Streamed" and parsed["entries"][0]["id"] == "e0000000"
 
 
