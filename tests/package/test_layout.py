@@ -25,10 +25,13 @@ ROOM_RANKS = {
     "sessdex.catalog.queries": 3,
     "sessdex.catalog.export": 4,
     "sessdex.catalog.tui": 4,
+    "sessdex.catalog.web": 4,
     "sessdex.catalog.cli": 5,
     "sessdex.catalog": 6,  # only `python -m sessdex.catalog`
 }
-ALLOWED_BESIDE = {("sessdex.migrations", "sessdex.catalog.store"), ("sessdex.catalog.store", "sessdex.migrations")}
+ALLOWED_BESIDE = {("sessdex.migrations", "sessdex.catalog.store"), ("sessdex.catalog.store", "sessdex.migrations"),
+                  # the web pages show transcripts with the export's one renderer (never the other way round)
+                  ("sessdex.catalog.web", "sessdex.catalog.export")}
 
 
 def _modules() -> dict[str, Path]:
