@@ -105,8 +105,12 @@ def context_entries(transcript: Transcript) -> list[dict[str, Any]]:
     """What the model sees at the transcript's leaf (as the agent builds its context), as message entries for the
     export's renderer."""
     context = build_session_context(transcript.entries, transcript.leaf_id)
-    return [{"type": "message", "id": f"context-{number}", "message": message}
-            for number, message in enumerate(context["messages"])]
+    entries = []
+    for number, message in enumerate(context["messages"]):
+        if message.get("role") in ("compactionSummary", "branchSummary") and isinstance(message.get("summary"), str):
+            message = {**message, "content": [{"type": "text", "text": message["summary"]}]}  # the text it reads
+        entries.append({"type": "message", "id": f"context-{number}", "message": message})
+    return entries
 
 
 class WebCatalog:
