@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import shlex
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
@@ -58,8 +59,7 @@ def _environment(redact_text: bool) -> Environment:
         # Markup is HTML this app made (escaped already); every other string is session or file text.
         if isinstance(value, Markup) or not isinstance(value, str):
             return value
-        text = clean(value)
-        return redact(text) if redact_text else text
+        return _shown_text(value, redact_text)
 
     environment = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]),
                               finalize=finalize, trim_blocks=True, lstrip_blocks=True)
@@ -71,6 +71,18 @@ def _environment(redact_text: bool) -> Environment:
     environment.filters["timestamp"] = lambda seconds: datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M")
     environment.filters["history_snippet"] = lambda entry: _marked(_history_marked(entry), redact_text)
     return environment
+
+
+# The shortest text a secret rule can match is longer than this (a keyword and an 8-character value at least).
+SHORTEST_SECRET = 12
+
+
+@functools.lru_cache(maxsize=8192)
+def _shown_text(value: str, redact_text: bool) -> str:
+    """Text as a page shows it: control and bidirectional characters dropped, secrets redacted. Remembered: a
+    listing prints the same folders and names again and again, and search as you type renders the same hits."""
+    text = clean(value)
+    return redact(text) if redact_text and len(text) >= SHORTEST_SECRET else text
 
 
 def _marked(snippet: str, redact_text: bool) -> Markup:

@@ -214,8 +214,9 @@ class WebCatalog:
         """The catalog's full-text search (titles, first messages, message text) with snippets, best first; the
         matched words are between MATCH_OPEN and MATCH_CLOSE."""
         filters = filters or SearchFilters()
+        narrowed = filters.repo or filters.machine or filters.since or filters.until
         with self.lock:
-            hits = self.catalog.search(text, filters.project or None, limit=SEARCH_CANDIDATES,
+            hits = self.catalog.search(text, filters.project or None, limit=SEARCH_CANDIDATES if narrowed else limit,
                                        highlight=(MATCH_OPEN, MATCH_CLOSE), snippet_tokens=16,
                                        check_freshness=False)
         roots = repository_dirs(filters.repo) if filters.repo else None
