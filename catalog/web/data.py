@@ -8,8 +8,8 @@ prints), transcripts through the export's `load_transcript`, prompt history thro
 Freshness: a request never waits for a stat pass over every file. A background thread brings the whole catalog
 up to date every FRESH_SECONDS (by stat, as every read command does, and not at all while a `sessdex watch`
 heartbeat says the watcher keeps it current), so the pages are at most that far behind the files.
-The catalog's connection is shared by the server's worker threads, one request at a time (a lock): the app is
-for one person, and SQLite answers each page in milliseconds.
+The requests' connection is shared by the server's worker threads, one request at a time (a lock): the app is
+for one person, and SQLite answers each page in milliseconds. The background pass has a connection of its own.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from sessdex.catalog.export.transcript import Transcript, load_transcript
 from sessdex.catalog.history.search import HISTORY_DB_NAME, HistoryEntry, search_history_file
-from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh
+from sessdex.catalog.index.reconcile import ReconcileReport, Scope
 from sessdex.catalog.queries.git_repo import repository_dirs, under_any
 from sessdex.catalog.queries.naming import display_name
 from sessdex.catalog.queries.sessions import Catalog, SearchHit
@@ -121,9 +121,10 @@ class WebCatalog:
         self.redact = redact
         self.fresh_seconds = fresh_seconds
         self.lock = threading.RLock()
-        # Requests skip the freshness pass: the background thread makes it (see the module's docstring).
-        self._passing = False
-        self.catalog = Catalog.from_settings(settings, fresh=self._fresh)
+        # Requests skip the freshness pass: the background thread makes it, on its own connection (`_writer`).
+        self.catalog = Catalog.from_settings(settings, fresh=_no_pass)
+        self._writer: Catalog | None = None
+        self._refresh_lock = threading.Lock()
         self.runtime = SessionRuntime(paths=settings.paths)
         self._transcripts: OrderedDict[tuple[Any, ...], Transcript] = OrderedDict()
         self._stop = threading.Event()
@@ -134,21 +135,18 @@ class WebCatalog:
 
     def refresh(self) -> None:
         """One freshness pass over every project of this machine (skipped while a watcher keeps it current), then
-        a little more of the message-text index a first index left for later (as `sessdex index` completes it)."""
-        with self.lock:
-            self._passing = True
-            try:
-                self.catalog.refresh(Scope.of(root=self.catalog.sessions_root))
-            finally:
-                self._passing = False
-            if self.catalog.db is not None and self.catalog.content_index_progress() is not None:
+        a little more of the message-text index a first index left for later (as `sessdex index` completes it).
+
+        It runs on a connection of its own, so requests (reading through theirs) never wait for it."""
+        with self._refresh_lock:
+            if self._writer is None:
+                self._writer = Catalog.from_settings(self.settings)
+            writer = self._writer
+            writer.refresh(Scope.of(root=writer.sessions_root))
+            if writer.db is not None and writer.content_index_progress() is not None:
                 from sessdex.catalog.index.content_index import fill_content_index
 
-                fill_content_index(self.catalog.db, deadline=time.monotonic() + FILL_SECONDS)
-
-    def _fresh(self, db: CatalogDatabase, scope: Scope) -> ReconcileReport:
-        """The catalog's freshness pass: made by `refresh` only, never inside a request."""
-        return ensure_fresh(db, scope) if self._passing else ReconcileReport()
+                fill_content_index(writer.db, deadline=time.monotonic() + FILL_SECONDS)
 
     def start(self) -> None:
         """Start the background freshness pass (every `fresh_seconds`)."""
@@ -165,6 +163,10 @@ class WebCatalog:
             self._thread = None
         with self.lock:
             self.catalog.close()
+        with self._refresh_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
 
     def _keep_fresh(self) -> None:
         while not self._stop.wait(self.fresh_seconds):
@@ -277,6 +279,10 @@ class WebCatalog:
         """Prompts of the agent's history.db matching `text` (None when there is no history.db to read)."""
         agent_dir = self.settings.paths.agent_dir_text
         return search_history_file(os.path.join(agent_dir, HISTORY_DB_NAME), text, limit, None)
+
+
+def _no_pass(_db: CatalogDatabase, _scope: Scope) -> ReconcileReport:
+    return ReconcileReport()
 
 
 def chunk(transcript: Transcript, start: int, size: int = ENTRIES_PER_CHUNK) -> Transcript:
