@@ -10,7 +10,6 @@ own fragment (`render_transcript_html`), escaped by that renderer.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import shlex
 from collections.abc import AsyncIterator, Callable
@@ -36,7 +35,6 @@ from sessdex.catalog.web.data import (
     SORTS,
     SearchFilters,
     WebCatalog,
-    chunk,
     context_entries,
     leaves,
     session_name,
@@ -207,12 +205,12 @@ def create_app(web: WebCatalog, *, token: str, host: str, port: int, manage_cata
             return page("error.html", request, 404, message="The session file cannot be read")
         start = _start(params.get("start"))
         if view == "context":
-            model_view = dataclasses.replace(transcript, shown=context_entries(transcript))
-            fragment, more = render_transcript_html(model_view), None
+            fragment, more = render_transcript_html(web.shown(transcript, context_entries(transcript))), None
         elif view == "all":
-            fragment, more = render_transcript_html(transcript), None
+            fragment, more = render_transcript_html(web.shown(transcript, transcript.shown)), None
         else:
-            fragment = render_transcript_html(chunk(transcript, start))
+            part = transcript.shown[start:start + ENTRIES_PER_CHUNK]
+            fragment = render_transcript_html(web.shown(transcript, part))
             more = start + ENTRIES_PER_CHUNK if start + ENTRIES_PER_CHUNK < len(transcript.shown) else None
         branch_ends = leaves(transcript.entries)
         base = f"/session/{info.id}"
@@ -239,7 +237,7 @@ def create_app(web: WebCatalog, *, token: str, host: str, port: int, manage_cata
             raise BadRequest(str(exc)) from None
         part = transcript.shown[start:start + ENTRIES_PER_CHUNK]
         following = start + ENTRIES_PER_CHUNK
-        body = "".join(render_entry_html(entry) for entry in part)
+        body = "".join(render_entry_html(entry) for entry in web.shown_entries(part))
         headers = {"x-next-start": str(following)} if following < len(transcript.shown) else {}
         return HTMLResponse(body, headers=headers)
 

@@ -34,6 +34,7 @@ from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.context import build_session_context
 from sessdex.core.runtime import SessionRuntime
+from sessdex.core.secrets import redact, redact_value
 from sessdex.core.summary import SessionInfo
 from sessdex.core.usage import UsageReport
 from sessdex.core.usage_terms import DateRange, ReportKind
@@ -255,23 +256,37 @@ class WebCatalog:
     # -- transcripts ---------------------------------------------------------------------------------------
 
     def transcript(self, info: SessionInfo, *, leaf: str | None = None, all_branches: bool = False) -> Transcript:
-        """The session loaded as the export loads it (redacted unless the server was told otherwise); the last few
-        are kept, so the chunks of a long transcript are cut from one read of its file."""
+        """The session loaded as the export loads it; the last few are kept, so the chunks of a long transcript are
+        cut from one read of its file. Secrets are redacted in what `shown` hands the renderer (only the entries a
+        page shows: detecting secrets costs more than reading), except for every branch at once, redacted here."""
         path = Path(info.path)
         status = path.stat()
-        key = (os.fspath(path), status.st_size, status.st_mtime_ns, leaf, all_branches, self.redact)
+        eager = all_branches and self.redact
+        key = (os.fspath(path), status.st_size, status.st_mtime_ns, leaf, all_branches, eager)
         with self.lock:
             cached = self._transcripts.get(key)
             if cached is not None:
                 self._transcripts.move_to_end(key)
                 return cached
         transcript = load_transcript(path, self.runtime, leaf_id=leaf, all_branches=all_branches,
-                                     redact_secrets=self.redact)
+                                     redact_secrets=eager)
         with self.lock:
             self._transcripts[key] = transcript
             while len(self._transcripts) > TRANSCRIPTS_KEPT:
                 self._transcripts.popitem(last=False)
         return transcript
+
+    def shown(self, transcript: Transcript, entries: list[dict[str, Any]]) -> Transcript:
+        """The transcript to render with `entries` shown (its totals still those of its whole branch), its header,
+        title and those entries redacted unless the server shows secrets."""
+        if not self.redact or transcript.all_branches:  # (every branch at once was redacted when loaded)
+            return dataclasses.replace(transcript, shown=entries)
+        return dataclasses.replace(transcript, header=redact_value(transcript.header), title=redact(transcript.title),
+                                   shown=self.shown_entries(entries))
+
+    def shown_entries(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Entries as a page may show them: redacted unless the server shows secrets."""
+        return [redact_value(entry) for entry in entries] if self.redact else entries
 
     # -- prompt history ------------------------------------------------------------------------------------
 
@@ -284,8 +299,4 @@ class WebCatalog:
 def _no_pass(_db: CatalogDatabase, _scope: Scope) -> ReconcileReport:
     return ReconcileReport()
 
-
-def chunk(transcript: Transcript, start: int, size: int = ENTRIES_PER_CHUNK) -> Transcript:
-    """The transcript with only `size` of its shown entries from `start` (the totals still those of all of them)."""
-    return dataclasses.replace(transcript, shown=transcript.shown[start:start + size])
 

@@ -114,6 +114,11 @@ def test_hostile_session_text_stays_text_and_secrets_are_redacted(client: TestCl
     assert "<script>window" not in page and 'onerror="' not in page and 'href="javascript:' not in page
     assert "\x1b" not in page and "\u202e" not in page
     assert AWS_KEY not in page and "[REDACTED:aws-access-key]" in page
+    for view in ("branch", "context"):
+        shown = client.get(f"/session/{SESSION_ID}", params={"view": view, "leaf": "c0000001"}).text
+        assert AWS_KEY not in shown and "[REDACTED:aws-access-key]" in shown, view
+    fragment = client.get(f"/session/{SESSION_ID}/entries", params={"leaf": "c0000001"}).text
+    assert AWS_KEY not in fragment and "[REDACTED:aws-access-key]" in fragment
     found = client.get("/search", params={"q": "pwned"}).text
     assert "[REDACTED:aws-access-key]" in found and AWS_KEY not in found
     assert "<script>window" not in found and "<img src" not in found
