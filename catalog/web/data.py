@@ -50,6 +50,7 @@ SEARCH_CANDIDATES = 200
 TRANSCRIPTS_KEPT = 4
 # The transcript's first screen: this many entries rendered with the page, the rest fetched as the reader scrolls.
 ENTRIES_PER_CHUNK = 150
+REDACTED_KEPT = 20_000  # redacted entries remembered (then forgotten all at once)
 MATCH_OPEN, MATCH_CLOSE = "\ue000", "\ue001"  # around matched words in snippets (never in session text shown)
 SORTS = {"date": "modified", "cost": "cost", "messages": "message_count"}
 
@@ -128,6 +129,7 @@ class WebCatalog:
         self._refresh_lock = threading.Lock()
         self.runtime = SessionRuntime(paths=settings.paths)
         self._transcripts: OrderedDict[tuple[Any, ...], Transcript] = OrderedDict()
+        self._redacted: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.refresh()
@@ -285,8 +287,21 @@ class WebCatalog:
                                    shown=self.shown_entries(entries))
 
     def shown_entries(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Entries as a page may show them: redacted unless the server shows secrets."""
-        return [redact_value(entry) for entry in entries] if self.redact else entries
+        """Entries as a page may show them: redacted unless the server shows secrets (each entry once: a reload or
+        another view of the same session reuses it)."""
+        if not self.redact:
+            return entries
+        shown = []
+        with self.lock:
+            if len(self._redacted) > REDACTED_KEPT:
+                self._redacted.clear()
+            for entry in entries:
+                # Keyed by the loaded entry's identity; the original is kept with it, so the key stays its own.
+                known = self._redacted.get(id(entry))
+                if known is None or known[0] is not entry:
+                    known = self._redacted[id(entry)] = (entry, redact_value(entry))
+                shown.append(known[1])
+        return shown
 
     # -- prompt history ------------------------------------------------------------------------------------
 
