@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "resume": ("session_group", "Resolve a session by id prefix or path and print its file."),
     "search": ("search_commands", "Search titles, first messages and all message text."),
     "secrets": ("export_commands", "List which sessions hold which kinds of secret (never the secrets)."),
+    "serve": ("serve_commands", "Serve the history as a local web page: search, transcripts, usage charts."),
     "trash": ("manage_commands", "Move a session to the trash; trash list | restore ID."),
     "usage": ("usage_commands", "Tokens and cost per day, week, month, session, project or model."),
     "view": ("view_commands", "View a session's transcript; switch sessions in place."),

@@ -81,6 +81,11 @@ class EntryStream:
         self._indexes = indexes
         self._read = read
 
+    @classmethod
+    def of(cls, entries: list[dict[str, Any]]) -> EntryStream:
+        """A stream over entries already in memory."""
+        return cls(range(len(entries)), lambda indexes: (entries[index] for index in indexes))
+
     def __len__(self) -> int:
         return len(self._indexes)
 
@@ -302,11 +307,7 @@ def _load_whole(path: Path, runtime: SessionRuntime, leaf_id: str | None, all_br
         if entry.get("type") == "session_info" and isinstance(entry.get("name"), str):
             session_name = entry["name"]
     last = next((entry["timestamp"] for entry in reversed(entries) if entry.get("timestamp") is not None), None)
-    def pick(from_list: list[dict[str, Any]]) -> Callable[[Iterable[int]], Iterator[dict[str, Any]]]:
-        return lambda indexes: (from_list[index] for index in indexes)
-
-    return Transcript(path, header, EntryStream(range(len(entries)), pick(entries)),
-                      EntryStream(range(len(shown)), pick(shown)), leaf, all_branches,
+    return Transcript(path, header, EntryStream.of(entries), EntryStream.of(shown), leaf, all_branches,
                       _title(session_name, header, loaded.title_line, redact_secrets), model_totals(shown), last,
                       [entry.get("id") for entry in entries], [entry.get("parentId") for entry in entries],
                       lambda index: entries[index])

@@ -26,12 +26,13 @@ ROOM_RANKS = {
     "sessdex.catalog.export": 4,
     "sessdex.catalog.tui": 4,
     "sessdex.catalog.mcp": 4,
+    "sessdex.catalog.web": 4,
     "sessdex.catalog.cli": 5,
     "sessdex.catalog": 6,  # only `python -m sessdex.catalog`
 }
-# mcp answers with the export room's transcript and Markdown renderer (export never imports mcp).
+# mcp answers and the web pages show transcripts with the export room's one renderer (export never imports them).
 ALLOWED_BESIDE = {("sessdex.migrations", "sessdex.catalog.store"), ("sessdex.catalog.store", "sessdex.migrations"),
-                  ("sessdex.catalog.mcp", "sessdex.catalog.export")}
+                  ("sessdex.catalog.mcp", "sessdex.catalog.export"), ("sessdex.catalog.web", "sessdex.catalog.export")}
 
 
 def _modules() -> dict[str, Path]:

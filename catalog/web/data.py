@@ -1,0 +1,305 @@
+"""What the pages of `sessdex serve` show, asked of the one catalog the CLI reads.
+
+Listings and search go through `sessdex.catalog.queries.sessions.Catalog` (the catalog's full-text search with
+snippets, the project listings), usage through its `usage_report` (the computation `sessdex usage --json`
+prints), transcripts through the export's `load_transcript`, prompt history through the history search of
+`sessdex history search`. Nothing here writes a session file.
+
+Freshness: a request never waits for a stat pass over every file. A background thread brings the whole catalog
+up to date every FRESH_SECONDS (by stat, as every read command does, and not at all while a `sessdex watch`
+heartbeat says the watcher keeps it current), so the pages are at most that far behind the files.
+The requests' connection is shared by the server's worker threads, one request at a time (a lock): the app is
+for one person, and SQLite answers each page in milliseconds. The background pass has a connection of its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sessdex.catalog.export.transcript import EntryStream, Transcript, load_transcript
+from sessdex.catalog.history.search import HISTORY_DB_NAME, HistoryEntry, search_history_file
+from sessdex.catalog.index.reconcile import ReconcileReport, Scope
+from sessdex.catalog.queries.git_repo import repository_dirs, under_any
+from sessdex.catalog.queries.naming import display_name
+from sessdex.catalog.queries.sessions import Catalog, SearchHit
+from sessdex.catalog.store.db import CatalogDatabase
+from sessdex.catalog.store.settings import Settings
+from sessdex.core.context import build_session_context
+from sessdex.core.runtime import SessionRuntime
+from sessdex.core.secrets import redact, redact_value
+from sessdex.core.summary import SessionInfo
+from sessdex.core.usage import UsageReport
+from sessdex.core.usage_terms import DateRange, ReportKind
+
+FRESH_SECONDS = 2.0
+# How long one background pass may spend on the message-text index a first index left unfinished (the lock is
+# held meanwhile, so a request waits at most this long).
+FILL_SECONDS = 0.3
+SESSIONS_PER_PAGE = 50
+SEARCH_RESULTS = 50
+# A search is asked for this many sessions, so that filters applied to the hits still leave a full page.
+SEARCH_CANDIDATES = 200
+TRANSCRIPTS_KEPT = 4
+# The transcript's first screen: this many entries rendered with the page, the rest fetched as the reader scrolls.
+ENTRIES_PER_CHUNK = 150
+MATCH_OPEN, MATCH_CLOSE = "\ue000", "\ue001"  # around matched words in snippets (never in session text shown)
+SORTS = {"date": "modified", "cost": "cost", "messages": "message_count"}
+
+
+@dataclass(slots=True)
+class Project:
+    """One project (a working directory) with its sessions' count, summed cost and last activity."""
+
+    cwd: str
+    sessions: int = 0
+    cost: float = 0.0
+    messages: int = 0
+    last_modified_ms: float = 0.0
+
+    @property
+    def last_modified(self) -> datetime:
+        return datetime.fromtimestamp(self.last_modified_ms / 1000, UTC)
+
+
+@dataclass(slots=True)
+class SessionPage:
+    """One page of a project's sessions, in the order asked for."""
+
+    sessions: list[SessionInfo]
+    page: int
+    pages: int
+    total: int
+
+
+@dataclass(slots=True)
+class SearchFilters:
+    """What a search is narrowed to: a project (cwd), a git repository (a folder inside it), a machine and local
+    days of last activity (inclusive, YYYY-MM-DD)."""
+
+    project: str | None = None
+    repo: str | None = None
+    machine: str | None = None
+    since: str | None = None
+    until: str | None = None
+
+
+def session_name(info: SessionInfo) -> str:
+    """The one display name of every command: title, else first message, else id, else file name."""
+    return display_name(info.title, info.first_message, info.message_count, info.id, str(info.path))
+
+
+def leaves(transcript: Transcript) -> list[dict[str, Any]]:
+    """The entries no other entry continues (each ends a branch), in file order; only those are read from the file."""
+    parents = set(transcript.parent_ids)
+    assert transcript.entry_at is not None
+    return [transcript.entry_at(index) for index, entry_id in enumerate(transcript.ids)
+            if isinstance(entry_id, str) and entry_id not in parents]
+
+
+def context_entries(transcript: Transcript) -> list[dict[str, Any]]:
+    """What the model sees at the transcript's leaf (as the agent builds its context), as message entries for the
+    export's renderer."""
+    context = build_session_context(list(transcript.entries), transcript.leaf_id)
+    entries = []
+    for number, message in enumerate(context["messages"]):
+        if message.get("role") in ("compactionSummary", "branchSummary") and isinstance(message.get("summary"), str):
+            message = {**message, "content": [{"type": "text", "text": message["summary"]}]}  # the text it reads
+        entries.append({"type": "message", "id": f"context-{number}", "message": message})
+    return entries
+
+
+class WebCatalog:
+    """The catalog as the pages read it: one shared connection behind a lock, kept fresh by a background pass."""
+
+    def __init__(self, settings: Settings, *, redact: bool = True, fresh_seconds: float = FRESH_SECONDS) -> None:
+        self.settings = settings
+        self.redact = redact
+        self.fresh_seconds = fresh_seconds
+        self.lock = threading.RLock()
+        # Requests skip the freshness pass: the background thread makes it, on its own connection (`_writer`).
+        self.catalog = Catalog.from_settings(settings, fresh=_no_pass)
+        self._writer: Catalog | None = None
+        self._refresh_lock = threading.Lock()
+        self.runtime = SessionRuntime(paths=settings.paths)
+        self._transcripts: OrderedDict[tuple[Any, ...], Transcript] = OrderedDict()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.refresh()
+
+    # -- freshness ---------------------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """One freshness pass over every project of this machine (skipped while a watcher keeps it current), then
+        a little more of the message-text index a first index left for later (as `sessdex index` completes it).
+
+        It runs on a connection of its own, so requests (reading through theirs) never wait for it."""
+        with self._refresh_lock:
+            if self._writer is None:
+                self._writer = Catalog.from_settings(self.settings)
+            writer = self._writer
+            writer.refresh(Scope.of(root=writer.sessions_root))
+            if writer.db is not None and writer.content_index_progress() is not None:
+                from sessdex.catalog.index.content_index import fill_content_index
+
+                fill_content_index(writer.db, deadline=time.monotonic() + FILL_SECONDS)
+
+    def start(self) -> None:
+        """Start the background freshness pass (every `fresh_seconds`)."""
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._keep_fresh, name="sessdex-serve-fresh", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the background pass and close the catalog."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        with self.lock:
+            self.catalog.close()
+        with self._refresh_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+
+    def _keep_fresh(self) -> None:
+        while not self._stop.wait(self.fresh_seconds):
+            try:
+                self.refresh()
+            except Exception:  # a busy or vanished catalog: the next pass tries again, the pages keep answering
+                continue
+
+    # -- listings ------------------------------------------------------------------------------------------
+
+    def projects(self) -> list[Project]:
+        """Every project with a listable session, most recently active first."""
+        with self.lock:
+            rows = self.catalog.picker_rows("", None, all_projects=True)
+        found: dict[str, Project] = {}
+        for row in rows:
+            project = found.setdefault(row.cwd, Project(row.cwd))
+            project.sessions += 1
+            project.cost += row.cost
+            project.messages += row.message_count
+            project.last_modified_ms = max(project.last_modified_ms, row.modified_ms)
+        return sorted(found.values(), key=lambda item: (-item.last_modified_ms, item.cwd))
+
+    def project_sessions(self, cwd: str, *, sort: str = "date", descending: bool = True, page: int = 1,
+                         per_page: int = SESSIONS_PER_PAGE) -> SessionPage:
+        """The project's sessions sorted by date (default), cost or messages, one page of them."""
+        with self.lock:
+            sessions = self.catalog.list_sessions(cwd)
+        attribute = SORTS.get(sort, "modified")
+        sessions.sort(key=lambda info: (getattr(info, attribute), info.modified), reverse=descending)
+        pages = max(1, -(-len(sessions) // per_page))
+        page = min(max(1, page), pages)
+        start = (page - 1) * per_page
+        return SessionPage(sessions[start:start + per_page], page, pages, len(sessions))
+
+    def session(self, session_id: str) -> SessionInfo | None:
+        """The session with exactly this id (any project of this machine's catalog), or None."""
+        if not session_id:
+            return None
+        with self.lock:
+            found = self.catalog.sessions_with_id_prefix(session_id, None)
+        return next((info for info in found if info.id == session_id), None)
+
+    # -- search --------------------------------------------------------------------------------------------
+
+    def search(self, text: str, filters: SearchFilters | None = None, limit: int = SEARCH_RESULTS) -> list[SearchHit]:
+        """The catalog's full-text search (titles, first messages, message text) with snippets, best first; the
+        matched words are between MATCH_OPEN and MATCH_CLOSE."""
+        filters = filters or SearchFilters()
+        narrowed = filters.repo or filters.machine or filters.since or filters.until
+        with self.lock:
+            hits = self.catalog.search(text, filters.project or None, limit=SEARCH_CANDIDATES if narrowed else limit,
+                                       highlight=(MATCH_OPEN, MATCH_CLOSE), snippet_tokens=16,
+                                       check_freshness=False)
+        roots = repository_dirs(filters.repo) if filters.repo else None
+        kept = []
+        for hit in hits:
+            info = hit.session
+            day = info.modified.astimezone().date().isoformat()
+            if filters.since and day < filters.since or filters.until and day > filters.until:
+                continue
+            if filters.machine and (getattr(info, "machine", None) or self.catalog.machine) != filters.machine:
+                continue
+            if filters.repo is not None and not under_any(info.cwd, roots or [os.path.abspath(filters.repo)]):
+                continue
+            kept.append(hit)
+        return kept[:limit]
+
+    def content_progress(self) -> Any:
+        with self.lock:
+            return self.catalog.content_index_progress()
+
+    def machines(self) -> list[str]:
+        """This machine's name, then the other machines of a shared catalog (when --machines all)."""
+        with self.lock:
+            return [self.catalog.machine, *(row["name"] for row in self.catalog.other_machines())]
+
+    # -- usage ---------------------------------------------------------------------------------------------
+
+    def usage(self, kind: ReportKind, project: str | None, days: DateRange) -> UsageReport:
+        """`sessdex usage KIND [--all]` for a project (its cwd) or every project: the same report, the same figures."""
+        with self.lock:
+            return self.catalog.usage_report(kind, project or self.catalog.sessions_root,
+                                             all_projects=project is None, days=days)
+
+    # -- transcripts ---------------------------------------------------------------------------------------
+
+    def transcript(self, info: SessionInfo, *, leaf: str | None = None, all_branches: bool = False) -> Transcript:
+        """The session loaded as the export loads it; the last few are kept, so the chunks of a long transcript are
+        cut from one read of its file. Secrets are redacted in what `shown` hands the renderer (only the entries a
+        page shows: detecting secrets costs more than reading), except for every branch at once, redacted here."""
+        path = Path(info.path)
+        status = path.stat()
+        eager = all_branches and self.redact
+        key = (os.fspath(path), status.st_size, status.st_mtime_ns, leaf, all_branches, eager)
+        with self.lock:
+            cached = self._transcripts.get(key)
+            if cached is not None:
+                self._transcripts.move_to_end(key)
+                return cached
+        transcript = load_transcript(path, self.runtime, leaf_id=leaf, all_branches=all_branches,
+                                     redact_secrets=eager)
+        with self.lock:
+            self._transcripts[key] = transcript
+            while len(self._transcripts) > TRANSCRIPTS_KEPT:
+                self._transcripts.popitem(last=False)
+        return transcript
+
+    def shown(self, transcript: Transcript, entries: Iterable[dict[str, Any]]) -> Transcript:
+        """The transcript to render with `entries` shown (its totals still those of its whole branch), its header,
+        title and those entries redacted unless the server shows secrets."""
+        if not self.redact or transcript.all_branches:  # (every branch at once was redacted when loaded)
+            return dataclasses.replace(transcript, shown=EntryStream.of(list(entries)))
+        return dataclasses.replace(transcript, header=redact_value(transcript.header), title=redact(transcript.title),
+                                   shown=EntryStream.of(self.shown_entries(entries)))
+
+    def shown_entries(self, entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Entries as a page may show them: redacted unless the server shows secrets."""
+        return [redact_value(entry) for entry in entries] if self.redact else list(entries)
+
+    # -- prompt history ------------------------------------------------------------------------------------
+
+    def history(self, text: str, limit: int = SEARCH_RESULTS) -> list[HistoryEntry] | None:
+        """Prompts of the agent's history.db matching `text` (None when there is no history.db to read)."""
+        agent_dir = self.settings.paths.agent_dir_text
+        return search_history_file(os.path.join(agent_dir, HISTORY_DB_NAME), text, limit, None)
+
+
+def _no_pass(_db: CatalogDatabase, _scope: Scope) -> ReconcileReport:
+    return ReconcileReport()
+
+

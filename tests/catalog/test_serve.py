@@ -1,0 +1,232 @@
+"""`sessdex serve`'s app in-process (Starlette's TestClient over a real catalog of real session files): the Host
+and token checks, the pages, hostile text and secrets, pagination, branches, usage against `sessdex usage --json`,
+the prompt history, and the command's refusals."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from sessdex.catalog.history.storage import HistoryStorage
+from sessdex.catalog.store.settings import Settings
+from sessdex.catalog.web.app import create_app
+from sessdex.catalog.web.data import ENTRIES_PER_CHUNK, SESSIONS_PER_PAGE, WebCatalog
+from sessdex.catalog.web.security import cookie_name
+from tests.catalog.test_export import AWS_KEY, SESSION_ID, hostile_records, sessdex
+from tests.core.sessiontree import BASE_MS, Tree, assistant, make_tree, message, user
+
+TOKEN = "test-token-0123456789"
+PORT = 8765
+BASE = f"http://127.0.0.1:{PORT}"
+
+
+def _costly(text: str, cost: float, entry: int = 1) -> list[dict[str, object]]:
+    return [user(text, f"u{entry:07d}"), assistant(f"reply about {text}", f"a{entry:07d}", f"u{entry:07d}",
+                                                   usage={"input": 100, "output": 20, "cost": {"total": cost}})]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Tree:
+    tree = make_tree(tmp_path)
+    tree.session(tree.project("proj"), SESSION_ID, hostile_records(tree), mtime_ms=BASE_MS)
+    other = tree.project("other")
+    for number in range(SESSIONS_PER_PAGE + 5):
+        tree.session(other, f"cd{number:014d}", _costly(f"pelican topic {number}", 0.01 * (number % 7)),
+                     mtime_ms=BASE_MS + number * 60_000)
+    return tree
+
+
+@pytest.fixture
+def web(tree: Tree) -> Iterator[WebCatalog]:
+    catalog = WebCatalog(Settings(paths=tree.paths))
+    yield catalog
+    catalog.stop()
+
+
+def _client(web: WebCatalog) -> TestClient:
+    return TestClient(create_app(web, token=TOKEN, host="127.0.0.1", port=PORT, manage_catalog=False),
+                      base_url=BASE)
+
+
+@pytest.fixture
+def client(web: WebCatalog) -> Iterator[TestClient]:
+    with _client(web) as client:
+        entered = client.get(f"/?token={TOKEN}", follow_redirects=False)
+        assert entered.status_code == 303
+        yield client
+
+
+def test_requests_without_the_token_or_with_a_foreign_host_are_refused(web: WebCatalog) -> None:
+    with _client(web) as client:
+        assert client.get("/search").status_code == 403
+        assert client.get("/search?token=wrong").status_code == 403
+        client.cookies.set(cookie_name(PORT), "wrong")
+        assert client.get("/projects").status_code == 403
+        client.cookies.clear()
+        entered = client.get(f"/usage?period=weekly&token={TOKEN}", follow_redirects=False)
+        assert entered.status_code == 303 and entered.headers["location"] == "/usage?period=weekly"
+        assert "HttpOnly" in entered.headers["set-cookie"] and "SameSite=Strict" in entered.headers["set-cookie"]
+        assert client.get("/usage?period=weekly").status_code == 200  # the cookie carries the token now
+        rebound = client.get("/projects", headers={"Host": f"attacker.example:{PORT}"})
+        assert rebound.status_code == 403 and "sx-" not in rebound.text
+        assert client.get("/projects", headers={"Host": f"localhost:{PORT}"}).status_code == 200
+        assert client.post("/search", data={"q": "x"}).status_code == 405
+        policy = rebound.headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "unsafe-inline" not in policy and "frame-ancestors 'none'" in policy
+
+
+def test_every_page_carries_the_strict_policy_and_works_without_script(client: TestClient) -> None:
+    for path in ("/search?q=pelican", "/projects", f"/session/{SESSION_ID}", "/usage", "/history"):
+        page = client.get(path)
+        assert page.status_code == 200, path
+        assert page.headers["content-security-policy"].startswith("default-src 'none'; script-src 'self'")
+        assert page.headers["x-frame-options"] == "DENY" and page.headers["referrer-policy"] == "no-referrer"
+        assert re.findall(r"<script[^>]*>", page.text) == ['<script src="/static/app.js" defer>']
+        assert not re.search(r"<[^>]*\sstyle=", page.text)  # inline styles would need 'unsafe-inline'
+        assert not re.search(r"""(src|action)=["']?(https?:)?//""", page.text)  # nothing fetched from elsewhere
+    assert client.get("/static/app.js").headers["content-type"].startswith("text/javascript")
+    assert ".sx-transcript" in client.get("/static/app.css").text
+    assert client.get("/static/../data.py").status_code == 404
+
+
+def test_search_shows_highlighted_snippets_and_filters(client: TestClient, tree: Tree) -> None:
+    page = client.get("/search", params={"q": "pelican topic 7"})
+    assert page.status_code == 200
+    assert "<mark>pelican</mark>" in page.text and 'href="/session/cd00000000000007"' in page.text
+    fragment = client.get("/search", params={"q": "pelican", "partial": "1"}).text
+    assert "<html" not in fragment and fragment.count('class="sx-hit"') == SESSIONS_PER_PAGE
+    later = client.get("/search", params={"q": "pelican", "since": "2099-01-01", "partial": "1"}).text
+    assert "No matching sessions" in later
+    scoped = client.get("/search", params={"q": "pelican", "project": str(tree.home / "proj"), "partial": "1"}).text
+    assert "No matching sessions" in scoped
+    bad = client.get("/search", params={"q": "x", "since": "yesterday"})
+    assert bad.status_code == 400 and "YYYY-MM-DD" in bad.text and "Traceback" not in bad.text
+
+
+def test_hostile_session_text_stays_text_and_secrets_are_redacted(client: TestClient) -> None:
+    page = client.get(f"/session/{SESSION_ID}", params={"view": "all"}).text
+    assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page
+    assert "<script>window" not in page and 'onerror="' not in page and 'href="javascript:' not in page
+    assert "\x1b" not in page and "\u202e" not in page
+    assert AWS_KEY not in page and "[REDACTED:aws-access-key]" in page
+    for view in ("branch", "context"):
+        shown = client.get(f"/session/{SESSION_ID}", params={"view": view, "leaf": "c0000001"}).text
+        assert AWS_KEY not in shown and "[REDACTED:aws-access-key]" in shown, view
+    fragment = client.get(f"/session/{SESSION_ID}/entries", params={"leaf": "c0000001"}).text
+    assert AWS_KEY not in fragment and "[REDACTED:aws-access-key]" in fragment
+    found = client.get("/search", params={"q": "pwned"}).text
+    assert "[REDACTED:aws-access-key]" in found and AWS_KEY not in found
+    assert "<script>window" not in found and "<img src" not in found
+    assert "xr " + SESSION_ID in page  # the command that resumes it
+
+
+def test_no_redact_shows_the_secrets(tree: Tree) -> None:
+    web = WebCatalog(Settings(paths=tree.paths), redact=False)
+    try:
+        with _client(web) as client:
+            client.get(f"/?token={TOKEN}")
+            assert AWS_KEY in client.get(f"/session/{SESSION_ID}").text
+    finally:
+        web.stop()
+
+
+def test_projects_and_a_projects_sessions_paginated_and_sortable(client: TestClient, tree: Tree) -> None:
+    projects = client.get("/projects").text
+    other = str(tree.home / "other")
+    assert projects.index(other) < projects.index(str(tree.home / "proj"))  # most recently active first
+    row = re.search(r"<tr><td><a href=\"/project\?cwd=[^\"]*other\">.*?</tr>", projects, re.S)
+    assert row is not None and f">{SESSIONS_PER_PAGE + 5}<" in row.group(0)
+    first = client.get("/project", params={"cwd": other}).text
+    ids = re.findall(r'href="/session/(cd\d+)"', first)
+    assert len(ids) == SESSIONS_PER_PAGE and ids[0] == f"cd{SESSIONS_PER_PAGE + 4:014d}"  # newest first
+    assert 'rel="next"' in first and "page 1 of 2" in first
+    second = client.get("/project", params={"cwd": other, "page": "2"}).text
+    assert len(re.findall(r'href="/session/(cd\d+)"', second)) == 5
+    by_cost = client.get("/project", params={"cwd": other, "sort": "cost", "order": "asc"}).text
+    costs = [float(value) for value in re.findall(r'<td class="num">\$([\d.]+)</td>', by_cost)]
+    assert costs == sorted(costs) and costs[0] == 0
+    assert client.get("/project", params={"cwd": other, "sort": "size"}).status_code == 400
+
+
+def test_transcript_branches_model_view_and_chunks(client: TestClient, web: WebCatalog, tree: Tree) -> None:
+    page = client.get(f"/session/{SESSION_ID}").text
+    assert "other branch" in page and "we did things" not in page  # the newest leaf's branch
+    links = re.findall(r'class="sx-branch-link" href="([^"]+)"', page)
+    assert len(links) == 2
+    switched = client.get(links[0].replace("&amp;", "&")).text
+    assert "we did things" in switched and "other branch" not in switched
+    everything = client.get(f"/session/{SESSION_ID}", params={"view": "all"}).text
+    assert "other branch" in everything and "we did things" in everything and 'class="sx-branch"' in everything
+    model_view = client.get(f"/session/{SESSION_ID}", params={"view": "context", "leaf": "c0000001"}).text
+    assert "we did things" in model_view and 'aria-current="page">What the model sees' in model_view
+    assert client.get("/session/nope").status_code == 404
+    assert client.get(f"/session/{SESSION_ID}", params={"leaf": "zzz"}).status_code == 400
+
+    long_id = "ef00000000000001"
+    records: list[dict[str, object]] = []
+    parent = None
+    for number in range(ENTRIES_PER_CHUNK + 20):
+        records.append(message("user" if number % 2 == 0 else "assistant", f"line number {number}",
+                               f"m{number:07d}", parent))
+        parent = f"m{number:07d}"
+    tree.session(tree.project("long"), long_id, records, mtime_ms=BASE_MS)
+    web.refresh()
+    first = client.get(f"/session/{long_id}").text
+    assert "line number 0<" in first and f"line number {ENTRIES_PER_CHUNK - 1}<" in first
+    assert f"line number {ENTRIES_PER_CHUNK}<" not in first and 'id="more"' in first
+    fragment_url = re.search(r'data-fragment="([^"]+)"', first)
+    assert fragment_url is not None
+    rest = client.get(fragment_url.group(1).replace("&amp;", "&"))
+    assert f"line number {ENTRIES_PER_CHUNK}<" in rest.text and "x-next-start" not in rest.headers
+    no_script = client.get(f"/session/{long_id}", params={"start": str(ENTRIES_PER_CHUNK)}).text
+    assert f"line number {ENTRIES_PER_CHUNK + 19}<" in no_script
+
+
+def test_new_sessions_appear_after_the_freshness_pass(client: TestClient, web: WebCatalog, tree: Tree) -> None:
+    assert "/session/fe00000000000001" not in client.get("/search", params={"q": "albatross"}).text
+    tree.session(tree.project("proj"), "fe00000000000001", _costly("albatross sighting", 0.5), mtime_ms=BASE_MS)
+    web.refresh()
+    assert 'href="/session/fe00000000000001"' in client.get("/search", params={"q": "albatross"}).text
+
+
+def test_usage_figures_are_those_of_sessdex_usage_json(client: TestClient, tree: Tree) -> None:
+    for period in ("daily", "weekly", "monthly"):
+        expected = json.loads(sessdex(tree, "usage", period, "--all", "--json").stdout)
+        assert client.get("/usage.json", params={"report": period}).json() == expected
+        page = client.get("/usage", params={"period": period}).text
+        total = re.search(r'id="usage-total" class="sx-total" data-cost="([^"]+)" data-tokens="(\d+)"', page)
+        assert total is not None
+        assert float(total.group(1)) == expected["totals"]["cost"]
+        assert int(total.group(2)) == expected["totals"]["totalTokens"]
+        assert "<svg" in page and "<rect" in page
+    projects = json.loads(sessdex(tree, "usage", "project", "--all", "--json").stdout)
+    page = client.get("/usage").text
+    for row in projects["rows"]:
+        assert f'data-cost="{row["cost"]}"' in page
+    proj = str(tree.home / "proj")
+    here = json.loads(sessdex(tree, "usage", "model", "--json").stdout)  # run in ~/proj: that project only
+    assert client.get("/usage.json", params={"report": "model", "project": proj}).json() == here
+    assert client.get("/usage", params={"period": "hourly"}).status_code == 400
+
+
+def test_prompt_history_search(client: TestClient, tree: Tree) -> None:
+    assert "No prompt history yet" in client.get("/history", params={"q": "deploy"}).text
+    with HistoryStorage.open(agent_dir=tree.paths.agent_dir) as history:
+        history.add("deploy the <b>staging</b> server " + AWS_KEY, str(tree.home / "proj"))
+        history.add("unrelated prompt")
+    page = client.get("/history", params={"q": "deploy"}).text
+    assert "<mark>deploy</mark>" in page and "&lt;b&gt;staging&lt;/b&gt;" in page
+    assert AWS_KEY not in page and "[REDACTED:aws-access-key]" in page and "unrelated" not in page
+
+
+def test_serve_refuses_unsafe_hosts_and_a_missing_catalog(tree: Tree) -> None:
+    for args, says in ((("--host", "192.0.2.1"), "--allow-remote"), (("--host", "0.0.0.0"), "not every address"),
+                       (("--catalog", "off"), "catalog"), (("--port", "70000"), "port")):
+        done = sessdex(tree, "serve", *args)
+        assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
