@@ -26,6 +26,7 @@ from sessdex.core.values import Value
 TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
+    from typing import Any
 
 HEARTBEAT_MAX_AGE_SECONDS = 2.0
 _INT64_MAX = 2**63 - 1  # indexer.INT64_MAX (the indexer is imported lazily)
@@ -138,25 +139,38 @@ def root_range(root: str) -> dict[str, str]:
     return {"root_lo": prefix, "root_hi": prefix + "\U0010ffff"}
 
 
+def _fetch_all(db: CatalogDatabase, statements: list[tuple[str, dict[str, str]]]) -> list[list[tuple[Any, ...]]]:
+    """The rows of each statement; a server catalog that can (PostgreSQL) sends them all in one round trip."""
+    batch = getattr(db, "fetch_batch", None)
+    if batch is not None:
+        return batch(statements)
+    return [db.fetch_tuples(name, params) for name, params in statements]
+
+
+def _files_statements(scope: Scope, id_range: dict[str, str] | None = None) -> list[tuple[str, dict[str, str]]]:
+    suffix = "" if id_range is None else "_with_id"
+    statements = [("stats_in_directory" + suffix, {"directory": directory, **(id_range or {})})
+                  for directory in scope.directories]
+    if scope.root is not None:
+        statements.append(("stats_under_root" + suffix, {**root_range(scope.root), **(id_range or {})}))
+    return statements
+
+
+def _paths_statements(scope: Scope) -> list[tuple[str, dict[str, str]]]:
+    statements = [("paths_in_directory", {"directory": directory}) for directory in scope.directories]
+    if scope.root is not None:
+        statements.append(("paths_under_root", root_range(scope.root)))
+    return statements
+
+
 def catalog_files(db: CatalogDatabase, scope: Scope, id_range: dict[str, str] | None = None) -> dict[str, StatKey]:
     """The files the catalog holds in `scope` (only those with an id in `id_range`), with their last stat."""
-    suffix = "" if id_range is None else "_with_id"
-    rows = []
-    for directory in scope.directories:
-        rows += db.fetch_tuples("stats_in_directory" + suffix, {"directory": directory, **(id_range or {})})
-    if scope.root is not None:
-        rows += db.fetch_tuples("stats_under_root" + suffix, {**root_range(scope.root), **(id_range or {})})
-    return {row[0]: row[1:] for row in rows}
+    return {row[0]: row[1:] for rows in _fetch_all(db, _files_statements(scope, id_range)) for row in rows}
 
 
 def catalog_paths(db: CatalogDatabase, scope: Scope) -> set[str]:
     """The paths the catalog holds in `scope`."""
-    rows = []
-    for directory in scope.directories:
-        rows += db.fetch_tuples("paths_in_directory", {"directory": directory})
-    if scope.root is not None:
-        rows += db.fetch_tuples("paths_under_root", root_range(scope.root))
-    return {row[0] for row in rows}
+    return {row[0] for rows in _fetch_all(db, _paths_statements(scope)) for row in rows}
 
 
 def diff(on_disk: Mapping[str, StatKey | None], in_catalog: Mapping[str, StatKey]) -> tuple[list[str], list[str]]:
@@ -195,11 +209,15 @@ def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str
     """
     scope = _storable_scope(scope)
     listed = scan_files(scope, with_stat=False)
-    known = catalog_paths(db, scope)
+    # Both questions at once: one round trip to a catalog server.
+    paths_statements = _paths_statements(scope)
+    found = _fetch_all(db, [*paths_statements, *_files_statements(scope, id_range)])
+    known = {row[0] for rows in found[:len(paths_statements)] for row in rows}
     if not known.issubset(listed):
         return reconcile(db, scope)
     changed = sorted(path for path in listed if path not in known)
-    for path, key in catalog_files(db, scope, id_range).items():
+    in_range = {row[0]: row[1:] for rows in found[len(paths_statements):] for row in rows}
+    for path, key in in_range.items():
         try:
             result = os.stat(path)
         except OSError:

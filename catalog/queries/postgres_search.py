@@ -38,7 +38,7 @@ WHERE messages.text_tsv @@ query AND session_files.header_valid AND session_file
   AND session_files.machine = :machine {scope}
 ORDER BY score, messages.id LIMIT :rows
 """
-_MESSAGE_TEXT = "SELECT text FROM messages WHERE id = :message_id"
+_MESSAGE_TEXTS = "SELECT id, text FROM messages WHERE id IN ({ids})"
 
 
 def word_runs(text: str) -> list[list[str]]:
@@ -100,18 +100,22 @@ def snippet(text: str | None, words: Sequence[Sequence[str]], open_mark: str, cl
 def search_postgres(db: Any, words: Sequence[Sequence[str]], scopes: Sequence[tuple[str, dict[str, Any]]],
                     limit: int, marks: tuple[str, str], tokens: int) -> list[tuple[int, str, str, float]]:
     """(file_id, field, snippet, score) of the best match of at most `limit` sessions over `scopes` ((kind, params)
-    per machine): session matches (title, first message) first, then message matches, each best first."""
-    from sqlalchemy import text
+    per machine): session matches (title, first message) first, then message matches, each best first.
 
+    Two round trips to the server: every scope's ranking statements together (a pipeline), then the texts of the
+    messages chosen (`db` is a `sessdex.catalog.store.postgres_reads.PostgresCatalog`).
+    """
     query = tsquery_text(words)
     if query is None:
         return []
-    session_rows: list[Any] = []
-    message_rows: list[Any] = []
+    statements = []
     for kind, params in scopes:
         values = {**params, "query": query, "rows": limit * 20}
-        session_rows += db.fetch_statement(text(_SESSIONS.format(scope=_SCOPE[kind])), values)
-        message_rows += db.fetch_statement(text(_MESSAGES.format(scope=_SCOPE[kind])), values)
+        statements.append((_SESSIONS.format(scope=_SCOPE[kind]), values))
+        statements.append((_MESSAGES.format(scope=_SCOPE[kind]), values))
+    results = db.fetch_sql_many(statements)
+    session_rows = [row for index, rows in enumerate(results) if index % 2 == 0 for row in rows]
+    message_rows = [row for index, rows in enumerate(results) if index % 2 == 1 for row in rows]
     best: dict[int, tuple[str, str, float]] = {}
     for row in sorted(session_rows, key=lambda row: row["score"]):
         if len(best) >= limit:
@@ -128,9 +132,13 @@ def search_postgres(db: Any, words: Sequence[Sequence[str]], scopes: Sequence[tu
     for row in sorted(message_rows, key=lambda row: row["score"]):
         if row["file_id"] not in best:
             chosen.setdefault(row["file_id"], (row["message_id"], row["score"]))
-    for file_id, (message_id, score) in chosen.items():
-        if len(best) >= limit:
-            break
-        found = db.fetch_statement(text(_MESSAGE_TEXT), {"message_id": message_id})
-        best[file_id] = ("message", snippet(found[0]["text"] if found else "", words, *marks, tokens)[0], score)
+    shown = list(chosen.items())[:max(0, limit - len(best))]
+    texts: dict[int, str] = {}
+    if shown:
+        marks_sql = ", ".join(f":id{index}" for index in range(len(shown)))
+        found = db.fetch_sql(_MESSAGE_TEXTS.format(ids=marks_sql),
+                             {f"id{index}": message_id for index, (_file, (message_id, _score)) in enumerate(shown)})
+        texts = {row["id"]: row["text"] for row in found}
+    for file_id, (message_id, score) in shown:
+        best[file_id] = ("message", snippet(texts.get(message_id, ""), words, *marks, tokens)[0], score)
     return [(file_id, field, marked, score) for file_id, (field, marked, score) in best.items()][:limit]

@@ -446,6 +446,10 @@ class Catalog:
         if reader is not None:
             infos = {row["id"]: row for row in reader.execute(
                 _INFOS_BY_ID_SQL.format(placeholders=", ".join("?" * len(found))), [hit[0] for hit in found])}
+        elif found and hasattr(db, "fetch_sql"):  # PostgreSQL: every hit's row in one statement
+            infos = {row["id"]: row for row in db.fetch_sql(
+                _INFOS_BY_ID_SQL.format(placeholders=", ".join(f":id{index}" for index in range(len(found)))),
+                {f"id{index}": hit[0] for index, hit in enumerate(found)})}
         else:
             infos = {hit[0]: rows[0] for hit in found if (rows := db.fetchall("file_by_id", {"file_id": hit[0]}))}
         hits = []
@@ -470,6 +474,8 @@ class Catalog:
             reader = db.sqlite_reader()
             if reader is not None:
                 return reader.execute(sql, params).fetchall()
+            if hasattr(db, "fetch_sql"):  # PostgreSQL through psycopg
+                return db.fetch_sql(sql, params)
             from sqlalchemy import text as sql_text
 
             return db.fetch_statement(sql_text(sql), params)  # type: ignore[attr-defined]

@@ -1,8 +1,11 @@
-"""The catalog on a database server (PostgreSQL, shared by several machines): `SqlAlchemyCatalog`.
+"""Opening a catalog on a database server (PostgreSQL, shared by several machines), and `SqlAlchemyCatalog`.
 
-The other backend behind `sessdex.catalog.store.db.CatalogDatabase`, opened by `db.open_catalog` for a server URL (and
-for SQLite when a test asks for SQLAlchemy). A module of its own: every hot command opens a SQLite catalog through
-`db`, and creating these classes cost each of them as much as a third of `db`.
+`open_server_catalog` (called by `db.open_catalog` for a server URL) opens PostgreSQL through psycopg directly
+(`sessdex.catalog.store.postgres_reads.PostgresCatalog`), which shares its write lock and its one-line
+"cannot reach" error with this module, and imports SQLAlchemy only to upgrade an older or new database.
+`SqlAlchemyCatalog` serves any other server URL and SQLite when a test asks for SQLAlchemy (proving the
+statements dialect-neutral). A module of its own: every hot command opens a SQLite catalog through `db`, and
+creating these classes cost each of them as much as a third of `db`.
 """
 
 from __future__ import annotations
@@ -13,12 +16,15 @@ from collections.abc import Iterator
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
 from sessdex.catalog.store.location import CatalogLocation, create_catalog_engine
 from sessdex.catalog.store.machine import host_name, with_machine
+from sessdex.catalog.store.postgres_reads import WRITE_LOCK_KEY, unavailable
 from sessdex.core.errors import CatalogError, CatalogUnavailableError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
+
+    from sessdex.catalog.store.postgres_reads import PostgresCatalog
 
 
 class SqlAlchemyCatalog:
@@ -188,8 +194,6 @@ def _sqlalchemy_transaction(catalog: SqlAlchemyCatalog) -> Iterator[None]:
         catalog._in_write = False
 
 
-# The key of the PostgreSQL advisory lock every catalog write transaction holds ("sessdex" in ASCII).
-WRITE_LOCK_KEY = 0x73657373646578
 
 
 def _is_connection_problem(exc: Exception) -> bool:
@@ -209,18 +213,13 @@ def _is_connection_problem(exc: Exception) -> bool:
 _CONNECTION_SQLSTATES = ("08", "57P", "28", "3D")
 
 
-def unavailable(location: CatalogLocation, exc: BaseException) -> CatalogUnavailableError:
-    """A one-line error for a catalog server that cannot be reached (down, wrong password, no such database)."""
-    cause = getattr(exc, "orig", None) or exc
-    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
-    detail = lines[0] if lines else type(cause).__name__
-    for noise in ("connection failed: ", "(psycopg.OperationalError) "):
-        detail = detail.replace(noise, "")
-    return CatalogUnavailableError(f"cannot reach the catalog {location.display}: {detail}")
+def open_server_catalog(location: CatalogLocation, machine: str | None) -> SqlAlchemyCatalog | PostgresCatalog:
+    """A catalog on a database server, upgraded first when its revision is not this package's: PostgreSQL through
+    psycopg directly (`sessdex.catalog.store.postgres_reads`), any other server through SQLAlchemy."""
+    from sessdex.catalog.store.location import is_postgresql_url
 
-
-def open_server_catalog(location: CatalogLocation, machine: str | None) -> SqlAlchemyCatalog:
-    """A catalog on a database server (PostgreSQL), upgraded first when its revision is not this package's."""
+    if is_postgresql_url(location.url):
+        return _open_postgres_catalog(location, machine)
     from sqlalchemy.exc import ArgumentError, DBAPIError
 
     from sessdex.catalog.store.migrate import upgrade_catalog
@@ -232,8 +231,7 @@ def open_server_catalog(location: CatalogLocation, machine: str | None) -> SqlAl
         raise UsageError(f"--catalog {location.display}: not a usable database URL "
                          f"({lines[0] if lines else type(exc).__name__})") from None
     except ImportError as exc:
-        raise CatalogUnavailableError(f"the catalog {location.display} needs a database driver that is not installed "
-                                      f"({exc.name}); install it with: pip install 'sessdex[postgres]'") from exc
+        raise _missing_driver(location, exc) from exc
     try:
         if database.revision() != SCHEMA_REVISION:
             upgrade_catalog(location, database.machine)
@@ -242,6 +240,49 @@ def open_server_catalog(location: CatalogLocation, machine: str | None) -> SqlAl
         if _is_connection_problem(exc):
             raise unavailable(location, exc) from exc
         raise CatalogError(f"cannot upgrade the catalog {location.display}: {str(exc).splitlines()[0]}") from exc
+    except BaseException:
+        database.close()
+        raise
+    return database
+
+
+def _missing_driver(location: CatalogLocation, exc: ImportError) -> CatalogUnavailableError:
+    return CatalogUnavailableError(f"the catalog {location.display} needs a database driver that is not installed "
+                                   f"({exc.name}); install it with: pip install 'sessdex[postgres]'")
+
+
+def _open_postgres_catalog(location: CatalogLocation, machine: str | None) -> PostgresCatalog:
+    """The psycopg backend; the revision is one query, and only an older or new database imports Alembic."""
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise _missing_driver(location, exc) from exc
+    from sessdex.catalog.store.postgres_reads import PostgresCatalog, is_connection_problem
+
+    try:
+        database = PostgresCatalog(location, machine)
+    except psycopg.ProgrammingError as exc:  # libpq could not parse the URL
+        lines = str(exc).strip().splitlines()
+        raise UsageError(f"--catalog {location.display}: not a usable database URL "
+                         f"({lines[0] if lines else type(exc).__name__})") from None
+    try:
+        if database.revision() != SCHEMA_REVISION:
+            from sqlalchemy.exc import DBAPIError
+
+            from sessdex.catalog.store.migrate import upgrade_catalog
+
+            try:
+                upgrade_catalog(location, database.machine)
+            except DBAPIError as exc:
+                if _is_connection_problem(exc):
+                    raise unavailable(location, exc) from exc
+                raise CatalogError(f"cannot upgrade the catalog {location.display}: "
+                                   f"{str(exc).splitlines()[0]}") from exc
+    except psycopg.Error as exc:
+        database.close()
+        if is_connection_problem(exc):
+            raise unavailable(location, exc) from exc
+        raise
     except BaseException:
         database.close()
         raise
