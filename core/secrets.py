@@ -99,7 +99,7 @@ def find_secrets(text: str, keywords: tuple[str, ...] | None = None) -> list[Sec
     `keywords`, when given, are the keywords known to occur in a larger text holding `text`: only they are tried.
     """
     lower = text.lower()
-    present = tuple(keyword for keyword in (_KEYWORDS if keywords is None else keywords) if keyword in lower)
+    present = _keywords_in(lower) if keywords is None else tuple(keyword for keyword in keywords if keyword in lower)
     if not present:
         return []
     found: list[SecretMatch] = []
