@@ -55,7 +55,7 @@ def fill_content(db: CatalogDatabase, *, show_progress: bool) -> None:
                 if progress.unit == unit:
                     bar.update(progress.done - bar.pos)
 
-            fill_content_index(db, progress=advance, parse_workers=None)  # the user waits: parse workers read
+            fill_content_index(db, progress=advance)
 
 
 def _add_content_options(parser: argparse.ArgumentParser) -> None:
@@ -72,7 +72,7 @@ def _add_content_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _apply_redaction(args: argparse.Namespace) -> None:
-    """--redact reaches the parse workers (new interpreters) through their inherited environment."""
+    """--redact reaches the file reader (and any process this one starts) through the environment."""
     if args.redact:
         from sessdex.catalog.index.file_reader import REDACT_VARIABLE
 
