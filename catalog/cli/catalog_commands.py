@@ -18,7 +18,7 @@ from sessdex.catalog.cli.output import echo, echo_json
 from sessdex.catalog.cli.progress import ProgressBar
 from sessdex.catalog.index.content_index import ContentProgress, content_backlog, fill_content_index
 from sessdex.catalog.index.indexer import Indexer
-from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, scan_files
+from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, index_lock, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
 from sessdex.catalog.store.settings import Settings
@@ -37,7 +37,7 @@ def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> 
     sizes = {path: key[2] for path in changed if (key := on_disk[path]) is not None}
     total = sum(sizes.values())
     indexer = Indexer(db)
-    with ProgressBar(total, "Indexing", hidden=not show_progress) as bar:
+    with index_lock(db.location), ProgressBar(total, "Indexing", hidden=not show_progress) as bar:
         indexer.index_paths([*sorted(changed), *vanished], progress=lambda path, _outcome: bar.update(sizes.get(path, 0)))
     return len(changed), total, len(vanished), len(indexer.failures)
 

@@ -89,9 +89,10 @@ __all__ = ["CHUNK_BYTES", "HEAD_BYTES", "INT64_MAX", "MESSAGE_TEXT_MAX_CHARS", "
            "head_columns", "message_text", "open_session_file", "parse_lines", "read_fold", "stat_session_file",
            "storable_text"]
 
-# A batch of small files shares one write transaction; it ends after this many files or seconds.
+# A batch of small files shares one write transaction; it ends after this many files or seconds: short, so that
+# readers in WAL mode see a first index's progress and other writers (a watcher's event) wait little for the lock.
 BATCH_FILES = 2000
-BATCH_SECONDS = 2.0
+BATCH_SECONDS = 0.2
 # At most this many files per chunk of Indexer.fill_content (a chunk of CHUNK_BYTES holds about a hundred).
 FILL_ROWS = 256
 # Texts of a new file are held back until its row exists; past this many characters a placeholder row is made.
