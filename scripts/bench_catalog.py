@@ -16,10 +16,8 @@ orjson-parsing the same session files for indexing figures. Figures, each with i
 - the picker (scripts/bench_picker.py run by the installed interpreter): first paint including imports
   (goal <= 150 ms), keystroke redraw p95 (goal <= 16 ms), content matches after the last key (goal <= 150 ms);
 - the full index (`sessdex index` on an empty catalog, as `--rebuild` does) against read + parse, wall and
-  CPU (goal <= 2.0x; CPU includes the parse worker processes), and its peak RSS (goal <= 200 MB) of the
-  largest process and summed over the processes; with each run, how the bulk run used the processes
-  ($SESSDEX_INDEX_STATS: parse workers, their CPU time and peak RSS, the main process's, the time spent
-  executing statements);
+  CPU (goal <= 2.0x), and its peak RSS (goal <= 200 MB); with each run, where the bulk run spent its time
+  ($SESSDEX_INDEX_STATS: the process's CPU time and peak RSS, the time spent executing statements);
 - first use: `sessdex resume PREFIX` on an empty catalog (it indexes listings first) against read + parse
   (goal <= 1.5x), and how long `sessdex index` then takes to complete the content (message text, usage facts);
 - a freshness check over the unchanged corpus (in-process) and how long an appended line takes to show
@@ -142,8 +140,7 @@ def run_measuring_rss(argv: list[str], cwd: Path, env: dict[str, str] | None = N
     """Like run(), with the CPU time and peak resident memory of exactly that child, its stdout discarded.
 
     The wall time includes starting the small launcher interpreter (about one `python -c pass`). CPU time
-    includes the child's own children (the indexer's parse workers); peak RSS is the largest of them, not
-    their sum (see index_figures for that).
+    includes the child's own children; peak RSS is the largest of them.
     """
     started = time.perf_counter()
     process = subprocess.run([PYTHON, "-c", RSS_LAUNCHER, *argv], cwd=cwd, env=env, capture_output=True,
@@ -580,7 +577,7 @@ def warm_page_cache(folder: Path) -> None:
 
 def indexing_with_figures(argv: list[str], cwd: Path, workdir: Path) -> tuple[Run, dict | None]:
     """run_measuring_rss(argv) with $SESSDEX_INDEX_STATS set: the run, and the figures its bulk run reported
-    (parse workers, their CPU time and peak RSS, the statements' CPU time, the main process's), if any."""
+    (the statements' CPU time, the process's CPU time and peak RSS), if any."""
     stats = workdir / "index-stats.jsonl"
     stats.unlink(missing_ok=True)
     result = run_measuring_rss(argv, cwd, env={**os.environ, "SESSDEX_INDEX_STATS": str(stats)})
@@ -589,21 +586,13 @@ def indexing_with_figures(argv: list[str], cwd: Path, workdir: Path) -> tuple[Ru
 
 
 def describe_index_figures(figures: dict | None, total: Run) -> str:
-    """One line: how a bulk run used the processes (parse workers, write time, memory per process and summed)."""
+    """One line: where a bulk run spent its time (statements, usage refresh) and its memory."""
     if figures is None:
         return "no bulk run reported figures"
-    workers = figures["parse_workers"]
-    worker_rss = [kb / 1024 for kb in figures["worker_peak_rss_kb"]]
     main_rss = figures["main_peak_rss_kb"] / 1024
-    at_once = sum_of_peaks(figures)
-    reading = (f"{workers} parse worker process(es), {figures['worker_cpu_seconds']:.2f} s CPU reading, peak RSS "
-               f"{' + '.join(f'{mb:.0f}' for mb in worker_rss)} MB, {figures['files_read_by_main']} of "
-               f"{figures['files']} files read by the main process" if workers else
-               "read in the main process (no workers)")
-    return (f"{reading}; main process {figures['main_cpu_seconds']:.2f} s CPU to the end of the usage refresh, of which "
+    return (f"{figures['main_cpu_seconds']:.2f} s CPU to the end of the usage refresh, of which "
             f"{figures['writer_cpu_seconds']:.2f} s executing statements and {figures['usage_refresh_cpu_seconds']:.2f} s "
-            f"refreshing usage (refresh_all_usage), peak RSS {main_rss:.0f} MB; "
-            f"peak RSS of the processes running at once <= {at_once:.0f} MB; whole run "
+            f"refreshing usage (refresh_all_usage), peak RSS {main_rss:.0f} MB; whole run "
             f"{total.cpu_seconds:.2f} s CPU")
 
 
@@ -614,7 +603,6 @@ def measure_full_index(workdir: Path, agent: Path, catalog_db: Path, catalog_cli
     Reports the median wall and CPU times and ratios, and the highest peak RSS.
     """
     pairs: list[tuple[Run, Run]] = []
-    summed_rss: list[float] = []
     warm_page_cache(agent / "sessions")
     for number in range(runs):
         baseline = run_measuring_rss([PYTHON, "-c", BASELINE_SCRIPT, str(agent / "sessions")], workdir)
@@ -625,7 +613,6 @@ def measure_full_index(workdir: Path, agent: Path, catalog_db: Path, catalog_cli
             print(indexed.err.decode(), baseline.err.decode(), file=sys.stderr)
             return False
         pairs.append((baseline, indexed))
-        summed_rss.append(sum_of_peaks(figures))
         print(f"  full index run {number + 1}: {indexed.seconds:.2f} s wall, {indexed.cpu_seconds:.2f} s CPU; baseline "
               f"{baseline.seconds:.2f} s wall, {baseline.cpu_seconds:.2f} s CPU; load {os.getloadavg()[0]:.2f}\n"
               f"    {describe_index_figures(figures, indexed)}", flush=True)
@@ -640,21 +627,9 @@ def measure_full_index(workdir: Path, agent: Path, catalog_db: Path, catalog_cli
                    f"{base_wall:.2f} s wall, {base_cpu:.2f} s CPU; ratio {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU "
                    f"(goal <= 2.0x): {verdict(ratio <= 2.0)}")
     rss_mb = max(indexed.max_rss_kb for _baseline, indexed in pairs) / 1024
-    summed_mb = max(summed_rss)
-    results.append(f"indexer peak RSS: {rss_mb:.0f} MB, the largest process (goal <= 200 MB): {verdict(rss_mb <= 200)}; "
-                   f"summed over the processes running at once (an upper bound from their peaks) {summed_mb:.0f} MB: "
-                   f"{verdict(summed_mb <= 200)}")
+    results.append(f"indexer peak RSS: {rss_mb:.0f} MB (goal <= 200 MB): {verdict(rss_mb <= 200)}")
     print(results[-2], results[-1], sep="\n", flush=True)
     return True
-
-
-def sum_of_peaks(figures: dict | None) -> float:
-    """An upper bound (MB) of the summed RSS of a bulk run's processes running at once, 0 if unknown: the main
-    process's peak until the workers ended plus theirs, or its own peak after (the usage refresh)."""
-    if figures is None:
-        return 0.0
-    while_reading = figures["main_peak_rss_kb_while_reading"] + sum(figures["worker_peak_rss_kb"])
-    return max(while_reading, figures["main_peak_rss_kb"]) / 1024
 
 
 def measure_freshness(paths: AgentPaths, catalog_db: Path, session_count: int, runs: int,

@@ -36,6 +36,9 @@ TITLE_LINE_BYTES = 256  # a `title` first line is padded to this many bytes, new
 MTIME_SPAN_MS = 182 * 86_400_000  # sessions are created over the last ~6 months
 
 KIND_NORMAL = "normal"
+SHAPE_MIXED = "mixed"  # turns with tool calls, thinking, images: few large messages (the benchmark corpus)
+SHAPE_SMALL_MESSAGES = "small-messages"  # many messages of about SMALL_MESSAGE_CHARS (about 50 per 100 KB session)
+SMALL_MESSAGE_CHARS = 2_000
 KIND_HUGE = "huge"
 # Files that break the format: a lenient loader skips lines or finds no valid header.
 DAMAGE_KINDS = ("empty", "no_header", "invalid_header", "torn_tail", "garbage_middle")
@@ -1099,7 +1102,7 @@ def _default_home(agent_dir: Path) -> Path:
 
 def generate_corpus(agent_dir: Path, *, sessions: int, projects: int, total_bytes: int, seed: int = 0,
                     damaged: int | None = None, huge_bytes: int = 0, home: Path | None = None,
-                    now: float | None = None, fork_rate: float = 0.03) -> CorpusManifest:
+                    now: float | None = None, fork_rate: float = 0.03, shape: str = SHAPE_MIXED) -> CorpusManifest:
     """Write a deterministic corpus of `sessions` files (~`total_bytes` of JSONL) under `agent_dir` and list it.
 
     The file count is exactly `sessions`: `damaged` special files (default: all nine SPECIAL_KINDS, or
@@ -1108,8 +1111,10 @@ def generate_corpus(agent_dir: Path, *, sessions: int, projects: int, total_byte
     `.xcsh/agent`, else /home/dev) names the home-relative project folders; `now` (default: the wall clock)
     anchors every timestamp and mtime. A `fork_rate` share of the ordinary sessions are forks: their header names
     an earlier session as `parentSession` (by id: a fork, which copies all its entries; by path: a branched
-    session, which copies a prefix of them), and they go on with entries of their own. Raises FileExistsError
-    rather than overwrite an existing file.
+    session, which copies a prefix of them), and they go on with entries of their own. `shape` SHAPE_SMALL_MESSAGES
+    writes the ordinary sessions as alternating user and assistant messages of about SMALL_MESSAGE_CHARS each
+    (the cost of indexing follows rows and text, not bytes). Raises FileExistsError rather than overwrite an
+    existing file.
     """
     started = time.perf_counter()
     if sessions < 0 or projects < 1 or total_bytes < 0 or huge_bytes < 0:
@@ -1146,7 +1151,7 @@ def generate_corpus(agent_dir: Path, *, sessions: int, projects: int, total_byte
             unwritten_planned -= plan.target
             plan.target = int(plan.target * scale)
         record = _write_session(plan, project_list[plan.project].cwd, sessions_root, rng, text, blobs, now_ms,
-                                now_ns, huge_bytes)
+                                now_ns, huge_bytes, shape)
         written += record.size
         manifest.sessions.append(record)
     manifest.blobs = [blobs.paths[d] for d in sorted(blobs.paths)]
@@ -1154,8 +1159,25 @@ def generate_corpus(agent_dir: Path, *, sessions: int, projects: int, total_byte
     return manifest
 
 
+def _write_small_messages(conv: _Conversation, target: int) -> None:
+    """Alternating user and assistant messages of about SMALL_MESSAGE_CHARS each until the file reaches `target`."""
+    w, text = conv.w, conv.text
+    while True:
+        conv.w.tick(5_000, 120_000)
+        w.append_message({"role": "user", "content": text.paragraph(1, 2)[:SMALL_MESSAGE_CHARS]
+                          + " " + text.words(300, 340)[:SMALL_MESSAGE_CHARS // 2]})
+        body = (text.paragraph(2, 4) + " " + text.words(300, 340))[:SMALL_MESSAGE_CHARS]
+        provider, model, api = conv.model[:3]
+        w.tick(2_000, 60_000)
+        w.append_message({"role": "assistant", "content": [{"type": "text", "text": body}], "api": api,
+                          "provider": provider, "model": model, "usage": conv._usage(len(body)),
+                          "stopReason": "stop"})
+        if w.size >= target:
+            break
+
+
 def _write_session(plan: _Plan, cwd: str, sessions_root: Path, rng: random.Random, text: _Text, blobs: _Blobs,
-                   now_ms: int, now_ns: int, huge_bytes: int) -> SessionFile:
+                   now_ms: int, now_ns: int, huge_bytes: int, shape: str = SHAPE_MIXED) -> SessionFile:
     path = sessions_root / plan.project_dir / session_file_name(plan.created_ms, plan.session_id)
     garbage = _garbage_lines() if plan.kind == "garbage_middle" else None
     writer = _SessionWriter(path, rng, plan.created_ms, now_ms, with_ids=plan.kind != "legacy_v1",
@@ -1173,6 +1195,8 @@ def _write_session(plan: _Plan, cwd: str, sessions_root: Path, rng: random.Rando
                 _copy_parent_entries(writer, plan.parent_path, whole=plan.parent_session != str(plan.parent_path))
             if plan.kind == KIND_HUGE:
                 _write_huge(writer, conv, huge_bytes)
+            elif shape == SHAPE_SMALL_MESSAGES and not plan.showcase:
+                _write_small_messages(conv, plan.target)
             else:
                 _write_conversation(conv, plan.target, showcase=plan.showcase)
     finally:
@@ -1207,12 +1231,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--now", type=float, default=None, help="epoch seconds to anchor timestamps at")
     parser.add_argument("--manifest", type=Path, default=None, help="also write the manifest as JSON here")
     parser.add_argument("--fork-rate", type=float, default=0.03, help="share of sessions that fork an earlier one")
+    parser.add_argument("--shape", choices=(SHAPE_MIXED, SHAPE_SMALL_MESSAGES), default=SHAPE_MIXED,
+                        help="mixed turns (default) or many messages of about 2 KB (e.g. 100,000 sessions in 1,000 "
+                             "projects: --sessions 100000 --projects 1000 --total-size 800MB --shape small-messages)")
     args = parser.parse_args(argv)
     try:
         manifest = generate_corpus(args.agent_dir, sessions=args.sessions, projects=args.projects,
                                    total_bytes=args.total_size, seed=args.seed, damaged=args.damaged,
                                    huge_bytes=int(args.huge_mb * 1_000_000), home=args.home, now=args.now,
-                                   fork_rate=args.fork_rate)
+                                   fork_rate=args.fork_rate, shape=args.shape)
     except (ValueError, FileExistsError) as exc:
         print(f"gen_corpus: {exc}", file=sys.stderr)
         return 2

@@ -18,7 +18,7 @@ from sessdex.catalog.cli.output import echo, echo_json
 from sessdex.catalog.cli.progress import ProgressBar
 from sessdex.catalog.index.content_index import ContentProgress, content_backlog, fill_content_index
 from sessdex.catalog.index.indexer import Indexer
-from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, scan_files
+from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, index_lock, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
 from sessdex.catalog.store.settings import Settings
@@ -37,7 +37,7 @@ def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> 
     sizes = {path: key[2] for path in changed if (key := on_disk[path]) is not None}
     total = sum(sizes.values())
     indexer = Indexer(db)
-    with ProgressBar(total, "Indexing", hidden=not show_progress) as bar:
+    with index_lock(db.location), ProgressBar(total, "Indexing", hidden=not show_progress) as bar:
         indexer.index_paths([*sorted(changed), *vanished], progress=lambda path, _outcome: bar.update(sizes.get(path, 0)))
     return len(changed), total, len(vanished), len(indexer.failures)
 
@@ -55,7 +55,7 @@ def fill_content(db: CatalogDatabase, *, show_progress: bool) -> None:
                 if progress.unit == unit:
                     bar.update(progress.done - bar.pos)
 
-            fill_content_index(db, progress=advance, parse_workers=None)  # the user waits: parse workers read
+            fill_content_index(db, progress=advance)
 
 
 def _add_content_options(parser: argparse.ArgumentParser) -> None:
@@ -72,7 +72,7 @@ def _add_content_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _apply_redaction(args: argparse.Namespace) -> None:
-    """--redact reaches the parse workers (new interpreters) through their inherited environment."""
+    """--redact reaches the file reader (and any process this one starts) through the environment."""
     if args.redact:
         from sessdex.catalog.index.file_reader import REDACT_VARIABLE
 

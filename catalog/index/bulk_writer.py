@@ -120,7 +120,7 @@ def _json_exact(values: tuple[Any, ...]) -> bool:
 @dataclass
 class _Part:
     """Rows for one round of statements; `*_rows` are JSON arrays, `odd_*` rows are bound as parameters (the rows
-    JSON cannot carry exactly; with an inline writer, every file and message row: see BulkWriter.__init__)."""
+    JSON cannot carry exactly)."""
 
     file_rows: list[bytes] = field(default_factory=list)
     odd_files: list[tuple[Any, ...]] = field(default_factory=list)
@@ -145,13 +145,8 @@ class BulkWriter:
     `committed_batches` are called from the indexing thread only.
     """
 
-    def __init__(self, connection: sqlite3.Connection, version: int, *, listing_only: bool = False,
-                 threaded: bool = True) -> None:
-        """`version` is `data_version(connection)` read before the caller found the catalog empty. `threaded=False`
-        executes the statements in the calling thread (when the files are read by other processes, it has
-        nothing else to do meanwhile, and one thread never waits for the GIL); few statements then matter
-        less than cheap ones, so file, message and usage rows are bound as parameters (executemany)
-        rather than made JSON and parsed again by SQLite (measured: a tenth less statement time)."""
+    def __init__(self, connection: sqlite3.Connection, version: int, *, listing_only: bool = False) -> None:
+        """`version` is `data_version(connection)` read before the caller found the catalog empty."""
         self._connection = connection
         self._version = version
         self._file_columns: tuple[str, ...] = ()
@@ -166,17 +161,14 @@ class BulkWriter:
         self._failure: BaseException | None = None
         self.committed_batches = 0
         self.cpu_seconds = 0.0  # CPU time spent executing statements (a benchmark figure)
-        self._thread = threading.Thread(target=self._run, name="sessdex-bulk-writer", daemon=True) if threaded else None
+        self._thread = threading.Thread(target=self._run, name="sessdex-bulk-writer", daemon=True)
 
     def __enter__(self) -> Self:
-        if self._thread is not None:
-            self._thread.start()
+        self._thread.start()
         return self
 
     def __exit__(self, *_exception: object) -> None:
-        if self._thread is None:
-            self._end()
-        elif self._thread.is_alive():
+        if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
 
@@ -195,10 +187,9 @@ class BulkWriter:
         part = self._part
         first_id = self._next_message_id
         self._next_message_id += len(texts)
-        bind_all = self._thread is None
         for message_id, seq, text in zip(range(first_id, self._next_message_id), range(first_seq, first_seq + len(texts)),
                                          texts):
-            if bind_all or "\x00" in text:
+            if "\x00" in text:
                 part.odd_messages.append((message_id, file_id, seq, pending, text))
             else:
                 part.messages.append([message_id, file_id, seq, pending, text])
@@ -211,17 +202,11 @@ class BulkWriter:
         """Queue `usage_facts` rows (values in USAGE_FACT_COLUMNS order) of a file added in this batch."""
         part = self._part
         for values in rows:
-            row = _json_row(values) if self._thread is not None else None
+            row = _json_row(values)
             if row is None:
                 part.odd_usage.append(values)
             else:
                 part.usage_rows.append(row)
-
-    def add_file_usage(self, file_id: int, rows: list[tuple[Any, ...]]) -> None:
-        """Queue `usage_facts` rows of a file added in this batch, values in USAGE_FACT_COLUMNS order but for the
-        first, file_id, which is replaced by `file_id`. They are bound as parameters: for a writer that
-        executes its statements itself (`threaded=False`), cheaper than making JSON of them."""
-        self._part.odd_usage.extend((file_id, *row[1:]) for row in rows)
 
     def add_file(self, file_id: int, columns: Mapping[str, Any]) -> None:
         """Queue the `session_files` row of a file whose texts were all added; every row has the same columns."""
@@ -231,7 +216,7 @@ class BulkWriter:
             self._insert_file = _insert_values("session_files", self._file_columns)
         values = (file_id, *columns.values())
         part = self._part
-        row = _json_row(values) if self._thread is not None else None
+        row = _json_row(values)
         if row is None:
             part.odd_files.append(values)
         else:
@@ -246,8 +231,7 @@ class BulkWriter:
     def finish(self) -> None:
         """Wait until every batch is written; raise the writer's failure (CatalogChanged or a database error)."""
         self._put(None)
-        if self._thread is not None:
-            self._thread.join()
+        self._thread.join()
         if self._failure is not None:
             raise self._failure
 
@@ -259,10 +243,7 @@ class BulkWriter:
     def _put(self, item: _Part | str | None) -> None:
         if self._failure is not None:
             raise self._failure
-        if self._thread is not None:
-            self._queue.put(item)
-        elif item is not None:
-            self._execute(item)
+        self._queue.put(item)
 
     # -- the writer thread ----------------------------------------------------------------------------
 
@@ -284,8 +265,6 @@ class BulkWriter:
                 self._write(item)  # type: ignore[arg-type]
         except BaseException as exc:  # noqa: BLE001 - handed to the indexing thread (or raised by the next call)
             self._failure = exc
-            if self._thread is None:
-                raise
         finally:
             self.cpu_seconds += time.thread_time() - started
 

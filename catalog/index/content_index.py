@@ -23,10 +23,6 @@ from collections.abc import Callable
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase, SqliteCatalog
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from sessdex.catalog.index.parse_workers import ParseWorkers
-
 CHUNK_ROWS = 20_000  # message rows per transaction of the message-text backlog: about 0.1-0.3 s of FTS5 work
 CHUNK_BYTES = 8 << 20  # bytes of session files read per transaction of the content backlog: about 0.1-0.3 s
 
@@ -88,82 +84,46 @@ def backlog_messages_text(db: CatalogDatabase, file_id: int) -> str | None:
 
 def fill_content_index(db: CatalogDatabase, *, deadline: float | None = None,
                        progress: Callable[[ContentProgress], None] | None = None, chunk_rows: int | None = None,
-                       chunk_bytes: int | None = None, parse_workers: int | None = 0) -> bool:
+                       chunk_bytes: int | None = None) -> bool:
     """Complete the content backlog, then the message-text backlog, chunk by chunk, until none is left (True) or
     `deadline` passes (False).
 
     `deadline` is a time.monotonic() value; `progress` is called after every chunk (of about `chunk_bytes` of
-    files, default CHUNK_BYTES, or `chunk_rows` message rows, default CHUNK_ROWS). `parse_workers`: how many
-    worker processes read the backlog's files while this process writes (`sessdex index`, which waits for the
-    whole backlog; None: as `parse_workers.parse_worker_count` decides); 0, the default: none.
+    files, default CHUNK_BYTES, or `chunk_rows` message rows, default CHUNK_ROWS).
     """
     if not isinstance(db, SqliteCatalog):
         return True
     reader = db.sqlite_reader()
     if fts.read_backlog(reader, fts.FILES_BACKLOG_KEY) is None and fts.read_backlog(reader) is None:
         return True  # the common case, answered without a write transaction
-    if not _fill_files(db, deadline, progress, chunk_bytes or CHUNK_BYTES, parse_workers):
+    if not _fill_files(db, deadline, progress, chunk_bytes or CHUNK_BYTES):
         return False
     return _fill_message_fts(db, deadline, progress, chunk_rows or CHUNK_ROWS)
 
 
 def _fill_files(db: SqliteCatalog, deadline: float | None, progress: Callable[[ContentProgress], None] | None,
-                chunk_bytes: int, parse_workers: int | None) -> bool:
+                chunk_bytes: int) -> bool:
     from sessdex.catalog.index.indexer import Indexer
-    from sessdex.catalog.index.parse_workers import WorkerFailure
     from sessdex.catalog.index.usage_writer import refresh_all_usage
 
     connection = db.writer_connection()
     indexer = Indexer(db)
-    workers = _start_workers(db, indexer.content, parse_workers) if parse_workers != 0 else None
-    reads = None
-    try:
-        if workers is not None:
-            from sessdex.catalog.index.indexer import ContentReads
-
-            reads = ContentReads(workers.items())
-        while True:
-            try:
-                with db.write():
-                    backlog = fts.read_backlog(connection, fts.FILES_BACKLOG_KEY)
-                    if backlog is None:
-                        return True
-                    first, done, end = backlog
-                    if done >= end:
-                        refresh_all_usage(db)
-                        fts.write_files_backlog(connection, None)
-                        return True
-                    upto = indexer.fill_content(connection, done, end, chunk_bytes, reads)
-                    fts.write_files_backlog(connection, (first, upto, end))
-            except WorkerFailure:
-                if workers is None:
-                    raise
-                workers.close()  # the chunk was rolled back: this process reads the rest itself
-                workers = reads = None
-                continue
-            if progress is not None:
-                progress(ContentProgress(upto - first + 1, end - first + 1, "sessions"))
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-    finally:
-        if workers is not None:
-            workers.close()
-
-
-def _start_workers(db: SqliteCatalog, content: bool, count: int | None) -> ParseWorkers | None:
-    """Parse workers reading the files of the whole content backlog in id order, or None when there are too few
-    bytes to gain from them (see parse_workers)."""
-    from sessdex.catalog.index.parse_workers import ParseWorkers, parse_worker_count
-
-    reader = db.sqlite_reader()
-    backlog = fts.read_backlog(reader, fts.FILES_BACKLOG_KEY)
-    if backlog is None:
-        return None
-    keys = [row[0] for row in reader.execute(
-        "SELECT path FROM session_files WHERE machine = ? AND id > ? AND id <= ? ORDER BY id",
-        (db.machine, backlog[1], backlog[2]))]
-    count = parse_worker_count(keys) if count is None else count
-    return ParseWorkers.start(keys, content, count) if count and keys else None
+    while True:
+        with db.write():
+            backlog = fts.read_backlog(connection, fts.FILES_BACKLOG_KEY)
+            if backlog is None:
+                return True
+            first, done, end = backlog
+            if done >= end:
+                refresh_all_usage(db)
+                fts.write_files_backlog(connection, None)
+                return True
+            upto = indexer.fill_content(connection, done, end, chunk_bytes)
+            fts.write_files_backlog(connection, (first, upto, end))
+        if progress is not None:
+            progress(ContentProgress(upto - first + 1, end - first + 1, "sessions"))
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
 
 
 def _fill_message_fts(db: SqliteCatalog, deadline: float | None, progress: Callable[[ContentProgress], None] | None,

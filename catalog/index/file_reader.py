@@ -3,9 +3,7 @@
 This is the half of indexing that needs no database: `read_fold` folds a file's bytes chunk by chunk
 (see `sessdex.catalog.index.indexer` for the rules on appends and pending tails), `file_columns` turns
 the result into the columns of its `session_files` row, and `read_new_files` reads whole new files
-for a bulk run as a stream of small items. The parse worker processes
-(`sessdex.catalog.index.parse_workers`) run `read_new_files` on their share of the files; so this module
-imports only the core and orjson, for a quick start.
+for a bulk run as a stream of small items. It imports only the core and orjson.
 """
 
 from __future__ import annotations
@@ -115,7 +113,7 @@ def storable_text(text: str | None) -> str | None:
     return None if text is None else without_lone_surrogates(text)
 
 
-# `index --redact` / `watch --redact` set this variable, so that the parse workers (new interpreters) inherit it.
+# `index --redact` / `watch --redact` set this variable (processes they start inherit it).
 REDACT_VARIABLE = "SESSDEX_REDACT"
 
 
@@ -403,7 +401,6 @@ def unreadable_columns(key: str, current: FileStat) -> dict[str, Any]:
 #   ("open", path, stat), then ("texts", texts, pending)... and ("read", columns, facts, pending_facts):
 #                                         a file read whole (texts storable and capped, columns from file_columns);
 #   ("read_error", path)                  reading it failed part-way (the bulk run ends there).
-# A worker process groups items into frames; so the main process pays for a file's texts only once.
 
 
 def read_new_files(keys: Iterable[str], content: bool, *, listing_only: bool = False

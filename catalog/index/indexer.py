@@ -26,12 +26,9 @@ and the FTS5 indexes are written alongside by `_Writer`.
 
 Into an empty SQLite catalog (a first index, a rebuild) the files go through a
 `sessdex.catalog.index.bulk_writer.BulkWriter` instead, for as long as each path is certainly new: its SQLite work
-then overlaps the parsing of the next files. A run large enough to gain from it has its files read
-(parsed, folded, turned into row values) by worker processes (`sessdex.catalog.index.parse_workers`), so
-that reading and writing use a core each; a small one reads them in this process. Both give the same
-catalog. A path the run itself already wrote a row for, a rename within the run, a read error (or a
-worker that died) or another process writing to the catalog ends the bulk run; what it had not
-committed is indexed again the ordinary way.
+then overlaps the parsing of the next files. A path the run itself already wrote a row for, a rename within the
+run, a read error or another process writing to the catalog ends the bulk run; what it had not committed is
+indexed again the ordinary way.
 """
 
 from __future__ import annotations
@@ -74,13 +71,6 @@ from sessdex.catalog.index.file_reader import (
     storable_text,
     unreadable_columns,
 )
-from sessdex.catalog.index.parse_workers import (
-    LOCAL_EVERY,
-    LOCAL_EVERY_LISTING,
-    ParseWorkers,
-    WorkerFailure,
-    parse_worker_count,
-)
 from sessdex.catalog.index.usage_writer import (
     delete_usage_facts,
     fact_values,
@@ -99,9 +89,10 @@ __all__ = ["CHUNK_BYTES", "HEAD_BYTES", "INT64_MAX", "MESSAGE_TEXT_MAX_CHARS", "
            "head_columns", "message_text", "open_session_file", "parse_lines", "read_fold", "stat_session_file",
            "storable_text"]
 
-# A batch of small files shares one write transaction; it ends after this many files or seconds.
+# A batch of small files shares one write transaction; it ends after this many files or seconds: short, so that
+# readers in WAL mode see a first index's progress and other writers (a watcher's event) wait little for the lock.
 BATCH_FILES = 2000
-BATCH_SECONDS = 2.0
+BATCH_SECONDS = 0.2
 # At most this many files per chunk of Indexer.fill_content (a chunk of CHUNK_BYTES holds about a hundred).
 FILL_ROWS = 256
 # Texts of a new file are held back until its row exists; past this many characters a placeholder row is made.
@@ -282,20 +273,16 @@ class Indexer:
     """Brings catalog rows up to date with session files; every method writes inside its own transaction."""
 
     def __init__(self, db: CatalogDatabase, *, clock: Callable[[], float] = time.time,
-                 defer_content: bool = False, content: bool | None = None,
-                 parse_workers: int | None = None) -> None:
+                 defer_content: bool = False, content: bool | None = None) -> None:
         """`defer_content`: a bulk run into an empty catalog writes the files' rows only (listing first) and leaves
         their message rows, full-text entries and usage facts to
         `sessdex.catalog.index.content_index.fill_content_index`, so that listings are visible sooner.
-        `content=False` indexes metadata only (no message text); None: as this machine is registered.
-        `parse_workers`: how many worker processes read the files of a bulk run (0: none, read here);
-        None: as `sessdex.catalog.index.parse_workers.parse_worker_count` decides from the run's size."""
+        `content=False` indexes metadata only (no message text); None: as this machine is registered."""
         self.db = db
         self._clock = clock
         self.content = stores_content(db) if content is None else content
         self._writer = _Writer(db, content=self.content)
         self._defer_content = defer_content
-        self.parse_workers = parse_workers
         self.failures: list[FileFailure] = []  # files whose indexing raised (recorded as unreadable), oldest first
         self.skipped_names: list[str] = []  # paths that are not valid UTF-8, never stored
 
@@ -397,13 +384,11 @@ class Indexer:
     # -- bulk run into an empty catalog ----------------------------------------------------------------
 
     def _index_into_empty_catalog(self, connection: sqlite3.Connection, keys: list[str], counts: dict[Outcome, int],
-                                  progress: Callable[[str, Outcome], None] | None,
-                                  *, workers_allowed: bool = True) -> tuple[int, int]:
+                                  progress: Callable[[str, Outcome], None] | None) -> tuple[int, int]:
         """Bulk-index the leading `keys` that are certainly new to an empty catalog (see the module docstring).
 
         Returns (how many keys are committed, how many were reported to `progress`); the caller indexes
-        the keys from the first number on, reporting only those from the second. Workers that fail before
-        the first file (an interpreter that cannot run them) leave the run to this process.
+        the keys from the first number on, reporting only those from the second.
         """
         version = data_version(connection)  # read first: a commit after it is caught by the writer
         if self.db.scalar("count_files"):
@@ -412,16 +397,8 @@ class Indexer:
         batch_counts: dict[Outcome, int] = {}
         run = _BulkRun()
         position = batch_start = 0
-        workers = self._start_parse_workers(keys) if workers_allowed else None
-        try:
-            bulk = BulkWriter(connection, version, listing_only=self._defer_content, threaded=workers is None)
-        except BaseException:
-            if workers is not None:
-                workers.close()
-            raise
-        items = workers.items() if workers is not None else read_new_files(keys, self.content,
-                                                                            listing_only=self._defer_content)
-        workers_failed_at_once = False
+        bulk = BulkWriter(connection, version, listing_only=self._defer_content)
+        items = read_new_files(keys, self.content, listing_only=self._defer_content)
         try:
             with bulk:
                 started = time.monotonic()
@@ -440,9 +417,6 @@ class Indexer:
                 bulk.end_batch()
                 batches.append((position, batch_counts))
                 bulk.finish()
-        except WorkerFailure:
-            if position == 0:
-                workers_failed_at_once = True
         except (CatalogChanged, _ReadFailure):
             pass  # rolled back: the keys of the batches not committed are indexed again
         except Exception as exc:
@@ -451,33 +425,18 @@ class Indexer:
             # A file the bulk run could not take: the ordinary way indexes the rest and isolates that file.
         finally:
             items.close()
-            if workers is not None:
-                if position == len(keys) and os.environ.get("SESSDEX_INDEX_STATS"):
-                    with contextlib.suppress(WorkerFailure):
-                        workers.read_figures()  # the workers' last items, sent after every key's
-                workers.close()
-        if workers_failed_at_once:
-            return self._index_into_empty_catalog(connection, keys, counts, progress, workers_allowed=False)
         reported = position
         committed = batches[:bulk.committed_batches]
-        bulk_peak_rss_kb = _peak_rss_kb()  # the workers ran alongside this much at most (they are gone now)
+        bulk_peak_rss_kb = _peak_rss_kb()
         refresh_started = time.process_time()
         if committed and not self._defer_content:  # a listing-first run has no usage facts yet
             with self._transaction():
                 refresh_all_usage(self.db)
-        _report_bulk_run(workers, bulk, position, time.process_time() - refresh_started, bulk_peak_rss_kb)
+        _report_bulk_run(bulk, position, time.process_time() - refresh_started, bulk_peak_rss_kb)
         for _end, done in committed:
             for outcome, count in done.items():
                 counts[outcome] = counts.get(outcome, 0) + count
         return (committed[-1][0] if committed else 0), reported
-
-    def _start_parse_workers(self, keys: list[str]) -> ParseWorkers | None:
-        """Worker processes reading `keys` for a bulk run, or None when the run is too small to gain from them."""
-        count = self.parse_workers if self.parse_workers is not None else parse_worker_count(keys)
-        if not count:
-            return None
-        return ParseWorkers.start(keys, self.content, count, listing_only=self._defer_content,
-                                  local_every=LOCAL_EVERY_LISTING if self._defer_content else LOCAL_EVERY)
 
     def _index_new(self, key: str, items: Generator[tuple[Any, ...], None, None], bulk: BulkWriter,
                    run: _BulkRun) -> Outcome | None:
@@ -487,8 +446,6 @@ class Indexer:
             return None
         item = next(items)
         kind = item[0]
-        if item[1] != key:
-            raise WorkerFailure(f"the items of {item[1]!r} came where those of {key!r} were due")
         if kind == "absent":
             return Outcome.ABSENT
         if kind == "read_error":
@@ -512,23 +469,19 @@ class Indexer:
                 texts = item[1]
                 bulk.add_texts(file_id, seq, texts, item[2])
                 seq += len(texts)
-            elif kind == "read" or kind == "read_rows":
+            elif kind == "read":
                 break
             else:
                 raise _ReadFailure(key)
         bulk.add_file(file_id, self._stamped(item[1]))
-        if kind == "read":
-            bulk.add_usage([fact_values(file_id, fact, pending) for found, pending in
-                            ((item[2], False), (item[3], True)) for fact in found])
-        else:  # from a worker: fact_values rows with file id 0
-            bulk.add_file_usage(file_id, item[2])
+        bulk.add_usage([fact_values(file_id, fact, pending) for found, pending in
+                        ((item[2], False), (item[3], True)) for fact in found])
         run.add(key, identity)
         return Outcome.INDEXED
 
     # -- the content of a listing-first run -----------------------------------------------------------------
 
-    def fill_content(self, connection: sqlite3.Connection, after: int, end: int, max_bytes: int,
-                     reads: ContentReads | None = None) -> int:
+    def fill_content(self, connection: sqlite3.Connection, after: int, end: int, max_bytes: int) -> int:
         """Inside a write transaction of a SQLite catalog (`connection`, its writer): store the message rows,
         full-text entries and usage facts of this machine's files with ids after `after` up to `end` (about
         `max_bytes` of them, at least one file) that a listing-first run (`defer_content`) indexed without them;
@@ -538,9 +491,7 @@ class Indexer:
 
         Files are read in id order and their rows numbered on, so that once the whole backlog is done the catalog
         is the one a single full index writes. A file whose content an ordinary index wrote meanwhile gets it
-        written again (its rows are replaced). `reads`: the files' reads, in id order from `after` on (parse
-        workers reading the whole backlog); by default this process reads the chosen files.
-        WorkerFailure when `reads` are not those of the chosen files (a row went meanwhile) or a worker failed."""
+        written again (its rows are replaced)."""
         self._writer.begin()
         rows = connection.execute(
             "SELECT id, path, device, inode, size, mtime_ns, indexed_offset FROM session_files "
@@ -564,8 +515,7 @@ class Indexer:
         messages: list[tuple[Any, ...]] = []
         facts: list[tuple[Any, ...]] = []
         again: list[str] = []
-        if reads is None:
-            reads = ContentReads(read_new_files([row[1] for row in chosen], self.content))
+        reads = ContentReads(read_new_files([row[1] for row in chosen], self.content))
         for file_id, path, device, inode, size, mtime_ns, indexed_offset in chosen:
             read = reads.next_read(path)
             if read is None or read.stat_key != (device, inode, size, mtime_ns) or read.offset != indexed_offset:
@@ -745,18 +695,16 @@ class ContentRead(NamedTuple):
 
 
 class ContentReads:
-    """The content of files, key by key, from `file_reader.read_new_files` items (read here or by parse workers)."""
+    """The content of files, key by key, from `file_reader.read_new_files` items."""
 
     def __init__(self, items: Iterator[tuple[Any, ...]]) -> None:
         self._items = items
 
     def next_read(self, key: str) -> ContentRead | None:
-        """The next file's content, None when it could not be read whole; WorkerFailure unless it is `key`'s."""
-        item = next(self._items, None)
-        if item is None or item[1] != key:
-            if item is None:
-                raise WorkerFailure(f"no items came for {key!r}")
-            raise WorkerFailure(f"the items of {item[1]!r} came where those of {key!r} were due")
+        """The next file's content (the items are read in the order of the keys asked for), None when it could not
+        be read whole."""
+        item = next(self._items)
+        assert item[1] == key, (item[1], key)
         if item[0] != "open":
             return None  # absent, unreadable
         current: FileStat = item[2]
@@ -770,9 +718,6 @@ class ContentReads:
             elif kind == "read":
                 rows = [fact_values(0, fact, pending) for found, pending in ((item[2], False), (item[3], True))
                         for fact in found]
-                break
-            elif kind == "read_rows":
-                rows = item[2]
                 break
             else:
                 return None  # read_error
@@ -805,19 +750,14 @@ def _peak_rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def _report_bulk_run(workers: ParseWorkers | None, bulk: BulkWriter, files: int, refresh_cpu_seconds: float,
-                     bulk_peak_rss_kb: int) -> None:
+def _report_bulk_run(bulk: BulkWriter, files: int, refresh_cpu_seconds: float, bulk_peak_rss_kb: int) -> None:
     """Append a bulk run's figures to the file $SESSDEX_INDEX_STATS names, if any (for scripts/bench_catalog.py):
-    how the files were read, the CPU time of the workers, of executing statements, of the usage refresh and of
-    this process so far, the processes' peak RSS (this process's also at the end of the reading, while the
-    workers ran)."""
+    the CPU time of executing statements, of the usage refresh and of this process so far, its peak RSS (also
+    at the end of the reading)."""
     stats_path = os.environ.get("SESSDEX_INDEX_STATS")
     if not stats_path:
         return
-    figures = {"files": files, "parse_workers": workers.count if workers else 0,
-               "files_read_by_main": workers.files_read_here if workers else files,
-               "worker_cpu_seconds": workers.cpu_seconds if workers else 0.0,
-               "worker_peak_rss_kb": workers.peak_rss_kb if workers else [],
+    figures = {"files": files,
                "writer_cpu_seconds": bulk.cpu_seconds,
                "usage_refresh_cpu_seconds": refresh_cpu_seconds,
                "main_cpu_seconds": time.process_time(),

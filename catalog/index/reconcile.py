@@ -10,10 +10,18 @@ files, and a stat of the files whose id can match. A vanished file (deleted, ren
 another) sends it back to the full pass. What it cannot see is a file rewritten in place under the
 same name, keeping its inode, with another session's id: the agent never writes that way (its
 rewrites replace the file), and the next full pass or `sessdex watch` catches it.
+
+Readers never wait for a writer. Whoever indexes a pass's files holds the catalog's index lock (an `flock` on
+`<catalog>.index.lock`) meanwhile: `sessdex index`, a watcher's scans and a read command that indexes what it
+found. A read command that finds the lock taken (another process is indexing, e.g. a first index) does not
+index: its report lists the files it would have indexed as `unindexed` and the caller reads those files
+themselves (`sessdex.catalog.queries.sessions`), so it answers from the rows already committed plus the files
+the catalog does not hold yet. So two processes that both find an empty catalog never both index it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat as stat_module
 import time
@@ -25,10 +33,11 @@ from sessdex.core.values import Value
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Iterator, Mapping
     from typing import Any
 
 HEARTBEAT_MAX_AGE_SECONDS = 2.0
+INDEX_LOCK_SUFFIX = ".index.lock"
 _INT64_MAX = 2**63 - 1  # indexer.INT64_MAX (the indexer is imported lazily)
 
 # (device, inode, size, mtime_ns): what decides that a file changed.
@@ -56,16 +65,24 @@ class Scope(Value):
 class ReconcileReport(Value):
     """What a freshness pass found (and handed to the indexer)."""
 
-    __slots__ = ("scanned", "changed", "vanished", "skipped_for_watcher", "failures")
+    __slots__ = ("scanned", "changed", "vanished", "skipped_for_watcher", "failures", "deferred")
 
     def __init__(self, scanned: int = 0, changed: list[str] | None = None, vanished: list[str] | None = None,
-                 skipped_for_watcher: bool = False, failures: list | None = None) -> None:
+                 skipped_for_watcher: bool = False, failures: list | None = None, deferred: bool = False) -> None:
         self.scanned = scanned
         self.changed: list[str] = [] if changed is None else changed
         self.vanished: list[str] = [] if vanished is None else vanished
         self.skipped_for_watcher = skipped_for_watcher
         # indexer.FileFailure of the files whose indexing failed (recorded as unreadable)
         self.failures: list = [] if failures is None else failures
+        # True when another process held the index lock: `changed` and `vanished` were not indexed, the catalog's
+        # rows of those paths are stale (the caller reads the changed files itself and drops the vanished ones).
+        self.deferred = deferred
+
+    @property
+    def unindexed(self) -> list[str]:
+        """The changed files the catalog does not hold as they are now (only when `deferred`)."""
+        return self.changed if self.deferred else []
 
     @property
     def up_to_date(self) -> bool:
@@ -180,29 +197,67 @@ def diff(on_disk: Mapping[str, StatKey | None], in_catalog: Mapping[str, StatKey
     return changed, vanished
 
 
-def _index(db: CatalogDatabase, paths: list[str], progress: Callable[[str, object], None] | None = None) -> list:
-    """Index `paths`; return the indexer's failures (files skipped because reading them failed)."""
+@contextlib.contextmanager
+def index_lock(location: CatalogLocation, *, wait: bool = True) -> Iterator[bool]:
+    """Hold the catalog's index lock (see the module docstring) for the block; yields False, holding nothing, when
+    another process holds it and not `wait`. A lock file that cannot be made or opened (a read-only folder, a
+    symlink, another user's file) locks nothing: the block runs as it would without the lock."""
+    import fcntl  # only a pass that has something to index locks
+
+    from sessdex.core.private_files import make_private_dirs, open_private
+
+    path = location.sidecar_file(INDEX_LOCK_SUFFIX)
+    try:
+        make_private_dirs(os.path.dirname(path))
+        fd = open_private(path, os.O_RDWR | os.O_NOFOLLOW)
+    except OSError:
+        yield True
+        return
+    try:
+        if os.fstat(fd).st_uid != os.geteuid():
+            yield True  # not ours: never locked on (nor written to)
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def _index(db: CatalogDatabase, paths: list[str], progress: Callable[[str, object], None] | None = None,
+           *, wait: bool = True) -> list | None:
+    """Index `paths` holding the index lock; return the indexer's failures (files skipped because reading them
+    failed), or None when another process holds the lock and not `wait` (nothing was indexed)."""
     if not paths:
         return []
     from sessdex.catalog.index.indexer import Indexer
 
-    # A first index makes listings visible before the message-text index (see catalog.index.content_index).
-    indexer = Indexer(db, defer_content=True)
-    indexer.index_paths(paths, progress=progress)
-    return indexer.failures
+    with index_lock(db.location, wait=wait) as locked:
+        if not locked:
+            return None
+        # A first index makes listings visible before the message-text index (see catalog.index.content_index).
+        indexer = Indexer(db, defer_content=True)
+        indexer.index_paths(paths, progress=progress)
+        return indexer.failures
 
 
-def reconcile(db: CatalogDatabase, scope: Scope, *,
-              progress: Callable[[str, object], None] | None = None) -> ReconcileReport:
-    """Index what changed in `scope` since the catalog last saw it; new files first so renames are followed."""
+def reconcile(db: CatalogDatabase, scope: Scope, *, progress: Callable[[str, object], None] | None = None,
+              wait: bool = True) -> ReconcileReport:
+    """Index what changed in `scope` since the catalog last saw it; new files first so renames are followed.
+
+    Without `wait`, a pass that finds another process indexing leaves the changes to it (a `deferred` report)."""
     scope = _storable_scope(scope)
     on_disk = scan_files(scope)
     changed, vanished = diff(on_disk, catalog_files(db, scope))
-    failures = _index(db, [*sorted(changed), *vanished], progress)
-    return ReconcileReport(len(on_disk), changed, vanished, failures=failures)
+    failures = _index(db, [*sorted(changed), *vanished], progress, wait=wait)
+    return ReconcileReport(len(on_disk), changed, vanished, failures=failures or [], deferred=failures is None)
 
 
-def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str]) -> ReconcileReport:
+def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str], *,
+                      wait: bool = True) -> ReconcileReport:
     """Freshness for an id lookup: new files by listing, the files whose id is in `id_range` by stat.
 
     Falls back to `reconcile` when a file vanished (see the module docstring for the one blind spot).
@@ -214,18 +269,18 @@ def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str
     found = _fetch_all(db, [*paths_statements, *_files_statements(scope, id_range)])
     known = {row[0] for rows in found[:len(paths_statements)] for row in rows}
     if not known.issubset(listed):
-        return reconcile(db, scope)
+        return reconcile(db, scope, wait=wait)
     changed = sorted(path for path in listed if path not in known)
     in_range = {row[0]: row[1:] for rows in found[len(paths_statements):] for row in rows}
     for path, key in in_range.items():
         try:
             result = os.stat(path)
         except OSError:
-            return reconcile(db, scope)
+            return reconcile(db, scope, wait=wait)
         if stat_key(result) != key:
             changed.append(path)
-    failures = _index(db, changed)
-    return ReconcileReport(len(listed), changed, [], failures=failures)
+    failures = _index(db, changed, wait=wait)
+    return ReconcileReport(len(listed), changed, [], failures=failures or [], deferred=failures is None)
 
 
 # -- the watcher's heartbeat ---------------------------------------------------------------------------
@@ -268,14 +323,16 @@ def covered_by(heartbeat: Heartbeat | None, scope: Scope) -> bool:
 
 
 def ensure_fresh(db: CatalogDatabase, scope: Scope) -> ReconcileReport:
-    """Make the catalog current for `scope`: trust a live watcher covering it, else reconcile by stat."""
+    """Make the catalog current for `scope` (a read command's pass): trust a live watcher covering it, else
+    reconcile by stat, leaving the changes to another process that is indexing (a `deferred` report)."""
     if covered_by(read_heartbeat(db.location), scope):
         return ReconcileReport(skipped_for_watcher=True)
-    return reconcile(db, scope)
+    return reconcile(db, scope, wait=False)
 
 
 def ensure_fresh_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str]) -> ReconcileReport:
-    """Make the catalog current for an id lookup in `scope`: trust a live watcher, else `reconcile_for_ids`."""
+    """Make the catalog current for an id lookup in `scope`: trust a live watcher, else `reconcile_for_ids`
+    (deferred, like `ensure_fresh`, while another process indexes)."""
     if covered_by(read_heartbeat(db.location), scope):
         return ReconcileReport(skipped_for_watcher=True)
-    return reconcile_for_ids(db, scope, id_range)
+    return reconcile_for_ids(db, scope, id_range, wait=False)

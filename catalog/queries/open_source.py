@@ -2,7 +2,8 @@
 
 The one place that decides between `Catalog` and `FileScan`, for the CLI, the shell completion, the picker and
 the viewer alike: the file scan on request (`--catalog off`), or, after one warning, when the catalog
-cannot be opened (the file scan stays the reference and the fallback).
+cannot be opened (the file scan stays the reference and the fallback). Opening the catalog for a command (not
+for shell completion) also makes sure a watcher keeps it current (`sessdex.catalog.index.autostart`).
 """
 
 from __future__ import annotations
@@ -47,9 +48,13 @@ def open_session_source(settings: Settings, *, warn: Callable[[str], None] | Non
         return _file_scan(settings)
     ready = _ready_catalog(settings)
     if ready is not None or only_if_ready:
+        if ready is not None and not only_if_ready:
+            _ensure_watcher(ready)
         return ready
     try:
-        return Catalog.from_settings(settings)
+        catalog = Catalog.from_settings(settings)
+        _ensure_watcher(catalog)
+        return catalog
     except CatalogUnavailableError:
         raise  # a server the user named cannot be reached: its other machines' sessions are not in the files here
     except CatalogError as exc:
@@ -71,6 +76,13 @@ def _ready_catalog(settings: Settings) -> Catalog | None:
     if database is None:
         return None
     return Catalog(settings.paths, location, database=database, all_machines=settings.all_machines)
+
+
+def _ensure_watcher(catalog: Catalog) -> None:
+    """A watcher for the catalog, started in the background when none runs (catalog.index.autostart)."""
+    from sessdex.catalog.index.autostart import ensure_watcher
+
+    ensure_watcher(catalog.location, catalog.sessions_root, catalog.paths.agent_dir_text, catalog.machine)
 
 
 def _file_scan(settings: Settings) -> SessionSource:

@@ -6,6 +6,14 @@ Each function here has the signature of its file-scan counterpart in `sessdex.co
 `SessionSummary` fold and are ordered by the same key. Before answering, the catalog is made fresh for
 the folders the answer depends on (`sessdex.catalog.index.reconcile.ensure_fresh`). `SessionInfo.all_messages_text`
 is loaded from the catalog only when read, so a listing never pulls every message's text.
+
+While another process indexes (a first index, a watcher's initial scan) a read never waits for it: the freshness
+pass then leaves the changed files unindexed (a `deferred` report), and the answer is the committed rows of the
+files that did not change plus those files read directly, as the file scan reads them. `resume PREFIX` on a
+catalog that does not hold every file of its scope looks at file names first (`<timestamp>_<sessionId>.jsonl`):
+the files whose name holds a matching id are read and confirmed by their header's id, exactly as the file scan's
+rule does; only when no name matches does the full rule run. `recent` and `continue` then read the newest files'
+heads, as the file scan does.
 """
 
 from __future__ import annotations
@@ -16,7 +24,17 @@ import sqlite3
 import time
 from collections.abc import Iterator
 
-from sessdex.catalog.index.reconcile import ReconcileReport, Scope, ensure_fresh, ensure_fresh_for_ids, root_range
+from sessdex.catalog.index.reconcile import (
+    ReconcileReport,
+    Scope,
+    catalog_paths,
+    covered_by,
+    ensure_fresh,
+    ensure_fresh_for_ids,
+    read_heartbeat,
+    root_range,
+    scan_files,
+)
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.db import open_catalog as open_database
 from sessdex.catalog.store.location import CatalogLocation, resolve_location
@@ -69,6 +87,32 @@ def _scope_params(directories: Sequence[str]) -> dict[str, str]:
 
 def _id_range(prefix: str) -> dict[str, str]:
     return {"id_lo": prefix, "id_hi": prefix + ID_PREFIX_CEILING}
+
+
+def _name_id(path: str) -> str:
+    """The session id a session file's name holds (`<timestamp>_<sessionId>.jsonl`), "" when it holds none."""
+    name = os.path.basename(path)
+    if name.endswith(".jsonl"):
+        name = name[:-len(".jsonl")]
+    _timestamp, separator, session_id = name.partition("_")
+    return session_id if separator else ""
+
+
+def _read_infos(paths: Iterable[str], include_empty: bool) -> list[SessionInfo]:
+    """The SessionInfo values of files read directly (as the file scan reads them), of the listable sessions."""
+    from sessdex.core.discovery import read_session_info
+
+    infos = []
+    for path in paths:
+        info = read_session_info(path)
+        if info is not None and (include_empty or info.message_count > 0):
+            infos.append(info)
+    return infos
+
+
+def _newest_first(infos: list[SessionInfo]) -> list[SessionInfo]:
+    """`infos` in the file scan's order: newest modification first, ties by path."""
+    return sorted(infos, key=lambda info: (-info.modified.timestamp(), info.path_text))
 
 
 class SearchHit(Value):
@@ -186,9 +230,23 @@ class Catalog:
             report = ensure_fresh_for_ids(self._database(), scope, id_range)
         else:
             report = ensure_fresh(self._database(), scope)
-        if report is not None and not report.up_to_date:
+        if report is not None and not report.up_to_date and not report.deferred:
             self._register_machine()
         return report
+
+    def _with_unindexed(self, infos: list[SessionInfo], report: ReconcileReport, *, include_empty: bool,
+                        id_prefix: str | None = None) -> list[SessionInfo]:
+        """`infos` (from the catalog's rows) made current after a `deferred` freshness pass: the rows of changed or
+        vanished files dropped, the changed files read directly (those whose id starts with `id_prefix`), newest
+        first."""
+        if not report.deferred:
+            return infos
+        stale = {*report.changed, *report.vanished}
+        kept = [info for info in infos if info.path_text not in stale]
+        read = _read_infos(report.unindexed, include_empty)
+        if id_prefix is not None:
+            read = [info for info in read if info.id.startswith(id_prefix)]
+        return _newest_first(kept + read)
 
     @property
     def sessions_root(self) -> str:
@@ -288,9 +346,12 @@ class Catalog:
                       include_empty: bool = False, limit: int | None = None) -> list[SessionInfo]:
         """`list(cwd, session_dir)` from the catalog: the project's sessions, newest first (the first `limit`)."""
         folders = self.project_dirs(cwd, session_dir)
-        self.refresh(Scope.of(folders))
+        report = self.refresh(Scope.of(folders))
         params = {"min_messages": 0 if include_empty else 1}
         project_cwd = cwd if session_dir is None else None
+        if report.deferred:
+            infos = self._infos(self._rows_in_folders("infos_in_directories", folders, params, project_cwd))
+            return self._with_unindexed(infos, report, include_empty=include_empty)[:limit]
         if limit is not None and limit > 0:
             newest = self._newest_rows_in_folders(folders, params, project_cwd, limit)
             if newest is not None:
@@ -325,8 +386,9 @@ class Catalog:
 
     def list_all_sessions(self, *, include_empty: bool = False) -> list[SessionInfo]:
         """`list_all()` from the catalog: every session below the sessions root, newest first."""
-        self.refresh(Scope.of(root=self.sessions_root))
-        return self._infos(self._rows_under_roots("infos_under_root", {"min_messages": 0 if include_empty else 1}))
+        report = self.refresh(Scope.of(root=self.sessions_root))
+        infos = self._infos(self._rows_under_roots("infos_under_root", {"min_messages": 0 if include_empty else 1}))
+        return self._with_unindexed(infos, report, include_empty=include_empty)
 
     # -- --resume <id prefix> ---------------------------------------------------------------------------------
 
@@ -334,26 +396,57 @@ class Catalog:
                                 session_dir: str | os.PathLike[str] | None = None) -> list[SessionInfo]:
         """Sessions (any message count) whose id starts with `prefix`: in the project, or everywhere when cwd is None."""
         if cwd is None:
-            self.refresh(Scope.of(root=self.sessions_root), _id_range(prefix))
+            report = self.refresh(Scope.of(root=self.sessions_root), _id_range(prefix))
             rows = self._rows_under_roots("infos_by_id_under_root", {**_id_range(prefix), "min_messages": 0})
         else:
             folders = self.project_dirs(cwd, session_dir)
-            self.refresh(Scope.of(folders), _id_range(prefix))
+            report = self.refresh(Scope.of(folders), _id_range(prefix))
             rows = self._rows_in_folders("infos_by_id_in_directories", folders,
                                          {**_id_range(prefix), "min_messages": 0},
                                          cwd if session_dir is None else None)
-        return self._infos([row for row in rows if row[4].startswith(prefix)])  # (session_id: column 4)
+        infos = self._infos([row for row in rows if row[4].startswith(prefix)])  # (session_id: column 4)
+        return self._with_unindexed(infos, report, include_empty=True, id_prefix=prefix)
+
+    def _matches_by_name(self, value: str, scope: Scope) -> list[SessionInfo] | None:
+        """On a catalog that does not hold every file of `scope`: the sessions whose file name holds an id starting
+        with `value`, read from the files and kept when their header's id matches (core.resume.match_session_id).
+        None when the catalog holds every file of the scope, a live watcher keeps it, or other machines' sessions
+        are asked for too (their files are not here): the catalog answers then."""
+        from sessdex.core.resume import match_session_id
+
+        db = self._database()
+        if covered_by(read_heartbeat(db.location), scope) or self.other_machines():
+            return None
+        listed = scan_files(scope, with_stat=False)
+        if catalog_paths(db, scope).issuperset(listed):
+            return None
+        named = [path for path in listed if _name_id(path).startswith(value)]
+        return match_session_id(value, _read_infos(named, include_empty=True))
 
     def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
                            session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
-        """sessdex.core.resume.find_session_by_id from the catalog: this project first, then every project."""
+        """sessdex.core.resume.find_session_by_id from the catalog: this project first, then every project.
+
+        Where the catalog is incomplete, file names are looked at first (see the module docstring)."""
         from sessdex.core.errors import SessionNotFoundError
         from sessdex.core.resume import match_session_id, single_match
 
+        here = self._matches_by_name(value, Scope.of(self.project_dirs(cwd, session_dir)))
+        if here:
+            return self._reachable(single_match(value, here))
+        everywhere_named: list[SessionInfo] | None = None
+        if here is not None and session_dir is None:  # this project is incomplete and no name matched: names first
+            everywhere_named = self._matches_by_name(value, Scope.of(root=self.sessions_root))
+            if everywhere_named:
+                return self._reachable(single_match(value, everywhere_named))
         local = match_session_id(value, self.sessions_with_id_prefix(value, cwd, session_dir))
         if local:
             return self._reachable(single_match(value, local))
         if session_dir is None:
+            if here is None:
+                everywhere_named = self._matches_by_name(value, Scope.of(root=self.sessions_root))
+                if everywhere_named:
+                    return self._reachable(single_match(value, everywhere_named))
             everywhere = match_session_id(value, self.sessions_with_id_prefix(value, None))
             if everywhere:
                 return self._reachable(single_match(value, everywhere))
@@ -383,16 +476,24 @@ class Catalog:
 
         if limit is None:
             limit = DEFAULT_RECENT_LIMIT
+        rows = self._recent_rows(directories, limit)
+        if rows is None:
+            from sessdex.core.discovery import recent_sessions_in
+
+            return recent_sessions_in(directories, limit, now_ms=now_ms)
         return [RecentSessionInfo(row["path"], row["mtime_ns"] / 1_000_000,
                                   SessionSummary.from_state(_json_loads(row["prefix_state"])), now_ms)
-                for row in self._recent_rows(directories, limit)]
+                for row in rows]
 
-    def _recent_rows(self, directories: Iterable[str | os.PathLike[str]], limit: int) -> list[Any]:
-        """The rows of the newest files with a valid header in `directories`, newest first (at most `limit`)."""
+    def _recent_rows(self, directories: Iterable[str | os.PathLike[str]], limit: int) -> list[Any] | None:
+        """The rows of the newest files with a valid header in `directories`, newest first (at most `limit`); None
+        when another process is indexing files of theirs (the caller then reads the newest files' heads, as the
+        file scan does)."""
         folders = list(dict.fromkeys(os.path.abspath(os.fspath(folder)) for folder in directories))
         if not folders or limit <= 0:
             return []
-        self.refresh(Scope.of(folders))
+        if self.refresh(Scope.of(folders)).deferred:
+            return None
         rows: list[Any] = []
         for start in range(0, len(folders), 3):
             params = {**_scope_params(folders[start:start + 3]), "limit": limit, "offset": 0}
@@ -408,6 +509,11 @@ class Catalog:
     def most_recent_session_file(self, directories: Iterable[str | os.PathLike[str]]) -> str | None:
         """`most_recent_session_in` as a string (no pathlib, no stored state decoded: `sessdex continue`)."""
         rows = self._recent_rows(directories, 1)
+        if rows is None:
+            from sessdex.core.discovery import most_recent_session_in
+
+            found = most_recent_session_in(directories)
+            return None if found is None else os.fspath(found)
         return rows[0]["path"] if rows else None
 
     # -- search -----------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gen_corpus import generate_corpus
@@ -19,7 +20,6 @@ from sessdex.catalog.store.location import resolve_location
 from sessdex.core.paths import AgentPaths
 from tests.catalog.catalog_support import append_bytes, assistant, jsonl
 from tests.catalog.test_bulk_writer import snapshot
-from tests.catalog.test_parse_workers import whole_catalog
 from tests.cli_support import run_cli
 
 
@@ -36,6 +36,27 @@ def _session_files(agent: Path) -> list[str]:
 
 def _open(path: Path):
     return open_catalog(resolve_location(path.parent, str(path)))
+
+def whole_catalog(database_path: Path) -> dict[str, Any]:
+    """Every row of every table of a SQLite catalog, in rowid order (FTS5 shadow tables included)."""
+    connection = sqlite3.connect(database_path)
+    try:
+        tables = [row[0] for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        whole = {}
+        for table in tables:
+            if table in ("message_fts", "session_fts"):
+                continue  # virtual tables: their content is the shadow tables'
+            try:
+                whole[table] = connection.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
+            except sqlite3.OperationalError:  # WITHOUT ROWID: read in primary key order
+                whole[table] = connection.execute(f"SELECT * FROM {table}").fetchall()
+        if "catalog_meta" in whole:
+            whole["catalog_meta"] = sorted(whole["catalog_meta"])
+        return whole
+    finally:
+        connection.close()
+
 
 
 def content_index(catalog_file: Path) -> tuple[set[tuple[str, int, str, int]], set[tuple[str, int, str]]]:
@@ -120,7 +141,7 @@ def test_a_listing_first_index_and_its_fill_write_exactly_the_catalog_of_a_full_
     deferred_file = tmp_path / "deferred.db"
     db = _open(deferred_file)
     try:
-        Indexer(db, clock=lambda: 1_750_000_000.0, defer_content=True, parse_workers=0).index_paths(
+        Indexer(db, clock=lambda: 1_750_000_000.0, defer_content=True).index_paths(
             _session_files(agent))
         chunks: list[int] = []
         assert fill_content_index(db, chunk_bytes=chunk_bytes, progress=lambda done: chunks.append(done.done))
@@ -128,7 +149,7 @@ def test_a_listing_first_index_and_its_fill_write_exactly_the_catalog_of_a_full_
     finally:
         db.close()
     reference_file = tmp_path / "inline.db"
-    inline_index(agent, reference_file, clock=lambda: 1_750_000_000.0, parse_workers=0)
+    inline_index(agent, reference_file, clock=lambda: 1_750_000_000.0)
     deferred, reference = whole_catalog(deferred_file), whole_catalog(reference_file)
     # message_fts holds the same entries (snapshot) but was built in other steps: its b-tree pages differ.
     for catalog in (deferred, reference):

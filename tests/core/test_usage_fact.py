@@ -1,4 +1,4 @@
-"""`UsageFact`: a named tuple pickled by value (the parse worker sends facts to the indexer), its cost in whole
+"""`UsageFact`: a named tuple pickled by value, its cost in whole
 nano-dollars."""
 
 from __future__ import annotations

@@ -1,0 +1,141 @@
+"""The first hour on a corpus: each figure against `python -c pass` and raw read + parse, measured in the same run.
+
+    python scripts/bench_first_hour.py --agent-dir DIR [--runs 3]
+
+DIR is a generated corpus (scripts/gen_corpus.py; e.g. 10,000 sessions, or 100,000 in 1,000 projects with
+--shape small-messages). The catalog is `DIR/catalog.db`, deleted before each first-index scenario. Figures:
+- baselines: `python -c pass` (median of --runs) and reading + orjson-parsing every line of every session file;
+- first index alone (`sessdex index` on an empty catalog): wall time, ratio to read + parse, peak RSS;
+- `resume PREFIX` issued 1 s after a first `index`, and 1 s after a first `watch`, starts on an empty catalog;
+- `list --all` issued 1 s after a first `index` starts: wall time, ratio to the index alone, and whether it lists
+  the same sessions as `--catalog off`;
+- on the complete catalog, without a watcher and with one: resume, list, recent, continue, search WORD --all,
+  usage daily --all, each against `python -c pass`.
+Run it niced on a quiet machine; wall times on a shared machine vary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+SESSDEX = str(Path(sys.executable).parent / "sessdex")
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int, str]:
+    """(seconds, peak RSS in MB of the child, stdout) of one run."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+    out = process.stdout.read() if process.stdout else b""
+    _pid, _status, usage = os.wait4(process.pid, 0)
+    process.returncode = 0
+    return time.perf_counter() - started, usage.ru_maxrss // 1024, out.decode(errors="replace")
+
+
+def median_time(argv: list[str], env: dict[str, str], cwd: str, runs: int) -> float:
+    return statistics.median(timed(argv, env, cwd)[0] for _ in range(runs))
+
+
+def read_and_parse(root: Path) -> tuple[float, int]:
+    """Seconds to read and orjson-parse every line of every session file; the number of files."""
+    started = time.perf_counter()
+    files = 0
+    for path in root.rglob("*.jsonl"):
+        files += 1
+        for line in path.read_bytes().splitlines():
+            try:
+                orjson.loads(line)
+            except orjson.JSONDecodeError:
+                pass
+    return time.perf_counter() - started, files
+
+
+def remove_catalog(agent: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{agent}/catalog.db{suffix}").unlink(missing_ok=True)
+
+
+def one_session(root: Path) -> tuple[str, str]:
+    """(id prefix of 8 characters, the project cwd's session folder) of a session in the middle of the corpus."""
+    files = sorted(root.rglob("*.jsonl"))
+    path = files[len(files) // 2]
+    return path.name.rsplit("_", 1)[-1][:8], str(path.parent)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agent-dir", type=Path, required=True)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--word", default="parser")
+    args = parser.parse_args()
+    agent = args.agent_dir.resolve()
+    root = agent / "sessions"
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent), "SESSDEX_AUTOWATCH": "0"}
+    env.pop("SESSDEX_CATALOG", None)
+    cwd = str(Path.home())
+    cli = [SESSDEX]
+    prefix, _folder = one_session(root)
+    floor = median_time([sys.executable, "-c", "pass"], env, cwd, max(5, args.runs))
+    raw, files = read_and_parse(root)
+    print(f"corpus {agent}: {files} files; python -c pass {floor * 1000:.1f} ms; read + parse {raw:.2f} s", flush=True)
+
+    remove_catalog(agent)
+    index_alone, index_rss, _ = timed([*cli, "index"], env, cwd)
+    print(f"first index alone: {index_alone:.2f} s = {index_alone / raw:.2f}x read + parse; peak RSS {index_rss} MB",
+          flush=True)
+
+    for writer in ("index", "watch"):
+        remove_catalog(agent)
+        background = subprocess.Popen([*cli, writer], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(1.0)
+        seconds, _rss, out = timed([*cli, "resume", prefix, "--own-dir"], env, cwd)
+        print(f"resume {prefix} 1 s after a first `{writer}`: {seconds * 1000:.0f} ms = {seconds / floor:.1f}x "
+              f"python -c pass ({'found' if out.strip() else 'NOT FOUND'})", flush=True)
+        if writer == "index":
+            background.wait()
+        else:
+            os.killpg(background.pid, signal.SIGTERM)
+            background.wait()
+
+    remove_catalog(agent)
+    reference = timed([*cli, "--catalog", "off", "list", "--all", "--json"], env, cwd)[2]
+    remove_catalog(agent)
+    background = subprocess.Popen([*cli, "index"], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)
+    seconds, _rss, listed = timed([*cli, "list", "--all", "--json"], env, cwd)
+    background.wait()
+    same = orjson.loads(listed) == orjson.loads(reference)
+    print(f"list --all 1 s after a first `index`: {seconds:.2f} s = {seconds / index_alone:.2f}x the index alone; "
+          f"same sessions as --catalog off: {same}", flush=True)
+
+    commands = {"resume": ["resume", prefix, "--own-dir"], "list": ["list"], "recent": ["recent"],
+                "continue": ["continue"], "search --all": ["search", args.word, "--all"],
+                "usage daily --all": ["usage", "daily", "--all"]}
+    without = {name: median_time([*cli, *argv], env, cwd, args.runs) for name, argv in commands.items()}
+    watcher = subprocess.Popen([*cli, "watch"], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        time.sleep(3.0)
+        with_watcher = {name: median_time([*cli, *argv], env, cwd, args.runs) for name, argv in commands.items()}
+    finally:
+        os.killpg(watcher.pid, signal.SIGTERM)
+        watcher.wait()
+    for name in commands:
+        print(f"{name}: without a watcher {without[name] * 1000:.0f} ms = {without[name] / floor:.1f}x, with one "
+              f"{with_watcher[name] * 1000:.0f} ms = {with_watcher[name] / floor:.1f}x python -c pass", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
