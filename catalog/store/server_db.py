@@ -161,7 +161,7 @@ def _reporting_lost_connection(catalog: SqlAlchemyCatalog) -> Iterator[None]:
         if _is_connection_problem(error):
             catalog._drop_connection()
             raise unavailable(catalog.location, error) from error
-        raise
+        raise refused(catalog.location, error) from error
 
 
 @contextlib.contextmanager
@@ -217,6 +217,19 @@ def unavailable(location: CatalogLocation, exc: BaseException) -> CatalogUnavail
     for noise in ("connection failed: ", "(psycopg.OperationalError) "):
         detail = detail.replace(noise, "")
     return CatalogUnavailableError(f"cannot reach the catalog {location.display}: {detail}")
+
+
+def refused(location: CatalogLocation, exc: BaseException) -> CatalogError:
+    """One line for a statement the server refused or cancelled (a statement_timeout, a read-only role, a full
+    disk): the driver's first line, never SQLAlchemy's dump of the statement and its parameters."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    detail = lines[0] if lines else type(cause).__name__
+    sqlstate = getattr(cause, "sqlstate", None)
+    hint = {"57014": " (the server's statement_timeout? raise it for sessdex's role)",
+            "42501": " (the role lacks a privilege: sessdex needs to write its tables)",
+            "25006": " (a read-only transaction or server: sessdex needs to write its tables)"}.get(sqlstate or "", "")
+    return CatalogError(f"the catalog {location.display} refused a statement: {detail}{hint}")
 
 
 def open_server_catalog(location: CatalogLocation, machine: str | None) -> SqlAlchemyCatalog:
