@@ -28,6 +28,7 @@ the bulk run ends there like at a read error: what it had not committed is index
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import struct
@@ -149,7 +150,8 @@ class _Channel:
         self._next = 0
         self.process = subprocess.Popen(
             [sys.executable, "-P", "-m", "sessdex.catalog.index.parse_workers"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True, env={**os.environ, **_WORKER_MALLOC})
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
+            env={**os.environ, **_WORKER_MALLOC, _PARENT_ENV: str(os.getpid())})
         assert self.process.stdin is not None and self.process.stdout is not None
         for stream in (self.process.stdin, self.process.stdout):
             _widen_pipe(stream.fileno())
@@ -306,10 +308,32 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
     stdout.flush()
 
 
+_PARENT_ENV = "SESSDEX_PARSE_PARENT"  # the indexer's pid, given to its workers
+
+
+def _die_with_parent() -> None:
+    """Be killed when the indexer dies (SIGTERM, SIGKILL: it cannot stop us then), instead of parsing on for
+    minutes with nobody reading. Linux's PR_SET_PDEATHSIG; elsewhere a worker ends at its next write to the
+    closed pipe."""
+    import signal
+
+    parent = os.environ.get(_PARENT_ENV)
+    if not sys.platform.startswith("linux") or parent is None:
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if str(os.getppid()) != parent:
+        os._exit(1)  # the indexer died before the request took effect
+
+
 def _main() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C reaches the whole process group: the indexer stops us
+    _die_with_parent()
     try:
         serve(sys.stdin.buffer, sys.stdout.buffer)
     except (BrokenPipeError, EOFError):
