@@ -88,3 +88,10 @@ class SessionBusyError(SessdexError):
     A whole-file rewrite replaces the file by a new one; a process that keeps its descriptor open would go on
     writing into the replaced file and every entry it wrote from then on would be lost. sessdex refuses instead.
     """
+
+
+class PrivateFileError(SessdexError):
+    """A file or folder sessdex would write its own data to is not private to the user: another user's, readable
+    or writable by others, a symlink or not a regular file. sessdex refuses rather than leak session text."""
+
+    exit_code = 2

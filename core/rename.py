@@ -24,6 +24,10 @@ def rename_session(path: str | os.PathLike[str], title: str, paths: AgentPaths) 
     if not clean:
         raise UsageError("a session title needs at least one visible character")
     path = Path(path)
+    if path.is_symlink():
+        # The rewrite replaces a file by a new one: done to the link, it would leave the real file with its old
+        # title and the two diverging. The link's target is the session; it is renamed there.
+        path = Path(os.path.realpath(path))
     if read_session_info(path) is None:
         raise SessionFileError(f"{path} is not a readable session file")
     runtime = SessionRuntime(paths=paths, environ={}, tty_path=lambda: None)  # no terminal: no breadcrumb

@@ -21,7 +21,13 @@ from sessdex.core.context import build_session_context, path_to_leaf
 from sessdex.core.errors import EntryNotFoundError, NotASessionError, PersistenceError, SessionBusyError, SessionFileError
 from sessdex.core.jsonl import dumps_line, parse_jsonl
 from sessdex.core.migrate import migrate_session
-from sessdex.core.paths import absolute_path, current_directory, is_session_file_name, session_file_name
+from sessdex.core.paths import (
+    absolute_path,
+    current_directory,
+    documented_project_dir_name,
+    is_session_file_name,
+    session_file_name,
+)
 from sessdex.core.private_files import make_private_dirs
 from sessdex.core.records import CURRENT_SESSION_VERSION, split_session_records, strip_replay_payloads
 from sessdex.core.runtime import SessionRuntime, iso_from_ms
@@ -226,6 +232,21 @@ class SessionManager:
             make_private_dirs(directory)
         return directory
 
+    def _move_target_dir(self, old_cwd: str, new_cwd: str) -> Path:
+        """Where move_to puts the file: when it sits in the old cwd's default-named folder under another sessions
+        root (a custom session dir), the new cwd's folder under that same root, as the agent does; otherwise the
+        new cwd's folder in the agent's sessions root."""
+        assert self._session_file is not None
+        paths = self._runtime.paths
+        folder = self._session_file.parent
+        root = folder.parent
+        default_names = {paths.project_dir_name(old_cwd), documented_project_dir_name(old_cwd)}
+        if folder.name in default_names and os.path.abspath(root) != os.path.abspath(paths.sessions_root):
+            directory = root / paths.project_dir_name(new_cwd)
+            make_private_dirs(directory)
+            return directory
+        return self._default_dir(new_cwd, self._runtime, create=True)
+
     def _start_new_session(self, *, with_file: bool = True, parent_session: str | None = None) -> None:
         now = self._runtime.clock.now_ms()
         session_id = self._runtime.ids.session_id()
@@ -390,12 +411,15 @@ class SessionManager:
         with self._lock:
             self._raise_persist_error()
             new_cwd = absolute_path(new_cwd)
+            if new_cwd == self._cwd:
+                return  # as the agent: a move to the current cwd does nothing (a file opened elsewhere stays there)
             saved = (self._cwd, self._header.get("cwd"), self._session_dir, self._session_file)
+            old_cwd = self._cwd
             self._cwd = new_cwd
             self._header["cwd"] = new_cwd
             if not self._persist or self._session_file is None:
                 return
-            directory = self._default_dir(new_cwd, self._runtime, create=True)
+            directory = self._move_target_dir(old_cwd, new_cwd)
             target = directory / self._session_file.name
             old_file = self._session_file
             self._close_writer()

@@ -228,6 +228,59 @@ def temporary_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
 
 
+# A temp file younger than this is left alone even when unlocked: a rewrite takes its lock just after creating it.
+STALE_TEMPORARY_SECONDS = 60
+_TEMPORARY_NAME = re.compile(r"\..+\.jsonl\.[0-9a-f]{8}\.tmp")
+
+
+def sweep_stale_temporaries(sessions_root: str | os.PathLike[str], *, now: float | None = None) -> list[Path]:
+    """Remove the temp files killed rewrites left in the project folders under `sessions_root`.
+
+    Safe against a rewrite in progress: a live rewrite holds the writers' flock on its temp file (and keeps its
+    mtime fresh), so only a temp file of ours that is older than STALE_TEMPORARY_SECONDS and whose lock can be
+    taken is removed, while holding that lock and only if the name still names the file locked.
+    """
+    import fcntl
+    import time
+
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    try:
+        folders = [entry.path for entry in os.scandir(sessions_root) if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return removed
+    for folder in folders:
+        try:
+            names = [entry.name for entry in os.scandir(folder) if entry.name.startswith(".")]
+        except OSError:
+            continue
+        for name in names:
+            if not _TEMPORARY_NAME.fullmatch(name):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                result = os.fstat(fd)
+                if (not stat_module.S_ISREG(result.st_mode) or result.st_uid != os.geteuid()
+                        or now - result.st_mtime < STALE_TEMPORARY_SECONDS):
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # a rewrite is writing it
+                if same_inode(fd, path):
+                    os.unlink(path)
+                    removed.append(Path(path))
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+    return removed
+
+
 def fsync_directory(directory: Path) -> None:
     """Make a rename durable by syncing its directory (best effort where unsupported)."""
     try:

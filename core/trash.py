@@ -3,7 +3,9 @@ where it was. Nothing here ever deletes a file: trashing and restoring are renam
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,14 +30,71 @@ def _relative_to_sessions(path: Path, paths: AgentPaths) -> Path:
             from None
 
 
-def _move_without_overwriting(source: Path, target: Path) -> None:
-    """Rename `source` to `target`, refusing when `target` exists (link + unlink: never replaces a file)."""
+def _refuse_symlinked_folders(target: Path, root: Path) -> None:
+    """Refuse when a folder between `root` and `target` is a symlink (or not a folder): a link planted in place
+    of a project folder would put the file outside the agent dir. `root` itself may be a link (a sessions
+    folder kept on another disk)."""
+    current = root
+    for part in target.parent.relative_to(root).parts:
+        current = current / part
+        try:
+            result = os.lstat(current)
+        except FileNotFoundError:
+            return  # created by make_private_dirs as a real folder
+        if not stat.S_ISDIR(result.st_mode):
+            raise SessdexError(f"{current} is a symlink or not a folder; sessdex will not move a session through "
+                               "it (nothing was moved)")
+
+
+def _copy_across_devices(source: Path, target: Path) -> None:
+    """Move `source` to `target` on another file system: copy into a new file (never replacing one), fsync it
+    and its folder, take in what was appended meanwhile, and only then unlink `source`."""
+    from sessdex.core.live_writers import refuse_if_written_elsewhere
+    from sessdex.core.storage import fsync_directory
+
+    refuse_if_written_elsewhere(source)
+    mode = stat.S_IMODE(os.stat(source).st_mode) & 0o700 or 0o600
+    try:
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except FileExistsError:
+        raise SessdexError(f"{target} already exists; nothing was moved") from None
+    try:
+        with open(source, "rb") as reader:
+            while True:
+                chunk = reader.read(1 << 20)
+                if not chunk:
+                    break
+                os.write(out, chunk)  # a regular file on a local disk: whole writes
+            os.fsync(out)
+            # Appended while copying (with no writer holding it open, a last append): copied too.
+            for chunk in iter(lambda: reader.read(1 << 20), b""):
+                os.write(out, chunk)
+            os.fsync(out)
+    except BaseException:
+        os.close(out)
+        target.unlink(missing_ok=True)
+        raise
+    os.close(out)
+    fsync_directory(target.parent)
+    os.unlink(source)
+    fsync_directory(source.parent)
+
+
+def _move_without_overwriting(source: Path, target: Path, target_root: Path) -> None:
+    """Rename `source` to `target`, refusing when `target` exists (link + unlink: never replaces a file) or a
+    folder on the way under `target_root` is a symlink; across file systems the file is copied."""
+    _refuse_symlinked_folders(target, target_root)
     make_private_dirs(target.parent)
+    _refuse_symlinked_folders(target, target_root)  # a link planted while the folders were made
     try:
         os.link(source, target)
     except FileExistsError:
         raise SessdexError(f"{target} already exists; nothing was moved") from None
-    except OSError:  # a file system without hard links: check, then rename
+    except OSError as exc:
+        if exc.errno == errno.EXDEV:
+            _copy_across_devices(source, target)
+            return
+        # a file system without hard links: check, then rename
         if os.path.lexists(target):
             raise SessdexError(f"{target} already exists; nothing was moved") from None
         os.rename(source, target)
@@ -49,7 +108,7 @@ def trash_session(path: str | os.PathLike[str], paths: AgentPaths) -> Path:
     if not source.is_file():
         raise SessionNotFoundError(f"{source} does not exist")
     target = trash_root(paths) / _relative_to_sessions(source, paths)
-    _move_without_overwriting(source, target)
+    _move_without_overwriting(source, target, trash_root(paths))
     return target
 
 
@@ -60,6 +119,7 @@ class TrashedSession:
     info: SessionInfo
     restore_to: Path
     trashed_ms: float
+    sessions_root: Path
 
 
 def trashed_sessions(paths: AgentPaths) -> list[TrashedSession]:
@@ -76,7 +136,8 @@ def trashed_sessions(paths: AgentPaths) -> list[TrashedSession]:
         except OSError:
             continue  # restored or removed by another process meanwhile
         if info is not None:
-            found.append(TrashedSession(info, paths.sessions_root / file.relative_to(root), trashed_ms))
+            found.append(TrashedSession(info, paths.sessions_root / file.relative_to(root), trashed_ms,
+                                       paths.sessions_root))
     return sorted(found, key=lambda item: item.trashed_ms, reverse=True)
 
 
@@ -95,5 +156,5 @@ def find_trashed(value: str, paths: AgentPaths) -> TrashedSession:
 
 def restore_session(item: TrashedSession) -> Path:
     """Move a trashed session back where it was; return that path."""
-    _move_without_overwriting(Path(item.info.path), item.restore_to)
+    _move_without_overwriting(Path(item.info.path), item.restore_to, item.sessions_root)
     return item.restore_to

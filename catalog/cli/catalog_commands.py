@@ -103,8 +103,19 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
     _add_content_options(parser)
 
 
+def _require_agent_dir(settings: Settings) -> None:
+    """Refuse with one line when the agent dir does not exist: sessdex never creates the agent's own folder
+    (a mistyped --agent-dir would otherwise become an empty agent dir with a catalog in it)."""
+    from sessdex.core.errors import UsageError
+
+    agent_dir = os.fspath(settings.paths.agent_dir)
+    if not os.path.isdir(agent_dir):
+        raise UsageError(f"the agent dir {agent_dir} does not exist; sessdex does not create it (nothing to index)")
+
+
 def run_index(args: argparse.Namespace, settings: Settings) -> int:
     _apply_redaction(args)
+    _require_agent_dir(settings)
     paths, location = settings.paths, settings.location()
     rebuild, content = args.rebuild, args.content
     if rebuild:
@@ -114,6 +125,11 @@ def run_index(args: argparse.Namespace, settings: Settings) -> int:
     started = time.perf_counter()
     files, size, vanished, failed, total_files, machine = _index_once(
         settings, content, Scope.of(root=paths.sessions_root), rebuild=rebuild)
+    from sessdex.core.storage import sweep_stale_temporaries
+
+    swept = sweep_stale_temporaries(paths.sessions_root)  # left by rewrites that were killed
+    if swept:
+        echo(f"sessdex: removed {len(swept)} temp file(s) left by interrupted rewrites", err=True)
     skipped = f" {failed} file(s) could not be read and were skipped (see `sessdex doctor`)." if failed else ""
     echo(f"Indexed {files} file(s) ({size / 1e6:.1f} MB), dropped {vanished} vanished, in "
          f"{time.perf_counter() - started:.1f} s; the catalog {location.display} holds {total_files} file(s) "
@@ -174,6 +190,7 @@ While it runs, read commands trust the catalog and skip their own freshness chec
 
 def run_watch(args: argparse.Namespace, settings: Settings) -> int:
     _apply_redaction(args)
+    _require_agent_dir(settings)
     from sessdex.catalog.index.watcher import Watcher, _native_observer, _polling_observer, stop_on_signals
     from sessdex.catalog.store.machine import remember_machine
 
@@ -249,6 +266,7 @@ aside and rebuilt."""
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from sessdex.catalog.index import doctor
 
+    _require_agent_dir(settings)
     report = doctor.run_doctor(settings.location(), settings.paths, check_only=args.check_only,
                                reread=not args.quick, machine=settings.machine_name)
     if args.as_json:

@@ -31,26 +31,20 @@ BOLD, NORMAL = "\x1b[1m", "\x1b[22m"
 BOLD_CYAN, RESET = "\033[1;36m", "\033[0m"
 
 
-MAX_QUERY_CHARS = 1000
-MAX_QUERY_WORDS = 64
-
-
 def search_query(words: Sequence[str]) -> str:
-    """The words of a `search` / `history search` as one query; UsageError when it is longer than anyone types.
+    """The words of a `search` / `history search` as one query, bounded (sessdex.core.text.bounded_query).
 
-    The bound keeps a search's work small whatever is pasted; bytes that are not UTF-8 in an argument
-    (lone surrogates once decoded) become U+FFFD, which searches as a word separator.
+    A pasted stack trace is searched by its most selective words, and stderr says which were used; bytes
+    that are not UTF-8 in an argument (lone surrogates once decoded) become U+FFFD, a word separator.
     """
-    text = " ".join(words)
-    if len(text) > MAX_QUERY_CHARS or len(text.split()) > MAX_QUERY_WORDS:
-        from sessdex.core.errors import UsageError
+    from sessdex.core.text import MAX_QUERY_WORDS, bounded_query
 
-        raise UsageError(f"the search query is too long: at most {MAX_QUERY_WORDS} words and {MAX_QUERY_CHARS} "
-                         "characters")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: only undecodable bytes in an argument make them
-        text = "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+    text, reduced = bounded_query(" ".join(words))
+    if reduced:
+        from sessdex.catalog.tui.terminal_text import terminal_text
+
+        echo(terminal_text(f"sessdex: a long query: searching for its {len(text.split())} most selective words "
+                           f"(at most {MAX_QUERY_WORDS}): {text}"), err=True)
     return text
 
 

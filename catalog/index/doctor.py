@@ -170,6 +170,23 @@ def run_doctor(location: CatalogLocation, paths: AgentPaths, *, check_only: bool
             repair(db, report)
             if unreadable:
                 report.repaired.append("rebuilt the catalog from the session files")
+        still_broken = not check_only and bool(report.integrity_errors) and bool(db.integrity_errors())
     finally:
         db.close()
+    if still_broken and location.sqlite_path is not None:
+        # Rebuilding the full-text indexes did not cure it: the catalog is derived data, built again.
+        refuse_while_watched(location, "repair the catalog")
+        moved = _move_aside(location)
+        db = open_catalog(location, machine=machine)
+        try:
+            Indexer(db).index_paths(scan_files(Scope.of(root=paths.sessions_root)).keys())
+        finally:
+            db.close()
+        report.repaired.append(f"rebuilt the catalog from the session files (the damaged one moved aside to {moved})")
+    if not check_only:
+        from sessdex.core.storage import sweep_stale_temporaries
+
+        swept = sweep_stale_temporaries(paths.sessions_root)
+        if swept:
+            report.repaired.append(f"removed {len(swept)} temp file(s) left by interrupted rewrites")
     return report

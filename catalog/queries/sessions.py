@@ -534,6 +534,9 @@ class Catalog:
         db = self._database()
         if db.sqlite_reader() is None and db.dialect != "postgresql":
             raise CatalogError("full-text search needs a SQLite or PostgreSQL catalog")
+        from sessdex.core.text import bounded_query
+
+        text = bounded_query(text)[0]  # any length answers in bounded time; lone surrogates become U+FFFD
         query = fts_query(text)
         if query is None or limit <= 0:
             return []

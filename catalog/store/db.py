@@ -93,13 +93,30 @@ def _uri_path(path: str | os.PathLike[str]) -> str:
     return os.fspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
 
 
+def _check_sidecars(path: str) -> None:
+    """The checks of sessdex.core.private_files on an existing -wal / -shm (two lstat calls when there is none),
+    and no catalog that is a symlink (SQLite would write through it)."""
+    if os.path.islink(path):
+        from sessdex.core.errors import PrivateFileError
+
+        raise PrivateFileError(f"{path} is a symlink; sessdex will not write through it")
+    for suffix in ("-wal", "-shm"):
+        if os.path.lexists(path + suffix):
+            from sessdex.core.private_files import check_private_file
+
+            check_private_file(path + suffix)
+
+
 def connect_sqlite(path: str | os.PathLike[str], *, readonly: bool) -> sqlite3.Connection:
     """A stdlib connection to the catalog file with busy_timeout (and, read-write, WAL + foreign keys)."""
     mode = "ro" if readonly else "rwc"
     if not readonly:
-        from sessdex.core.private_files import create_private_file  # writers only: off the read path
+        from sessdex.core.private_files import check_private_database  # writers only: off the read path
 
-        create_private_file(path)  # a catalog SQLite creates would follow the umask (0644)
+        check_private_database(path)  # a catalog SQLite creates would follow the umask (0644)
+    else:
+        # A reader too would take in (and, closing last, truncate) a -wal another user planted.
+        _check_sidecars(os.fspath(path))
     connection = sqlite3.connect(f"file:{_uri_path(path)}?mode={mode}", uri=True,
                                  timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                  check_same_thread=False)

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from sessdex.catalog.store.location import CatalogLocation, create_catalog_engine, exclusive_lock
 from sessdex.core.errors import CatalogError
-from sessdex.core.private_files import create_private_file, make_private_dirs
+from sessdex.core.private_files import check_private_database, make_private_dirs
 
 MIGRATE_LOCK_KEY = 0x73657373646D67  # "sessdmg": the PostgreSQL advisory lock held while migrating
 
@@ -87,7 +87,7 @@ def upgrade_catalog(location: CatalogLocation, machine: str | None = None) -> No
         make_private_dirs(location.sqlite_path.parent)
     with exclusive_lock(location.migrate_lock_path):
         if location.sqlite_path is not None:
-            create_private_file(location.sqlite_path)  # 0600 before SQLite makes it (and its -wal, -shm) 0644
+            check_private_database(location.sqlite_path)  # 0600 before SQLite makes it (and its -wal, -shm) 0644
             # WAL is a property of the file and cannot be switched inside the migration's transaction.
             connection = sqlite3.connect(location.sqlite_path, isolation_level=None)
             try:

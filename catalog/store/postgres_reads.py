@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from sessdex.catalog.store.location import CONNECT_TIMEOUT_SECONDS, CatalogLocation
 from sessdex.catalog.store.machine import host_name, with_machine
 from sessdex.catalog.store.postgres_sql import BOOLEAN_PARAMS, SQL
-from sessdex.core.errors import CatalogUnavailableError
+from sessdex.core.errors import CatalogError, CatalogUnavailableError
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
@@ -75,6 +75,30 @@ def unavailable(location: CatalogLocation, exc: BaseException) -> CatalogUnavail
     return CatalogUnavailableError(f"cannot reach the catalog {location.display}: {detail}")
 
 
+# The server's refusals a user can act on: a cancelled statement (statement_timeout), a lock wait given up,
+# missing privileges, a read-only transaction or server, and the insufficient-resources class (a full disk).
+REFUSAL_SQLSTATES = ("57014", "55P03", "42501", "25006", "53")
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """True when the server refused or cancelled a statement for a reason outside sessdex (see REFUSAL_SQLSTATES)."""
+    sqlstate = getattr(getattr(exc, "orig", None) or exc, "sqlstate", None) or ""
+    return sqlstate.startswith(REFUSAL_SQLSTATES)
+
+
+def refused(location: CatalogLocation, exc: BaseException) -> CatalogError:
+    """One line for a statement the server refused or cancelled (a statement_timeout, a read-only role, a full
+    disk): the driver's first line, never SQLAlchemy's dump of the statement and its parameters."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    detail = lines[0] if lines else type(cause).__name__
+    sqlstate = getattr(cause, "sqlstate", None)
+    hint = {"57014": " (the server's statement_timeout? raise it for sessdex's role)",
+            "42501": " (the role lacks a privilege: sessdex needs to write its tables)",
+            "25006": " (a read-only transaction or server: sessdex needs to write its tables)"}.get(sqlstate or "", "")
+    return CatalogError(f"the catalog {location.display} refused a statement: {detail}{hint}")
+
+
 class PostgresCatalog:
     """The psycopg 3 backend of `CatalogDatabase` for a PostgreSQL server (see the module docstring)."""
 
@@ -102,12 +126,17 @@ class PostgresCatalog:
 
     @contextlib.contextmanager
     def _reporting_lost_connection(self) -> Iterator[None]:
-        """Inside the block, a lost server connection is dropped and raised as CatalogUnavailableError."""
+        """Inside the block, a lost server connection is dropped and raised as CatalogUnavailableError, and a refused
+        statement is raised as one line (`refused`)."""
         try:
             yield
         except Exception as exc:
             psycopg = sys.modules.get("psycopg")
-            if psycopg is None or not isinstance(exc, psycopg.Error) or not is_connection_problem(exc):
+            if psycopg is None or not isinstance(exc, psycopg.Error):
+                raise
+            if is_refusal(exc):
+                raise refused(self.location, exc) from exc
+            if not is_connection_problem(exc):
                 raise
             self._drop_connection()
             raise unavailable(self.location, exc) from exc

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
 from sessdex.catalog.store.location import CatalogLocation, create_catalog_engine
 from sessdex.catalog.store.machine import host_name, with_machine
-from sessdex.catalog.store.postgres_reads import WRITE_LOCK_KEY, unavailable
+from sessdex.catalog.store.postgres_reads import WRITE_LOCK_KEY, refused, unavailable
 from sessdex.core.errors import CatalogError, CatalogUnavailableError, UsageError
 
 TYPE_CHECKING = False
@@ -167,7 +167,7 @@ def _reporting_lost_connection(catalog: SqlAlchemyCatalog) -> Iterator[None]:
         if _is_connection_problem(error):
             catalog._drop_connection()
             raise unavailable(catalog.location, error) from error
-        raise
+        raise refused(catalog.location, error) from error
 
 
 @contextlib.contextmanager

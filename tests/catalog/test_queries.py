@@ -267,3 +267,13 @@ def test_listing_rows_are_read_as_tuples_of_the_columns_the_statements_select() 
     from sessdex.catalog.store.statements import INFO_COLUMNS
 
     assert _INFO_COLUMNS == INFO_COLUMNS
+
+
+def test_the_library_search_bounds_any_query_and_takes_lone_surrogates(paths: AgentPaths):
+    cwd = project(paths, "proj")
+    session(paths, cwd, "1000000000000002", user("hello"), assistant("the flux capacitor needs 1.21 gigawatts"))
+    with open_catalog_for(paths) as catalog:
+        assert catalog.search("flux " * 200_000 + "capacitor", cwd)[0].session.id == "1000000000000002"
+        assert catalog.search("x" * 1_000_000, cwd) == []
+        assert catalog.search("capacitor \udc80", cwd)[0].session.id == "1000000000000002"
+        assert catalog.search("\ud800", cwd) == []

@@ -273,3 +273,37 @@ def test_migrating_a_v1_file_whose_entries_carry_ids_writes_no_duplicates(tmp_pa
     assert written[0]["version"] == 3
     assert len(written) == 1 + len(records)
     assert [entry["parentId"] for entry in written[1:]] == [None] + [entry["id"] for entry in written[1:-1]]
+
+
+def _answered(manager: SessionManager) -> None:
+    manager.append_message(USER)
+    manager.append_message(ASSISTANT)
+
+
+def test_move_to_keeps_a_custom_sessions_root_when_the_folder_is_the_cwds_default_name(runtime, project,
+                                                                                      tmp_path) -> None:
+    paths = runtime.paths
+    custom_root = tmp_path / "custom-sessions"
+    manager = SessionManager.create(project, custom_root / paths.project_dir_name(project), runtime=runtime)
+    _answered(manager)
+    old_file = manager.get_session_file()
+    assert old_file is not None and old_file.exists()
+    other = paths.home / "other"
+    other.mkdir()
+    manager.move_to(str(other))
+    moved = manager.get_session_file()
+    assert moved == custom_root / paths.project_dir_name(str(other)) / old_file.name
+    assert moved.exists() and not old_file.exists()
+    assert not paths.sessions_root.exists() or not list(paths.sessions_root.rglob("*.jsonl"))
+    manager.close()
+
+
+def test_move_to_the_current_cwd_does_nothing_even_for_a_file_opened_elsewhere(runtime, project, tmp_path) -> None:
+    outside = tmp_path / "outside" / "mine.jsonl"
+    write_file(outside, jsonl([header("4ddd000000000001", project), user("kept where it is")]))
+    before = outside.read_bytes()
+    manager = SessionManager.open(outside, runtime=runtime)
+    manager.move_to(project)
+    assert manager.get_session_file() == outside and outside.read_bytes() == before
+    assert not runtime.paths.project_session_dir(project).exists()
+    manager.close()
