@@ -7,6 +7,7 @@ import argparse
 
 from sessdex.catalog.cli import session_commands
 from sessdex.catalog.cli.commands import directory, positive_count
+from sessdex.catalog.cli.output import add_json_option, add_table_option
 from sessdex.catalog.cli.read_guard import session_source
 
 TYPE_CHECKING = False  # see the README's start-up budget
@@ -20,20 +21,27 @@ def add_session_dir_option(parser: argparse.ArgumentParser, help: str) -> None:
 
 
 def _add_list_like(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", dest="as_json", action="store_true", help="Print JSON instead of a table.")
+    add_json_option(parser, "Print JSON instead of a table.")
+    add_table_option(parser)
+    parser.add_argument("--all", dest="all_projects", action="store_true",
+                        help="Sessions of every project, not only this one.")
     add_session_dir_option(parser, "Read this session folder instead of the project's folders.")
+
+
+def _listing_output(args: argparse.Namespace) -> session_commands.ListingOutput:
+    return session_commands.ListingOutput(args.as_json, args.json_fields, args.table)
 
 
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "List sessions with at least one message, newest first (this project, or all with --all)."
-    parser.add_argument("--all", dest="all_projects", action="store_true",
-                        help="Sessions of every project, not only this one.")
+    parser.add_argument("-n", "--limit", type=positive_count, default=None,
+                        help="Show at most this many sessions (default: all).")
     _add_list_like(parser)
 
 
 def run_list(args: argparse.Namespace, settings: Settings) -> int:
     return session_commands.run_list(lambda: session_source(args, settings), all_projects=args.all_projects,
-                                     as_json=args.as_json, session_dir=args.session_dir)
+                                     output=_listing_output(args), session_dir=args.session_dir, limit=args.limit)
 
 
 def add_recent_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +54,8 @@ def add_recent_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_recent(args: argparse.Namespace, settings: Settings) -> int:
     return session_commands.run_recent(lambda: session_source(args, settings), settings.paths, limit=args.limit,
-                                       as_json=args.as_json, session_dir=args.session_dir)
+                                       output=_listing_output(args), session_dir=args.session_dir,
+                                       all_projects=args.all_projects)
 
 
 def add_resume_arguments(parser: argparse.ArgumentParser) -> None:
