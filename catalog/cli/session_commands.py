@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     SourceOpener = Callable[[], SessionSource]
 
 DEFAULT_RECENT_COUNT = 10
+# What a refusal of another project's session says after the error: the two ways on.
+OTHER_PROJECT_WAY_OUT = "pass --yes to fork it into this project, or --own-dir to open it where it lives"
 
 
 def run_list(open_source: SourceOpener, *, all_projects: bool, output: ListingOutput, session_dir: Path | None,
@@ -121,8 +123,7 @@ def fork_confirmation(assume: bool | None) -> Callable[[SessionInfo], bool]:
         if assume is not None:
             return assume
         if not sys.stdin.isatty():
-            echo("Pass --yes to fork a session from another project into this one.", err=True)
-            return False
+            return False  # the refusal says what to pass (`way_out`)
         from sessdex.catalog.cli.output import confirm
 
         return confirm(f"Session {info.id} ({session_label(info)}) is in another project ({info.cwd}). "
@@ -131,7 +132,8 @@ def fork_confirmation(assume: bool | None) -> Callable[[SessionInfo], bool]:
 
 
 def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, *, assume: bool | None,
-               as_json: bool, session_dir: Path | None, own_dir: bool = False, shell: bool = False) -> int:
+               as_json: bool, session_dir: Path | None, own_dir: bool = False, shell: bool = False,
+               json_fields: Sequence[str] = ()) -> int:
     """`sessdex resume VALUE`: print the file an id prefix or path resolves to, forking on `assume` or a yes.
 
     `assume` is `fork_choice(...)`; the picker for a missing VALUE is `pick_commands.resume_without_value`'s.
@@ -150,7 +152,7 @@ def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, 
     if result.action == "fork" and result.session is not None:
         echo(f"Forked {result.session.id} from {result.session.cwd} into {result.path_text}", err=True)
     if as_json:
-        echo_json(resume_json(result, run_in))
+        echo_json(resume_json(result, run_in), fields=json_fields)
     elif shell:
         print_shell_target(run_in, result.path_text)
     else:
@@ -180,8 +182,9 @@ def _resolve(open_source: SourceOpener, paths: AgentPaths, value: str, *, assume
             result = resolve_resume(value, cwd, session_dir, paths=paths, confirm_fork=confirm_fork,
                                     find_session=lambda v, c, d, *, paths: source.find_session_by_id(v, c, d))
         except SessionInOtherProjectError as error:
-            error.candidates = asked  # type: ignore[attr-defined]  # the session refused, for --json
-            raise
+            refusal = SessionInOtherProjectError(f"{error}; {OTHER_PROJECT_WAY_OUT}")
+            refusal.candidates = asked  # type: ignore[attr-defined]  # the session refused, for --json
+            raise refusal from None
     if result.action == "fork":
         return result, cwd
     if result.session is not None:
@@ -214,7 +217,8 @@ def print_shell_target(directory: str, path: str) -> None:
     echo(f"{directory}\n{path}")
 
 
-def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool, session_dir: Path | None) -> int:
+def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool, session_dir: Path | None,
+                 json_fields: Sequence[str] = ()) -> int:
     """`sessdex continue`: the session `xcsh --continue` would resume here; status 1 when there is none."""
     from sessdex.core.breadcrumbs import continue_target
 
@@ -231,7 +235,7 @@ def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool,
         from sessdex.core.discovery import read_session_info
 
         info = read_session_info(target)
-        echo_json(session_json(info) if info is not None else {"path": target})
+        echo_json(session_json(info) if info is not None else {"path": target}, fields=json_fields)
     else:
         echo(target)
     return 0

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from sessdex.catalog.cli import session_commands
 from sessdex.catalog.cli.commands import directory, positive_count
-from sessdex.catalog.cli.output import add_json_option, add_table_option
+from sessdex.catalog.cli.output import RESUME_FIELDS, add_json_option, add_table_option
 from sessdex.catalog.cli.read_guard import session_source
+from sessdex.core.errors import UsageError
 
 TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
@@ -70,8 +72,7 @@ project is forked into this one on confirmation. Without VALUE, opens the sessio
     parser.add_argument("--no-fork", action="store_true", help="Refuse sessions from another project without asking.")
     parser.add_argument("--own-dir", action="store_true",
                         help="Open a session of another project where it lives instead of forking it (see --shell).")
-    parser.add_argument("--json", dest="as_json", action="store_true",
-                        help="Print the session object (plus action and cwd) as JSON.")
+    add_json_option(parser, "Print the session object (plus action and cwd) as JSON.", RESUME_FIELDS)
     parser.add_argument("--shell", action="store_true",
                         help="Print two lines: the directory to run the agent in, then the file.")
     add_session_dir_option(parser, "Read this session folder instead of the project's folders.")
@@ -80,20 +81,25 @@ project is forked into this one on confirmation. Without VALUE, opens the sessio
 def run_resume(args: argparse.Namespace, settings: Settings) -> int:
     assume = session_commands.fork_choice(args.assume_yes, args.no_fork)
     if not args.value:
+        if not sys.stdin.isatty():
+            # Nobody to pick: one line and a usage status, never the whole project list.
+            raise UsageError("resume needs an id prefix or a path when there is no terminal to pick on "
+                             "(`sessdex list` shows the ids)")
         from sessdex.catalog.cli.pick_commands import resume_without_value
 
         return resume_without_value(args, settings)
     return session_commands.run_resume(lambda: session_source(args, settings), settings.paths, args.value,
                                        assume=assume, as_json=args.as_json, session_dir=args.session_dir,
-                                       own_dir=args.own_dir, shell=args.shell)
+                                       own_dir=args.own_dir, shell=args.shell, json_fields=args.json_fields)
 
 
 def add_continue_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Print the session `xcsh --continue` would resume here: this terminal's last one, else the newest."
-    parser.add_argument("--json", dest="as_json", action="store_true", help="Print the resolution as JSON.")
+    add_json_option(parser, "Print the resolution as JSON.")
     add_session_dir_option(parser, "Read this session folder instead of the project's folders.")
 
 
 def run_continue(args: argparse.Namespace, settings: Settings) -> int:
     return session_commands.run_continue(lambda: session_source(args, settings), settings.paths,
-                                         as_json=args.as_json, session_dir=args.session_dir)
+                                         as_json=args.as_json, session_dir=args.session_dir,
+                                         json_fields=args.json_fields)

@@ -236,14 +236,12 @@ def test_resume_json(tree: Tree, sessdex) -> None:
     assert {key: data[key] for key in listed[0]} == next(row for row in listed if row["id"] == data["id"])
 
 
-def test_resume_without_value(tree: Tree, sessdex) -> None:
-    tree.paths.agent_dir.mkdir(parents=True)
-    empty = sessdex(tree.project("nothing-here"), "resume")
-    assert (empty.code, empty.out, empty.err) == (1, "", "No sessions found\n")
+def test_resume_without_value_and_without_a_terminal_is_one_usage_line(tree: Tree, sessdex) -> None:
     populate(tree)
     listed = sessdex(tree.home / "proj", "resume")
-    assert listed.code == 1 and listed.out == ""
-    assert "ab340000" in listed.err and "ab120000" in listed.err
+    assert (listed.code, listed.out) == (2, "")
+    assert len(listed.err.splitlines()) == 1 and "`sessdex list`" in listed.err  # never the project's list
+    assert "ab340000" not in listed.err
 
 
 # -- continue ----------------------------------------------------------------------------------------
