@@ -1,8 +1,8 @@
 """Every session id `resume` may look at, for printing ids at a width that stays unique (one id rule).
 
 `resume PREFIX` looks in this project first, then in every project: an id prefix is safe to print when no other
-session anywhere shares it. The catalog answers from its index on (machine, session_id); the file scan, and a
-catalog without a local reader, from the file names (`<timestamp>_<sessionId>.jsonl`), without opening a file.
+session anywhere shares it. The ids come from the file names (`<timestamp>_<sessionId>.jsonl`), without opening a
+file.
 """
 
 from __future__ import annotations
@@ -11,20 +11,13 @@ from typing import Any
 
 from sessdex.core.paths import session_file_entries
 
-_IDS_SQL = "SELECT session_id FROM session_files WHERE machine = ? AND header_valid = 1"
-
 
 def known_session_ids(source: Any) -> list[str]:
-    """The session ids of this machine's sessions (any project, any message count)."""
+    """The session ids of this machine's sessions (any project, any message count), from the file names: the
+    catalog may not have read every project yet (a listing refreshes only the folders it shows)."""
     from sessdex.catalog.queries.sessions import Catalog
 
-    if isinstance(source, Catalog) and source.db is not None:
-        reader = source.db.sqlite_reader()
-        if reader is not None:
-            return [row[0] for row in reader.execute(_IDS_SQL, (source.machine,)) if row[0]]
-        root = source.sessions_root
-    else:
-        root = source.paths.sessions_root
+    root = source.sessions_root if isinstance(source, Catalog) else source.paths.sessions_root
     return ids_from_file_names(str(root))
 
 
