@@ -33,10 +33,10 @@ PROG = "sessdex"
 
 # name -> (module in this package, summary shown in `sessdex --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "context": ("inspect_commands", "Print what the model sees for a session file."),
+    "context": ("inspect_commands", "Print what the model sees for a session (id prefix or file)."),
     "continue": ("session_group", "Print the session --continue would resume here."),
     "doctor": ("catalog_commands", "Check the catalog against the files and repair it."),
-    "entries": ("inspect_commands", "Print a session file's entries (read-only)."),
+    "entries": ("inspect_commands", "Print a session's entries (read-only; id prefix or file)."),
     "export": ("export_commands", "Export a session as HTML, Markdown or JSON, secrets redacted."),
     "history": ("history_commands", "Search and add prompt history (history.db)."),
     "index": ("catalog_commands", "Bring the catalog up to date (or --rebuild it)."),

@@ -111,3 +111,14 @@ def test_ids_are_printed_as_wide_as_resume_needs_among_every_project(tree: Tree,
         assert "ab12000000000001" in first_cells, (args, first_cells)
     printed = sessdex(tree.home / "other", "list").out.split("\t")[0]
     assert sessdex(tree.home / "other", "resume", printed).code == 0
+
+
+def test_context_and_entries_take_an_id_prefix_as_well_as_a_file(tree: Tree, sessdex) -> None:
+    populate(tree)
+    by_path = sessdex(tree.home / "proj", "entries", str(next((tree.paths.sessions_root).rglob("*cd34*.jsonl"))))
+    by_id = sessdex(tree.home / "proj", "entries", "cd34")
+    assert by_id.code == 0 and by_id.out == by_path.out and by_id.out
+    context = sessdex(tree.home / "proj", "context", "cd34", "--json")
+    assert context.code == 0 and json.loads(context.out)["messages"]
+    missing = sessdex(tree.home / "proj", "context", "ffff")
+    assert missing.code == 1 and len(missing.err.splitlines()) == 1 and "Traceback" not in missing.err
