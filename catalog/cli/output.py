@@ -149,7 +149,7 @@ SESSION_FIELDS = ("id", "path", "cwd", "title", "name", "created", "modified", "
 SEARCH_FIELDS = (*SESSION_FIELDS, "field", "snippet")  # a search hit: where it matched, and the snippet
 RESUME_FIELDS = (*SESSION_FIELDS, "action", "source")  # a resolution: open or fork, and the session forked
 TRASH_FIELDS = (*SESSION_FIELDS, "restoreTo")
-USAGE_FIELDS = ("day", "week", "month", "session", "project", "model", "start", "end", "active", "path", "cwd",
+USAGE_FIELDS = ("period", "session", "project", "model", "start", "end", "active", "path", "cwd",
                 "title", "firstMessage", "input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost",
                 "messages", "sessions", "models", "breakdown", "projection")  # a usage report's rows
 ALL_JSON_FIELDS = frozenset((*SEARCH_FIELDS, *RESUME_FIELDS, *TRASH_FIELDS, *USAGE_FIELDS))
@@ -372,7 +372,7 @@ def tsv_lines(cells_by_column: Sequence[Sequence[str]]) -> list[str]:
 
 
 def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None,
-                 emphasis: Sequence[int] | None = None) -> str:
+                 emphasis: Sequence[int] | None = None, *, tsv: bool = False) -> str:
     """A plain-text table whose lines fit in `width` columns (no limit when None); flexible columns shrink.
 
     Each cell is one line (a line break or tab in a cwd or title becomes a space), so rows stay rows. Every cell
@@ -381,7 +381,7 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
     colour when the table is printed with `echo(..., markup=True)`.
     """
     cells_by_column = [list(cells) for cells in zip(*rows)] if rows else [[] for _ in columns]
-    return render_columns(columns, cells_by_column[:len(columns)], width, emphasis)
+    return render_columns(columns, cells_by_column[:len(columns)], width, emphasis, tsv=tsv)
 
 
 def render_columns(columns: Sequence[Column], cells_by_column: list[list[str]], width: int | None,
