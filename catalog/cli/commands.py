@@ -33,10 +33,10 @@ PROG = "sessdex"
 
 # name -> (module in this package, summary shown in `sessdex --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "context": ("inspect_commands", "Print what the model sees for a session file."),
+    "context": ("inspect_commands", "Print what the model sees for a session (id prefix or file)."),
     "continue": ("session_group", "Print the session --continue would resume here."),
     "doctor": ("catalog_commands", "Check the catalog against the files and repair it."),
-    "entries": ("inspect_commands", "Print a session file's entries (read-only)."),
+    "entries": ("inspect_commands", "Print a session's entries (read-only; id prefix or file)."),
     "export": ("export_commands", "Export a session as HTML, Markdown or JSON, secrets redacted."),
     "history": ("history_commands", "Search and add prompt history (history.db)."),
     "index": ("catalog_commands", "Bring the catalog up to date (or --rebuild it)."),
@@ -220,12 +220,33 @@ def overview() -> str:
     return "\n".join(lines)
 
 
+# Commands that take words after their options: `--json WORD` there is `--json` and a word, unless WORD names fields.
+WORDS_AFTER_JSON = frozenset({"search", "resume", "rename", "trash", "usage", "context", "entries", "export",
+                              "history", "view"})
+
+
+def json_value_apart(args: Sequence[str], name: str | None) -> list[str]:
+    """`args` with `--json WORD` written `--json= WORD` where WORD is the command's argument rather than a list of
+    fields (`sessdex search --json docker`): it holds no comma and names no JSON field of any command."""
+    from sessdex.catalog.cli.output import ALL_JSON_FIELDS
+
+    words = list(args)
+    if name not in WORDS_AFTER_JSON:
+        return words
+    for position, token in enumerate(words[:-1]):
+        following = words[position + 1]
+        if token == "--json" and not following.startswith("-") and "," not in following \
+                and following not in ALL_JSON_FIELDS:
+            words[position] = "--json="
+    return words
+
+
 def parse_command_line(args: Sequence[str]) -> argparse.Namespace:
     """`args` (argv without the program) parsed; CommandLineError for a mistyped command or a bad option."""
     name = command_name(args)
     if name is not None and name not in COMMANDS:
         raise CommandLineError(PROG, f"no such command {name!r}{_did_you_mean(name)}")
-    parsed, extra = build_parser(name).parse_known_args(list(args))
+    parsed, extra = build_parser(name).parse_known_args(json_value_apart(args, name))
     if extra:
         # Reported by the command they were given to, whose help lists what it takes.
         raise CommandLineError(parsed.parser_prog, f"unrecognized arguments: {' '.join(extra)}")

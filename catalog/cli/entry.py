@@ -1,8 +1,8 @@
 """The `sessdex` console script: the argument parser of `sessdex.catalog.cli.commands`, errors reported by
 `sessdex.catalog.cli.errors.run_reporting_errors` (one line and an exit status, never a traceback).
 
-`init` and `complete-sessions` run from shell start-up and from every Tab press: they are answered before the
-parser is even built.
+`init`, `complete-sessions` and `complete-commands` run from shell start-up and from Tab presses: they are answered
+before the parser is even built.
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
 
 
 def _run(args: list[str]) -> int:
-    if args and args[0] in ("init", "complete-sessions"):
+    if args and args[0] in ("init", "complete-sessions", "complete-commands"):
         from sessdex.catalog.cli import shell_init
 
         if args[0] == "init":
             return shell_init.run_init(args[1:])
+        if args[0] == "complete-commands":
+            return shell_init.run_complete_commands(args[1:])
         return shell_init.run_complete_sessions(args[1:])
     from sessdex.catalog.cli import commands
 

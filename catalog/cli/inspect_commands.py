@@ -69,16 +69,26 @@ def _message_text(message: dict[str, Any]) -> str:
     return ""
 
 
-def _file_argument(text: str) -> str:
-    """An argument type: a file path (one that need not exist, but is not a directory)."""
+def _session_argument(text: str) -> str:
+    """An argument type: a session id prefix or a file path (one that need not exist, but is not a directory)."""
     if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text!r} is a directory, not a file")
     return text
 
 
+def session_file(value: str, settings: Settings) -> str:
+    """The file a SESSION argument names: a path as given, or an id prefix resolved as `resume` finds it."""
+    from sessdex.catalog.cli.manage_commands import find_session
+    from sessdex.core.resume import is_path_like
+
+    if is_path_like(value) or os.path.exists(value):
+        return value
+    return find_session(settings, value).path_text
+
+
 def add_context_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Print what the model would see for the session FILE, built as the agent builds it."
-    parser.add_argument("file", metavar="FILE", type=_file_argument, help="A session file.")
+    parser.description = "Print what the model would see for SESSION, built as the agent builds it."
+    parser.add_argument("file", metavar="SESSION", type=_session_argument, help="An id prefix or a session file.")
     parser.add_argument("--leaf", dest="leaf_id", metavar="ID",
                         help="Build the context at this entry instead of the last one.")
     parser.add_argument("--json", dest="as_json", action="store_true",
@@ -86,7 +96,7 @@ def add_context_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_context(args: argparse.Namespace, settings: Settings) -> int:
-    file, leaf_id = args.file, args.leaf_id
+    file, leaf_id = session_file(args.file, settings), args.leaf_id
     loaded = read_session(file, settings.agent_dir)
     entries = [e for e in loaded.entries if isinstance(e, dict)]
     if leaf_id is not None and not any(e.get("id") == leaf_id for e in entries):
@@ -105,13 +115,14 @@ def run_context(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def add_entries_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Print the loaded, migrated, blob-resolved entries of FILE in file order (the header left out)."
-    parser.add_argument("file", metavar="FILE", type=_file_argument, help="A session file.")
+    parser.description = ("Print the loaded, migrated, blob-resolved entries of SESSION in file order (the header "
+                          "left out).")
+    parser.add_argument("file", metavar="SESSION", type=_session_argument, help="An id prefix or a session file.")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print the entries as a JSON array.")
 
 
 def run_entries(args: argparse.Namespace, settings: Settings) -> int:
-    loaded = read_session(args.file, settings.agent_dir)
+    loaded = read_session(session_file(args.file, settings), settings.agent_dir)
     if args.as_json:
         _print_json(loaded.entries)
         return 0

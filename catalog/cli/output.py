@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse  # (loaded by the command line's parser already)
 import codecs
 import os
 import sys
@@ -116,11 +117,71 @@ def _ascii_only(stream: Any) -> bool:
         return False
 
 
-def echo_json(value: Any) -> None:
-    """Print `value` as indented JSON, non-ASCII characters kept (those a terminal acts on escaped)."""
+def echo_json(value: Any, fields: Sequence[str] = ()) -> None:
+    """Print `value` as indented JSON, non-ASCII characters kept (those a terminal acts on escaped); with
+    `fields` (`--json FIELDS`), each object of it (or of the array it is) holds only those, in that order."""
     import json  # only --json output needs it
 
-    echo(terminal_json(json.dumps(value, ensure_ascii=False, indent=2)))
+    echo(terminal_json(json.dumps(selected_fields(value, fields), ensure_ascii=False, indent=2)))
+
+
+def selected_fields(value: Any, fields: Sequence[str]) -> Any:
+    """`value` (an object, or an array of objects) with each object cut to `fields` (none: all of them)."""
+    if not fields:
+        return value
+    if isinstance(value, list):
+        return [selected_fields(item, fields) for item in value]
+    if isinstance(value, dict):
+        return {name: value.get(name) for name in fields}
+    return value
+
+
+# The fields of a session object (`session_json`), which every command printing sessions has.
+SESSION_FIELDS = ("id", "path", "cwd", "title", "name", "created", "modified", "messageCount", "firstMessage",
+                  "cost", "totalTokens", "machine")
+
+SEARCH_FIELDS = (*SESSION_FIELDS, "field", "snippet")  # a search hit: where it matched, and the snippet
+RESUME_FIELDS = (*SESSION_FIELDS, "action", "source")  # a resolution: open or fork, and the session forked
+TRASH_FIELDS = (*SESSION_FIELDS, "restoreTo")
+USAGE_FIELDS = ("period", "session", "project", "model", "start", "end", "active", "path", "cwd",
+                "title", "firstMessage", "input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost",
+                "messages", "sessions", "models", "breakdown", "projection")  # a usage report's rows
+ALL_JSON_FIELDS = frozenset((*SEARCH_FIELDS, *RESUME_FIELDS, *TRASH_FIELDS, *USAGE_FIELDS))
+
+
+def add_json_option(parser: argparse.ArgumentParser, help: str, fields: Sequence[str] = SESSION_FIELDS) -> None:
+    """--json [FIELDS]: JSON instead of text, all fields, or only the comma-separated FIELDS (as gh's --json).
+
+    Sets `as_json` (True when given) and `json_fields` (the names, empty for all)."""
+    parser.add_argument("--json", dest="as_json", metavar="FIELDS", action=JsonOption, fields=tuple(fields),
+                        help=f"{help} FIELDS (comma-separated) keeps only those: {','.join(fields)}.")
+    parser.set_defaults(json_fields=())
+
+
+def json_field_names(text: str, fields: Sequence[str]) -> tuple[str, ...]:
+    """The comma-separated field names of `text` (empty: all); ValueError naming an unknown one."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in fields]
+    if unknown:
+        raise ValueError(f"unknown JSON field {unknown[0]!r}; the fields are: {', '.join(fields)}")
+    return names
+
+
+class JsonOption(argparse.Action):
+    """The action of `add_json_option`: sets `as_json` and `json_fields`; an unknown field is a usage error."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, fields: tuple[str, ...] = SESSION_FIELDS,
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs="?", const="", default=False, **kwargs)
+        self.fields = fields
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        try:
+            namespace.json_fields = json_field_names(values or "", self.fields)
+        except ValueError as error:
+            parser.error(f"--json: {error}")
+        setattr(namespace, self.dest, True)
 
 
 def iso_utc(moment: datetime) -> str:
@@ -182,7 +243,8 @@ def resume_json(result: ResumeResult, cwd: str | None) -> dict[str, Any]:
 
 # -- tables ----------------------------------------------------------------------------------------------
 
-NARROW_TABLE_COLUMNS = 80  # below this width the session tables leave out the TOKENS column
+NAME_MIN_WIDTH = 24  # a session's name keeps this many columns before the date or cwd columns give way
+CWD_MIN_WIDTH = 12
 
 
 def output_width() -> int | None:
@@ -263,21 +325,48 @@ def _keeping_folder(parts: list[str], index: int) -> str:
     return f"{head}{before}{parts[index]}{after}{last}"
 
 
+FLEXIBLE_MIN_WIDTH = 8  # a flexible column's narrowest unless it says otherwise
+
+
 class Column:
-    """A table column: its header, whether it shrinks to fit the width, its alignment, and whether it holds paths
-    (shortened in the middle rather than at the end)."""
+    """A table column: its header, whether it shrinks to fit the width, its alignment, whether it holds paths
+    (shortened in the middle rather than at the end), and when it is left out on a narrow terminal (`drop`)."""
 
-    __slots__ = ("header", "flexible", "align_right", "path")
+    __slots__ = ("header", "flexible", "align_right", "path", "drop", "min_width")
 
-    def __init__(self, header: str, flexible: bool = False, align_right: bool = False, path: bool = False) -> None:
+    def __init__(self, header: str, flexible: bool = False, align_right: bool = False, path: bool = False,
+                 drop: int = 0, min_width: int = FLEXIBLE_MIN_WIDTH) -> None:
         self.header = header
         self.flexible = flexible  # flexible columns share what the fixed ones leave of the width
         self.align_right = align_right
         self.path = path
+        # 0: always shown. When the columns cannot fit even with the flexible ones at their narrowest, the
+        # column with the highest `drop` is left out first, then the next, until the rest fit.
+        self.drop = drop
+        self.min_width = min_width  # a flexible column's narrowest (or its widest cell, when that is narrower)
+
+
+def tab_separated(table: bool = False) -> bool:
+    """Whether tables print as tab-separated lines (no header, no padding, nothing cut), as gh does when piped:
+    stdout is not a terminal, $COLUMNS does not ask for a width, and `--table` (`table`) was not given."""
+    if table or os.environ.get("COLUMNS", "").isdigit():
+        return False
+    return not (sys.stdout is not None and sys.stdout.isatty())
+
+
+def add_table_option(parser: argparse.ArgumentParser) -> None:
+    """--table: the padded table even when stdout is not a terminal."""
+    parser.add_argument("--table", action="store_true",
+                        help="Print the aligned table even when stdout is not a terminal (else tab-separated lines).")
+
+
+def tsv_lines(cells_by_column: Sequence[Sequence[str]]) -> list[str]:
+    """The rows as tab-separated lines: each cell one line of terminal-safe text, a tab in it a space."""
+    return ["\t".join(terminal_text(cell) for cell in row) for row in zip(*cells_by_column)]
 
 
 def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None,
-                 emphasis: Sequence[int] | None = None) -> str:
+                 emphasis: Sequence[int] | None = None, *, tsv: bool = False) -> str:
     """A plain-text table whose lines fit in `width` columns (no limit when None); flexible columns shrink.
 
     Each cell is one line (a line break or tab in a cwd or title becomes a space), so rows stay rows. Every cell
@@ -286,13 +375,33 @@ def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width
     colour when the table is printed with `echo(..., markup=True)`.
     """
     cells_by_column = [list(cells) for cells in zip(*rows)] if rows else [[] for _ in columns]
-    return render_columns(columns, cells_by_column[:len(columns)], width, emphasis)
+    return render_columns(columns, cells_by_column[:len(columns)], width, emphasis, tsv=tsv)
 
 
 def render_columns(columns: Sequence[Column], cells_by_column: list[list[str]], width: int | None,
-                   emphasis: Sequence[int] | None = None) -> str:
-    """`render_table` of the table given column by column (each list of cells is replaced by what is shown)."""
+                   emphasis: Sequence[int] | None = None, *, tsv: bool = False) -> str:
+    """`render_table` of the table given column by column (each list of cells is replaced by what is shown);
+    with `tsv`, the rows as tab-separated lines instead (`tab_separated`)."""
+    if tsv:
+        return "\n".join(tsv_lines(cells_by_column))
     return "\n".join(table_lines(columns, cells_by_column, width, emphasis))
+
+
+def _fitting_columns(columns: Sequence[Column], natural: Sequence[int], width: int) -> list[int]:
+    """The numbers of the columns shown in `width`: all, or without the highest `drop` ones until the rest fit
+    with each flexible column at its narrowest."""
+    kept = list(range(len(columns)))
+
+    def narrowest() -> int:
+        return sum(min(natural[i], columns[i].min_width) if columns[i].flexible else natural[i] for i in kept) \
+            + 2 * (len(kept) - 1)
+
+    while narrowest() > width:
+        droppable = [i for i in kept if columns[i].drop > 0]
+        if not droppable:
+            break
+        kept.remove(max(droppable, key=lambda i: (columns[i].drop, i)))
+    return kept
 
 
 def table_lines(columns: Sequence[Column], cells_by_column: list[list[str]], width: int | None,
@@ -317,18 +426,29 @@ def table_lines(columns: Sequence[Column], cells_by_column: list[list[str]], wid
             ascii_columns.append(joined.isascii())
         used_by_column.append(list(map(len if ascii_columns[-1] else display_width, cells)))
     natural = [max([display_width(col.header), *used]) for col, used in zip(columns, used_by_column)]
+    if width is not None:
+        kept = _fitting_columns(columns, natural, width)
+        if len(kept) < len(columns):
+            columns = [columns[i] for i in kept]
+            cells_by_column = [cells_by_column[i] for i in kept]
+            ascii_columns = [ascii_columns[i] for i in kept]
+            used_by_column = [used_by_column[i] for i in kept]
+            natural = [natural[i] for i in kept]
     widths = list(natural)
     gaps = 2 * (len(columns) - 1)
     if width is not None and sum(widths) + gaps > width:
         flexible = [i for i, col in enumerate(columns) if col.flexible]
         fixed_total = sum(w for i, w in enumerate(widths) if i not in flexible) + gaps
-        room = max(width - fixed_total, 8 * len(flexible))
-        # Give each flexible column its fair share; what a short one does not use goes to the others.
-        remaining = sorted(flexible, key=lambda i: natural[i])
+        # Each flexible column gets its narrowest, then a fair share of what is left; what a short one does not
+        # use goes to the others.
+        narrowest = {i: min(natural[i], columns[i].min_width) for i in flexible}
+        room = max(width - fixed_total - sum(narrowest.values()), 0)
+        remaining = sorted(flexible, key=lambda i: natural[i] - narrowest[i])
         for position, index in enumerate(remaining):
             share = room // (len(remaining) - position)
-            widths[index] = min(natural[index], share)
-            room -= widths[index]
+            grown = min(natural[index] - narrowest[index], share)
+            widths[index] = narrowest[index] + grown
+            room -= grown
     for i, col in enumerate(columns):
         if col.path and widths[i] < natural[i]:
             cells_by_column[i] = distinct_short_paths(cells_by_column[i], widths[i])
@@ -340,6 +460,9 @@ def table_lines(columns: Sequence[Column], cells_by_column: list[list[str]], wid
     lines = ["  ".join(_aligned(col.header, display_width(col.header), room, col.align_right)
                        for col, room in zip(columns, widths)).rstrip()]
     lines += map(str.rstrip, map("  ".join, zip(*aligned_by_column)))
+    if width is not None and any(len(line) > width for line in lines):
+        # Even the columns that are never left out do not fit: cut the lines, so that a row never wraps.
+        lines = [line if display_width(line) <= width else fit(line, width).rstrip() for line in lines]
     if emphasis is not None:
         first_column = aligned_by_column[0]
         for number, marked in enumerate(emphasis, start=1):
@@ -392,8 +515,15 @@ def session_label(info: SessionInfo) -> str:
 
 
 def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: float | None = None,
-                   *, color: bool = False) -> str:
-    """The human listing of every listing command: id prefix, modified, message count, cost, tokens, name, cwd."""
+                   *, color: bool = False, tsv: bool = False, id_width: int | None = None,
+                   extra: Sequence[tuple[Column, list[str]]] = ()) -> str:
+    """The human listing of every listing command: id prefix, modified, message count, cost, tokens, name, cwd.
+
+    `id_width`: how much of each id to show (`resume_id_width`: unique among what `resume` looks at), else what
+    tells these ids apart. The CWD column is left out when every session has the same one (one project's
+    listing). `extra`: more columns after these (a search's field and snippet, in tab-separated output).
+    With `tsv`, tab-separated lines without a header (`tab_separated`).
+    """
     from sessdex.catalog.queries.naming import display_name
     from sessdex.catalog.tui.dates import short_date
     from sessdex.catalog.tui.figures import format_cost, format_tokens
@@ -401,7 +531,7 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
 
     now_ms = time.time() * 1000 if now_ms is None else now_ms
     ids = [info.id for info in sessions]
-    prefix = id_prefix_length(ids)
+    prefix = max(id_width or 0, id_prefix_length(ids))
     home = os.path.expanduser("~")  # once: each lookup decodes the whole environment's mapping entry again
     # Built column by column (render_columns): a listing has hundreds of rows.
     cells_by_column = [[session_id[:prefix] for session_id in ids],
@@ -412,14 +542,29 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
                        [display_name(info.title, info.first_message, info.message_count, info.id, info.path_text)
                         for info in sessions],  # session_label's, its import once
                        [home_relative(info.cwd, home) for info in sessions]]
-    columns = [Column("ID"), Column("MODIFIED"), Column("MSGS", align_right=True), Column("COST", align_right=True),
-               Column("TOKENS", align_right=True), Column("NAME", flexible=True), Column("CWD", flexible=True, path=True)]
-    if width is not None and width < NARROW_TABLE_COLUMNS:  # name and folder need the room more than the tokens
-        del columns[4], cells_by_column[4]
+    # On a narrow terminal the least needed columns go first: tokens, message count, cost, cwd, date.
+    columns = [Column("ID"), Column("MODIFIED", drop=2), Column("MSGS", align_right=True, drop=5),
+               Column("COST", align_right=True, drop=4), Column("TOKENS", align_right=True, drop=6),
+               Column("NAME", flexible=True, min_width=NAME_MIN_WIDTH),
+               Column("CWD", flexible=True, path=True, drop=3, min_width=CWD_MIN_WIDTH)]
+    if len(set(cells_by_column[6])) <= 1 and not tsv:  # one project's sessions: the cwd says nothing
+        del columns[6], cells_by_column[6]
     if any(getattr(info, "remote", False) for info in sessions):
         # Sessions of other machines sharing the catalog: every row says whose it is.
         from sessdex.core.discovery import sanitize_display_name
 
         columns.append(Column("MACHINE"))
         cells_by_column.append([sanitize_display_name(getattr(info, "machine", None) or "") for info in sessions])
-    return render_columns(columns, cells_by_column, width, emphasis=unique_prefix_lengths(ids) if color else None)
+    for column, cells in extra:
+        columns.append(column)
+        cells_by_column.append(cells)
+    emphasis = unique_prefix_lengths(ids) if color else None
+    return render_columns(columns, cells_by_column, width, emphasis=emphasis, tsv=tsv)
+
+
+def resume_id_width(source: Any, ids: Sequence[str]) -> int:
+    """The id width at which every session `resume` looks at (every project's; and `ids`) has its own prefix."""
+    from sessdex.catalog.queries.session_ids import known_session_ids
+    from sessdex.core.discovery import id_prefix_length
+
+    return id_prefix_length([*known_session_ids(source), *ids])

@@ -10,15 +10,20 @@ from datetime import datetime
 
 from sessdex.catalog.cli.commands import agent_dir_named, directory, positive_count
 from sessdex.catalog.cli.output import (
+    SEARCH_FIELDS,
+    add_json_option,
+    add_table_option,
     color_enabled,
     current_directory,
     echo,
     echo_json,
     iso_utc_from_seconds,
     output_width,
+    resume_id_width,
     search_query,
     session_json,
     sessions_table,
+    tab_separated,
 )
 from sessdex.catalog.tui.terminal_text import (
     EMPHASIS_END,
@@ -67,7 +72,8 @@ Sessions whose title, first message or any message matches WORDS (every word, as
 The words are taken literally: quotes, parentheses, AND/OR/NEAR and * have no special meaning."""
     parser.add_argument("words", metavar="WORDS", nargs="+", help="The words to look for.")
     parser.add_argument("--all", dest="all_projects", action="store_true", help="Search every project, not only this one.")
-    parser.add_argument("--json", dest="as_json", action="store_true", help="Print JSON (matches marked with [ and ]).")
+    add_json_option(parser, "Print JSON (matches marked with [ and ]).", SEARCH_FIELDS)
+    add_table_option(parser)
     parser.add_argument("-n", "--limit", type=positive_count, default=DEFAULT_SEARCH_COUNT,
                         help=f"At most this many sessions (default {DEFAULT_SEARCH_COUNT}).")
     parser.add_argument("--session-dir", metavar="DIR", type=directory,
@@ -96,20 +102,24 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
         from sessdex.catalog.queries.file_scan import FileScan
 
         echo(f"sessdex: {exc}; searching the session files directly", err=True)
-        return print_search(FileScan(settings.paths), text, cwd=cwd, session_dir=args.session_dir, limit=args.limit,
-                            as_json=args.as_json)
+        with FileScan(settings.paths) as scan:
+            return print_search(scan, text, cwd=cwd, session_dir=args.session_dir, limit=args.limit,
+                                as_json=args.as_json, json_fields=args.json_fields, table=args.table)
     with catalog:
         return print_search(catalog, text, cwd=cwd, session_dir=args.session_dir, limit=args.limit,
-                            as_json=args.as_json, substring=args.substring)
+                            as_json=args.as_json, substring=args.substring, json_fields=args.json_fields,
+                            table=args.table)
 
 
 def print_search(catalog: Catalog | FileScan, text: str, *, cwd: str | None,
-                 session_dir: str | os.PathLike[str] | None, limit: int, as_json: bool, substring: bool = False) -> int:
+                 session_dir: str | os.PathLike[str] | None, limit: int, as_json: bool, substring: bool = False,
+                 json_fields: Sequence[str] = (), table: bool = False) -> int:
     """`sessdex search`: the best `limit` sessions matching `text` (this project, or every one when cwd is None);
     `substring`: when no session matches, every word as a substring.
 
     UsageError for a query longer than anyone types (`search_query`). Matches are bold on a terminal,
-    else marked with [ and ]; everything printed is made terminal-safe by `echo`.
+    else marked with [ and ]; everything printed is made terminal-safe by `echo`. `json_fields`: the fields
+    `--json FIELDS` keeps; `table`: the aligned table even when stdout is not a terminal.
     """
     text = search_query([text])
     styled = not as_json and color_enabled()
@@ -121,24 +131,32 @@ def print_search(catalog: Catalog | FileScan, text: str, *, cwd: str | None,
              f"{progress.unit}); matches in message text may be missing until `sessdex index` or `sessdex watch` "
              "completes it", err=True)
     if as_json:
-        echo_json([hit_json(hit) for hit in hits])
+        echo_json([hit_json(hit) for hit in hits], fields=json_fields)
         return 0
     if not hits:
         echo("No matching sessions", err=True)
         return 0
-    echo(search_table(hits, styled), markup=styled)
+    id_width = resume_id_width(catalog, [hit.session.id for hit in hits])
+    echo(search_table(hits, styled, id_width=id_width, tsv=tab_separated(table)), markup=styled)
     return 0
 
 
 _MARKERS = HIGHLIGHT_START + HIGHLIGHT_END + EMPHASIS_START + EMPHASIS_END
 
 
-def search_table(hits: list[SearchHit], color: bool) -> str:
-    """The listing table of `list` (same columns and id width, $COLUMNS), each row followed by where it matched."""
+def search_table(hits: list[SearchHit], color: bool, *, id_width: int | None = None, tsv: bool = False) -> str:
+    """The listing table of `list` (same columns and id width, $COLUMNS), each row followed by where it matched;
+    with `tsv`, tab-separated lines whose last two cells are the field and the snippet."""
+    from sessdex.catalog.cli.output import Column
     from sessdex.catalog.tui.width import cut, cut_marked
 
+    sessions = [hit.session for hit in hits]
+    if tsv:
+        extra = [(Column("FIELD"), [hit.field for hit in hits]),
+                 (Column("SNIPPET"), [_one_line(hit.snippet) for hit in hits])]
+        return sessions_table(sessions, None, tsv=True, id_width=id_width, extra=extra)
     width = output_width()
-    table = sessions_table([hit.session for hit in hits], width, color=color).split("\n")
+    table = sessions_table(sessions, width, color=color, id_width=id_width).split("\n")
     lines = table[:1]
     for row, hit in zip(table[1:], hits):
         snippet = f"    {hit.field}: {_one_line(hit.snippet)}"

@@ -18,17 +18,19 @@ from sessdex.catalog.cli.output import (
     echo,
     echo_json,
     output_width,
+    resume_id_width,
     resume_json,
     session_json,
     session_label,
     sessions_table,
+    tab_separated,
 )
 from sessdex.catalog.cli.read_guard import json_refusal
 from sessdex.core.errors import UsageError
 
 TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from sessdex.catalog.queries.source import SessionSource
@@ -39,36 +41,62 @@ if TYPE_CHECKING:
     SourceOpener = Callable[[], SessionSource]
 
 DEFAULT_RECENT_COUNT = 10
+# What a refusal of another project's session says after the error: the two ways on.
+OTHER_PROJECT_WAY_OUT = "pass --yes to fork it into this project, or --own-dir to open it where it lives"
 
 
-def run_list(open_source: SourceOpener, *, all_projects: bool, as_json: bool, session_dir: Path | None) -> int:
-    """`sessdex list`: sessions with at least one message, newest first (this project, or every one)."""
+def run_list(open_source: SourceOpener, *, all_projects: bool, output: ListingOutput, session_dir: Path | None,
+             limit: int | None = None) -> int:
+    """`sessdex list`: sessions with at least one message, newest first (this project, or every one), at most
+    `limit` (None: all)."""
     if all_projects and session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
-    with json_refusal(as_json), open_source() as source:
+    with json_refusal(output.as_json), open_source() as source:
         sessions = source.list_all_sessions() if all_projects else source.list_sessions(current_directory(), session_dir)
-    print_sessions(sessions, as_json=as_json)
+        if limit is not None:
+            del sessions[limit:]
+        print_sessions(source, sessions, output)
     return 0
 
 
-def print_sessions(sessions: list[SessionInfo], *, as_json: bool) -> None:
-    """A listing command's sessions: the JSON array of session objects, or the table (a note when empty)."""
-    if as_json:
-        echo_json([session_json(info) for info in sessions])
+class ListingOutput:
+    """How a listing command prints: JSON (all fields, or the `json_fields` named), or the table (`--table`: the
+    aligned table even when stdout is not a terminal)."""
+
+    __slots__ = ("as_json", "json_fields", "table")
+
+    def __init__(self, as_json: bool = False, json_fields: Sequence[str] = (), table: bool = False) -> None:
+        self.as_json = as_json
+        self.json_fields = json_fields
+        self.table = table
+
+
+def print_sessions(source: SessionSource, sessions: list[SessionInfo], output: ListingOutput) -> None:
+    """A listing command's sessions: the JSON array of session objects, or the table (a note when empty); ids as
+    wide as `resume` needs them to tell every session apart."""
+    if output.as_json:
+        echo_json([session_json(info) for info in sessions], fields=output.json_fields)
     elif not sessions:
         echo("No sessions found", err=True)
     else:
-        echo(sessions_table(sessions, output_width(), color=color_enabled()), markup=True, sanitized=True)
+        id_width = resume_id_width(source, [info.id for info in sessions])
+        echo(sessions_table(sessions, output_width(), color=color_enabled(), tsv=tab_separated(output.table),
+                            id_width=id_width), markup=True, sanitized=True)
 
 
-def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, as_json: bool,
-               session_dir: Path | None) -> int:
-    """`sessdex recent`: the project's most recently changed sessions, newest first."""
+def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, output: ListingOutput,
+               session_dir: Path | None, all_projects: bool = False) -> int:
+    """`sessdex recent`: the project's (or with `all_projects` every project's) most recently changed sessions,
+    newest first."""
     from sessdex.catalog.queries.sessions import Catalog
     from sessdex.core.discovery import read_session_info
 
-    with json_refusal(as_json), open_source() as source:
-        if isinstance(source, Catalog):
+    if all_projects and session_dir is not None:
+        raise UsageError("--all and --session-dir cannot be combined")
+    with json_refusal(output.as_json), open_source() as source:
+        if all_projects:
+            sessions = source.list_all_sessions(include_empty=True)[:limit]
+        elif isinstance(source, Catalog):
             # The catalog holds every field of the session object: one query, no file read (a recent session
             # may be hundreds of megabytes).
             sessions = source.list_sessions(current_directory(), session_dir, include_empty=True, limit=limit)
@@ -78,7 +106,7 @@ def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, as_j
                        else paths.project_session_folders(current_directory()))
             recent = source.recent_sessions_in(folders, limit)
             sessions = [info for item in recent if (info := read_session_info(item.path, item.mtime)) is not None]
-    print_sessions(sessions, as_json=as_json)
+        print_sessions(source, sessions, output)
     return 0
 
 
@@ -95,8 +123,7 @@ def fork_confirmation(assume: bool | None) -> Callable[[SessionInfo], bool]:
         if assume is not None:
             return assume
         if not sys.stdin.isatty():
-            echo("Pass --yes to fork a session from another project into this one.", err=True)
-            return False
+            return False  # the refusal says what to pass (`way_out`)
         from sessdex.catalog.cli.output import confirm
 
         return confirm(f"Session {info.id} ({session_label(info)}) is in another project ({info.cwd}). "
@@ -105,7 +132,8 @@ def fork_confirmation(assume: bool | None) -> Callable[[SessionInfo], bool]:
 
 
 def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, *, assume: bool | None,
-               as_json: bool, session_dir: Path | None, own_dir: bool = False, shell: bool = False) -> int:
+               as_json: bool, session_dir: Path | None, own_dir: bool = False, shell: bool = False,
+               json_fields: Sequence[str] = ()) -> int:
     """`sessdex resume VALUE`: print the file an id prefix or path resolves to, forking on `assume` or a yes.
 
     `assume` is `fork_choice(...)`; the picker for a missing VALUE is `pick_commands.resume_without_value`'s.
@@ -124,7 +152,7 @@ def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, 
     if result.action == "fork" and result.session is not None:
         echo(f"Forked {result.session.id} from {result.session.cwd} into {result.path_text}", err=True)
     if as_json:
-        echo_json(resume_json(result, run_in))
+        echo_json(resume_json(result, run_in), fields=json_fields)
     elif shell:
         print_shell_target(run_in, result.path_text)
     else:
@@ -154,8 +182,9 @@ def _resolve(open_source: SourceOpener, paths: AgentPaths, value: str, *, assume
             result = resolve_resume(value, cwd, session_dir, paths=paths, confirm_fork=confirm_fork,
                                     find_session=lambda v, c, d, *, paths: source.find_session_by_id(v, c, d))
         except SessionInOtherProjectError as error:
-            error.candidates = asked  # type: ignore[attr-defined]  # the session refused, for --json
-            raise
+            refusal = SessionInOtherProjectError(f"{error}; {OTHER_PROJECT_WAY_OUT}")
+            refusal.candidates = asked  # type: ignore[attr-defined]  # the session refused, for --json
+            raise refusal from None
     if result.action == "fork":
         return result, cwd
     if result.session is not None:
@@ -188,7 +217,8 @@ def print_shell_target(directory: str, path: str) -> None:
     echo(f"{directory}\n{path}")
 
 
-def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool, session_dir: Path | None) -> int:
+def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool, session_dir: Path | None,
+                 json_fields: Sequence[str] = ()) -> int:
     """`sessdex continue`: the session `xcsh --continue` would resume here; status 1 when there is none."""
     from sessdex.core.breadcrumbs import continue_target
 
@@ -205,7 +235,7 @@ def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool,
         from sessdex.core.discovery import read_session_info
 
         info = read_session_info(target)
-        echo_json(session_json(info) if info is not None else {"path": target})
+        echo_json(session_json(info) if info is not None else {"path": target}, fields=json_fields)
     else:
         echo(target)
     return 0

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from sessdex.catalog.cli import session_commands
 from sessdex.catalog.cli.commands import directory, positive_count
+from sessdex.catalog.cli.output import RESUME_FIELDS, add_json_option, add_table_option
 from sessdex.catalog.cli.read_guard import session_source
+from sessdex.core.errors import UsageError
 
 TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
@@ -20,20 +23,27 @@ def add_session_dir_option(parser: argparse.ArgumentParser, help: str) -> None:
 
 
 def _add_list_like(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", dest="as_json", action="store_true", help="Print JSON instead of a table.")
+    add_json_option(parser, "Print JSON instead of a table.")
+    add_table_option(parser)
+    parser.add_argument("--all", dest="all_projects", action="store_true",
+                        help="Sessions of every project, not only this one.")
     add_session_dir_option(parser, "Read this session folder instead of the project's folders.")
+
+
+def _listing_output(args: argparse.Namespace) -> session_commands.ListingOutput:
+    return session_commands.ListingOutput(args.as_json, args.json_fields, args.table)
 
 
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "List sessions with at least one message, newest first (this project, or all with --all)."
-    parser.add_argument("--all", dest="all_projects", action="store_true",
-                        help="Sessions of every project, not only this one.")
+    parser.add_argument("-n", "--limit", type=positive_count, default=None,
+                        help="Show at most this many sessions (default: all).")
     _add_list_like(parser)
 
 
 def run_list(args: argparse.Namespace, settings: Settings) -> int:
     return session_commands.run_list(lambda: session_source(args, settings), all_projects=args.all_projects,
-                                     as_json=args.as_json, session_dir=args.session_dir)
+                                     output=_listing_output(args), session_dir=args.session_dir, limit=args.limit)
 
 
 def add_recent_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +56,8 @@ def add_recent_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_recent(args: argparse.Namespace, settings: Settings) -> int:
     return session_commands.run_recent(lambda: session_source(args, settings), settings.paths, limit=args.limit,
-                                       as_json=args.as_json, session_dir=args.session_dir)
+                                       output=_listing_output(args), session_dir=args.session_dir,
+                                       all_projects=args.all_projects)
 
 
 def add_resume_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,8 +72,7 @@ project is forked into this one on confirmation. Without VALUE, opens the sessio
     parser.add_argument("--no-fork", action="store_true", help="Refuse sessions from another project without asking.")
     parser.add_argument("--own-dir", action="store_true",
                         help="Open a session of another project where it lives instead of forking it (see --shell).")
-    parser.add_argument("--json", dest="as_json", action="store_true",
-                        help="Print the session object (plus action and cwd) as JSON.")
+    add_json_option(parser, "Print the session object (plus action and cwd) as JSON.", RESUME_FIELDS)
     parser.add_argument("--shell", action="store_true",
                         help="Print two lines: the directory to run the agent in, then the file.")
     add_session_dir_option(parser, "Read this session folder instead of the project's folders.")
@@ -71,20 +81,25 @@ project is forked into this one on confirmation. Without VALUE, opens the sessio
 def run_resume(args: argparse.Namespace, settings: Settings) -> int:
     assume = session_commands.fork_choice(args.assume_yes, args.no_fork)
     if not args.value:
+        if not sys.stdin.isatty():
+            # Nobody to pick: one line and a usage status, never the whole project list.
+            raise UsageError("resume needs an id prefix or a path when there is no terminal to pick on "
+                             "(`sessdex list` shows the ids)")
         from sessdex.catalog.cli.pick_commands import resume_without_value
 
         return resume_without_value(args, settings)
     return session_commands.run_resume(lambda: session_source(args, settings), settings.paths, args.value,
                                        assume=assume, as_json=args.as_json, session_dir=args.session_dir,
-                                       own_dir=args.own_dir, shell=args.shell)
+                                       own_dir=args.own_dir, shell=args.shell, json_fields=args.json_fields)
 
 
 def add_continue_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Print the session `xcsh --continue` would resume here: this terminal's last one, else the newest."
-    parser.add_argument("--json", dest="as_json", action="store_true", help="Print the resolution as JSON.")
+    add_json_option(parser, "Print the resolution as JSON.")
     add_session_dir_option(parser, "Read this session folder instead of the project's folders.")
 
 
 def run_continue(args: argparse.Namespace, settings: Settings) -> int:
     return session_commands.run_continue(lambda: session_source(args, settings), settings.paths,
-                                         as_json=args.as_json, session_dir=args.session_dir)
+                                         as_json=args.as_json, session_dir=args.session_dir,
+                                         json_fields=args.json_fields)

@@ -9,8 +9,9 @@ default, `--cmd` renames it):
   `${SESSDEX_AGENT_CMD:-xcsh} --resume <file>`; a cancel runs nothing and returns 130;
 - a key binding (Alt+J unless `--key`, none with `--no-key`) runs the same picker: Alt+J is bound by default
   in none of bash (emacs mode), zsh (emacs keymap) and fish;
-- tab completion of session ids (with their names where the shell shows descriptions) for `xr` and
-  `sessdex resume`, answered by `sessdex complete-sessions WORD`.
+- tab completion of the command names after `sessdex`, and of session ids (with their names where the shell shows
+  descriptions) for `xr` and every command that takes a session (`SESSION_COMMANDS`), answered by
+  `sessdex complete-commands` and `sessdex complete-sessions WORD`.
 The function gets the session's directory and file from `sessdex pick --shell` / `sessdex resume --shell`
 (two lines: directory, file); `--json` gives the same as the session object.
 """
@@ -27,6 +28,8 @@ SHELLS = ("bash", "zsh", "fish")
 DEFAULT_COMMAND = "xr"
 DEFAULT_KEY = "alt-j"
 COMPLETION_LIMIT = 50
+# The commands whose argument is a session (an id prefix or a file): Tab completes session ids after them.
+SESSION_COMMANDS = ("resume", "view", "rename", "trash", "context", "entries", "export")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _KEY = re.compile(r"(alt|ctrl)-([a-z])\Z")
 # Names `--cmd` may not take: the scripts call these (a function of that name would call itself, or replace a
@@ -96,7 +99,12 @@ __sessdex_complete_ids() {
   done < <(command sessdex complete-sessions "$cur" 2>/dev/null)
 }
 __sessdex_complete() {
-  if [ "${COMP_WORDS[1]-}" = resume ] && [ "$COMP_CWORD" -ge 2 ]; then __sessdex_complete_ids; else COMPREPLY=(); fi
+  COMPREPLY=()
+  if [ "$COMP_CWORD" -eq 1 ]; then
+    COMPREPLY=($(compgen -W "$(command sessdex complete-commands 2>/dev/null)" -- "${COMP_WORDS[1]}"))
+  elif [[ " __SESSION_COMMANDS__ " == *" ${COMP_WORDS[1]-} "* && ${COMP_WORDS[COMP_CWORD]} != -* ]]; then
+    __sessdex_complete_ids
+  fi
 }
 complete -F __sessdex_complete_ids __CMD__
 complete -o default -F __sessdex_complete sessdex
@@ -138,7 +146,9 @@ __sessdex_complete_ids() {
   compadd -U -l -d shown -a ids
 }
 __sessdex_complete() {
-  if (( CURRENT >= 3 )) && [[ ${words[2]} == resume ]]; then __sessdex_complete_ids; else _default; fi
+  if (( CURRENT == 2 )); then compadd -- ${(f)"$(command sessdex complete-commands 2>/dev/null)"}
+  elif [[ " __SESSION_COMMANDS__ " == *" ${words[2]} "* && $PREFIX != -* ]]; then __sessdex_complete_ids
+  else _default; fi
 }
 if (( $+functions[compdef] )); then
   compdef __sessdex_complete_ids __CMD__
@@ -185,7 +195,8 @@ function __sessdex_complete_ids
     command sessdex complete-sessions (commandline -ct) 2>/dev/null
 end
 complete -c __CMD__ -f -a '(__sessdex_complete_ids)'
-complete -c sessdex -n '__fish_seen_subcommand_from resume' -f -a '(__sessdex_complete_ids)'
+complete -c sessdex -n __fish_use_subcommand -f -a '(command sessdex complete-commands 2>/dev/null)'
+complete -c sessdex -n '__fish_seen_subcommand_from __SESSION_COMMANDS__' -f -a '(__sessdex_complete_ids)'
 '''
 _FISH_KEY = r'''function __sessdex_key
     __sessdex_resume </dev/tty
@@ -206,7 +217,7 @@ def init_script(shell: str, command: str = DEFAULT_COMMAND, key: str | None = DE
     if command.startswith("__sessdex") or command in _RESERVED_NAMES:
         raise UsageError(f"--cmd {command!r}: the integration itself uses that name; choose another")
     body, key_part = _SCRIPTS[shell]
-    script = body.replace("__CMD__", command)
+    script = body.replace("__CMD__", command).replace("__SESSION_COMMANDS__", " ".join(SESSION_COMMANDS))
     if key is not None:
         script += key_part.replace("__KEY__", _key_sequences(key)[shell]).replace("__CMD__", command)
     return script
@@ -270,5 +281,16 @@ def run_complete_sessions(args: Sequence[str]) -> int:
     for row in session_completions(Settings.resolve(), word, COMPLETION_LIMIT):
         name = display_name(row.title, row.first_message, row.message_count, row.session_id, row.path)
         sys.stdout.write(f"{terminal_text(row.session_id)}\t{terminal_text(name)}\n")
+    sys.stdout.flush()
+    return 0
+
+
+def run_complete_commands(args: Sequence[str]) -> int:
+    """`sessdex complete-commands`: the command names, one a line (what Tab offers after `sessdex`)."""
+    from sessdex.catalog.cli.commands import COMMANDS
+
+    if args:
+        raise UsageError("complete-commands takes no argument")
+    sys.stdout.write("".join(f"{name}\n" for name in sorted(COMMANDS)))
     sys.stdout.flush()
     return 0

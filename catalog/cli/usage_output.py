@@ -4,12 +4,12 @@ source (the catalog's rollups, or the files with `--catalog off`), printed as a 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
 
-from sessdex.catalog.cli.output import current_directory, echo, output_width
+from sessdex.catalog.cli.output import current_directory, echo, output_width, selected_fields, tab_separated
 from sessdex.catalog.queries.source import SessionSource
 from sessdex.catalog.tui.terminal_text import terminal_json
 from sessdex.core.errors import UsageError
@@ -49,7 +49,7 @@ def date_range(since: str | None, until: str | None) -> DateRange:
 
 
 def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, all_projects: bool, breakdown: bool,
-              as_json: bool) -> int:
+              as_json: bool, json_fields: Sequence[str] = (), table: bool = False) -> int:
     """`sessdex usage KIND`: tokens and cost per period, session, project or model, with a totals row."""
     with open_source() as source:
         report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
@@ -59,21 +59,25 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
              f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
              "completes it", err=True)
     if as_json:
-        print_json_text(report_json(report, breakdown))
+        print_json_text(report_json(report, breakdown, json_fields))
     elif not report.rows:
         echo("No usage found", err=True)
     else:
         from sessdex.catalog.cli.usage_table import usage_table  # the table's figures and labels: not for --json
 
+        tsv = tab_separated(table)
         width = output_width()
-        echo(usage_table(report, width, breakdown=breakdown, bars=width is not None))
+        echo(usage_table(report, width, breakdown=breakdown, bars=width is not None and not tsv, tsv=tsv))
     return 0
 
 
-def report_json(report: UsageReport, breakdown: bool) -> str:
+def report_json(report: UsageReport, breakdown: bool, fields: Sequence[str] = ()) -> str:
     """`sessdex usage --json`'s text: the report as orjson indents it, with the characters a terminal would act
-    on escaped inside its strings (`terminal_json`)."""
+    on escaped inside its strings (`terminal_json`); `fields`: what each row and the totals keep (`--json FIELDS`)."""
     value = report.to_json(breakdown)
+    if fields:
+        value["rows"] = selected_fields(value["rows"], fields)
+        value["totals"] = selected_fields(value["totals"], fields)
     try:
         text = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except TypeError:  # a lone surrogate (an undecodable file name), which UTF-8 cannot hold: U+FFFD, as the catalog

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from sessdex.catalog.cli.output import Column, home_relative, render_table
 from sessdex.catalog.tui.figures import format_cost, format_tokens
+from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.core.discovery import id_prefix_length, sanitize_display_name
 from sessdex.core.usage import UsageReport, UsageRow, UsageTotals
 from sessdex.core.usage_terms import PERIOD_KINDS, ReportKind
@@ -17,6 +18,14 @@ _EIGHTHS = " ▏▎▍▌▋▊▉█"
 _KEY_HEADERS = {"daily": "DAY", "weekly": "WEEK OF", "monthly": "MONTH", "session": "SESSION",
                 "project": "PROJECT", "model": "MODEL"}
 _FIGURE_HEADERS = ("INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST")
+# On a narrow terminal the bars go first, then the cache figures, input, output, the models; TOTAL and COST stay.
+_FIGURE_DROPS = (4, 3, 5, 6, 1, 0)
+SAME_MODELS = "same"  # a MODELS cell whose models are those of the row above
+
+
+def model_name(key: str) -> str:
+    """A model as every report names it: without its provider (`claude-opus-4-1`, not `anthropic/claude-opus-4-1`)."""
+    return sanitize_display_name(key.split("/", 1)[-1])
 
 
 def bar(value: float, largest: float, width: int = BAR_WIDTH) -> str:
@@ -30,12 +39,12 @@ def bar(value: float, largest: float, width: int = BAR_WIDTH) -> str:
 def report_columns(kind: ReportKind, *, bars: bool, machines: bool) -> list[Column]:
     """The table's columns: the key, the models (but in the model report), the figures, the bars on a terminal,
     and the machine of each session when the report shows other machines' sessions."""
-    columns = [Column(_KEY_HEADERS[kind], flexible=kind in ("project", "session"))]
+    columns = [Column(_KEY_HEADERS[kind], flexible=kind in ("project", "session"), min_width=16)]
     if kind != "model":
-        columns.append(Column("MODELS", flexible=True))
-    columns += [Column(header, align_right=True) for header in _FIGURE_HEADERS]
+        columns.append(Column("MODELS", flexible=True, drop=2, min_width=12))
+    columns += [Column(header, align_right=True, drop=drop) for header, drop in zip(_FIGURE_HEADERS, _FIGURE_DROPS)]
     if bars:
-        columns.append(Column("" if kind in PERIOD_KINDS else "SHARE"))
+        columns.append(Column("" if kind in PERIOD_KINDS else "SHARE", drop=7))
     if machines:
         columns.append(Column("MACHINE"))
     return columns
@@ -43,7 +52,7 @@ def report_columns(kind: ReportKind, *, bars: bool, machines: bool) -> list[Colu
 
 def models_cell(names: Iterable[str]) -> str:
     """The MODELS cell: the models' names without their provider, sorted by full name."""
-    return ", ".join([sanitize_display_name(name.split("/", 1)[-1]) for name in sorted(names)])
+    return ", ".join([model_name(name) for name in sorted(names)])
 
 
 def figure_cells(totals: UsageTotals) -> list[str]:
@@ -67,27 +76,41 @@ def _cells(label: str, row: UsageRow, models: bool) -> list[str]:
     return cells + figure_cells(row.totals)
 
 
-def usage_table(report: UsageReport, width: int | None, *, breakdown: bool, bars: bool) -> str:
-    """The human report: one line per row (and per model with `breakdown`), a TOTAL line, optional bars."""
+def usage_table(report: UsageReport, width: int | None, *, breakdown: bool, bars: bool, tsv: bool = False) -> str:
+    """The human report: one line per row (and per model with `breakdown`), a TOTAL line, optional bars.
+
+    The models are named once: when every row has the same ones, a line under the table names them instead of a
+    MODELS column (not in tab-separated output, `tsv`, whose every line stands alone); else a row with the
+    models of the row above says `same`."""
     kind = report.kind
-    models = kind != "model"
+    model_sets = [tuple(sorted(row.models)) for row in report.rows]
+    one_set = kind != "model" and not tsv and len(set(model_sets)) == 1
+    models = kind != "model" and not one_set
     # Sessions of other machines sharing the catalog: every session row says whose it is, as listings do.
     machines = kind == "session" and any((row.session or {}).get("machine") for row in report.rows)
     columns = report_columns(kind, bars=bars, machines=machines)
+    if one_set:
+        del columns[1]
     prefix = id_prefix_length([row.key for row in report.rows]) if kind == "session" else 0
     largest = max(row.totals.cost for row in report.rows)
     lines: list[list[str]] = []
-    for row in report.rows:
+    for number, row in enumerate(report.rows):
         label = _row_label(kind, row, prefix)
-        lines.append(_cells(label, row, models) + ([bar(row.totals.cost, largest)] if bars else [])
+        cells = _cells(label, row, models)
+        if models and not tsv and number and model_sets[number] == model_sets[number - 1]:
+            cells[1] = SAME_MODELS
+        lines.append(cells + ([bar(row.totals.cost, largest)] if bars else [])
                      + ([sanitize_display_name((row.session or {}).get("machine") or "")] if machines else []))
         if breakdown:
             for name, figures in sorted(row.models.items(), key=lambda item: (-item[1].cost_nanos, item[0])):
-                split = _cells(f"  └ {sanitize_display_name(name)}", UsageRow(name, figures), False)
+                split = _cells(f"  └ {model_name(name)}", UsageRow(name, figures), False)
                 lines.append(split[:1] + ([""] if models else []) + split[1:] + ([""] if bars else [])
                              + ([""] if machines else []))
     lines.append(_cells("TOTAL", report.totals, models) + ([""] if bars else []) + ([""] if machines else []))
-    return render_table(columns, lines, width)
+    table = render_table(columns, lines, width, tsv=tsv)
+    if one_set:
+        table += f"\nmodels: {terminal_text(models_cell(model_sets[0]))}"
+    return table
 
 
 def _row_label(kind: ReportKind, row: UsageRow, prefix: int) -> str:
@@ -97,4 +120,6 @@ def _row_label(kind: ReportKind, row: UsageRow, prefix: int) -> str:
         return row.key[:prefix] + session_name_cell(session.get("title"), session.get("firstMessage"))
     if kind == "project":
         return sanitize_display_name(home_relative(row.key or NO_CWD))
+    if kind == "model":
+        return model_name(row.key)
     return sanitize_display_name(row.key)

@@ -67,11 +67,11 @@ def test_index_builds_then_only_catches_up_and_rebuild_starts_over(sessdex, proj
 
 
 def test_search_prints_sessions_with_highlighted_snippets(sessdex, proj):
-    result = sessdex("search", "lexer", cwd=proj)
+    result = sessdex("search", "lexer", "--table", cwd=proj)
     assert result.code == 0
     header, first, second = result.out.splitlines()
-    assert header.split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "NAME", "CWD"]  # the table of `list`
-    assert first.startswith("aaaa0000  ") and first.endswith(f"Parser work  {proj}")
+    assert header.split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "NAME"]  # the table of `list`
+    assert first.startswith("aaaa0000  ") and first.endswith("Parser work")
     assert second == "    message: the [lexer] is fixed"
     hits = json.loads(sessdex("search", "--json", "deploy", cwd=proj).out)
     assert [(h["id"], h["field"]) for h in hits] == [("bbbb000000000001", "first_message")]
@@ -79,7 +79,7 @@ def test_search_prints_sessions_with_highlighted_snippets(sessdex, proj):
     none = sessdex("search", '"unbalanced (quote', cwd=proj)
     assert (none.code, none.out, none.err.strip()) == (0, "", "No matching sessions")
     assert sessdex("search", "lexer", cwd=proj.parent).err.strip() == "No matching sessions"  # other project
-    assert "aaaa0000 " in sessdex("search", "--all", "lexer", cwd=proj.parent).out
+    assert "aaaa0000\t" in sessdex("search", "--all", "lexer", cwd=proj.parent).out
     hit = json.loads(sessdex("search", "--json", "lexer", cwd=proj).out)[0]
     listed = json.loads(sessdex("list", "--json", cwd=proj).out)
     assert {key: hit[key] for key in listed[0]} == next(row for row in listed if row["id"] == hit["id"])
@@ -115,7 +115,7 @@ def test_doctor_rebuilds_a_catalog_it_cannot_open(sessdex, proj, paths):
     repaired = sessdex("doctor")
     assert repaired.code == 0 and "rebuilt the catalog from the session files" in repaired.out
     assert list(paths.agent_dir.glob("catalog.db.corrupt-*"))
-    assert "aaaa0000 " in sessdex("search", "--all", "tokenizer").out
+    assert "aaaa0000\t" in sessdex("search", "--all", "tokenizer").out
 
 
 def test_the_catalog_option_and_environment_variable_choose_the_database(sessdex, proj, paths, tmp_path, monkeypatch):
@@ -206,7 +206,8 @@ def test_a_catalog_with_a_damaged_schema_answers_from_the_files_in_one_line_and_
     catalog = paths.agent_dir / "catalog.db"
     _damage(catalog, damage)
     answers = {}
-    for command in (("list", "--all"), ("resume", "aaaa"), ("search", "lexer", "--all"), ("usage", "--all", "--json")):
+    for command in (("list", "--all"), ("resume", "aaaa"), ("search", "lexer", "--all", "--table"),
+                    ("usage", "--all", "--json")):
         result = sessdex(*command, cwd=proj)
         assert result.code == 0, (command, result.err)
         lines = result.err.splitlines()
@@ -215,7 +216,7 @@ def test_a_catalog_with_a_damaged_schema_answers_from_the_files_in_one_line_and_
         answers[command] = result.out
     for command in (("list", "--all"), ("resume", "aaaa"), ("usage", "--all", "--json")):
         assert answers[command] == sessdex("--catalog", "off", *command, cwd=proj).out, command
-    found = answers[("search", "lexer", "--all")]
+    found = answers[("search", "lexer", "--all", "--table")]
     assert found.splitlines()[1].startswith("aaaa0000  ") and "message: " in found and "the [lexer] is fixed" in found
     check = sessdex("doctor", "--check")
     assert check.code == 1 and "is damaged" in check.err
@@ -223,6 +224,6 @@ def test_a_catalog_with_a_damaged_schema_answers_from_the_files_in_one_line_and_
     assert repaired.code == 0 and "rebuilt the catalog from the session files" in repaired.out
     again = sessdex("list", "--all", cwd=proj)
     assert again.code == 0 and again.err == "" and again.out == answers[("list", "--all")]
-    searched = sessdex("search", "lexer", "--all", cwd=proj)  # the catalog's full-text search again
+    searched = sessdex("search", "lexer", "--all", "--table", cwd=proj)  # the catalog's full-text search again
     assert searched.code == 0 and searched.err == "" and "    message: the [lexer] is fixed" in searched.out
     assert sessdex("doctor", "--check").code == 0

@@ -64,18 +64,20 @@ def populate(tree: Tree) -> dict[str, Path]:
 
 def test_list_shows_this_projects_sessions_as_a_table(tree: Tree, sessdex) -> None:
     populate(tree)
-    result = sessdex(tree.home / "proj", "list")
+    result = sessdex(tree.home / "proj", "list", "--table")
     assert result.code == 0
     lines = result.out.splitlines()
-    assert lines[0].split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "NAME", "CWD"]
-    assert lines[1].startswith("ab340000  2025-01-01") and "Named session" in lines[1] and lines[1].endswith("~/proj")
+    # One project's sessions share their cwd: no CWD column.
+    assert lines[0].split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "NAME"]
+    assert lines[1].startswith("ab340000  2025-01-01") and lines[1].endswith("Named session")
     assert lines[2].startswith("ab120000") and "fix the parser" in lines[2]
     assert len(lines) == 3  # the empty session and the other project are not listed
 
 
 def test_list_all_includes_other_projects(tree: Tree, sessdex) -> None:
     populate(tree)
-    result = sessdex(tree.home / "proj", "list", "--all")
+    result = sessdex(tree.home / "proj", "list", "--all", "--table")
+    assert result.out.splitlines()[0].split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "NAME", "CWD"]
     assert [line.split()[0] for line in result.out.splitlines()[1:]] == ["ab340000", "cd780000", "ab120000"]
     assert "~/other" in result.out
 
@@ -141,9 +143,9 @@ def test_table_helpers() -> None:
 
 def test_recent_lists_newest_first_with_a_limit(tree: Tree, sessdex) -> None:
     populate(tree)
-    result = sessdex(tree.home / "proj", "recent", "-n", "2")
+    result = sessdex(tree.home / "proj", "recent", "-n", "2", "--table")
     lines = result.out.splitlines()
-    assert lines[0].split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "NAME", "CWD"]  # the table of `list`
+    assert lines[0].split() == ["ID", "MODIFIED", "MSGS", "COST", "TOKENS", "NAME"]  # the table of `list`
     assert [line.split()[0] for line in lines[1:]] == ["ab560000", "ab340000"]
     assert "ab56000000000003" in lines[1] and "Named session" in lines[2]
 
@@ -234,14 +236,12 @@ def test_resume_json(tree: Tree, sessdex) -> None:
     assert {key: data[key] for key in listed[0]} == next(row for row in listed if row["id"] == data["id"])
 
 
-def test_resume_without_value(tree: Tree, sessdex) -> None:
-    tree.paths.agent_dir.mkdir(parents=True)
-    empty = sessdex(tree.project("nothing-here"), "resume")
-    assert (empty.code, empty.out, empty.err) == (1, "", "No sessions found\n")
+def test_resume_without_value_and_without_a_terminal_is_one_usage_line(tree: Tree, sessdex) -> None:
     populate(tree)
     listed = sessdex(tree.home / "proj", "resume")
-    assert listed.code == 1 and listed.out == ""
-    assert "ab340000" in listed.err and "ab120000" in listed.err
+    assert (listed.code, listed.out) == (2, "")
+    assert len(listed.err.splitlines()) == 1 and "`sessdex list`" in listed.err  # never the project's list
+    assert "ab340000" not in listed.err
 
 
 # -- continue ----------------------------------------------------------------------------------------

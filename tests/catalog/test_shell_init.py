@@ -224,6 +224,20 @@ def test_tab_completes_session_ids(start_shell, tree: Tree, shell: str) -> None:
     pane.wait_for(lambda s: "sessdex resume dd44000000000004" in s, "the completed id for sessdex resume")
 
 
+@pytest.mark.parametrize("shell", SHELLS)
+def test_tab_completes_command_names_and_ids_after_every_session_command(start_shell, tree: Tree, shell: str) -> None:
+    pane = start_shell(shell)
+    pane.keys("sessdex entr", literal=True)
+    pane.keys("Tab")
+    pane.wait_for(lambda s: "sessdex entries" in s, "the completed command name")
+    for command in ("view", "rename", "trash", "context", "entries"):
+        pane.keys("C-u")
+        pane.keys(f"sessdex {command} dd", literal=True)
+        pane.keys("Tab")
+        pane.wait_for(lambda s, command=command: f"sessdex {command} dd44000000000004" in s,
+                      f"the completed id for sessdex {command}")
+
+
 @pytest.mark.parametrize("shell", ["bash", "zsh"])
 def test_tab_completes_a_title_word_to_its_session(start_shell, tree: Tree, shell: str) -> None:
     pane = start_shell(shell)

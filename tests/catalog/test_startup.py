@@ -203,17 +203,17 @@ def runs(corpus: Corpus) -> list[tuple[Case, Run]]:
 
 def test_the_hot_commands_answer_as_they_promise(runs) -> None:
     outcomes = {case.args: (run.code, run.out, run.err) for case, run in runs}
-    assert outcomes[("list",)][0] == 0 and outcomes[("list",)][1].startswith("ID ")
+    assert outcomes[("list",)][0] == 0 and "\t" in outcomes[("list",)][1]  # piped: tab-separated
     # The hostile title is listed, without a character a terminal acts on (tables are echoed as sanitized text).
     for args in (("list",), ("recent",), ("list", "--all"), ("recent", "--limit=3")):
         out = outcomes[args][1]
         assert args[0] == "recent" or "owned" in out  # (a `recent` case of another project comes last)
-        assert not any(ord(char) < 32 and char != "\n" or 0x7f <= ord(char) < 0xa0 for char in out)
+        assert not any(ord(char) < 32 and char not in "\n\t" or 0x7f <= ord(char) < 0xa0 for char in out)
     assert outcomes[("list", "--all", "--machines", "all")][:2] == outcomes[("list", "--all")][:2]
     assert {code for args, (code, _, _) in outcomes.items() if args[0] == "resume" and len(args) > 1} == {0, 1, 2}
     ambiguous = next(err for args, (_, _, err) in outcomes.items() if args[:1] == ("resume",) and "ambiguous" in err)
     assert ambiguous.startswith("sessdex: Session ") and ambiguous.count("\n") > 2
-    assert any("Pass --yes" in err for _, _, err in outcomes.values())
+    assert any("pass --yes" in err and "--own-dir" in err for _, _, err in outcomes.values())
     for args, start in ((("recent", "-n", "0"), "sessdex recent: "), (("usage", "hourly"), "sessdex: "),
                         (("lsit",), "sessdex: no such command 'lsit'; did you mean 'list'?")):
         code, out, err = outcomes[args]

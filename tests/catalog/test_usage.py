@@ -31,6 +31,7 @@ from gen_corpus import generate_corpus
 
 from sessdex.catalog.index.reconcile import read_heartbeat
 from sessdex.catalog.store.location import resolve_location
+from sessdex.catalog.tui.width import display_width
 from sessdex.core.paths import documented_project_dir_name
 from tests.cli_support import run_cli
 
@@ -313,7 +314,7 @@ def summed_table(agent: Agent, kind: str, cwd: Path, all_projects: bool, width: 
 
     with open_catalog(str(agent.agent), str(agent.catalog)) as catalog:
         report = catalog.usage_report(kind, cwd, all_projects=all_projects, days=DateRange(None, None))
-    return usage_table(report, width, breakdown=False, bars=width is not None) + "\n"
+    return usage_table(report, width, breakdown=False, bars=width is not None, tsv=width is None) + "\n"
 
 
 def test_the_table_shows_hostile_names_as_one_safe_line_each_at_every_width(agent: Agent, capsys,
@@ -363,6 +364,26 @@ def test_the_table_has_a_total_row_and_bars_on_a_terminal_width(agent: Agent, ca
     monkeypatch.delenv("COLUMNS")
     piped = run_cli(agent.cli("usage", "monthly", "--all"), capsys).out
     assert "█" not in piped and piped.splitlines()[-1].startswith("TOTAL")
+
+
+def test_the_table_fits_narrow_terminals_and_names_models_one_way_once(agent: Agent, capsys, monkeypatch) -> None:
+    for columns in (50, 60):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        for kind in ("daily", "session", "model"):
+            lines = run_cli(agent.cli("usage", kind, "--all"), capsys).out.splitlines()
+            assert all(display_width(line) <= columns for line in lines), (kind, columns)
+            assert lines[0].split()[-1] == "COST" and lines[-1].startswith("TOTAL")
+    monkeypatch.setenv("COLUMNS", "200")
+    models = run_cli(agent.cli("usage", "model", "--all"), capsys).out
+    assert "/" not in models  # `claude-opus-4-1`, as the MODELS cells name it, never `anthropic/claude-opus-4-1`
+    daily = run_cli(agent.cli("usage", "daily", "--all"), capsys).out.splitlines()
+    cells = [line.split("  ")[1] for line in daily[1:-1] if "  " in line]
+    assert "same" in [cell.strip() for cell in cells] or len(set(cells)) == len(cells)
+    for previous, line in zip(daily[1:-2], daily[2:-1]):
+        assert previous.split("  ")[1] != line.split("  ")[1] or line.split("  ")[1].strip() == "same"
+    fields = json.loads(run_cli(agent.cli("usage", "--all", "--json", "period,cost"), capsys).out)
+    assert all(list(row) == ["period", "cost"] for row in fields["rows"]) and list(fields["totals"]) == ["period",
+                                                                                                          "cost"]
 
 
 def test_list_json_carries_each_sessions_cost_and_tokens(agent: Agent, capsys) -> None:
@@ -732,14 +753,14 @@ def test_usage_defaults_to_this_machine_and_machines_all_adds_every_machines(mac
 def test_the_session_table_says_which_machine_each_session_is_on(machines: Machines, capsys, monkeypatch) -> None:
     machines.index(capsys, monkeypatch)
     devbox_ids = {usage["id"] for usage in counted_files(machines.devbox_root) if usage["facts"]}
-    result = run_cli(["--machines", "all", *machines.cli("laptop", "usage", "session", "--all")], capsys)
+    result = run_cli(["--machines", "all", *machines.cli("laptop", "usage", "session", "--all", "--table")], capsys)
     assert result.code == 0, result.err
     header, *rows = result.out.splitlines()
     assert header.split()[-1] == "MACHINE"
     on_devbox = [row for row in rows if row.split()[-1] == "devbox"]
     assert on_devbox and len(on_devbox) == len(devbox_ids)
     assert all(any(row.startswith(session_id[:4]) for session_id in devbox_ids) for row in on_devbox)
-    alone = run_cli(machines.cli("laptop", "usage", "session", "--all"), capsys)
+    alone = run_cli(machines.cli("laptop", "usage", "session", "--all", "--table"), capsys)
     assert alone.code == 0 and "MACHINE" not in alone.out.splitlines()[0]
 
 
