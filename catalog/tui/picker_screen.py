@@ -16,7 +16,7 @@ from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN
 from sessdex.catalog.tui.dates import short_date
 from sessdex.catalog.tui.figures import format_cost
-from sessdex.catalog.tui.fuzzy import fold, fuzzy_match, highlight_positions, highlight_runs
+from sessdex.catalog.tui.fuzzy import fold, highlight_runs, normalize_query, term_positions
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.catalog.tui.width import char_width, cut, display_width
 
@@ -83,8 +83,8 @@ def fit_runs(runs: list[tuple[str, bool]], width: int) -> list[tuple[str, bool]]
 
 def highlighted(text: str, query: str, width: int) -> list[tuple[str, bool]]:
     """`text` fitted to `width` with the characters matching `query` marked."""
-    match = fuzzy_match(query, text) if query.strip() else None
-    return fit_runs(highlight_runs(text, match.positions if match else ()), width)
+    needle = normalize_query(query)
+    return fit_runs(highlight_runs(text, term_positions(needle, text, fold(text)) if needle else ()), width)
 
 
 def marked_snippet_runs(snippet: str) -> list[tuple[str, bool]]:
@@ -334,7 +334,7 @@ class PickerScreen:
         for number, (text, folded, padding) in enumerate(highlightable):
             if number:
                 plain.append(GAP)
-            positions = highlight_positions(needle, text, folded) if needle else ()
+            positions = term_positions(needle, text, folded) if needle else ()
             if positions:
                 for piece, marked in highlight_runs(text, positions):
                     if marked:

@@ -14,6 +14,10 @@ Ranks, best first, each newest first:
 The picker lists content-search hits between ranks 3 and 4 (rank 4 is the noisiest: a short query's letters
 are found, scattered, in most long texts).
 
+A query of several space-separated terms is an unordered AND, as in fzf (`game docker event` finds what
+`docker event game` finds): each term is ranked on its own as above, in whichever field it matches, and a row
+takes the worst of its terms' ranks (`TermsSearch`).
+
 A keystroke only pays for what its first screen needs. A search is done in three passes, each of C-level
 tests (map() over the strings: no Python step per row) on chunks of rows taken in order, newest first:
   - on creation, the id/title substring test (short strings) gives ranks 0 and 1 whole;
@@ -131,10 +135,14 @@ class SearchIndex:
         self.build()
         return self._marked_strong
 
-    def search(self, query: str, previous: Search | None = None) -> Search:
+    def search(self, query: str, previous: Search | TermsSearch | None = None) -> Search | TermsSearch:
         """Rank the rows for `query`; narrow from `previous` (a search on this index) when `query` extends its query."""
         needle = normalize_query(query)
-        if previous is not None and previous.index is self and previous.needle and needle.startswith(previous.needle):
+        extends = (previous is not None and previous.index is self and bool(previous.needle)
+                   and needle.startswith(previous.needle))
+        if " " in needle:
+            return TermsSearch(self, needle, previous if extends else None)
+        if extends and isinstance(previous, Search):
             return Search(self, needle, previous)
         return Search(self, needle)
 
@@ -324,6 +332,10 @@ class Search:
             self._ranked = self._head + self._weak
         return self._ranked
 
+    def possible_rows(self) -> Sequence[int]:
+        """Ascending rows a longer query may still match: the matches, once complete; else every row."""
+        return sorted(self.ranked()) if self.complete else range(len(self.index.rows))
+
     def rank_of(self, row: int) -> int | None:
         """The rank of `row` for this needle (None: no match), by testing it alone."""
         if not self.needle:
@@ -336,3 +348,118 @@ class Search:
         if self._fuzzy(strong):
             return 3
         return 4 if self._fuzzy(weak) else None
+
+
+class TermsSearch:
+    """The ranked matches of a query of several terms (an unordered AND): the same interface as `Search`.
+
+    On creation every candidate gets the substring tests of every term (C-level, as `Search`'s first pass), which
+    makes ranks 0-2 whole; rows where some term is no substring anywhere are pending, and `advance` gives them the
+    fuzzy tests in order, newest first: a row found at rank 3 is final at once (ranks 0-2 are complete), one at
+    rank 4 goes to `weak_fuzzy`. A query extending the previous one only tests what that one could still match.
+    """
+
+    def __init__(self, index: SearchIndex, needle: str, previous: Search | TermsSearch | None = None) -> None:
+        self.index = index
+        self.needle = needle
+        self.terms = list(dict.fromkeys(needle.split(" ")))
+        self._fuzzies = [fuzzy_pattern(term).search for term in self.terms]
+        candidates = previous.possible_rows() if previous is not None else range(len(index.rows))
+        strong = list(map(index.strong.__getitem__, candidates))
+        weak = list(map(index.weak.__getitem__, candidates))
+        marked = list(map(index.marked_strong.__getitem__, candidates))
+        at_word_start = in_strong = in_any = None
+        for term in self.terms:
+            word = set(compress(candidates, map(contains, marked, repeat(mark_word_starts(term)))))
+            found = set(compress(candidates, map(contains, strong, repeat(term))))
+            anywhere = found | set(compress(candidates, map(contains, weak, repeat(term))))
+            at_word_start = word if at_word_start is None else at_word_start & word
+            in_strong = found if in_strong is None else in_strong & found
+            in_any = anywhere if in_any is None else in_any & anywhere
+        assert at_word_start is not None and in_strong is not None and in_any is not None
+        self._head = sorted(at_word_start)
+        self._head += sorted(in_strong - at_word_start)
+        self._head += sorted(in_any - in_strong)
+        self._pending = list(filterfalse(in_any.__contains__, candidates))  # some term is no substring anywhere
+        self._next_pending = 0
+        self._weak: list[int] = []
+        self._ranked: list[int] | None = None
+
+    def _fuzzy_rank(self, row: int) -> int | None:
+        """3 when every term is a substring or an id/title fuzzy match, 4 when some term only fuzzy-matches a weak
+        field, None when some term matches nowhere (a pending row's rank: some term is no substring)."""
+        strong, weak = self.index.strong[row], self.index.weak[row]
+        rank = 3
+        for term, fuzzy in zip(self.terms, self._fuzzies):
+            if term in strong or term in weak or fuzzy(strong):
+                continue
+            if not fuzzy(weak):
+                return None
+            rank = 4
+        return rank
+
+    @property
+    def head_complete(self) -> bool:
+        """True when ranks 0-3 are complete (`head` is final)."""
+        return self._next_pending >= len(self._pending)
+
+    @property
+    def complete(self) -> bool:
+        """True when every candidate has been tested."""
+        return self._next_pending >= len(self._pending)
+
+    def advance(self, max_rows: int) -> bool:
+        """Give up to `max_rows` more pending rows the fuzzy tests; True when the search is complete."""
+        chunk = self._pending[self._next_pending:self._next_pending + max_rows]
+        self._next_pending += len(chunk)
+        for row in chunk:
+            rank = self._fuzzy_rank(row)
+            if rank == 3:
+                self._head.append(row)
+            elif rank == 4:
+                self._weak.append(row)
+        self._ranked = None
+        return self.complete
+
+    def fill(self, wanted: int, max_rows: int) -> None:
+        """Advance until `wanted` rows of ranks 0-3 are known, the search is complete or `max_rows` were tested."""
+        tested = 0
+        while len(self._head) < wanted and not self.complete and tested < max_rows:
+            step = min(FILL_STEP_ROWS, max_rows - tested)
+            self.advance(step)
+            tested += step
+
+    @property
+    def head(self) -> list[int]:
+        """Ranks 0-3 as far as final, best first, newest first within a rank."""
+        return self._head
+
+    def weak_fuzzy(self) -> list[int]:
+        """Rank 4 as far as tested."""
+        return self._weak
+
+    def ranked(self) -> list[int]:
+        """Row indices whose place is known so far, best rank first, newest first within a rank."""
+        if not self.complete or not self._weak:
+            return self._head
+        if self._ranked is None:
+            self._ranked = self._head + self._weak
+        return self._ranked
+
+    def possible_rows(self) -> Sequence[int]:
+        """Ascending rows a longer query may still match: those matched so far and those not tested yet."""
+        return _merged(self._head, self._weak, self._pending[self._next_pending:])
+
+    def rank_of(self, row: int) -> int | None:
+        """The rank of `row` for this query (None: no match), by testing it alone."""
+        strong, weak = self.index.strong[row], self.index.weak[row]
+        marked = self.index.marked_strong[row]
+        worst = 0
+        for term in self.terms:
+            if term in strong:
+                worst = max(worst, 0 if mark_word_starts(term) in marked else 1)
+            elif term in weak:
+                worst = max(worst, 2)
+            else:
+                return self._fuzzy_rank(row)
+        return worst
