@@ -119,7 +119,8 @@ def test_pick_filters_switches_scope_and_prints_the_choice(run_in_tmux, tree: Tr
     screen = pane.wait_for(lambda s: "Pick a session" in s and "Parser rewrite" in s, "the picker")
     assert "◉ This project (~/proj)" in screen and "○ All projects" in screen and "3 of 3" in screen
     rows = row_lines(screen)
-    assert rows[0].startswith("❯ Parser rewrite") and "cc330000" in rows[0] and rows[0].rstrip().endswith("~/proj")
+    assert rows[0].startswith("❯ Parser rewrite") and "cc330000" in rows[0] and rows[0].rstrip().endswith("$0.00")
+    assert "CWD" not in screen and "COST" in screen  # This project: every row has its cwd; the cost is shown
     assert rows[1].startswith("  Deploy the API") and rows[2].startswith("  fix the parser please")
 
     pane.keys("parser", literal=True)
@@ -186,7 +187,8 @@ def test_narrow_terminal_keeps_count_and_scope_and_wide_one_previews(run_in_tmux
     assert "│" in screen and "xcsh: sure" in screen and "you: rewrite" in screen
     wide.keys("\x1f", literal=True)  # Ctrl+/
     screen = wide.wait_for(lambda s: "last messages" not in s, "the preview hidden by Ctrl+/")
-    assert row_lines(screen)[0].rstrip().endswith("~/proj")  # the list takes the whole width again
+    assert row_lines(screen)[0].rstrip().endswith("$0.00")  # the list takes the whole width again
+    assert len(row_lines(screen)[0]) > 120
     wide.keys("\x1f", literal=True)
     screen = wide.wait_for(lambda s: "last messages" in s, "the preview shown again")
     # Nothing of the wide list is left in the pane (its cwd column was where the pane's blank cells are now).
@@ -203,7 +205,7 @@ def test_on_a_current_catalog_the_first_frame_comes_first_and_the_picker_works_t
     heading = "Pick a session" if command == "pick" else "Resume a session"
     screen = pane.wait_for(lambda s: heading in s and "3 of 3" in s, "the picker")
     rows = row_lines(screen)
-    assert rows[0].startswith("❯ Parser rewrite") and rows[0].rstrip().endswith("~/proj")
+    assert rows[0].startswith("❯ Parser rewrite") and rows[0].rstrip().endswith("$0.00")
     pane.keys("deploy", literal=True)
     screen = pane.wait_for(lambda s: "> deploy" in s and "1 of 3" in s, "the filtered list")
     pane.keys("Tab")
