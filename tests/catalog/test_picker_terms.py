@@ -108,3 +108,11 @@ def test_after_a_trash_the_selection_moves_to_the_next_row(tree: Tree) -> None:
         await d.press(ESC)
 
     drive(file_source(tree), script, actions=SessionActions(tree.paths))
+
+
+def test_the_preview_wraps_at_word_boundaries() -> None:
+    from sessdex.catalog.tui.picker_paint import wrapped_lines
+
+    lines = wrapped_lines([("", " you: the quick brown fox jumps abcdefghijklmnopq\n next")], 12, 20)
+    assert ["".join(cell[1] for cell in line) for line in lines] == [
+        " you: the ", "quick brown ", "fox jumps ", "abcdefghijkl", "mnopq", " next"]
