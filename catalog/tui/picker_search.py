@@ -50,6 +50,7 @@ MIDDLE_FIRST_STEP_ROWS = 128  # a synchronous middle pass starts with this many 
 MIDDLE_MAX_STEP_ROWS = 4_096
 
 WORD_START_MARK = "\x01"
+TERM_CACHE_SIZE = 64  # terms whose substring rows a SearchIndex keeps
 
 _FLATTEN = re.compile(r"[\x00-\x1f\x7f]+")
 _WORD_START = re.compile(r"(?<![^\W_])(?=[^\W_])")  # before a letter or digit that follows anything else
@@ -99,6 +100,7 @@ class SearchIndex:
         self._strong: list[str] | None = None
         self._weak: list[str] = []
         self._marked_strong: list[str] = []
+        self._term_rows: dict[str, tuple[set[int], set[int], set[int]]] = {}
 
     def _relative_path(self, path: str) -> str:
         if self._root_prefix is not None and path.startswith(self._root_prefix):
@@ -134,6 +136,20 @@ class SearchIndex:
         """`strong` with WORD_START_MARK before each word start."""
         self.build()
         return self._marked_strong
+
+    def term_rows(self, term: str) -> tuple[set[int], set[int], set[int]]:
+        """The rows where `term` is a substring at a word start of id/title, anywhere in id/title, and in any field;
+        kept for the recent terms (typing a query of several terms changes only its last one)."""
+        found = self._term_rows.get(term)
+        if found is None:
+            if len(self._term_rows) >= TERM_CACHE_SIZE:
+                self._term_rows.clear()
+            rows = range(len(self.rows))
+            in_strong = set(compress(rows, map(contains, self.strong, repeat(term))))
+            at_word_start = set(compress(rows, map(contains, self.marked_strong, repeat(mark_word_starts(term)))))
+            anywhere = in_strong | set(compress(rows, map(contains, self.weak, repeat(term))))
+            found = self._term_rows[term] = (at_word_start, in_strong, anywhere)
+        return found
 
     def search(self, query: str, previous: Search | TermsSearch | None = None) -> Search | TermsSearch:
         """Rank the rows for `query`; narrow from `previous` (a search on this index) when `query` extends its query."""
@@ -353,10 +369,11 @@ class Search:
 class TermsSearch:
     """The ranked matches of a query of several terms (an unordered AND): the same interface as `Search`.
 
-    On creation every candidate gets the substring tests of every term (C-level, as `Search`'s first pass), which
-    makes ranks 0-2 whole; rows where some term is no substring anywhere are pending, and `advance` gives them the
-    fuzzy tests in order, newest first: a row found at rank 3 is final at once (ranks 0-2 are complete), one at
-    rank 4 goes to `weak_fuzzy`. A query extending the previous one only tests what that one could still match.
+    On creation the rows where each term is a substring (C-level tests, as `Search`'s first pass, kept per term
+    by the index) are intersected, which makes ranks 0-2 whole; rows where some term is no substring anywhere are
+    pending, and `advance` gives them the fuzzy tests in order, newest first: a row found at rank 3 is final at
+    once (ranks 0-2 are complete), one at rank 4 goes to `weak_fuzzy`. A query extending the previous one only
+    tests what that one could still match.
     """
 
     def __init__(self, index: SearchIndex, needle: str, previous: Search | TermsSearch | None = None) -> None:
@@ -365,18 +382,8 @@ class TermsSearch:
         self.terms = list(dict.fromkeys(needle.split(" ")))
         self._fuzzies = [fuzzy_pattern(term).search for term in self.terms]
         candidates = previous.possible_rows() if previous is not None else range(len(index.rows))
-        strong = list(map(index.strong.__getitem__, candidates))
-        weak = list(map(index.weak.__getitem__, candidates))
-        marked = list(map(index.marked_strong.__getitem__, candidates))
-        at_word_start = in_strong = in_any = None
-        for term in self.terms:
-            word = set(compress(candidates, map(contains, marked, repeat(mark_word_starts(term)))))
-            found = set(compress(candidates, map(contains, strong, repeat(term))))
-            anywhere = found | set(compress(candidates, map(contains, weak, repeat(term))))
-            at_word_start = word if at_word_start is None else at_word_start & word
-            in_strong = found if in_strong is None else in_strong & found
-            in_any = anywhere if in_any is None else in_any & anywhere
-        assert at_word_start is not None and in_strong is not None and in_any is not None
+        at_word_start, in_strong, in_any = (set.intersection(*sets)
+                                            for sets in zip(*(index.term_rows(term) for term in self.terms)))
         self._head = sorted(at_word_start)
         self._head += sorted(in_strong - at_word_start)
         self._head += sorted(in_any - in_strong)
