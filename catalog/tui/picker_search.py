@@ -51,6 +51,9 @@ MIDDLE_MAX_STEP_ROWS = 4_096
 
 WORD_START_MARK = "\x01"
 TERM_CACHE_SIZE = 64  # terms whose substring rows a SearchIndex keeps
+# A keystroke gives at most this many rows the several-term fuzzy tests (a Python step per row, ~10 us each); the
+# rest run between keystrokes, the page filling in as they are found.
+TERMS_SYNC_FUZZY_ROWS = 384
 
 _FLATTEN = re.compile(r"[\x00-\x1f\x7f]+")
 _WORD_START = re.compile(r"(?<![^\W_])(?=[^\W_])")  # before a letter or digit that follows anything else
@@ -429,7 +432,9 @@ class TermsSearch:
         return self.complete
 
     def fill(self, wanted: int, max_rows: int) -> None:
-        """Advance until `wanted` rows of ranks 0-3 are known, the search is complete or `max_rows` were tested."""
+        """Advance until `wanted` rows of ranks 0-3 are known, the search is complete or `max_rows` were tested
+        (at most TERMS_SYNC_FUZZY_ROWS)."""
+        max_rows = min(max_rows, TERMS_SYNC_FUZZY_ROWS)
         tested = 0
         while len(self._head) < wanted and not self.complete and tested < max_rows:
             step = min(FILL_STEP_ROWS, max_rows - tested)
