@@ -140,18 +140,26 @@ class SearchIndex:
         self.build()
         return self._marked_strong
 
-    def term_rows(self, term: str) -> tuple[set[int], set[int], set[int]]:
-        """The rows where `term` is a substring at a word start of id/title, anywhere in id/title, and in any field;
-        kept for the recent terms (typing a query of several terms changes only its last one)."""
+    def term_rows(self, term: str, among: Sequence[int] | None = None) -> tuple[set[int], set[int], set[int]]:
+        """The rows where `term` is a substring at a word start of id/title, anywhere in id/title, and in any field.
+
+        Over every row, kept for the recent terms (the earlier terms of a query stay the same while its last one
+        is typed); or only `among` those rows, not kept (the term being typed: its candidates are few)."""
         found = self._term_rows.get(term)
-        if found is None:
+        if found is not None:
+            return found
+        rows = range(len(self.rows)) if among is None else among
+        strong = self.strong if among is None else list(map(self.strong.__getitem__, among))
+        marked = self.marked_strong if among is None else list(map(self.marked_strong.__getitem__, among))
+        weak = self.weak if among is None else list(map(self.weak.__getitem__, among))
+        in_strong = set(compress(rows, map(contains, strong, repeat(term))))
+        at_word_start = set(compress(rows, map(contains, marked, repeat(mark_word_starts(term)))))
+        anywhere = in_strong | set(compress(rows, map(contains, weak, repeat(term))))
+        found = (at_word_start, in_strong, anywhere)
+        if among is None:
             if len(self._term_rows) >= TERM_CACHE_SIZE:
                 self._term_rows.clear()
-            rows = range(len(self.rows))
-            in_strong = set(compress(rows, map(contains, self.strong, repeat(term))))
-            at_word_start = set(compress(rows, map(contains, self.marked_strong, repeat(mark_word_starts(term)))))
-            anywhere = in_strong | set(compress(rows, map(contains, self.weak, repeat(term))))
-            found = self._term_rows[term] = (at_word_start, in_strong, anywhere)
+            self._term_rows[term] = found
         return found
 
     def search(self, query: str, previous: Search | TermsSearch | None = None) -> Search | TermsSearch:
@@ -385,8 +393,10 @@ class TermsSearch:
         self.terms = list(dict.fromkeys(needle.split(" ")))
         self._fuzzies = [fuzzy_pattern(term).search for term in self.terms]
         candidates = previous.possible_rows() if previous is not None else range(len(index.rows))
-        at_word_start, in_strong, in_any = (set.intersection(*sets)
-                                            for sets in zip(*(index.term_rows(term) for term in self.terms)))
+        # The last term is the one being typed: tested on the candidates only (matches can only be among them).
+        per_term = [index.term_rows(term) for term in self.terms[:-1]]
+        per_term.append(index.term_rows(self.terms[-1], candidates if previous is not None else None))
+        at_word_start, in_strong, in_any = (set.intersection(*sets) for sets in zip(*per_term))
         self._head = sorted(at_word_start)
         self._head += sorted(in_strong - at_word_start)
         self._head += sorted(in_any - in_strong)
