@@ -75,24 +75,28 @@ def print_outcome(result: PickerResult, *, as_json: bool = False, shell: bool = 
     """Print the chosen session (its path, its JSON object, or its directory and path) and return 0; or report
     the cancel (Esc or Ctrl+C: nothing on stdout) and return 130."""
     if result.outcome == "selected" and result.row is not None:
-        row = result.row
-        if as_json:
-            from sessdex.catalog.cli.output import echo_json, session_json
-            from sessdex.core.discovery import read_session_info
-
-            info = read_session_info(row.path)
-            echo_json(session_json(info) if info is not None else {"path": row.path, "cwd": row.cwd})
-        elif shell:
-            from sessdex.catalog.cli.session_commands import print_shell_target
-
-            print_shell_target(row.cwd if row.cwd and os.path.isdir(row.cwd) else current_directory(), row.path)
-        else:
-            echo(row.path)
-        return 0
+        return print_chosen(result.row, as_json=as_json, shell=shell)
     from sessdex.catalog.cli.errors import INTERRUPTED_STATUS
 
     echo("No session selected", err=True)
     return INTERRUPTED_STATUS
+
+
+def print_chosen(row: PickerRow, *, as_json: bool = False, shell: bool = False) -> int:
+    """Print a chosen session: its path, its JSON object, or its directory and path; return 0."""
+    if as_json:
+        from sessdex.catalog.cli.output import echo_json, session_json
+        from sessdex.core.discovery import read_session_info
+
+        info = read_session_info(row.path)
+        echo_json(session_json(info) if info is not None else {"path": row.path, "cwd": row.cwd})
+    elif shell:
+        from sessdex.catalog.cli.session_commands import print_shell_target
+
+        print_shell_target(row.cwd if row.cwd and os.path.isdir(row.cwd) else current_directory(), row.path)
+    else:
+        echo(row.path)
+    return 0
 
 
 def sessions_listing(rows: list[PickerRow], now_ms: float) -> str:
@@ -121,7 +125,11 @@ Choose a session in a full-screen list filtered as you type; print its file path
 Keys: arrows, PgUp/PgDn move; Enter picks; Tab switches scope (this project, this git repository, all
 projects); the query line edits like a shell's (Left/Right, Home/End, Ctrl+A/E/W/U/K, Alt+B/F);
 Ctrl+/ toggles the preview; Ctrl+O orders by cost; Ctrl+R renames; Ctrl+D moves the session to the trash;
-Esc or Ctrl+C cancels (exit 130)."""
+Esc or Ctrl+C cancels (exit 130).
+
+The query's space-separated terms match in any order, each anywhere in the id, title, cwd, first message,
+path or message text. As with fzf, --select-1 prints the only match without showing the picker and --exit-0
+exits 1 when nothing matches (both work without a terminal when they decide)."""
     parser.add_argument("--all", dest="all_projects", action="store_true",
                         help="Start with every project's sessions (Tab switches).")
     parser.add_argument("--repo", dest="this_repo", action="store_true",
@@ -131,6 +139,11 @@ Esc or Ctrl+C cancels (exit 130)."""
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print the chosen session's object as JSON.")
     parser.add_argument("--shell", action="store_true",
                         help="Print two lines: the session's directory (when it exists), then its file.")
+    parser.add_argument("-q", "--query", metavar="TEXT", default="", help="Start with this query.")
+    parser.add_argument("-1", "--select-1", dest="select_1", action="store_true",
+                        help="When exactly one session matches, print it without showing the picker.")
+    parser.add_argument("-0", "--exit-0", dest="exit_0", action="store_true",
+                        help="When no session matches, exit 1 without showing the picker.")
 
 
 def run_pick(args: argparse.Namespace, settings: Settings) -> int:
@@ -138,10 +151,25 @@ def run_pick(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("--json and --shell cannot be combined")
     if args.all_projects and args.this_repo:
         raise UsageError("--all and --repo cannot be combined")
-    if not terminal_available():
+    if not (args.select_1 or args.exit_0) and not terminal_available():
         raise UsageError("sessdex pick needs a terminal: stdin is not one")
     scope: Scope = "all" if args.all_projects else "repo" if args.this_repo else "project"
     return _pick(args, settings, scope, "Pick a session", resuming=False)
+
+
+def matching_rows(source: PickerSource, scope: Scope, rows: list[PickerRow], query: str) -> list[PickerRow]:
+    """The rows the picker lists for `query`, best first, as it lists them once every search is done (the
+    message-text matches included)."""
+    from sessdex.catalog.tui.picker_model import PickerModel
+
+    model = PickerModel(scope, rows, sessions_root=source.sessions_root)
+    model.set_query(query)
+    while not model.advance_search(max(len(rows), 1)):
+        pass
+    key = model.content_key
+    if key is not None:
+        model.set_content_matches(key, source.content_matches(*key))
+    return [model.rows[index] for index in model.results]
 
 
 def resume_without_value(args: argparse.Namespace, settings: Settings) -> int:
@@ -151,17 +179,44 @@ def resume_without_value(args: argparse.Namespace, settings: Settings) -> int:
     return _pick(args, settings, "project", "Resume a session", resuming=True)
 
 
+def pick_among(args: argparse.Namespace, settings: Settings, candidates: list[Any], heading: str) -> PickerRow | None:
+    """The picker on the terminal over `candidates` (SessionInfo, newest first) alone: the chosen row, None on a
+    cancel (said on stderr)."""
+    from sessdex.catalog.cli.read_guard import session_source
+    from sessdex.catalog.queries.picker_source import PickerSource
+    from sessdex.catalog.queries.source import PickerRow
+    from sessdex.catalog.tui.picker import PickerResult
+
+    cwd = current_directory()
+    rows = [PickerRow.from_info(info) for info in candidates]
+    scope: Scope = "project" if all(row.cwd == cwd for row in rows) else "all"
+    source = session_source(args, settings)
+    try:
+        result = _run_picker(PickerSource(source, cwd, args.session_dir), settings, scope, rows, heading,
+                             scopes=(scope,))
+    finally:
+        source.close()
+    if result.outcome != "selected" or result.row is None:
+        print_outcome(PickerResult("cancelled"))
+        return None
+    return result.row
+
+
 def _pick(args: argparse.Namespace, settings: Settings, scope: Scope, heading: str, *, resuming: bool) -> int:
-    """Open the picker on `scope` and print how it ended; `resuming`: the `resume` rules (no row, no terminal)."""
+    """Open the picker on `scope` and print how it ended; `resuming`: the `resume` rules (no row, no terminal);
+    `pick`'s --query, --select-1 and --exit-0 as fzf's."""
     from sessdex.catalog.cli.read_guard import session_source
     from sessdex.catalog.queries.picker_source import PickerSource
     from sessdex.catalog.queries.sessions import Catalog
 
+    query = getattr(args, "query", "")
+    select_1, exit_0 = getattr(args, "select_1", False), getattr(args, "exit_0", False)
     cwd = current_directory()
     source = session_source(args, settings)
     try:
         result: PickerResult | None = None
-        if isinstance(source, Catalog) and scope != "repo" and terminal_available():
+        first_frame = not (query or select_1 or exit_0)  # else every row is needed before anything is drawn
+        if first_frame and isinstance(source, Catalog) and scope != "repo" and terminal_available():
             result = _first_frame_picker(source, settings, cwd, args.session_dir, scope, heading)
         if result is None:
             picker_source = PickerSource(source, cwd, args.session_dir)
@@ -175,20 +230,30 @@ def _pick(args: argparse.Namespace, settings: Settings, scope: Scope, heading: s
                 echo(sessions_listing(rows, time.time() * 1000), err=True)
                 echo("Pass an id prefix from the list: sessdex resume <id>", err=True)
                 return 1
-            result = _run_picker(picker_source, settings, scope, rows, heading)
+            if select_1 or exit_0:
+                found = matching_rows(picker_source, scope, rows, query)
+                if exit_0 and not found:
+                    echo(f"No session matches “{query.strip()}”" if query.strip() else "No sessions found", err=True)
+                    return 1
+                if select_1 and len(found) == 1:
+                    return print_chosen(found[0], as_json=args.as_json, shell=args.shell)
+                if not terminal_available():
+                    raise UsageError("sessdex pick needs a terminal: stdin is not one "
+                                     f"({len(found)} sessions match, so --select-1 cannot choose)")
+            result = _run_picker(picker_source, settings, scope, rows, heading, query=query)
     finally:
         source.close()
     return print_outcome(result, as_json=args.as_json, shell=args.shell)
 
 
 def _run_picker(source: PickerSource, settings: Settings, scope: Scope, rows: list[PickerRow],
-                heading: str) -> PickerResult:
+                heading: str, *, query: str = "", scopes: tuple[Scope, ...] | None = None) -> PickerResult:
     """Open the picker application on the terminal (with rename and trash) and return how it ended."""
     from sessdex.catalog.tui.picker import SessionActions, SessionPicker
 
     with picker_terminal() as (picker_input, picker_output):
         picker = SessionPicker(source, scope, heading=heading, rows=rows, actions=SessionActions(settings.paths),
-                               input=picker_input, output=picker_output)
+                               input=picker_input, output=picker_output, query=query, scopes=scopes)
         return picker.run()
 
 

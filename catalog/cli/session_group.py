@@ -88,9 +88,28 @@ def run_resume(args: argparse.Namespace, settings: Settings) -> int:
         from sessdex.catalog.cli.pick_commands import resume_without_value
 
         return resume_without_value(args, settings)
-    return session_commands.run_resume(lambda: session_source(args, settings), settings.paths, args.value,
-                                       assume=assume, as_json=args.as_json, session_dir=args.session_dir,
-                                       own_dir=args.own_dir, shell=args.shell, json_fields=args.json_fields)
+    from sessdex.core.errors import AmbiguousSessionError
+
+    def resume(value: str) -> int:
+        return session_commands.run_resume(lambda: session_source(args, settings), settings.paths, value,
+                                           assume=assume, as_json=args.as_json, session_dir=args.session_dir,
+                                           own_dir=args.own_dir, shell=args.shell,
+                                           json_fields=args.json_fields)
+
+    try:
+        return resume(args.value)
+    except AmbiguousSessionError as error:
+        # On a terminal, the candidates go to the picker (as fzf would show them), and the chosen one is resumed.
+        from sessdex.catalog.cli.pick_commands import pick_among, terminal_available
+
+        if args.as_json or not terminal_available():
+            raise
+        row = pick_among(args, settings, error.candidates, f"Sessions matching “{args.value}”")
+    if row is None:
+        from sessdex.catalog.cli.errors import INTERRUPTED_STATUS
+
+        return INTERRUPTED_STATUS
+    return resume(row.session_id)
 
 
 def add_continue_arguments(parser: argparse.ArgumentParser) -> None:

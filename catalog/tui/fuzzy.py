@@ -2,9 +2,10 @@
 
 The picker ranks its rows in bulk (`sessdex.catalog.tui.picker_search`); this module answers the per-text questions
 that bulk ranking leaves open: the best alignment of a query in a displayed text (for highlighting) and
-its score. Matching is case-insensitive; whitespace in the query separates words, which must appear in
-order. A query matches when it is a substring of the text, or else when its non-space characters are a
-subsequence of the text.
+its score. Matching is case-insensitive; whitespace in the query separates terms, which match in any order
+(an unordered AND, as in fzf). A term matches when it is a substring of the text, or else when its characters
+are a subsequence of the text; a query of several terms matches when it is a substring as a whole, or else
+when every term matches on its own.
 
 Scoring (higher is better) rewards what makes a match look intentional: each matched character scores,
 characters at a word start and runs of consecutive characters earn bonuses, and gaps cost a little.
@@ -137,16 +138,31 @@ def needle_match(needle: str, text: str, folded_text: str) -> FuzzyMatch | None:
     substring = _best_substring(text, folded_text, needle)
     if substring is not None:
         return substring
-    chars = needle.replace(" ", "")
-    tight = _subsequence(folded_text, chars)
+    if " " in needle:
+        return _terms_match(needle.split(" "), text, folded_text)
+    tight = _subsequence(folded_text, needle)
     if tight is None:
         return None
     candidates = [tight]
-    acronym = _word_start_subsequence(text, folded_text, chars)
+    acronym = _word_start_subsequence(text, folded_text, needle)
     if acronym is not None:
         candidates.append(acronym)
     best = max(candidates, key=lambda positions: score_positions(text, positions))
     return FuzzyMatch(score_positions(text, best), best)
+
+
+def _terms_match(terms: list[str], text: str, folded_text: str) -> FuzzyMatch | None:
+    """Every term matched on its own, in any order: the scores summed, the positions joined; None when one
+    term does not match."""
+    score = 0
+    positions: set[int] = set()
+    for term in dict.fromkeys(terms):
+        match = needle_match(term, text, folded_text)
+        if match is None:
+            return None
+        score += match.score
+        positions.update(match.positions)
+    return FuzzyMatch(score, tuple(sorted(positions)))
 
 
 def highlight_positions(needle: str, text: str, folded_text: str) -> tuple[int, ...]:
@@ -157,6 +173,17 @@ def highlight_positions(needle: str, text: str, folded_text: str) -> tuple[int, 
         return tuple(index for index in range(start, start + len(needle)) if not needle[index - start].isspace())
     match = needle_match(needle, text, folded_text)
     return match.positions if match is not None else ()
+
+
+def term_positions(needle: str, text: str, folded_text: str) -> tuple[int, ...]:
+    """The positions of every term of `needle` that matches in `text`, each on its own (() when none does): a
+    row matches when each term is found in one of its fields, so each field shows the terms found there."""
+    if " " not in needle:
+        return highlight_positions(needle, text, folded_text)
+    positions: set[int] = set()
+    for term in dict.fromkeys(needle.split(" ")):
+        positions.update(highlight_positions(term, text, folded_text))
+    return tuple(sorted(positions))
 
 
 def highlight_runs(text: str, positions: tuple[int, ...]) -> list[tuple[str, bool]]:

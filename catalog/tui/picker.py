@@ -35,6 +35,7 @@ from typing import Any, Literal
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.data_structures import Size
+from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent, merge_key_bindings
@@ -152,19 +153,22 @@ class SessionPicker:
                  rows: list[PickerRow] | None = None, now_ms: float | None = None,
                  input: Input | None = None, output: Output | None = None,
                  content_debounce_s: float = CONTENT_DEBOUNCE_S, actions: SessionActions | None = None,
-                 preview: bool | None = None) -> None:
+                 preview: bool | None = None, query: str = "", scopes: tuple[Scope, ...] | None = None) -> None:
         self.source = source
         self.content_debounce_s = content_debounce_s
         self.actions = actions
         repo_dirs = getattr(source, "repo_dirs", None)
-        scopes: tuple[Scope, ...] = ("project", "repo", "all") if repo_dirs else ("project", "all")
+        cycled: tuple[Scope, ...] = scopes or (("project", "repo", "all") if repo_dirs else ("project", "all"))
         self.model = PickerModel(scope, rows if rows is not None else source.rows(scope),
-                                 sessions_root=source.sessions_root, scopes=scopes)
+                                 sessions_root=source.sessions_root, scopes=cycled)
         self.screen = PickerScreen(self.model, heading=heading, cwd=source.cwd,
                                    now_ms=time.time() * 1000 if now_ms is None else now_ms,
                                    repo_root=repo_dirs[0] if repo_dirs else None)
         self.mode: Literal["search", "rename", "confirm_trash"] = "search"
-        self.query_buffer = Buffer(multiline=False, on_text_changed=self._query_changed, name="query")
+        query = "".join(char if char.isprintable() else " " for char in query)
+        self.model.set_query(query)
+        self.query_buffer = Buffer(multiline=False, on_text_changed=self._query_changed, name="query",
+                                   document=Document(query, len(query)))
         self.rename_buffer = Buffer(multiline=False, name="rename")
         self._content_task: asyncio.Task[None] | None = None
         self._ranking_task: asyncio.Task[None] | None = None
@@ -500,6 +504,8 @@ class SessionPicker:
         prompt_toolkit look up the bindings of the keys that edit the query (its first lookup merges every binding
         into one table: over 10 ms that the first typed key would otherwise wait for)."""
         loop = asyncio.get_running_loop()
+        if self.model.query:  # started with a query (`pick --query`): finish its ranking, search the messages
+            loop.call_soon(self._schedule_background_work)
         loop.call_soon(self.model.build_index)
         loop.call_soon(self._verify, self.model.scope)
         keys = [*QUERY_KEYS]

@@ -11,7 +11,7 @@ from itertools import filterfalse
 
 from sessdex.catalog.queries.source import should_search_content
 from sessdex.catalog.tui.fuzzy import normalize_query
-from sessdex.catalog.tui.picker_search import Search, SearchIndex
+from sessdex.catalog.tui.picker_search import Search, SearchIndex, TermsSearch
 from sessdex.core.discovery import MIN_ID_PREFIX, id_prefix_length
 
 TYPE_CHECKING = False  # typing stays off the first frame's imports
@@ -54,8 +54,8 @@ class PickerModel:
         self._scopes: dict[Scope, _ScopeData] = {}
         self._newest_first: dict[Scope, list[PickerRow]] = {}  # each scope's rows as the source gave them
         self.by_cost = False  # rows ordered by cost, most expensive first, instead of newest first
-        self._search: Search | None = None
-        self._earlier: dict[str, Search] = {}  # needle -> its search, for the prefixes of the current needle
+        self._search: Search | TermsSearch | None = None
+        self._earlier: dict[str, Search | TermsSearch] = {}  # needle -> its search, for the prefixes of the current needle
         self._content: dict[str, str] = {}
         self._content_key: tuple[str, Scope] | None = None
         # results = ranks 0-3 (appended as the search makes them final), then content hits (once ranks 0-3 are
@@ -73,8 +73,10 @@ class PickerModel:
 
     def set_rows(self, scope: Scope, rows: list[PickerRow]) -> None:
         """Install `scope`'s rows (newest first); when it is the current scope, search them again and keep
-        the selected session selected if it is still there."""
+        the selected session selected if it is still there, else the row that took its place (the next one: after
+        a trash, a second Ctrl+D must not reach the newest session)."""
         moved_to = self.selected_row() if scope == self.scope and self.selected else None
+        position = self.selected
         self._newest_first[scope] = rows
         if self.by_cost:
             rows = sorted(rows, key=lambda row: -row.cost)  # stable: equal costs stay newest first
@@ -85,7 +87,7 @@ class PickerModel:
         if scope == self.scope:
             self._restart()
             if moved_to is not None:
-                self._keep_selected(data.position_of_path.get(moved_to.path))
+                self._keep_selected(data.position_of_path.get(moved_to.path), position)
 
     @classmethod
     def first_screen(cls, scope: Scope, rows: list[PickerRow], *, total: int, id_length: int,
@@ -229,14 +231,17 @@ class PickerModel:
         self._content = matches
         self._results_valid = False
         if moved_to is not None:
-            self._keep_selected(moved_to)
+            self._keep_selected(moved_to, self.selected)
 
-    def _keep_selected(self, row: int | None) -> None:
-        """After the results changed under a selection the user moved: select `row` again, if still listed.
+    def _keep_selected(self, row: int | None, position: int) -> None:
+        """After the results changed under a selection the user moved: select `row` again, if still listed, else
+        the result at `position` (the last one if fewer are left).
 
         (An untouched selection stays on the top row, which is the best match.)"""
+        if position >= len(self.results) - 1:
+            self._ensure_ranked(position)
         results = self.results
-        self.selected = results.index(row) if row in results else min(self.selected, max(len(results) - 1, 0))
+        self.selected = results.index(row) if row in results else min(position, max(len(results) - 1, 0))
 
     # -- results ------------------------------------------------------------------------------------------
 

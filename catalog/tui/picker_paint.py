@@ -155,23 +155,35 @@ def line_text(codes: StyleCodes, fragments: Fragments, width: int) -> str:
 
 
 def wrapped_lines(fragments: Fragments, width: int, height: int) -> list[Fragments]:
-    """Fragments (with newlines) as a prompt_toolkit window that wraps lines lays them out: at most `height` lines,
-    a character that would cross `width` starting the next line."""
+    """Fragments (with newlines) wrapped to `width` columns at word boundaries, at most `height` lines: a word that
+    would cross the edge starts the next line (a word longer than a line is cut where the line ends), and a space
+    it would wrap at is not drawn."""
     lines: list[Fragments] = [[]]
     used = 0
+    word_start = 0  # where the word being laid out begins in the last line (0: the line holds only that word)
     for fragment_style, fragment_text in fragments:
         for index, piece in enumerate(fragment_text.split("\n")):
             if index:
                 lines.append([])
-                used = 0
+                used = word_start = 0
             for style, text in displayed(fragment_style, piece):
                 for char in text:
                     columns = char_width(char)
                     if used + columns > width:
-                        lines.append([])
-                        used = 0
+                        if char == " ":
+                            lines.append([])
+                            used = word_start = 0
+                            continue
+                        line = lines[-1]
+                        carried = line[word_start:] if word_start else []
+                        del line[len(line) - len(carried):]
+                        lines.append(carried)
+                        used = sum(char_width(cell[1]) for cell in carried)
+                        word_start = 0
                     lines[-1].append((style, char))
                     used += columns
+                    if char == " ":
+                        word_start = len(lines[-1])
     return lines[:height]
 
 

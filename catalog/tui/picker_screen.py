@@ -16,7 +16,7 @@ from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN
 from sessdex.catalog.tui.dates import short_date
 from sessdex.catalog.tui.figures import format_cost
-from sessdex.catalog.tui.fuzzy import fold, fuzzy_match, highlight_positions, highlight_runs
+from sessdex.catalog.tui.fuzzy import fold, highlight_runs, normalize_query, term_positions
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.catalog.tui.width import char_width, cut, display_width
 
@@ -32,7 +32,9 @@ FIXED_LINES = 5  # header, query, column titles, detail, help
 AGO_WIDTH = 10  # "2025-12-31"
 COUNT_WIDTH = 9  # "9999 msgs"
 COST_WIDTH = 9  # "$1,234.56"
-COST_COLUMN_MIN_WIDTH = 100
+COST_COLUMN_MIN_WIDTH = 60  # below this the title keeps the room (the cost shows when ordered by it)
+CWD_COLUMN_MIN_WIDTH = 80
+NARROW_CWD_WIDTH = 12  # the CWD column below 100 columns: the end of the path (`…/game`)
 MIN_TITLE_WIDTH = 12
 GAP = "  "
 PREVIEW_MIN_COLUMNS = 140  # the preview pane opens by itself on terminals this wide (the list keeps its CWD column)
@@ -83,8 +85,8 @@ def fit_runs(runs: list[tuple[str, bool]], width: int) -> list[tuple[str, bool]]
 
 def highlighted(text: str, query: str, width: int) -> list[tuple[str, bool]]:
     """`text` fitted to `width` with the characters matching `query` marked."""
-    match = fuzzy_match(query, text) if query.strip() else None
-    return fit_runs(highlight_runs(text, match.positions if match else ()), width)
+    needle = normalize_query(query)
+    return fit_runs(highlight_runs(text, term_positions(needle, text, fold(text)) if needle else ()), width)
 
 
 def marked_snippet_runs(snippet: str) -> list[tuple[str, bool]]:
@@ -182,9 +184,13 @@ class _Columns:
         self.cost = cost
 
     @classmethod
-    def for_width(cls, width: int, id_length: int, *, by_cost: bool = False) -> _Columns:
-        """Column widths for `width`; the cost column shows on a wide screen, or whenever rows are ordered by cost."""
-        cwd = min(32, width // 4) if width >= 80 else 0
+    def for_width(cls, width: int, id_length: int, *, by_cost: bool = False, scope: Scope = "all") -> _Columns:
+        """Column widths for `width`; the cost column shows unless the screen is very narrow (and whenever rows are
+        ordered by cost); the CWD column only where rows come from several folders (not in This project) and there
+        is room for it."""
+        cwd = 0
+        if width >= CWD_COLUMN_MIN_WIDTH and scope != "project":
+            cwd = min(32, width // 4) if width >= 100 else NARROW_CWD_WIDTH
         cost = by_cost or width >= COST_COLUMN_MIN_WIDTH
         fixed = (2 + len(GAP) * (3 + (1 if cost else 0) + (1 if cwd else 0)) + id_length + AGO_WIDTH + COUNT_WIDTH
                  + (COST_WIDTH if cost else 0) + cwd)
@@ -274,7 +280,7 @@ class PickerScreen:
 
     def column_titles(self, width: int) -> Fragments:
         """The column headings over the rows."""
-        columns = _Columns.for_width(width, self.model.id_length, by_cost=self.model.by_cost)
+        columns = _Columns.for_width(width, self.model.id_length, by_cost=self.model.by_cost, scope=self.model.scope)
         cells = ["  " + "TITLE / FIRST MESSAGE".ljust(columns.title), "ID".ljust(columns.session_id),
                  "MODIFIED".rjust(AGO_WIDTH), "MSGS".rjust(COUNT_WIDTH)]
         cells += [("COST ▼" if self.model.by_cost else "COST").rjust(COST_WIDTH)] if columns.cost else []
@@ -292,7 +298,7 @@ class PickerScreen:
         selected = position == model.selected
         if needle is None:
             needle = model.needle
-        key = (row, selected, needle, width, model.id_length, model.by_cost)
+        key = (row, selected, needle, width, model.id_length, model.by_cost, model.scope)
         fragments = self._row_lines.get(key)
         if fragments is None:
             if len(self._row_lines) >= ROW_CACHE_LINES:
@@ -304,12 +310,12 @@ class PickerScreen:
         """A row's query-independent layout: its highlightable cells (terminal-safe text cut to its column, its
         fold, and the blanks that pad it) and the fixed cells between them (time, messages, cost), kept per width."""
         model = self.model
-        key = (row, width, model.id_length, model.by_cost)
+        key = (row, width, model.id_length, model.by_cost, model.scope)
         cells = self._cells.get(key)
         if cells is None:
             if len(self._cells) >= ROW_CACHE_LINES:
                 self._cells.clear()
-            columns = _Columns.for_width(width, model.id_length, by_cost=model.by_cost)
+            columns = _Columns.for_width(width, model.id_length, by_cost=model.by_cost, scope=model.scope)
             fixed = [short_date(row.modified_ms, self.now_ms).rjust(AGO_WIDTH),
                      message_count_label(row.message_count).rjust(COUNT_WIDTH)]
             if columns.cost:
@@ -334,7 +340,7 @@ class PickerScreen:
         for number, (text, folded, padding) in enumerate(highlightable):
             if number:
                 plain.append(GAP)
-            positions = highlight_positions(needle, text, folded) if needle else ()
+            positions = term_positions(needle, text, folded) if needle else ()
             if positions:
                 for piece, marked in highlight_runs(text, positions):
                     if marked:

@@ -14,6 +14,10 @@ Ranks, best first, each newest first:
 The picker lists content-search hits between ranks 3 and 4 (rank 4 is the noisiest: a short query's letters
 are found, scattered, in most long texts).
 
+A query of several space-separated terms is an unordered AND, as in fzf (`game docker event` finds what
+`docker event game` finds): each term is ranked on its own as above, in whichever field it matches, and a row
+takes the worst of its terms' ranks (`TermsSearch`).
+
 A keystroke only pays for what its first screen needs. A search is done in three passes, each of C-level
 tests (map() over the strings: no Python step per row) on chunks of rows taken in order, newest first:
   - on creation, the id/title substring test (short strings) gives ranks 0 and 1 whole;
@@ -46,6 +50,10 @@ MIDDLE_FIRST_STEP_ROWS = 128  # a synchronous middle pass starts with this many 
 MIDDLE_MAX_STEP_ROWS = 4_096
 
 WORD_START_MARK = "\x01"
+TERM_CACHE_SIZE = 64  # terms whose substring rows a SearchIndex keeps
+# A keystroke gives at most this many rows the several-term fuzzy tests (a Python step per row, ~10 us each); the
+# rest run between keystrokes, the page filling in as they are found.
+TERMS_SYNC_FUZZY_ROWS = 384
 
 _FLATTEN = re.compile(r"[\x00-\x1f\x7f]+")
 _WORD_START = re.compile(r"(?<![^\W_])(?=[^\W_])")  # before a letter or digit that follows anything else
@@ -95,6 +103,7 @@ class SearchIndex:
         self._strong: list[str] | None = None
         self._weak: list[str] = []
         self._marked_strong: list[str] = []
+        self._term_rows: dict[str, tuple[set[int], set[int], set[int]]] = {}
 
     def _relative_path(self, path: str) -> str:
         if self._root_prefix is not None and path.startswith(self._root_prefix):
@@ -131,10 +140,36 @@ class SearchIndex:
         self.build()
         return self._marked_strong
 
-    def search(self, query: str, previous: Search | None = None) -> Search:
+    def term_rows(self, term: str, among: Sequence[int] | None = None) -> tuple[set[int], set[int], set[int]]:
+        """The rows where `term` is a substring at a word start of id/title, anywhere in id/title, and in any field.
+
+        Over every row, kept for the recent terms (the earlier terms of a query stay the same while its last one
+        is typed); or only `among` those rows, not kept (the term being typed: its candidates are few)."""
+        found = self._term_rows.get(term)
+        if found is not None:
+            return found
+        rows = range(len(self.rows)) if among is None else among
+        strong = self.strong if among is None else list(map(self.strong.__getitem__, among))
+        marked = self.marked_strong if among is None else list(map(self.marked_strong.__getitem__, among))
+        weak = self.weak if among is None else list(map(self.weak.__getitem__, among))
+        in_strong = set(compress(rows, map(contains, strong, repeat(term))))
+        at_word_start = set(compress(rows, map(contains, marked, repeat(mark_word_starts(term)))))
+        anywhere = in_strong | set(compress(rows, map(contains, weak, repeat(term))))
+        found = (at_word_start, in_strong, anywhere)
+        if among is None:
+            if len(self._term_rows) >= TERM_CACHE_SIZE:
+                self._term_rows.clear()
+            self._term_rows[term] = found
+        return found
+
+    def search(self, query: str, previous: Search | TermsSearch | None = None) -> Search | TermsSearch:
         """Rank the rows for `query`; narrow from `previous` (a search on this index) when `query` extends its query."""
         needle = normalize_query(query)
-        if previous is not None and previous.index is self and previous.needle and needle.startswith(previous.needle):
+        extends = (previous is not None and previous.index is self and bool(previous.needle)
+                   and needle.startswith(previous.needle))
+        if " " in needle:
+            return TermsSearch(self, needle, previous if extends else None)
+        if extends and isinstance(previous, Search):
             return Search(self, needle, previous)
         return Search(self, needle)
 
@@ -324,6 +359,10 @@ class Search:
             self._ranked = self._head + self._weak
         return self._ranked
 
+    def possible_rows(self) -> Sequence[int]:
+        """Ascending rows a longer query may still match: the matches, once complete; else every row."""
+        return sorted(self.ranked()) if self.complete else range(len(self.index.rows))
+
     def rank_of(self, row: int) -> int | None:
         """The rank of `row` for this needle (None: no match), by testing it alone."""
         if not self.needle:
@@ -336,3 +375,113 @@ class Search:
         if self._fuzzy(strong):
             return 3
         return 4 if self._fuzzy(weak) else None
+
+
+class TermsSearch:
+    """The ranked matches of a query of several terms (an unordered AND): the same interface as `Search`.
+
+    On creation the rows where each term is a substring (C-level tests, as `Search`'s first pass, kept per term
+    by the index) are intersected, which makes ranks 0-2 whole; rows where some term is no substring anywhere are
+    pending, and `advance` gives them the fuzzy tests in order, newest first: a row found at rank 3 is final at
+    once (ranks 0-2 are complete), one at rank 4 goes to `weak_fuzzy`. A query extending the previous one only
+    tests what that one could still match.
+    """
+
+    def __init__(self, index: SearchIndex, needle: str, previous: Search | TermsSearch | None = None) -> None:
+        self.index = index
+        self.needle = needle
+        self.terms = list(dict.fromkeys(needle.split(" ")))
+        self._fuzzies = [fuzzy_pattern(term).search for term in self.terms]
+        candidates = previous.possible_rows() if previous is not None else range(len(index.rows))
+        # The last term is the one being typed: tested on the candidates only (matches can only be among them).
+        per_term = [index.term_rows(term) for term in self.terms[:-1]]
+        per_term.append(index.term_rows(self.terms[-1], candidates if previous is not None else None))
+        at_word_start, in_strong, in_any = (set.intersection(*sets) for sets in zip(*per_term))
+        self._head = sorted(at_word_start)
+        self._head += sorted(in_strong - at_word_start)
+        self._head += sorted(in_any - in_strong)
+        self._pending = list(filterfalse(in_any.__contains__, candidates))  # some term is no substring anywhere
+        self._next_pending = 0
+        self._weak: list[int] = []
+        self._ranked: list[int] | None = None
+
+    def _fuzzy_rank(self, row: int) -> int | None:
+        """3 when every term is a substring or an id/title fuzzy match, 4 when some term only fuzzy-matches a weak
+        field, None when some term matches nowhere (a pending row's rank: some term is no substring)."""
+        strong, weak = self.index.strong[row], self.index.weak[row]
+        rank = 3
+        for term, fuzzy in zip(self.terms, self._fuzzies):
+            if term in strong or term in weak or fuzzy(strong):
+                continue
+            if not fuzzy(weak):
+                return None
+            rank = 4
+        return rank
+
+    @property
+    def head_complete(self) -> bool:
+        """True when ranks 0-3 are complete (`head` is final)."""
+        return self._next_pending >= len(self._pending)
+
+    @property
+    def complete(self) -> bool:
+        """True when every candidate has been tested."""
+        return self._next_pending >= len(self._pending)
+
+    def advance(self, max_rows: int) -> bool:
+        """Give up to `max_rows` more pending rows the fuzzy tests; True when the search is complete."""
+        chunk = self._pending[self._next_pending:self._next_pending + max_rows]
+        self._next_pending += len(chunk)
+        for row in chunk:
+            rank = self._fuzzy_rank(row)
+            if rank == 3:
+                self._head.append(row)
+            elif rank == 4:
+                self._weak.append(row)
+        self._ranked = None
+        return self.complete
+
+    def fill(self, wanted: int, max_rows: int) -> None:
+        """Advance until `wanted` rows of ranks 0-3 are known, the search is complete or `max_rows` were tested
+        (at most TERMS_SYNC_FUZZY_ROWS)."""
+        max_rows = min(max_rows, TERMS_SYNC_FUZZY_ROWS)
+        tested = 0
+        while len(self._head) < wanted and not self.complete and tested < max_rows:
+            step = min(FILL_STEP_ROWS, max_rows - tested)
+            self.advance(step)
+            tested += step
+
+    @property
+    def head(self) -> list[int]:
+        """Ranks 0-3 as far as final, best first, newest first within a rank."""
+        return self._head
+
+    def weak_fuzzy(self) -> list[int]:
+        """Rank 4 as far as tested."""
+        return self._weak
+
+    def ranked(self) -> list[int]:
+        """Row indices whose place is known so far, best rank first, newest first within a rank."""
+        if not self.complete or not self._weak:
+            return self._head
+        if self._ranked is None:
+            self._ranked = self._head + self._weak
+        return self._ranked
+
+    def possible_rows(self) -> Sequence[int]:
+        """Ascending rows a longer query may still match: those matched so far and those not tested yet."""
+        return _merged(self._head, self._weak, self._pending[self._next_pending:])
+
+    def rank_of(self, row: int) -> int | None:
+        """The rank of `row` for this query (None: no match), by testing it alone."""
+        strong, weak = self.index.strong[row], self.index.weak[row]
+        marked = self.index.marked_strong[row]
+        worst = 0
+        for term in self.terms:
+            if term in strong:
+                worst = max(worst, 0 if mark_word_starts(term) in marked else 1)
+            elif term in weak:
+                worst = max(worst, 2)
+            else:
+                return self._fuzzy_rank(row)
+        return worst

@@ -24,20 +24,24 @@ import orjson
 from prompt_toolkit.application import Application, in_terminal
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition, is_searching
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import ConditionalKeyBindings, KeyBindings, KeyPressEvent, merge_key_bindings
 from prompt_toolkit.key_binding.bindings.scroll import (
     scroll_one_line_down,
     scroll_one_line_up,
     scroll_page_down,
     scroll_page_up,
 )
-from prompt_toolkit.layout import HSplit, Layout, Window
+from prompt_toolkit.key_binding.bindings.search import abort_search, accept_search
+from prompt_toolkit.layout import ConditionalContainer, Float, FloatContainer, HSplit, Layout, Window
 from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.lexers import Lexer
 from prompt_toolkit.output import Output
+from prompt_toolkit.search import SearchDirection, start_search
 from prompt_toolkit.styles import Style
+from prompt_toolkit.widgets import Frame, SearchToolbar
 
 from sessdex.catalog.tui.figures import format_cost, format_tokens
 from sessdex.catalog.tui.terminal_text import terminal_text
@@ -55,6 +59,14 @@ if TYPE_CHECKING:
 TOOL_RESULT_MAX_LINES = 12
 TOOL_ARGUMENTS_MAX_CHARS = 160
 RESUMED_NOTICE = "Resumed session"
+HELP_TEXT = """\
+ ↑↓ j k        one line          /TEXT Enter   search forward
+ PgUp PgDn     one page          n  N          next / previous match
+ space b       one page          ?             this help (any key closes it)
+ g Home        the top           r Ctrl+R      switch session
+ G End         the end           q Ctrl+D      quit
+                                 Esc Ctrl+C    cancel (exit 130)
+"""
 
 STYLE = Style.from_dict({
     "title": "reverse bold",
@@ -301,7 +313,11 @@ class TranscriptViewer:
         self.app: Application[None] | None = None
         self._lexer = _TranscriptLexer()
         self._buffer = Buffer(read_only=True, name="transcript")
-        self._transcript_window = Window(BufferControl(self._buffer, lexer=self._lexer), wrap_lines=True)
+        self._search_toolbar = SearchToolbar(vi_mode=True)  # shows "/" and the text typed, as less does
+        self._transcript_window = Window(BufferControl(self._buffer, lexer=self._lexer,
+                                                       search_buffer_control=self._search_toolbar.control),
+                                         wrap_lines=True)
+        self.help_shown = False
         self.rebuild()
 
     # -- state ------------------------------------------------------------------------------------
@@ -348,13 +364,61 @@ class TranscriptViewer:
     # -- layout and keys --------------------------------------------------------------------------
 
     def _status_fragments(self) -> StyleAndTextTuples:
-        return [("class:status", status_text(self.session, self.agent) + "  ·  r sessions  q quit ")]
+        return [("class:status", status_text(self.session, self.agent) + "  ·  / search  ? keys  r sessions  q quit ")]
 
     def _notice_fragments(self) -> StyleAndTextTuples:
         return [self.notice] if self.notice else []
 
-    def _key_bindings(self) -> KeyBindings:
+    def search_again(self, forward: bool) -> None:
+        """n / N: the next match of the last search in its direction (forward) or the other way."""
+        if self.app is None:
+            return
+        state = self.app.current_search_state
+        if not state.text:
+            self.notice = ("class:dim", "No search yet: / starts one")
+            return
+        document = self._buffer.document
+        if (state.direction == SearchDirection.FORWARD) == forward:
+            found = document.find(state.text, include_current_position=False, ignore_case=True)
+        else:
+            found = document.find_backwards(state.text, ignore_case=True)
+        if found is None:
+            self.notice = ("class:error", f"Pattern not found: {terminal_text(state.text)}")
+        else:
+            self.notice = None
+            self._buffer.cursor_position += found
+
+    def _key_bindings(self) -> Any:
         bindings = KeyBindings()
+        help_bindings = KeyBindings()
+        search_bindings = KeyBindings()
+        search_bindings.add("enter")(accept_search)
+        search_bindings.add("escape", eager=True)(abort_search)
+        search_bindings.add("c-c")(abort_search)
+
+        @help_bindings.add("<any>")
+        def _close_help(event: KeyPressEvent) -> None:
+            self.help_shown = False
+
+        @bindings.add("?")
+        def _help(event: KeyPressEvent) -> None:
+            self.help_shown = True
+
+        @bindings.add("/")
+        def _search(event: KeyPressEvent) -> None:
+            self.notice = None
+            control = self._transcript_window.content
+            assert isinstance(control, BufferControl)
+            control.search_state.ignore_case = Condition(lambda: True)
+            start_search(control, SearchDirection.FORWARD)
+
+        @bindings.add("n")
+        def _next(event: KeyPressEvent) -> None:
+            self.search_again(forward=True)
+
+        @bindings.add("N")
+        def _previous(event: KeyPressEvent) -> None:
+            self.search_again(forward=False)
 
         @bindings.add("q")
         @bindings.add("c-d")
@@ -389,18 +453,28 @@ class TranscriptViewer:
         def _bottom(event: KeyPressEvent) -> None:
             self._buffer.cursor_position = len(self._buffer.text)
 
-        return bindings
+        # While the search line is focused its own keys (typing, Enter to accept, Esc to give up) apply; while the
+        # help shows, any key closes it.
+        showing_help = Condition(lambda: self.help_shown)
+        return merge_key_bindings([
+            ConditionalKeyBindings(bindings, ~is_searching & ~showing_help),
+            ConditionalKeyBindings(help_bindings, showing_help),
+            ConditionalKeyBindings(search_bindings, is_searching),
+        ])
 
     def build_application(self, *, input: Input | None = None, output: Output | None = None) -> Application[None]:
         """The prompt_toolkit application (pass a pipe input and DummyOutput to drive it headless)."""
-        body = HSplit([
+        help_box = ConditionalContainer(Frame(Window(FormattedTextControl(HELP_TEXT), width=72, height=6),
+                                              title="Keys"), filter=Condition(lambda: self.help_shown))
+        body = FloatContainer(HSplit([
             Window(FormattedTextControl(lambda: [("class:title", title_text(self.session, self.agent))]),
                    height=1, style="class:title"),
             Window(FormattedTextControl(lambda: [("class:status", usage_text(self.session))]), height=1),
             self._transcript_window,
+            self._search_toolbar,
             Window(FormattedTextControl(self._notice_fragments), height=1),
             Window(FormattedTextControl(self._status_fragments), height=1, style="class:status"),
-        ])
+        ]), floats=[Float(help_box)])
         self.app = Application(layout=Layout(body, focused_element=self._transcript_window),
                                key_bindings=self._key_bindings(), style=STYLE, full_screen=True,
                                input=input, output=output)

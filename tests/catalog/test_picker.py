@@ -153,7 +153,7 @@ def file_source(tree: Tree, project: str = "proj") -> PickerSource:
 
 # -- rows and navigation ----------------------------------------------------------------------------------
 
-def test_rows_show_title_or_first_message_id_time_count_and_cwd(tree: Tree) -> None:
+def test_rows_show_title_or_first_message_id_time_count_and_cost(tree: Tree) -> None:
     populate(tree)
 
     async def script(d: Driver) -> None:
@@ -162,8 +162,14 @@ def test_rows_show_title_or_first_message_id_time_count_and_cwd(tree: Tree) -> N
         assert "◉ This project (~/proj)" in screen and "○ All projects" in screen and "3 of 3" in screen
         first, third = d.line(0), d.line(2)
         assert first.startswith("❯ Parser rewrite") and "cc330000" in first and "2d ago" in first
-        assert "2 msgs" in first and first.rstrip().endswith("~/proj")
+        # Cost is shown; the CWD column is not in This project scope (every row has the project's cwd).
+        assert "2 msgs" in first and first.rstrip().endswith("$0.00") and "~/proj" not in first
+        assert "CWD" not in text_of(d.picker.screen.column_titles(100))
         assert third.startswith("  fix the parser please") and "aa110000" in third
+        await d.press(TAB)
+        await d.until(lambda: len(d.shown_ids()) == 4)
+        assert "CWD" in text_of(d.picker.screen.column_titles(100))
+        assert text_of(d.picker.screen.row(0, 100)).rstrip().endswith("~/proj")
         await d.press(ESC)
 
     assert drive(file_source(tree), script).outcome == "cancelled"
@@ -569,7 +575,7 @@ def test_ctrl_o_orders_the_rows_by_cost_and_back(tree: Tree, source_kind: str) -
 
     async def script(d: Driver) -> None:
         assert d.shown_ids() == ["cc33000000000003", "bb22000000000002", "aa11000000000001"]
-        assert "COST" not in d.screen()  # 80 columns: no room for the cost column until asked for
+        assert "COST" in d.screen() and "$0.50" in d.line(0)  # shown at 80 columns before any Ctrl+O
         await d.press("\x0f")  # Ctrl+O
         assert d.shown_ids() == ["aa11000000000001", "cc33000000000003", "bb22000000000002"]
         assert "COST ▼" in d.screen() and "$0.75" in d.line(0) and "$0.25" in d.line(2)

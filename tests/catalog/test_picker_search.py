@@ -121,29 +121,30 @@ def test_narrowing_while_typing_gives_the_same_ranking_as_a_fresh_search(word: s
 
 
 def reference_ranking(index: SearchIndex, query: str) -> list[int]:
-    """The ranking by the straightforward test of each row, as the module docstring defines the ranks."""
+    """The ranking by the straightforward test of each row, as the module docstring defines the ranks: each term
+    of the query ranked on its own, a row at the worst rank of its terms."""
     needle = normalize_query(query)
     if not needle:
         return list(range(len(index.rows)))
-    fuzzy = fuzzy_pattern(needle).search
-    marked_needle = mark_word_starts(needle)
     ranked = []
     for row, (strong, weak) in enumerate(zip(index.strong, index.weak)):
-        rank = None
-        if fuzzy(strong):
-            if marked_needle in mark_word_starts(strong):
-                rank = 0
-            elif needle in strong:
-                rank = 1
-            else:
-                rank = 2 if needle in weak else 3
-        elif needle in weak:
-            rank = 2
-        elif fuzzy(weak):
-            rank = 4
-        if rank is not None:
-            ranked.append((rank, row))
+        ranks = [term_rank(term, strong, weak) for term in needle.split(" ")]
+        if None not in ranks:
+            ranked.append((max(ranks), row))
     return [row for _, row in sorted(ranked)]
+
+
+def term_rank(term: str, strong: str, weak: str) -> int | None:
+    fuzzy = fuzzy_pattern(term).search
+    if fuzzy(strong):
+        if mark_word_starts(term) in mark_word_starts(strong):
+            return 0
+        if term in strong:
+            return 1
+        return 2 if term in weak else 3
+    if term in weak:
+        return 2
+    return 4 if fuzzy(weak) else None
 
 
 HOSTILE = ["\x1b[31mred", "a\nb", "x\x1fy", "\x01start", "İstanbul", "ǅungla", "ﬁle", "e\u0301t\u00e9", "日本語", "🙂 ok",

@@ -119,7 +119,8 @@ def test_pick_filters_switches_scope_and_prints_the_choice(run_in_tmux, tree: Tr
     screen = pane.wait_for(lambda s: "Pick a session" in s and "Parser rewrite" in s, "the picker")
     assert "◉ This project (~/proj)" in screen and "○ All projects" in screen and "3 of 3" in screen
     rows = row_lines(screen)
-    assert rows[0].startswith("❯ Parser rewrite") and "cc330000" in rows[0] and rows[0].rstrip().endswith("~/proj")
+    assert rows[0].startswith("❯ Parser rewrite") and "cc330000" in rows[0] and rows[0].rstrip().endswith("$0.00")
+    assert "CWD" not in screen and "COST" in screen  # This project: every row has its cwd; the cost is shown
     assert rows[1].startswith("  Deploy the API") and rows[2].startswith("  fix the parser please")
 
     pane.keys("parser", literal=True)
@@ -186,7 +187,8 @@ def test_narrow_terminal_keeps_count_and_scope_and_wide_one_previews(run_in_tmux
     assert "│" in screen and "xcsh: sure" in screen and "you: rewrite" in screen
     wide.keys("\x1f", literal=True)  # Ctrl+/
     screen = wide.wait_for(lambda s: "last messages" not in s, "the preview hidden by Ctrl+/")
-    assert row_lines(screen)[0].rstrip().endswith("~/proj")  # the list takes the whole width again
+    assert row_lines(screen)[0].rstrip().endswith("$0.00")  # the list takes the whole width again
+    assert len(row_lines(screen)[0]) > 120
     wide.keys("\x1f", literal=True)
     screen = wide.wait_for(lambda s: "last messages" in s, "the preview shown again")
     # Nothing of the wide list is left in the pane (its cwd column was where the pane's blank cells are now).
@@ -203,7 +205,7 @@ def test_on_a_current_catalog_the_first_frame_comes_first_and_the_picker_works_t
     heading = "Pick a session" if command == "pick" else "Resume a session"
     screen = pane.wait_for(lambda s: heading in s and "3 of 3" in s, "the picker")
     rows = row_lines(screen)
-    assert rows[0].startswith("❯ Parser rewrite") and rows[0].rstrip().endswith("~/proj")
+    assert rows[0].startswith("❯ Parser rewrite") and rows[0].rstrip().endswith("$0.00")
     pane.keys("deploy", literal=True)
     screen = pane.wait_for(lambda s: "> deploy" in s and "1 of 3" in s, "the filtered list")
     pane.keys("Tab")
@@ -217,3 +219,45 @@ def test_on_a_current_catalog_the_first_frame_comes_first_and_the_picker_works_t
     cancelled.wait_for(lambda s: heading in s, "the picker")
     cancelled.keys("Escape")
     assert cancelled.finished() == (130, "", "No session selected\n")
+
+
+def test_query_starts_the_picker_filtered_and_select_1_exit_0_behave_as_fzf(run_in_tmux, tree: Tree) -> None:
+    pane = run_in_tmux('"$SESSDEX" pick -q "rewrite parser"')  # terms in any order
+    screen = pane.wait_for(lambda s: "> rewrite parser" in s and "1 of 3" in s, "the picker started with the query")
+    assert row_lines(screen)[0].startswith("❯ Parser rewrite")
+    pane.keys("Enter")
+    code, out, _err = pane.finished()
+    assert code == 0 and out.strip().endswith("cc33000000000003.jsonl")
+    # One match: printed at once, no picker drawn (and no terminal needed).
+    single = run_in_tmux('"$SESSDEX" pick --query "deploy api" --select-1 </dev/null')
+    code, out, _err = single.finished()
+    assert code == 0 and out.strip().endswith("bb22000000000002.jsonl")
+    none = run_in_tmux('"$SESSDEX" pick --query zzzqqq --exit-0 </dev/null')
+    code, out, err = none.finished()
+    assert (code, out) == (1, "") and "No session matches “zzzqqq”" in err
+    # Several matches with --select-1: the picker opens on them.
+    several = run_in_tmux('"$SESSDEX" pick -1 -q parser')
+    several.wait_for(lambda s: "> parser" in s and "Parser rewrite" in s, "the picker over several matches")
+    several.keys("Escape")
+    assert several.finished()[0] == 130
+
+
+def test_an_ambiguous_resume_prefix_opens_the_picker_on_its_candidates(run_in_tmux, tree: Tree) -> None:
+    proj = tree.project("proj")
+    tree.session(proj, "ab10000000000001", [user("first of two"), assistant("ok")], mtime_ms=BASE_MS + 1000)
+    tree.session(proj, "ab20000000000002", [user("second of two"), assistant("ok")], mtime_ms=BASE_MS + 2000)
+    pane = run_in_tmux('"$SESSDEX" resume ab')
+    screen = pane.wait_for(lambda s: "Sessions matching “ab”" in s and "2 of 2" in s, "the picker on the candidates")
+    rows = row_lines(screen)
+    assert [title_of(line) for line in rows] == ["second of two", "first of two"]
+    pane.keys("Down", "Enter")
+    code, out, _err = pane.finished()
+    assert code == 0 and out.strip().endswith("ab10000000000001.jsonl")
+    cancelled = run_in_tmux('"$SESSDEX" resume ab')
+    cancelled.wait_for(lambda s: "2 of 2" in s, "the picker on the candidates")
+    cancelled.keys("Escape")
+    code, out, err = cancelled.finished()
+    assert (code, out) == (130, "") and "No session selected" in err
+    piped = run_in_tmux('"$SESSDEX" resume ab </dev/null')  # no terminal: the candidates are listed, as before
+    code, out, err = piped.finished()
+    assert code == 1 and out == "" and "ambiguous" in err

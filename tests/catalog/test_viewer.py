@@ -382,3 +382,24 @@ def test_view_shows_the_sessions_cost_and_tokens_per_model_under_its_title(sessd
     code, out, _ = sessdex(str(manager.get_session_file()), "--print")
     assert code == 0
     assert out.splitlines()[1] == "$3.00 · 301.5k tokens  —  anthropic/claude-x $2.25 (300.0k) · openai/gpt-y $0.75 (1.5k)"
+
+
+def test_the_viewer_is_a_pager_slash_searches_n_and_N_repeat_and_question_mark_shows_the_keys(
+        sandbox: Sandbox) -> None:
+    path = sandbox.session("first question", "anthropic/claude-x", "off")
+    manager = SessionManager.open(path, runtime=sandbox.runtime)
+    for number in range(80):
+        manager.append_message({"role": "user", "content": f"follow-up {number} quartz" if number in (20, 60)
+                                else f"follow-up {number}", "timestamp": BASE_MS})
+    manager.close()
+    screens = Screens()
+    viewer = sandbox.viewer(path, screens)
+    drawn = drive(viewer, screens, ["g", "/", "QUARTZ q", ESCAPE, "/", "quartz", ENTER, "n", "N", "?", "x", "q"])
+    assert not viewer.cancelled  # Esc gave up the search (with the q typed in it), it did not leave the viewer
+    assert any("/QUARTZ q" in screen and "first question" in screen for screen in drawn)
+    found_first = next(screen for screen in drawn if "follow-up 20 quartz" in screen)
+    assert "follow-up 60 quartz" not in found_first
+    after_n = drawn[drawn.index(found_first) + 1:]
+    assert any("follow-up 60 quartz" in screen and "follow-up 20 quartz" not in screen for screen in after_n)
+    assert any("Keys" in screen and "next / previous match" in screen for screen in drawn)
+    assert "next / previous match" not in drawn[-1]
