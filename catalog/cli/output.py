@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
+    from sessdex.core.marks import Marks
     from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
 
@@ -144,16 +145,26 @@ def iso_utc_from_seconds(seconds: float) -> str:
     return iso_utc(datetime.fromtimestamp(seconds, UTC))
 
 
-def session_json(info: SessionInfo) -> dict[str, Any]:
-    """A session for `--json` output, the same object in every listing command (ISO 8601 UTC dates; and `machine`
-    for a session of another machine sharing the catalog)."""
-    result = {"id": info.id, "path": info.path_text, "cwd": info.cwd, "title": info.title,
+def session_json(info: SessionInfo, marks: Marks | None = None) -> dict[str, Any]:
+    """A session for `--json` output, the same object in every listing command (ISO 8601 UTC dates; `machine`
+    for a session of another machine sharing the catalog; `marks` when the command read them)."""
+    result: dict[str, Any] = {"id": info.id, "path": info.path_text, "cwd": info.cwd, "title": info.title,
               "name": session_label(info), "created": iso_utc(info.created), "modified": iso_utc(info.modified),
               "messageCount": info.message_count, "firstMessage": info.first_message,
               "cost": info.cost, "totalTokens": whole(info.total_tokens)}
     if getattr(info, "remote", False):
         result["machine"] = info.machine  # type: ignore[attr-defined]
+    if marks is not None:
+        result["marks"] = marks.to_json()
     return result
+
+
+def marks_cell(marks: Marks | None) -> str:
+    """A session's marks in a table: `pin`, `star`, `note` and each `#tag`."""
+    if marks is None:
+        return ""
+    words = [word for word, on in (("pin", marks.pinned), ("star", marks.starred), ("note", bool(marks.note))) if on]
+    return " ".join([*words, *(f"#{tag}" for tag in marks.tags)])
 
 
 def whole(value: float) -> float | int:
@@ -398,8 +409,9 @@ def session_label(info: SessionInfo) -> str:
 
 
 def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: float | None = None,
-                   *, color: bool = False) -> str:
-    """The human listing of every listing command: id prefix, modified, message count, cost, tokens, name, cwd."""
+                   *, color: bool = False, marks: dict[str, Marks] | None = None) -> str:
+    """The human listing of every listing command: id prefix, modified, message count, cost, tokens, name, cwd
+    (and the marks, when some of the sessions have any)."""
     from sessdex.catalog.queries.naming import display_name
     from sessdex.catalog.tui.dates import short_date
     from sessdex.catalog.tui.figures import format_cost, format_tokens
@@ -428,4 +440,8 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
 
         columns.append(Column("MACHINE"))
         cells_by_column.append([sanitize_display_name(getattr(info, "machine", None) or "") for info in sessions])
+    if marks and any(info.id in marks for info in sessions):
+        before_name = next(index for index, column in enumerate(columns) if column.header == "NAME")
+        columns.insert(before_name, Column("MARKS", flexible=True))
+        cells_by_column.insert(before_name, [marks_cell(marks.get(info.id)) for info in sessions])
     return render_columns(columns, cells_by_column, width, emphasis=unique_prefix_lengths(ids) if color else None)

@@ -9,6 +9,7 @@ import os
 from datetime import datetime
 
 from sessdex.catalog.cli.commands import agent_dir_named, directory, positive_count
+from sessdex.catalog.cli.marks_filters import MarksFilter, add_marks_filter_options
 from sessdex.catalog.cli.output import (
     color_enabled,
     current_directory,
@@ -40,8 +41,11 @@ if TYPE_CHECKING:
     from sessdex.catalog.queries.file_scan import FileScan
     from sessdex.catalog.queries.sessions import Catalog, SearchHit
     from sessdex.catalog.store.settings import Settings
+    from sessdex.core.marks import Marks
 
 DEFAULT_SEARCH_COUNT = 20
+# How many matches a search with --pinned/--starred/--tag reads before it keeps the marked ones.
+MARKED_SEARCH_LIMIT = 1000
 DEFAULT_HISTORY_COUNT = 20
 _LINE_BREAKS = str.maketrans({"\r": " ", "\n": " ", "\t": " ", "\v": " ", "\f": " ",
                               "\x85": " ", "\u2028": " ", "\u2029": " "})
@@ -50,9 +54,9 @@ _ELLIPSIS = "…"
 
 # -- sessdex search -----------------------------------------------------------------------------------
 
-def hit_json(hit: SearchHit) -> dict[str, Any]:
+def hit_json(hit: SearchHit, marks: Marks | None = None) -> dict[str, Any]:
     """A search hit for `--json`: the session object of every listing plus where it matched and the snippet."""
-    return {**session_json(hit.session), "machine": getattr(hit.session, "machine", None), "field": hit.field,
+    return {**session_json(hit.session, marks), "machine": getattr(hit.session, "machine", None), "field": hit.field,
             "snippet": hit.snippet}
 
 
@@ -74,6 +78,7 @@ The words are taken literally: quotes, parentheses, AND/OR/NEAR and * have no sp
                         help="Search this session folder instead of the project's folders.")
     parser.add_argument("--substring", action="store_true",
                         help="When no session matches, look for the words inside words (`mit` finds `commit`).")
+    add_marks_filter_options(parser)
 
 
 def run_search(args: argparse.Namespace, settings: Settings) -> int:
@@ -83,6 +88,7 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.all_projects and args.session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
+    wanted = MarksFilter.of(args)
     with json_refusal(args.as_json):
         require_agent_dir(settings.paths, agent_dir_named(args))
     text, cwd = " ".join(args.words), None if args.all_projects else current_directory()
@@ -97,16 +103,18 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
 
         echo(f"sessdex: {exc}; searching the session files directly", err=True)
         return print_search(FileScan(settings.paths), text, cwd=cwd, session_dir=args.session_dir, limit=args.limit,
-                            as_json=args.as_json)
+                            as_json=args.as_json, wanted=wanted)
     with catalog:
         return print_search(catalog, text, cwd=cwd, session_dir=args.session_dir, limit=args.limit,
-                            as_json=args.as_json, substring=args.substring)
+                            as_json=args.as_json, substring=args.substring, wanted=wanted)
 
 
 def print_search(catalog: Catalog | FileScan, text: str, *, cwd: str | None,
-                 session_dir: str | os.PathLike[str] | None, limit: int, as_json: bool, substring: bool = False) -> int:
+                 session_dir: str | os.PathLike[str] | None, limit: int, as_json: bool, substring: bool = False,
+                 wanted: MarksFilter | None = None) -> int:
     """`sessdex search`: the best `limit` sessions matching `text` (this project, or every one when cwd is None);
-    `substring`: when no session matches, every word as a substring.
+    `substring`: when no session matches, every word as a substring; `wanted`: only sessions with these marks
+    (the best `limit` of the first MARKED_SEARCH_LIMIT matches).
 
     UsageError for a query longer than anyone types (`search_query`). Matches are bold on a terminal,
     else marked with [ and ]; everything printed is made terminal-safe by `echo`.
@@ -114,31 +122,38 @@ def print_search(catalog: Catalog | FileScan, text: str, *, cwd: str | None,
     text = search_query([text])
     styled = not as_json and color_enabled()
     highlight = (HIGHLIGHT_START, HIGHLIGHT_END) if styled else ("[", "]")
-    hits = catalog.search(text, cwd, session_dir, limit=limit, highlight=highlight, substring_fallback=substring)
+    filtered = wanted is not None and wanted.active
+    hits = catalog.search(text, cwd, session_dir, limit=max(limit, MARKED_SEARCH_LIMIT) if filtered else limit,
+                          highlight=highlight, substring_fallback=substring)
+    marks = catalog.marks()
+    if wanted is not None:
+        hits = wanted.select(hits, marks, lambda hit: hit.session.id)[:limit]
     progress = catalog.content_index_progress()
     if progress is not None:
         echo(f"sessdex: the message-text index is {progress.percent}% built ({progress.done} of {progress.total} "
              f"{progress.unit}); matches in message text may be missing until `sessdex index` or `sessdex watch` "
              "completes it", err=True)
     if as_json:
-        echo_json([hit_json(hit) for hit in hits])
+        from sessdex.core.marks import NO_MARKS
+
+        echo_json([hit_json(hit, marks.get(hit.session.id, NO_MARKS)) for hit in hits])
         return 0
     if not hits:
         echo("No matching sessions", err=True)
         return 0
-    echo(search_table(hits, styled), markup=styled)
+    echo(search_table(hits, styled, marks), markup=styled)
     return 0
 
 
 _MARKERS = HIGHLIGHT_START + HIGHLIGHT_END + EMPHASIS_START + EMPHASIS_END
 
 
-def search_table(hits: list[SearchHit], color: bool) -> str:
+def search_table(hits: list[SearchHit], color: bool, marks: dict[str, Marks] | None = None) -> str:
     """The listing table of `list` (same columns and id width, $COLUMNS), each row followed by where it matched."""
     from sessdex.catalog.tui.width import cut, cut_marked
 
     width = output_width()
-    table = sessions_table([hit.session for hit in hits], width, color=color).split("\n")
+    table = sessions_table([hit.session for hit in hits], width, color=color, marks=marks).split("\n")
     lines = table[:1]
     for row, hit in zip(table[1:], hits):
         snippet = f"    {hit.field}: {_one_line(hit.snippet)}"

@@ -7,6 +7,7 @@ import argparse
 
 from sessdex.catalog.cli import session_commands
 from sessdex.catalog.cli.commands import directory, positive_count
+from sessdex.catalog.cli.marks_filters import MarksFilter, add_marks_filter_options
 from sessdex.catalog.cli.read_guard import session_source
 
 TYPE_CHECKING = False  # see the README's start-up budget
@@ -22,10 +23,12 @@ def add_session_dir_option(parser: argparse.ArgumentParser, help: str) -> None:
 def _add_list_like(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print JSON instead of a table.")
     add_session_dir_option(parser, "Read this session folder instead of the project's folders.")
+    add_marks_filter_options(parser)
 
 
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "List sessions with at least one message, newest first (this project, or all with --all)."
+    parser.description = ("List sessions with at least one message, pinned first, then newest first (this project, "
+                          "or all with --all).")
     parser.add_argument("--all", dest="all_projects", action="store_true",
                         help="Sessions of every project, not only this one.")
     _add_list_like(parser)
@@ -33,7 +36,7 @@ def add_list_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_list(args: argparse.Namespace, settings: Settings) -> int:
     return session_commands.run_list(lambda: session_source(args, settings), all_projects=args.all_projects,
-                                     as_json=args.as_json, session_dir=args.session_dir)
+                                     as_json=args.as_json, session_dir=args.session_dir, wanted=MarksFilter.of(args))
 
 
 def add_recent_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +49,7 @@ def add_recent_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_recent(args: argparse.Namespace, settings: Settings) -> int:
     return session_commands.run_recent(lambda: session_source(args, settings), settings.paths, limit=args.limit,
-                                       as_json=args.as_json, session_dir=args.session_dir)
+                                       as_json=args.as_json, session_dir=args.session_dir, wanted=MarksFilter.of(args))
 
 
 def add_resume_arguments(parser: argparse.ArgumentParser) -> None:
