@@ -18,6 +18,7 @@ from sessdex.catalog.cli.output import echo, echo_json
 from sessdex.catalog.cli.progress import ProgressBar
 from sessdex.catalog.index.content_index import ContentProgress, content_backlog, fill_content_index
 from sessdex.catalog.index.indexer import Indexer
+from sessdex.catalog.index.marks_index import index_marks
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, index_lock, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
@@ -156,6 +157,7 @@ def _index_once(settings: Settings, content: bool | None, scope: Scope, *, rebui
         wal = location.wal_identity()
         files, size, vanished, failed = index_changes(db, scope, show_progress=sys.stderr.isatty())
         fill_content(db, show_progress=sys.stderr.isatty())
+        index_marks(db, settings.paths, force=rebuild)
         total_files = db.scalar("count_machine_files")
         pulled_away = wal is not None and location.wal_identity() != wal
     finally:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
+    from sessdex.core.marks import Marks
     from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
 
@@ -199,16 +200,26 @@ def iso_utc_from_seconds(seconds: float) -> str:
     return iso_utc(datetime.fromtimestamp(seconds, UTC))
 
 
-def session_json(info: SessionInfo) -> dict[str, Any]:
-    """A session for `--json` output, the same object in every listing command (ISO 8601 UTC dates; and `machine`
-    for a session of another machine sharing the catalog)."""
-    result = {"id": info.id, "path": info.path_text, "cwd": info.cwd, "title": info.title,
+def session_json(info: SessionInfo, marks: Marks | None = None) -> dict[str, Any]:
+    """A session for `--json` output, the same object in every listing command (ISO 8601 UTC dates; `machine`
+    for a session of another machine sharing the catalog; `marks` when the command read them)."""
+    result: dict[str, Any] = {"id": info.id, "path": info.path_text, "cwd": info.cwd, "title": info.title,
               "name": session_label(info), "created": iso_utc(info.created), "modified": iso_utc(info.modified),
               "messageCount": info.message_count, "firstMessage": info.first_message,
               "cost": info.cost, "totalTokens": whole(info.total_tokens)}
     if getattr(info, "remote", False):
         result["machine"] = info.machine  # type: ignore[attr-defined]
+    if marks is not None:
+        result["marks"] = marks.to_json()
     return result
+
+
+def marks_cell(marks: Marks | None) -> str:
+    """A session's marks in a table: `pin`, `star`, `note` and each `#tag`."""
+    if marks is None:
+        return ""
+    words = [word for word, on in (("pin", marks.pinned), ("star", marks.starred), ("note", bool(marks.note))) if on]
+    return " ".join([*words, *(f"#{tag}" for tag in marks.tags)])
 
 
 def whole(value: float) -> float | int:
@@ -516,13 +527,15 @@ def session_label(info: SessionInfo) -> str:
 
 def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: float | None = None,
                    *, color: bool = False, tsv: bool = False, id_width: int | None = None,
-                   extra: Sequence[tuple[Column, list[str]]] = ()) -> str:
+                   extra: Sequence[tuple[Column, list[str]]] = (),
+                   marks: dict[str, Marks] | None = None) -> str:
     """The human listing of every listing command: id prefix, modified, message count, cost, tokens, name, cwd.
 
     `id_width`: how much of each id to show (`resume_id_width`: unique among what `resume` looks at), else what
     tells these ids apart. The CWD column is left out when every session has the same one (one project's
     listing). `extra`: more columns after these (a search's field and snippet, in tab-separated output).
-    With `tsv`, tab-separated lines without a header (`tab_separated`).
+    With `tsv`, tab-separated lines without a header (`tab_separated`). `marks`: a MARKS column before the
+    name when some of the sessions have any.
     """
     from sessdex.catalog.queries.naming import display_name
     from sessdex.catalog.tui.dates import short_date
@@ -555,6 +568,10 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
 
         columns.append(Column("MACHINE"))
         cells_by_column.append([sanitize_display_name(getattr(info, "machine", None) or "") for info in sessions])
+    if marks and any(info.id in marks for info in sessions):
+        before_name = next(index for index, column in enumerate(columns) if column.header == "NAME")
+        columns.insert(before_name, Column("MARKS", flexible=True, drop=1))
+        cells_by_column.insert(before_name, [marks_cell(marks.get(info.id)) for info in sessions])
     for column, cells in extra:
         columns.append(column)
         cells_by_column.append(cells)

@@ -9,6 +9,7 @@ import os
 from datetime import datetime
 
 from sessdex.catalog.cli.commands import agent_dir_named, directory, positive_count
+from sessdex.catalog.cli.marks_filters import MarksFilter, add_marks_filter_options
 from sessdex.catalog.cli.output import (
     SEARCH_FIELDS,
     add_json_option,
@@ -45,8 +46,11 @@ if TYPE_CHECKING:
     from sessdex.catalog.queries.file_scan import FileScan
     from sessdex.catalog.queries.sessions import Catalog, SearchHit
     from sessdex.catalog.store.settings import Settings
+    from sessdex.core.marks import Marks
 
 DEFAULT_SEARCH_COUNT = 20
+# How many matches a search with --pinned/--starred/--tag reads before it keeps the marked ones.
+MARKED_SEARCH_LIMIT = 1000
 DEFAULT_HISTORY_COUNT = 20
 _LINE_BREAKS = str.maketrans({"\r": " ", "\n": " ", "\t": " ", "\v": " ", "\f": " ",
                               "\x85": " ", "\u2028": " ", "\u2029": " "})
@@ -55,9 +59,9 @@ _ELLIPSIS = "…"
 
 # -- sessdex search -----------------------------------------------------------------------------------
 
-def hit_json(hit: SearchHit) -> dict[str, Any]:
+def hit_json(hit: SearchHit, marks: Marks | None = None) -> dict[str, Any]:
     """A search hit for `--json`: the session object of every listing plus where it matched and the snippet."""
-    return {**session_json(hit.session), "machine": getattr(hit.session, "machine", None), "field": hit.field,
+    return {**session_json(hit.session, marks), "machine": getattr(hit.session, "machine", None), "field": hit.field,
             "snippet": hit.snippet}
 
 
@@ -80,6 +84,7 @@ The words are taken literally: quotes, parentheses, AND/OR/NEAR and * have no sp
                         help="Search this session folder instead of the project's folders.")
     parser.add_argument("--substring", action="store_true",
                         help="When no session matches, look for the words inside words (`mit` finds `commit`).")
+    add_marks_filter_options(parser)
 
 
 def run_search(args: argparse.Namespace, settings: Settings) -> int:
@@ -89,6 +94,7 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.all_projects and args.session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
+    wanted = MarksFilter.of(args)
     with json_refusal(args.as_json):
         require_agent_dir(settings.paths, agent_dir_named(args))
     text, cwd = " ".join(args.words), None if args.all_projects else current_directory()
@@ -104,18 +110,21 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
         echo(f"sessdex: {exc}; searching the session files directly", err=True)
         with FileScan(settings.paths) as scan:
             return print_search(scan, text, cwd=cwd, session_dir=args.session_dir, limit=args.limit,
-                                as_json=args.as_json, json_fields=args.json_fields, table=args.table)
+                                as_json=args.as_json, json_fields=args.json_fields, table=args.table,
+                                wanted=wanted)
     with catalog:
         return print_search(catalog, text, cwd=cwd, session_dir=args.session_dir, limit=args.limit,
                             as_json=args.as_json, substring=args.substring, json_fields=args.json_fields,
-                            table=args.table)
+                            table=args.table, wanted=wanted)
 
 
 def print_search(catalog: Catalog | FileScan, text: str, *, cwd: str | None,
                  session_dir: str | os.PathLike[str] | None, limit: int, as_json: bool, substring: bool = False,
-                 json_fields: Sequence[str] = (), table: bool = False) -> int:
+                 json_fields: Sequence[str] = (), table: bool = False,
+                 wanted: MarksFilter | None = None) -> int:
     """`sessdex search`: the best `limit` sessions matching `text` (this project, or every one when cwd is None);
-    `substring`: when no session matches, every word as a substring.
+    `substring`: when no session matches, every word as a substring; `wanted`: only sessions with these marks
+    (the best `limit` of the first MARKED_SEARCH_LIMIT matches).
 
     UsageError for a query longer than anyone types (`search_query`). Matches are bold on a terminal,
     else marked with [ and ]; everything printed is made terminal-safe by `echo`. `json_fields`: the fields
@@ -124,27 +133,36 @@ def print_search(catalog: Catalog | FileScan, text: str, *, cwd: str | None,
     text = search_query([text])
     styled = not as_json and color_enabled()
     highlight = (HIGHLIGHT_START, HIGHLIGHT_END) if styled else ("[", "]")
-    hits = catalog.search(text, cwd, session_dir, limit=limit, highlight=highlight, substring_fallback=substring)
+    filtered = wanted is not None and wanted.active
+    hits = catalog.search(text, cwd, session_dir, limit=max(limit, MARKED_SEARCH_LIMIT) if filtered else limit,
+                          highlight=highlight, substring_fallback=substring)
+    marks = catalog.marks()
+    if wanted is not None:
+        hits = wanted.select(hits, marks, lambda hit: hit.session.id)[:limit]
     progress = catalog.content_index_progress()
     if progress is not None:
         echo(f"sessdex: the message-text index is {progress.percent}% built ({progress.done} of {progress.total} "
              f"{progress.unit}); matches in message text may be missing until `sessdex index` or `sessdex watch` "
              "completes it", err=True)
     if as_json:
-        echo_json([hit_json(hit) for hit in hits], fields=json_fields)
+        from sessdex.core.marks import NO_MARKS
+
+        echo_json([hit_json(hit, marks.get(hit.session.id, NO_MARKS)) for hit in hits], fields=json_fields)
         return 0
     if not hits:
         echo("No matching sessions", err=True)
         return 0
     id_width = resume_id_width(catalog, [hit.session.id for hit in hits])
-    echo(search_table(hits, styled, id_width=id_width, tsv=tab_separated(table)), markup=styled)
+    echo(search_table(hits, styled, id_width=id_width, tsv=tab_separated(table),
+                      marks=marks), markup=styled)
     return 0
 
 
 _MARKERS = HIGHLIGHT_START + HIGHLIGHT_END + EMPHASIS_START + EMPHASIS_END
 
 
-def search_table(hits: list[SearchHit], color: bool, *, id_width: int | None = None, tsv: bool = False) -> str:
+def search_table(hits: list[SearchHit], color: bool, *, id_width: int | None = None, tsv: bool = False,
+                 marks: dict[str, Marks] | None = None) -> str:
     """The listing table of `list` (same columns and id width, $COLUMNS), each row followed by where it matched;
     with `tsv`, tab-separated lines whose last two cells are the field and the snippet."""
     from sessdex.catalog.cli.output import Column
@@ -154,9 +172,9 @@ def search_table(hits: list[SearchHit], color: bool, *, id_width: int | None = N
     if tsv:
         extra = [(Column("FIELD"), [hit.field for hit in hits]),
                  (Column("SNIPPET"), [_one_line(hit.snippet) for hit in hits])]
-        return sessions_table(sessions, None, tsv=True, id_width=id_width, extra=extra)
+        return sessions_table(sessions, None, tsv=True, id_width=id_width, extra=extra, marks=marks)
     width = output_width()
-    table = sessions_table(sessions, width, color=color, id_width=id_width).split("\n")
+    table = sessions_table(sessions, width, color=color, id_width=id_width, marks=marks).split("\n")
     lines = table[:1]
     for row, hit in zip(table[1:], hits):
         snippet = f"    {hit.field}: {_one_line(hit.snippet)}"

@@ -13,6 +13,7 @@ import os
 import sys
 
 from sessdex.catalog.cli.output import (
+    MAX_COUNT,
     color_enabled,
     current_directory,
     echo,
@@ -33,7 +34,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
+    from sessdex.catalog.cli.marks_filters import MarksFilter
     from sessdex.catalog.queries.source import SessionSource
+    from sessdex.core.marks import Marks
     from sessdex.core.paths import AgentPaths
     from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
@@ -46,17 +49,27 @@ OTHER_PROJECT_WAY_OUT = "pass --yes to fork it into this project, or --own-dir t
 
 
 def run_list(open_source: SourceOpener, *, all_projects: bool, output: ListingOutput, session_dir: Path | None,
-             limit: int | None = None) -> int:
-    """`sessdex list`: sessions with at least one message, newest first (this project, or every one), at most
-    `limit` (None: all)."""
+             limit: int | None = None, wanted: MarksFilter | None = None) -> int:
+    """`sessdex list`: sessions with at least one message, pinned first, then newest first (this project, or every
+    one), at most `limit` (None: all); `wanted`: only those with these marks."""
+    from sessdex.catalog.cli.marks_filters import pinned_first
+
     if all_projects and session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
     with json_refusal(output.as_json), open_source() as source:
         sessions = source.list_all_sessions() if all_projects else source.list_sessions(current_directory(), session_dir)
+        marks = source.marks()
+        if wanted is not None:
+            sessions = wanted.select(sessions, marks, _session_id)
+        sessions = pinned_first(sessions, marks, _session_id)
         if limit is not None:
             del sessions[limit:]
-        print_sessions(source, sessions, output)
+        print_sessions(source, sessions, output, marks)
     return 0
+
+
+def _session_id(info: SessionInfo) -> str:
+    return info.id
 
 
 class ListingOutput:
@@ -71,42 +84,61 @@ class ListingOutput:
         self.table = table
 
 
-def print_sessions(source: SessionSource, sessions: list[SessionInfo], output: ListingOutput) -> None:
+def print_sessions(source: SessionSource, sessions: list[SessionInfo], output: ListingOutput,
+                   marks: dict[str, Marks] | None = None) -> None:
     """A listing command's sessions: the JSON array of session objects, or the table (a note when empty); ids as
-    wide as `resume` needs them to tell every session apart."""
+    wide as `resume` needs them to tell every session apart. With `marks` (session id -> Marks), each object
+    says its marks and the table shows them."""
     if output.as_json:
-        echo_json([session_json(info) for info in sessions], fields=output.json_fields)
+        if marks is None:
+            echo_json([session_json(info) for info in sessions], fields=output.json_fields)
+        else:
+            from sessdex.core.marks import NO_MARKS
+
+            echo_json([session_json(info, marks.get(info.id, NO_MARKS)) for info in sessions],
+                      fields=output.json_fields)
     elif not sessions:
         echo("No sessions found", err=True)
     else:
         id_width = resume_id_width(source, [info.id for info in sessions])
         echo(sessions_table(sessions, output_width(), color=color_enabled(), tsv=tab_separated(output.table),
-                            id_width=id_width), markup=True, sanitized=True)
+                            id_width=id_width, marks=marks), markup=True, sanitized=True)
 
 
 def run_recent(open_source: SourceOpener, paths: AgentPaths, *, limit: int, output: ListingOutput,
-               session_dir: Path | None, all_projects: bool = False) -> int:
+               session_dir: Path | None, all_projects: bool = False, wanted: MarksFilter | None = None) -> int:
     """`sessdex recent`: the project's (or with `all_projects` every project's) most recently changed sessions,
-    newest first."""
+    newest first (`wanted`: the newest of those with these marks)."""
     from sessdex.catalog.queries.sessions import Catalog
     from sessdex.core.discovery import read_session_info
 
     if all_projects and session_dir is not None:
         raise UsageError("--all and --session-dir cannot be combined")
+    filtered = wanted is not None and wanted.active
     with json_refusal(output.as_json), open_source() as source:
+        marks = source.marks()
         if all_projects:
-            sessions = source.list_all_sessions(include_empty=True)[:limit]
+            sessions = source.list_all_sessions(include_empty=True)
+            if not filtered:
+                del sessions[limit:]
         elif isinstance(source, Catalog):
             # The catalog holds every field of the session object: one query, no file read (a recent session
             # may be hundreds of megabytes).
-            sessions = source.list_sessions(current_directory(), session_dir, include_empty=True, limit=limit)
+            sessions = source.list_sessions(current_directory(), session_dir, include_empty=True,
+                                            limit=None if filtered else limit)
         else:
-            # The file scan: the newest files by their first 4 KB, then only those few read whole.
+            # The file scan: the newest files by their first 4 KB, then only those few read whole (with a marks
+            # filter, only the marked ones among them).
             folders = ([os.fspath(session_dir)] if session_dir is not None
                        else paths.project_session_folders(current_directory()))
-            recent = source.recent_sessions_in(folders, limit)
-            sessions = [info for item in recent if (info := read_session_info(item.path, item.mtime)) is not None]
-        print_sessions(source, sessions, output)
+            recent = source.recent_sessions_in(folders, MAX_COUNT if filtered else limit)
+            if wanted is not None:
+                recent = wanted.select(recent, marks, lambda item: item.session_id or "")
+            sessions = [info for item in recent[:limit]
+                        if (info := read_session_info(item.path, item.mtime)) is not None]
+        if wanted is not None:
+            sessions = wanted.select(sessions, marks, _session_id)[:limit]
+        print_sessions(source, sessions, output, marks)
     return 0
 
 

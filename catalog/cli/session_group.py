@@ -8,6 +8,7 @@ import sys
 
 from sessdex.catalog.cli import session_commands
 from sessdex.catalog.cli.commands import directory, positive_count
+from sessdex.catalog.cli.marks_filters import MarksFilter, add_marks_filter_options
 from sessdex.catalog.cli.output import RESUME_FIELDS, add_json_option, add_table_option
 from sessdex.catalog.cli.read_guard import session_source
 from sessdex.core.errors import UsageError
@@ -28,6 +29,7 @@ def _add_list_like(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", dest="all_projects", action="store_true",
                         help="Sessions of every project, not only this one.")
     add_session_dir_option(parser, "Read this session folder instead of the project's folders.")
+    add_marks_filter_options(parser)
 
 
 def _listing_output(args: argparse.Namespace) -> session_commands.ListingOutput:
@@ -35,7 +37,8 @@ def _listing_output(args: argparse.Namespace) -> session_commands.ListingOutput:
 
 
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "List sessions with at least one message, newest first (this project, or all with --all)."
+    parser.description = ("List sessions with at least one message, pinned first, then newest first (this project, "
+                          "or all with --all).")
     parser.add_argument("-n", "--limit", type=positive_count, default=None,
                         help="Show at most this many sessions (default: all).")
     _add_list_like(parser)
@@ -43,7 +46,8 @@ def add_list_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_list(args: argparse.Namespace, settings: Settings) -> int:
     return session_commands.run_list(lambda: session_source(args, settings), all_projects=args.all_projects,
-                                     output=_listing_output(args), session_dir=args.session_dir, limit=args.limit)
+                                     output=_listing_output(args), session_dir=args.session_dir, limit=args.limit,
+                                     wanted=MarksFilter.of(args))
 
 
 def add_recent_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +61,7 @@ def add_recent_arguments(parser: argparse.ArgumentParser) -> None:
 def run_recent(args: argparse.Namespace, settings: Settings) -> int:
     return session_commands.run_recent(lambda: session_source(args, settings), settings.paths, limit=args.limit,
                                        output=_listing_output(args), session_dir=args.session_dir,
-                                       all_projects=args.all_projects)
+                                       all_projects=args.all_projects, wanted=MarksFilter.of(args))
 
 
 def add_resume_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,9 +104,11 @@ def run_resume(args: argparse.Namespace, settings: Settings) -> int:
         return resume(args.value)
     except AmbiguousSessionError as error:
         # On a terminal, the candidates go to the picker (as fzf would show them), and the chosen one is resumed.
+        if args.as_json or not sys.stdin.isatty():
+            raise  # no one to ask (checked before the picker's module is imported)
         from sessdex.catalog.cli.pick_commands import pick_among, terminal_available
 
-        if args.as_json or not terminal_available():
+        if not terminal_available():
             raise
         row = pick_among(args, settings, error.candidates, f"Sessions matching “{args.value}”")
     if row is None:

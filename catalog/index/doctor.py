@@ -16,6 +16,7 @@ from typing import Any
 from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.file_reader import catalog_text
 from sessdex.catalog.index.indexer import Indexer, open_session_file, read_fold, storable_text, stores_content
+from sessdex.catalog.index.marks_index import index_marks, marks_disagree
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, root_range, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
 from sessdex.catalog.store.db import CatalogDatabase, CatalogNotWritableError, open_catalog
@@ -42,12 +43,13 @@ class DoctorReport:
     unindexable: dict[str, str] = field(default_factory=dict)  # path -> why reading it fails
     undecodable_names: list[str] = field(default_factory=list)  # folders and files whose name is not UTF-8
     files: int = 0
+    marks_stale: bool = False  # this machine's marks rows differ from its marks file
     repaired: list[str] = field(default_factory=list)
 
     @property
     def needs_repair(self) -> bool:
         return bool(self.catalog_unreadable or self.integrity_errors or self.missing or self.stale
-                    or self.orphaned or self.misread)
+                    or self.orphaned or self.misread or self.marks_stale)
 
     def to_json(self) -> dict[str, Any]:
         """The report as `sessdex doctor --json` prints it."""
@@ -83,6 +85,7 @@ def diagnose(db: CatalogDatabase, paths: AgentPaths, *, reread: bool) -> DoctorR
     on_disk = scan_files(scope, skipped=report.undecodable_names)
     in_catalog = catalog_files(db, scope)
     report.files = len(on_disk)
+    report.marks_stale = marks_disagree(db, paths)
     changed, report.orphaned = diff(on_disk, in_catalog)
     report.missing = [path for path in changed if path not in in_catalog]
     report.stale = [path for path in changed if path in in_catalog]
@@ -114,7 +117,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
-def repair(db: CatalogDatabase, report: DoctorReport) -> None:
+def repair(db: CatalogDatabase, report: DoctorReport, paths: AgentPaths | None = None) -> None:
     """Fix the catalog from the files: index missing and stale files, drop orphans, re-read misreads, rebuild FTS."""
     indexer = Indexer(db)
     if report.missing or report.stale or report.orphaned:
@@ -127,6 +130,8 @@ def repair(db: CatalogDatabase, report: DoctorReport) -> None:
         report.repaired.append(f"re-read {len(report.misread)} misread file(s)")
     for failure in indexer.failures:
         report.unindexable[failure.path] = failure.reason
+    if report.marks_stale and paths is not None and index_marks(db, paths, force=True):
+        report.repaired.append("re-read the marks file")
     if report.integrity_errors and db.rebuild_full_text():
         report.repaired.append("rebuilt the full-text indexes")
 
@@ -167,7 +172,7 @@ def run_doctor(location: CatalogLocation, paths: AgentPaths, *, check_only: bool
         report = diagnose(db, paths, reread=reread)
         report.catalog_unreadable = unreadable
         if not check_only and (report.needs_repair or unreadable):
-            repair(db, report)
+            repair(db, report, paths)
             if unreadable:
                 report.repaired.append("rebuilt the catalog from the session files")
         still_broken = not check_only and bool(report.integrity_errors) and bool(db.integrity_errors())

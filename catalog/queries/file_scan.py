@@ -155,6 +155,16 @@ class FileScan:
     def check_freshness_once(self) -> None:
         """Nothing to do: the picker's scopes are read once anyway."""
 
+    def marks(self) -> dict[str, Any]:
+        """The marks file of this agent dir, read directly (none from a file sessdex may not read: a symlink, another
+        user's file)."""
+        from sessdex.core.marks import MarksFileError, current_marks
+
+        try:
+            return current_marks(self.paths)
+        except (MarksFileError, OSError):
+            return {}
+
     def content_index_progress(self) -> None:
         """Files are read whole: nothing is ever left for later."""
         return None

@@ -676,6 +676,12 @@ class Catalog:
         except sqlite3.Error:
             pass
 
+    def marks(self) -> dict[str, Any]:
+        """Every machine's marks, this machine's marks file indexed first if it changed (one stat when not)."""
+        from sessdex.catalog.index.marks_index import fresh_marks
+
+        return fresh_marks(self._database(), self.paths)
+
     def content_index_progress(self) -> ContentProgress | None:
         """How far the content index (message text, usage facts) is while it is still being filled, else None."""
         if not self._content_incomplete():

@@ -138,6 +138,9 @@ class SessionSource(Protocol):
         """How far the content (message text, usage facts) a first index left for later is, while it is
         incomplete (a `catalog.index.content_index.ContentProgress`), else None."""
 
+    def marks(self) -> dict[str, Any]:
+        """Session id -> its current marks (`sessdex.core.marks.Marks`): pins, stars, tags, notes."""
+
 
 def content_terms(query: str) -> list[str]:
     """The words of `query` a content search requires (lower-cased; words without a letter or digit dropped)."""

@@ -4,7 +4,7 @@ The SQLite fast path runs these strings with the stdlib sqlite3 module so that r
 catalog never imports SQLAlchemy or Alembic; tests/catalog/test_schema.py checks they still match.
 """
 
-SCHEMA_REVISION = '0001_baseline'
+SCHEMA_REVISION = '0002_marks'
 
 SQL: dict[str, str] = {
     'file_by_path': (
@@ -170,6 +170,16 @@ SQL: dict[str, str] = {
     ),
     'meta_insert': (
         'INSERT INTO catalog_meta ("key", value) VALUES (:key, :value)'
+    ),
+    'marks_all': (
+        'SELECT session_marks.machine, session_marks.session_id, session_marks.kind, session_marks."key", session_marks.active, session_marks.note, session_marks.time_ms, session_marks.seq \n'
+        'FROM session_marks'
+    ),
+    'delete_machine_marks': (
+        'DELETE FROM session_marks WHERE session_marks.machine = :machine'
+    ),
+    'insert_mark': (
+        'INSERT INTO session_marks (machine, session_id, kind, "key", active, note, time_ms, seq) VALUES (:machine, :session_id, :kind, :key, :active, :note, :time_ms, :seq)'
     ),
     'insert_usage_fact': (
         'INSERT INTO usage_facts (file_id, pending, copied, entry_id, entry_timestamp, ts_ms, day_utc, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos) VALUES (:file_id, :pending, :copied, :entry_id, :entry_timestamp, :ts_ms, :day_utc, :day_local, :week_local, :provider, :model, :input_tokens, :output_tokens, :cache_read_tokens, :cache_write_tokens, :cost_nanos)'
@@ -575,8 +585,10 @@ FRESH_CATALOG_SCRIPT: tuple[str, ...] = (
     'CREATE TABLE machines (\n\tname TEXT NOT NULL, \n\thost TEXT NOT NULL, \n\tsessions_root TEXT NOT NULL, \n\tcontent BOOLEAN NOT NULL, \n\thome TEXT, \n\tCONSTRAINT pk_machines PRIMARY KEY (name)\n)',
     "CREATE VIRTUAL TABLE message_fts USING fts5(text, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
     "CREATE VIRTUAL TABLE session_fts USING fts5(title, first_message, content='session_files', content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
+    'CREATE TABLE session_marks (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tsession_id TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tactive BOOLEAN NOT NULL, \n\tnote TEXT, \n\ttime_ms BIGINT NOT NULL, \n\tseq INTEGER NOT NULL, \n\tCONSTRAINT pk_session_marks PRIMARY KEY (id)\n)',
+    'CREATE UNIQUE INDEX ix_session_marks_machine_session_id_kind_key ON session_marks (machine, session_id, kind, "key")',
     "INSERT INTO message_fts(message_fts, rank) VALUES ('automerge', 16)",
-    'INSERT INTO "alembic_version" VALUES (\'0001_baseline\')',
+    'INSERT INTO "alembic_version" VALUES (\'0002_marks\')',
 )
 
 # The schema objects (type, name, SQL) of a SQLite catalog at SCHEMA_REVISION.
@@ -587,6 +599,7 @@ SCHEMA_OBJECTS: frozenset[tuple[str, str, str]] = frozenset({
     ('index', 'ix_session_files_machine_parent_session', 'CREATE INDEX ix_session_files_machine_parent_session ON session_files (machine, parent_session)'),
     ('index', 'ix_session_files_machine_path', 'CREATE INDEX ix_session_files_machine_path ON session_files (machine, path, device, inode, size, mtime_ns)'),
     ('index', 'ix_session_files_machine_session_id', 'CREATE INDEX ix_session_files_machine_session_id ON session_files (machine, session_id)'),
+    ('index', 'ix_session_marks_machine_session_id_kind_key', 'CREATE UNIQUE INDEX ix_session_marks_machine_session_id_kind_key ON session_marks (machine, session_id, kind, "key")'),
     ('index', 'ix_usage_facts_file_id_entry_id', 'CREATE INDEX ix_usage_facts_file_id_entry_id ON usage_facts (file_id, entry_id)'),
     ('index', 'ix_usage_rollup_file_id', 'CREATE INDEX ix_usage_rollup_file_id ON usage_rollup (file_id)'),
     ('index', 'ix_usage_rollup_machine_directory_day_local', 'CREATE INDEX ix_usage_rollup_machine_directory_day_local ON usage_rollup (machine, directory, day_local)'),
@@ -606,6 +619,7 @@ SCHEMA_OBJECTS: frozenset[tuple[str, str, str]] = frozenset({
     ('table', 'session_fts_data', "CREATE TABLE 'session_fts_data'(id INTEGER PRIMARY KEY, block BLOB)"),
     ('table', 'session_fts_docsize', "CREATE TABLE 'session_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB)"),
     ('table', 'session_fts_idx', "CREATE TABLE 'session_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID"),
+    ('table', 'session_marks', 'CREATE TABLE session_marks (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tsession_id TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tactive BOOLEAN NOT NULL, \n\tnote TEXT, \n\ttime_ms BIGINT NOT NULL, \n\tseq INTEGER NOT NULL, \n\tCONSTRAINT pk_session_marks PRIMARY KEY (id)\n)'),
     ('table', 'usage_facts', 'CREATE TABLE usage_facts (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tpending BOOLEAN NOT NULL, \n\tcopied BOOLEAN NOT NULL, \n\tentry_id TEXT, \n\tentry_timestamp TEXT, \n\tts_ms BIGINT NOT NULL, \n\tday_utc TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tCONSTRAINT pk_usage_facts PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_facts_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)'),
     ('table', 'usage_rollup', 'CREATE TABLE usage_rollup (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tcwd TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tCONSTRAINT pk_usage_rollup PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_rollup_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)'),
     ('table', 'usage_totals', 'CREATE TABLE usage_totals (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\tscope TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tfile_id INTEGER, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tsessions INTEGER NOT NULL, \n\tCONSTRAINT pk_usage_totals PRIMARY KEY (id)\n)'),

@@ -170,6 +170,16 @@ SQL: dict[str, str] = {
     'meta_insert': (
         'INSERT INTO catalog_meta (key, value) VALUES (%(key)s::VARCHAR, %(value)s::VARCHAR)'
     ),
+    'marks_all': (
+        'SELECT session_marks.machine, session_marks.session_id, session_marks.kind, session_marks.key, session_marks.active, session_marks.note, session_marks.time_ms, session_marks.seq \n'
+        'FROM session_marks'
+    ),
+    'delete_machine_marks': (
+        'DELETE FROM session_marks WHERE session_marks.machine = %(machine)s::VARCHAR'
+    ),
+    'insert_mark': (
+        'INSERT INTO session_marks (machine, session_id, kind, key, active, note, time_ms, seq) VALUES (%(machine)s::VARCHAR, %(session_id)s::VARCHAR, %(kind)s::VARCHAR, %(key)s::VARCHAR, %(active)s, %(note)s::VARCHAR, %(time_ms)s::BIGINT, %(seq)s::INTEGER) RETURNING session_marks.id'
+    ),
     'insert_usage_fact': (
         'INSERT INTO usage_facts (file_id, pending, copied, entry_id, entry_timestamp, ts_ms, day_utc, day_local, week_local, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos) VALUES (%(file_id)s::INTEGER, %(pending)s, %(copied)s, %(entry_id)s::VARCHAR, %(entry_timestamp)s::VARCHAR, %(ts_ms)s::BIGINT, %(day_utc)s::VARCHAR, %(day_local)s::VARCHAR, %(week_local)s::VARCHAR, %(provider)s::VARCHAR, %(model)s::VARCHAR, %(input_tokens)s, %(output_tokens)s, %(cache_read_tokens)s, %(cache_write_tokens)s, %(cost_nanos)s::BIGINT) RETURNING usage_facts.id'
     ),
@@ -557,6 +567,7 @@ BOOLEAN_PARAMS: dict[str, tuple[str, ...]] = {
     'insert_file': ('header_valid',),
     'update_file': ('header_valid',),
     'insert_message': ('pending',),
+    'insert_mark': ('active',),
     'insert_usage_fact': ('copied', 'pending'),
     'machine_insert': ('content',),
     'machine_update': ('content',),

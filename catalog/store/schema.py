@@ -204,6 +204,25 @@ machines = Table(
     Column("home", Text),
 )
 
+# The marks (pins, stars, tags, notes) each machine's marks file holds (sessdex.core.marks): one row per machine,
+# session id, `kind` ("pin", "star", "tag", "note") and `key` (the tag, else ""), the latest fact of that file about
+# it. Rebuilt from the file whenever it changes (sessdex.catalog.index.marks_index); every machine sees the union,
+# the latest fact across the machines deciding.
+session_marks = Table(
+    "session_marks",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("machine", Text, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("active", Boolean, nullable=False),
+    Column("note", Text),
+    Column("time_ms", BigInteger, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Index(None, "machine", "session_id", "kind", "key", unique=True),
+)
+
 # PostgreSQL keeps its full-text columns (generated tsvectors) and their GIN / trigram indexes out of the
 # metadata: they exist on that dialect only, made by migration 0003, and autogenerate ignores them.
 PG_SEARCH_COLUMNS = ("text_tsv", "search_tsv")

@@ -40,6 +40,7 @@ from sessdex.catalog.store.schema import (
     machines,
     messages,
     session_files,
+    session_marks,
     usage_facts,
     usage_rollup,
     usage_totals,
@@ -55,6 +56,8 @@ INFO_COLUMNS = ("id", "machine", "path", "mtime_ns", "session_id", "cwd", "title
                 "created", "parent_session", "input_tokens", "output_tokens", "cache_read_tokens",
                 "cache_write_tokens", "cost_total")
 STAT_COLUMNS = ("path", "device", "inode", "size", "mtime_ns")
+# A marks row, in the order of core.marks.MarkFact's fields.
+MARK_COLUMNS = ("machine", "session_id", "kind", "key", "active", "note", "time_ms", "seq")
 
 _f = session_files.c
 _m = machines.c
@@ -355,6 +358,10 @@ def build_statements() -> dict[str, ClauseElement]:
         "meta_get": select(catalog_meta.c.value).where(catalog_meta.c.key == bindparam("key")),
         "meta_delete": delete(catalog_meta).where(catalog_meta.c.key == bindparam("key")),
         "meta_insert": insert(catalog_meta).values(key=bindparam("key"), value=bindparam("value")),
+        # -- marks (catalog.index.marks_index) --------------------------------------------------------------
+        "marks_all": select(*(session_marks.c[name] for name in MARK_COLUMNS)),
+        "delete_machine_marks": delete(session_marks).where(session_marks.c.machine == bindparam("machine")),
+        "insert_mark": insert(session_marks).values({name: bindparam(name) for name in MARK_COLUMNS}),
         # -- usage (core.usage) ---------------------------------------------------------------------------
         **_usage_statements(),
         # -- machines ----------------------------------------------------------------------------------
