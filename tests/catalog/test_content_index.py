@@ -233,7 +233,7 @@ def test_search_completes_a_small_backlog_and_reports_an_unfinished_one(agent: P
     monkeypatch.setattr(sessions_module, "SEARCH_FILL_SECONDS", 60.0)
     finished = run_cli([*base, "search", "--all", "the"], capsys)
     assert finished.code == 0 and "message-text index" not in finished.err
-    assert "message: " in finished.out  # message text is searched once it is indexed
+    assert "\tmessage\t" in finished.out  # message text is searched once it is indexed
 
 
 def test_index_completes_the_backlog(agent: Path, tmp_path: Path, monkeypatch, capsys) -> None:
