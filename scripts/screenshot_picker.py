@@ -4,7 +4,7 @@ Writes a generated corpus to a temporary agent dir, indexes it, runs `sessdex pi
 size with a query typed, captures the pane with its colours (`tmux capture-pane -e`), replays that through pyte (a
 VT100 screen emulator, one of the test dependencies) and draws every cell as SVG text: what a terminal shows.
 
-    .venv/bin/python scripts/screenshot_picker.py [--out docs/picker.svg] [--query "parser fix"]
+    .venv/bin/python scripts/screenshot_picker.py [--out docs/picker.svg] [--query readme]
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ def capture_picker(agent_dir: Path, catalog: Path, cwd: Path, query: str, socket
 def svg_of(captured: str) -> str:
     """The captured pane replayed on an emulated screen, drawn cell by cell."""
     screen = pyte.Screen(COLUMNS, ROWS)
-    pyte.Stream(screen).feed(captured.replace("\n", "\r\n"))
+    # One line per row, each ended by a newline: the last one's would scroll the screen by a line.
+    pyte.Stream(screen).feed(captured.removesuffix("\n").replace("\n", "\r\n"))
     width, height = COLUMNS * CELL_WIDTH + 20, ROWS * CELL_HEIGHT + 44
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
              f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" '
@@ -110,7 +111,7 @@ def svg_of(captured: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "picker.svg", help="the SVG to write")
-    parser.add_argument("--query", default="parser fix", help="what to type into the picker")
+    parser.add_argument("--query", default="readme", help="what to type into the picker")
     args = parser.parse_args(argv)
     if shutil.which("tmux") is None:
         raise SystemExit("tmux is needed (scripts/system_packages.sh installs it)")

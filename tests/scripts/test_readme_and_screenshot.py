@@ -33,9 +33,9 @@ def test_every_table_row_of_the_readme_is_a_whole_row() -> None:
 def test_the_screenshot_is_the_picker_drawn_in_tmux(tmp_path: Path) -> None:
     out = tmp_path / "picker.svg"
     subprocess.run([sys.executable, str(REPO / "scripts" / "screenshot_picker.py"), "--out", str(out),
-                    "--query", "index"], check=True, capture_output=True, timeout=120)
+                    "--query", "readme"], check=True, capture_output=True, timeout=120)
     svg = out.read_text()
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
     shown = "".join(part.split(">", 1)[1].split("<", 1)[0] for part in svg.split("<text")[1:])
-    assert "index" in shown and "MODIFIED" in shown and "Esc" in shown
+    assert "Pick a session" in shown and "readme" in shown and "MODIFIED" in shown and "Esc" in shown
     assert 'font-weight="bold"' in svg  # the matched characters, highlighted
