@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from sessdex.catalog.cli import usage_output
 from sessdex.catalog.cli.output import USAGE_FIELDS, add_json_option, add_table_option
 from sessdex.catalog.cli.read_guard import session_source
 from sessdex.core.usage_terms import REPORT_KINDS
@@ -40,6 +39,8 @@ an entry a fork copied from its parent session is counted once, in the parent. D
 def run_usage(args: argparse.Namespace, settings: Settings) -> int:
     if args.line or args.report == BLOCKS:
         return _run_blocks(args, settings)
+    from sessdex.catalog.cli import usage_output  # (not for --line, which reads the files alone)
+
     return usage_output.run_usage(lambda: session_source(args, settings), kind=usage_output.report_kind(args.report),
                                   days=usage_output.date_range(args.since, args.until),
                                   all_projects=args.all_projects, breakdown=args.breakdown, as_json=args.as_json,
@@ -62,6 +63,7 @@ def _run_blocks(args: argparse.Namespace, settings: Settings) -> int:
     root = settings.paths.sessions_root_text
     if args.line:
         return usage_blocks.run_line(root)
+    from sessdex.catalog.cli import usage_output
     from sessdex.catalog.cli.output import output_width, tab_separated
 
     return usage_blocks.run_blocks(root, usage_output.date_range(args.since, args.until), as_json=args.as_json,
