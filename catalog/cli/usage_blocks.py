@@ -10,7 +10,8 @@ import time
 from collections.abc import Sequence
 
 from sessdex.catalog.cli.output import echo, iso_utc_from_seconds, selected_fields
-from sessdex.catalog.queries.usage import MINUTE_MS, UsageBlock, timed_facts, usage_blocks
+from sessdex.catalog.cli.usage_table import duration
+from sessdex.catalog.queries.usage import UsageBlock, timed_facts, usage_blocks
 from sessdex.catalog.tui.figures import format_cost, format_tokens
 from sessdex.core.usage import UsageTotals
 from sessdex.core.usage_terms import DateRange
@@ -31,17 +32,6 @@ def local_midnight_ms(day: str) -> int:
 
 def local_day(ms: int) -> str:
     return time.strftime("%Y-%m-%d", time.localtime(ms // 1000))
-
-
-def local_minute(ms: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms // 1000))
-
-
-def duration(ms: float) -> str:
-    """A span as `2h 13m` (minutes rounded down)."""
-    minutes = max(0, int(ms // MINUTE_MS))
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m"
 
 
 def blocks_in(sessions_root: str, days: DateRange, now_ms: int) -> list[UsageBlock]:
@@ -85,13 +75,6 @@ def run_blocks(sessions_root: str, days: DateRange, *, as_json: bool, json_field
 
     echo(blocks_table(blocks, now_ms, width, tsv=tsv))
     return 0
-
-
-def block_state(block: UsageBlock, now_ms: int) -> str:
-    """What the TIME cell says of a block: how long it has left when active, else how long its messages spanned."""
-    if block.active:
-        return f"{duration(block.end_ms - now_ms)} left"
-    return duration(block.last_ms - block.first_ms)
 
 
 def usage_line(sessions_root: str, now_ms: int) -> str:

@@ -3,9 +3,11 @@ scaled to the most expensive row, so that the shape of the spending shows at a g
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 
 from sessdex.catalog.cli.output import Column, home_relative, render_table
+from sessdex.catalog.queries.usage import MINUTE_MS
 from sessdex.catalog.tui.figures import format_cost, format_tokens
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.core.discovery import id_prefix_length, sanitize_display_name
@@ -91,11 +93,27 @@ def model_cells(model_sets: Sequence[tuple[str, ...]], tsv: bool) -> tuple[list[
     return cells, None
 
 
+def local_minute(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms // 1000))
+
+
+def duration(ms: float) -> str:
+    """A span as `2h 13m` (minutes rounded down)."""
+    minutes = max(0, int(ms // MINUTE_MS))
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m"
+
+
+def block_state(block: UsageBlock, now_ms: int) -> str:
+    """What the TIME cell says of a block: how long it has left when active, else how long its messages spanned."""
+    if block.active:
+        return f"{duration(block.end_ms - now_ms)} left"
+    return duration(block.last_ms - block.first_ms)
+
+
 def blocks_table(blocks: Sequence[UsageBlock], now_ms: int, width: int | None, *, tsv: bool = False) -> str:
     """`sessdex usage blocks`: a line per 5-hour block (its local start, how long it has left when active or
     how long its messages spanned, its models and figures), the active block's projection under the table."""
-    from sessdex.catalog.cli.usage_blocks import block_state, duration, local_minute
-
     cells, models_line = model_cells([tuple(sorted(block.models)) for block in blocks], tsv)
     columns = [Column("BLOCK START"), Column("TIME")]
     if cells is not None:
