@@ -284,3 +284,24 @@ def test_blocks_of_a_generated_corpus_with_forks_equal_the_reference(tmp_path: P
     expected = reference_blocks(reference_facts(agent / "sessions"), datetime.fromtimestamp(time.time(), UTC))
     assert len(expected) > 5
     assert_blocks_match(printed, expected, time.time() - before)
+
+
+def test_a_chain_of_blocks_days_long_is_read_back_to_its_start(tmp_path: Path, zone: None, capsys) -> None:
+    history = History(tmp_path)
+    history.session([300.0, 299.0])
+    # Three days of a message every 100 minutes in sessions of a few hours each, never a five-hour gap: where
+    # each block starts depends on the first of them, read although its files are days old.
+    hours = [72.0 - step * 100 / 60 for step in range(44)]
+    for start in range(0, len(hours), 4):
+        history.session(hours[start:start + 4], project=f"--work-{start % 3}--")
+    for since_hours in (20, 50):
+        day = datetime.fromtimestamp(history.now - since_hours * HOUR).strftime("%Y-%m-%d")
+        printed, elapsed = _blocks_json(history, capsys, "--since", day)
+        everything = reference_blocks(reference_facts(history.agent / "sessions"),
+                                      datetime.fromtimestamp(time.time(), UTC))
+        expected = [block for block in everything if block["first"].astimezone().strftime("%Y-%m-%d") >= day]
+        assert expected
+        assert_blocks_match(printed, expected, elapsed)
+    line = run_cli(history.cli("usage", "--line"), capsys).out
+    active = reference_blocks(reference_facts(history.agent / "sessions"), datetime.fromtimestamp(time.time(), UTC))[-1]
+    assert active["active"] and f"block ${active['cost']:,.2f} " in line
