@@ -2,7 +2,9 @@
 
 With sessions under the agent dir (`$PI_CODING_AGENT_DIR` or ~/.xcsh/agent) it only reads them.
 Otherwise it writes a demo agent dir in a temporary folder: a few sessions made through sessdex's
-own SessionManager (branches, a compaction, labels, an image) and prints their context.
+own SessionManager (branches, a compaction, labels, an image) and a generated corpus. Then: index, list,
+search, resume, the usage report and the prompt history, at most a screenful each, and the next command to
+type (with --keep, the one that opens the picker on the kept corpus).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import base64
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -78,21 +81,30 @@ def write_demo_sessions(agent_dir: Path, home: Path) -> list[Path]:
 
 
 FAILED_COMMANDS: list[str] = []
+SCREENFUL = 18  # the lines of output each step shows at most
 
 
 def sessdex(agent_dir: Path, *args: str, catalog: Path | None = None, cwd: Path = REPO) -> None:
-    """Run the real CLI, as a user would (in `cwd`, with the catalog at `catalog` when given); a command that
-    fails is remembered, and the demo then ends with status 1."""
+    """Run the real CLI, as a user would (in `cwd`, with the catalog at `catalog` when given), and show at most a
+    screenful of what it prints; a command that fails is remembered, and the demo then ends with status 1."""
     print(f"\n$ sessdex {' '.join(args)}", flush=True)
     options = ["--catalog", str(catalog)] if catalog is not None else []
-    status = subprocess.run([sys.executable, "-m", "sessdex.catalog", "--agent-dir", str(agent_dir), *options, *args],
-                            cwd=cwd, check=False).returncode
-    if status != 0:
-        FAILED_COMMANDS.append(f"sessdex {' '.join(args)} (exit {status})")
+    # Tables as on a terminal of this width (captured output would otherwise be tab-separated).
+    environment = {**os.environ, "COLUMNS": str(shutil.get_terminal_size((100, 24)).columns)}
+    environment.setdefault("SESSDEX_AUTOWATCH", "0")  # no background watcher on a catalog the demo deletes
+    result = subprocess.run([sys.executable, "-m", "sessdex.catalog", "--agent-dir", str(agent_dir), *options, *args],
+                            cwd=cwd, check=False, capture_output=True, text=True, env=environment)
+    lines = (result.stdout + result.stderr).splitlines()
+    print("\n".join(lines[:SCREENFUL]))
+    if len(lines) > SCREENFUL:
+        print(f"... ({len(lines) - SCREENFUL} more lines)")
+    if result.returncode != 0:
+        FAILED_COMMANDS.append(f"sessdex {' '.join(args)} (exit {result.returncode})")
 
 
-def show_catalog(agent_dir: Path, catalog: Path) -> None:
-    """Index the sessions, then answer recent, list, resume and search from the catalog."""
+def show_catalog(agent_dir: Path, catalog: Path, *, demo: bool) -> Path | None:
+    """Index the sessions, then list, search, resume and the usage reports from the catalog; the project folder the
+    listings ran in (None without sessions)."""
     from sessdex.catalog.queries.sessions import Catalog
     from sessdex.catalog.store.settings import Settings
 
@@ -100,13 +112,16 @@ def show_catalog(agent_dir: Path, catalog: Path) -> None:
     with Catalog.from_settings(Settings(agent_dir, str(catalog))) as opened:
         newest = next(iter(opened.list_all_sessions()), None)
     if newest is None:
-        return
+        return None
     cwd = Path(newest.cwd) if newest.cwd and Path(newest.cwd).is_dir() else REPO
-    sessdex(agent_dir, "recent", "-n", "5", catalog=catalog, cwd=cwd)
-    sessdex(agent_dir, "list", catalog=catalog, cwd=cwd)
-    sessdex(agent_dir, "resume", "--no-fork", newest.id, catalog=catalog, cwd=cwd)
+    sessdex(agent_dir, "list", "-n", "10", catalog=catalog, cwd=cwd)
     words = [word for word in newest.first_message.split() if word.isalpha() and len(word) > 3]
-    sessdex(agent_dir, "search", "--all", words[-1] if words else newest.id[:8], catalog=catalog)
+    sessdex(agent_dir, "search", "--all", "-n", "5", "clock" if demo else (words[-1] if words else newest.id[:8]),
+            catalog=catalog, cwd=cwd)
+    sessdex(agent_dir, "resume", "--no-fork", newest.id, catalog=catalog, cwd=cwd)
+    sessdex(agent_dir, "usage", "monthly", "--all", catalog=catalog, cwd=cwd)
+    sessdex(agent_dir, "usage", "--line", catalog=catalog, cwd=cwd)
+    return cwd
 
 
 def has_sessions(agent_dir: Path) -> bool:
@@ -117,33 +132,43 @@ def has_sessions(agent_dir: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--demo", action="store_true", help="use a generated demo corpus even if you have sessions")
-    parser.add_argument("--keep", action="store_true", help="keep the generated demo agent dir")
+    parser.add_argument("--keep", action="store_true", help="keep the generated demo agent dir (to open the picker on it)")
     args = parser.parse_args(argv)
     agent_dir = default_agent_dir()
-    scratch = None
-    if args.demo or not has_sessions(agent_dir):
-        scratch = Path(tempfile.mkdtemp(prefix="sessdex-demo-"))
+    demo = args.demo or not has_sessions(agent_dir)
+    scratch = Path(tempfile.mkdtemp(prefix="sessdex-demo-"))
+    if demo:
         agent_dir = scratch / "home" / ".xcsh" / "agent"
         print(f"No sessions of yours used: writing a demo agent dir in {agent_dir}")
-        files = write_demo_sessions(agent_dir, scratch / "home")
+        write_demo_sessions(agent_dir, scratch / "home")
         corpus = generate_corpus(agent_dir, sessions=400, projects=20, total_bytes=12_000_000, seed=1,
                                  home=scratch / "home")
         print(f"...and a generated corpus: {len(corpus.sessions)} sessions in {len(corpus.projects)} projects, "
               f"{corpus.session_bytes / 1e6:.1f} MB, a few of them damaged on purpose")
-        sessdex(agent_dir, "context", str(files[0]))
-        sessdex(agent_dir, "entries", str(files[0]))
-        sessdex(agent_dir, "history", "import")
-        sessdex(agent_dir, "history", "search", "clock")
     else:
-        scratch = Path(tempfile.mkdtemp(prefix="sessdex-demo-catalog-"))
         print(f"Reading your sessions in {agent_dir} (nothing is written there; the catalog goes to {scratch})")
+    catalog = scratch / "catalog.db"
     try:
-        show_catalog(agent_dir, scratch / "catalog.db")
+        cwd = show_catalog(agent_dir, catalog, demo=demo)
+        if demo:
+            sessdex(agent_dir, "history", "import")
+            sessdex(agent_dir, "history", "search", "clock")
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
     for failed in FAILED_COMMANDS:
         print(f"demo: {failed} failed", file=sys.stderr)
+    print()
+    sessdex_command = REPO / ".venv" / "bin" / "sessdex"
+    if not demo:
+        print(f'Next: eval "$({sessdex_command} init bash)"   then type xr in a project folder (or press Alt+J)')
+    elif args.keep:
+        where = f"cd {shlex.quote(str(cwd))} && " if cwd is not None else ""
+        print("Next, the picker on this corpus (type to filter, Tab: every project, Enter prints the file, Esc quits):")
+        print(f"  {where}{sessdex_command} --agent-dir {shlex.quote(str(agent_dir))} "
+              f"--catalog {shlex.quote(str(catalog))} pick")
+    else:
+        print("Next, to open the picker on this corpus, keep it:  ./scripts/run --demo --keep")
     return 1 if FAILED_COMMANDS else 0
 
 

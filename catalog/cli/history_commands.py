@@ -20,6 +20,7 @@ TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
+    from typing import Any
 
     from sessdex.catalog.history.storage import HistoryStorage
     from sessdex.catalog.store.settings import Settings
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 # A shell hook's `history add` may meet the agent mid-write: it waits this long for the lock rather than
 # give up after the library's 5 s and lose the prompt (the agent holds it for well under a second).
 SHELL_BUSY_TIMEOUT_SECONDS = 30.0
+INTERACTIVE_LOAD = 20_000  # the newest prompts the interactive search loads (full-text search reaches them all)
 
 
 def _require_history(args: argparse.Namespace, settings: Settings) -> None:
@@ -39,7 +41,8 @@ def _require_history(args: argparse.Namespace, settings: Settings) -> None:
         require_agent_dir(settings.paths, agent_dir_named(args))
         path = os.path.join(settings.paths.agent_dir_text, HISTORY_DB_NAME)
         if not os.path.exists(path):
-            raise SessionNotFoundError(f"no prompt history yet ({path} does not exist)")
+            raise SessionNotFoundError(f"no prompt history yet ({path} does not exist); "
+                                       "`sessdex history import` fills it from the prompts of your session files")
 
 
 @contextlib.contextmanager
@@ -66,8 +69,17 @@ def _add_count_and_json(parser: argparse.ArgumentParser) -> None:
 
 
 def add_history_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "The prompts you sent to the agent, across every project (the agent's history.db)."
-    commands = parser.add_subparsers(title="commands", dest="history_command", metavar="COMMAND", required=True)
+    parser.description = """\
+The prompts you sent to the agent, across every project (the agent's history.db).
+
+Without a command, on a terminal: an interactive search (Ctrl+R: this directory / all, Ctrl+S: fuzzy /
+full-text); Enter prints the chosen prompt (for a shell binding to insert, see `sessdex init --history-key`),
+Esc cancels (exit 130). Without a terminal: the most recent prompts, as `history recent`."""
+    parser.add_argument("-q", "--query", default="", metavar="TEXT", help="Start the interactive search with TEXT.")
+    parser.add_argument("--here", dest="start_here", action="store_true",
+                        help="Start the interactive search on this directory's prompts.")
+    parser.set_defaults(as_json=False, limit=DEFAULT_HISTORY_COUNT)
+    commands = parser.add_subparsers(title="commands", dest="history_command", metavar="COMMAND")
     formatter = HelpFormatter
 
     recent = commands.add_parser("recent", help="The most recent prompts.", allow_abbrev=False,
@@ -103,6 +115,13 @@ Prompts already in the history are skipped, so running it again adds nothing."""
 
 def run_history(args: argparse.Namespace, settings: Settings) -> int:
     agent_dir = settings.paths.agent_dir_text
+    if args.history_command is None:
+        from sessdex.catalog.cli.pick_commands import terminal_available
+
+        if terminal_available():
+            _require_history(args, settings)
+            return _interactive(agent_dir, args.query, args.start_here)
+        args.history_command = "recent"
     if args.history_command == "recent":
         _require_history(args, settings)
         with _history(agent_dir) as history:
@@ -150,3 +169,34 @@ def _import(agent_dir: str) -> None:
     skipped = f"; {scan.files_skipped} file(s) without a valid session header skipped" if scan.files_skipped else ""
     echo(f"Imported {added} new prompt(s) of {len(scan.prompts)} found in {scan.files_read} "
          f"session file(s){skipped}.")
+
+
+def _interactive(agent_dir: str, query: str, here: bool) -> int:
+    """The interactive search: print the chosen prompt and return 0, or return 130 on a cancel."""
+    from sessdex.catalog.cli.errors import INTERRUPTED_STATUS
+    from sessdex.catalog.cli.pick_commands import picker_terminal
+    from sessdex.catalog.history.search import search_history_file
+    from sessdex.catalog.tui.history_picker import HistoryModel, HistoryPicker
+    from sessdex.catalog.tui.terminal_text import terminal_text
+
+    path = os.path.join(agent_dir, HISTORY_DB_NAME)
+    with _history(agent_dir) as history:
+        entries = history.recent(INTERACTIVE_LOAD)
+
+    def full_text(text: str, limit: int, cwd: str | None) -> list[Any]:
+        found = search_history_file(path, text, limit, cwd)
+        if found is None:  # not the agent's schema: the storage reports it
+            with _history(agent_dir) as storage:
+                found = storage.search(text, limit, cwd=cwd)
+        return found
+
+    model = HistoryModel(entries, current_directory(), full_text, filter_mode="directory" if here else "all")
+    with picker_terminal() as (terminal_input, terminal_output):
+        chosen = HistoryPicker(model, query=query, input=terminal_input, output=terminal_output).run()
+    if chosen is None:
+        echo("No prompt selected", err=True)
+        return INTERRUPTED_STATUS
+    # The user's own prompt, for the command line: every character kept but those a terminal would act on.
+    sys.stdout.write(terminal_text(chosen.prompt, keep_newlines=True) + "\n")
+    sys.stdout.flush()
+    return 0

@@ -9,6 +9,8 @@ default, `--cmd` renames it):
   `${SESSDEX_AGENT_CMD:-xcsh} --resume <file>`; a cancel runs nothing and returns 130;
 - a key binding (Alt+J unless `--key`, none with `--no-key`) runs the same picker: Alt+J is bound by default
   in none of bash (emacs mode), zsh (emacs keymap) and fish;
+- with `--history-key KEY` (opt-in: Ctrl+R is the shells' own reverse search), KEY opens the interactive search
+  of the prompt history and puts the chosen prompt on the command line;
 - tab completion of the command names after `sessdex`, and of session ids (with their names where the shell shows
   descriptions) for `xr` and every command that takes a session (`SESSION_COMMANDS`), answered by
   `sessdex complete-commands` and `sessdex complete-sessions WORD`.
@@ -55,6 +57,10 @@ Options:
   --key KEY   Key that opens the picker: alt-<letter> or ctrl-<letter> (default alt-j, unbound by
               default in bash, zsh and fish).
   --no-key    No key binding.
+  --history-key KEY
+              Also bind KEY (e.g. ctrl-r, replacing the shell's own reverse search) to the
+              interactive search of your prompts (`sessdex history`): the chosen prompt
+              replaces the line being typed. None unless given.
   -h, --help  Show this message and exit.
 """
 
@@ -205,11 +211,42 @@ end
 bind __KEY__ __sessdex_key
 '''
 
+# The history key (opt-in, `--history-key`): the interactive `sessdex history` search, started with the line typed
+# so far as its query; the chosen prompt replaces the line (the cursor at its end), a cancel leaves it as it was.
+_BASH_HISTORY_KEY = r'''__sessdex_history() {
+  local out
+  out=$(command sessdex history --query="$READLINE_LINE" </dev/tty) || return 0
+  READLINE_LINE=$out; READLINE_POINT=${#READLINE_LINE}
+}
+bind -m emacs -x '"__KEY__": __sessdex_history'
+'''
+_ZSH_HISTORY_KEY = r'''__sessdex_history() {
+  local out
+  if out=$(command sessdex history --query="$BUFFER" </dev/tty); then BUFFER=$out; CURSOR=${#BUFFER}; fi
+  zle reset-prompt
+}
+zle -N __sessdex_history
+bindkey -M emacs '__KEY__' __sessdex_history
+'''
+_FISH_HISTORY_KEY = r'''function __sessdex_history
+    set -l out (command sessdex history --query=(commandline) </dev/tty)
+    if test $status -eq 0
+        commandline -r -- (string join \n -- $out)
+        commandline -f end-of-line
+    end
+    commandline -f repaint
+end
+bind __KEY__ __sessdex_history
+'''
+
 _SCRIPTS = {"bash": (_BASH, _BASH_KEY), "zsh": (_ZSH, _ZSH_KEY), "fish": (_FISH, _FISH_KEY)}
+_HISTORY_KEYS = {"bash": _BASH_HISTORY_KEY, "zsh": _ZSH_HISTORY_KEY, "fish": _FISH_HISTORY_KEY}
 
 
-def init_script(shell: str, command: str = DEFAULT_COMMAND, key: str | None = DEFAULT_KEY) -> str:
-    """The script `sessdex init SHELL` prints: the function `command`, completions and (unless None) the key."""
+def init_script(shell: str, command: str = DEFAULT_COMMAND, key: str | None = DEFAULT_KEY,
+                history_key: str | None = None) -> str:
+    """The script `sessdex init SHELL` prints: the function `command`, completions, (unless None) the key, and
+    (when given) the key of the interactive history search."""
     if shell not in _SCRIPTS:
         raise UsageError(f"unknown shell {shell!r}: expected one of {', '.join(SHELLS)}")
     if not _NAME.match(command):
@@ -220,27 +257,34 @@ def init_script(shell: str, command: str = DEFAULT_COMMAND, key: str | None = DE
     script = body.replace("__CMD__", command).replace("__SESSION_COMMANDS__", " ".join(SESSION_COMMANDS))
     if key is not None:
         script += key_part.replace("__KEY__", _key_sequences(key)[shell]).replace("__CMD__", command)
+    if history_key is not None:
+        if key is not None and history_key.lower() == key.lower():
+            raise UsageError(f"--history-key {history_key!r} is the picker's key too: choose another (or --key)")
+        script += _HISTORY_KEYS[shell].replace("__KEY__", _key_sequences(history_key)[shell])
     return script
 
 
-def parse_init_args(args: Sequence[str]) -> tuple[str, str, str | None] | None:
-    """(shell, function name, key or None) from `init`'s arguments; None for --help."""
+def parse_init_args(args: Sequence[str]) -> tuple[str, str, str | None, str | None] | None:
+    """(shell, function name, key or None, history key or None) from `init`'s arguments; None for --help."""
     shell: str | None = None
     command, key, no_key = DEFAULT_COMMAND, DEFAULT_KEY, False
+    history_key: str | None = None
     tokens = iter(args)
     for token in tokens:
         name, has_value, value = token.partition("=")
         if token in ("-h", "--help"):
             return None
-        if name in ("--cmd", "--key"):
+        if name in ("--cmd", "--key", "--history-key"):
             if not has_value:
                 value = next(tokens, "")
             if not value:
                 raise UsageError(f"{name} needs a value")
             if name == "--cmd":
                 command = value
-            else:
+            elif name == "--key":
                 key = value
+            else:
+                history_key = value
         elif token == "--no-key":
             no_key = True
         elif token.startswith("-") or shell is not None:
@@ -249,7 +293,7 @@ def parse_init_args(args: Sequence[str]) -> tuple[str, str, str | None] | None:
             shell = token
     if shell is None:
         raise UsageError(f"sessdex init needs a shell: {', '.join(SHELLS)}")
-    return shell, command, None if no_key else key
+    return shell, command, None if no_key else key, history_key
 
 
 def run_init(args: Sequence[str]) -> int:
@@ -258,8 +302,8 @@ def run_init(args: Sequence[str]) -> int:
     if parsed is None:
         sys.stdout.write(INIT_USAGE)
         return 0
-    shell, command, key = parsed
-    sys.stdout.write(init_script(shell, command, key))
+    shell, command, key, history_key = parsed
+    sys.stdout.write(init_script(shell, command, key, history_key))
     sys.stdout.flush()
     return 0
 

@@ -78,6 +78,11 @@ def report_json(report: UsageReport, breakdown: bool, fields: Sequence[str] = ()
     if fields:
         value["rows"] = selected_fields(value["rows"], fields)
         value["totals"] = selected_fields(value["totals"], fields)
+    return report_text(value)
+
+
+def report_text(value: dict[str, Any]) -> str:
+    """A report's JSON value as indented text, terminal-safe (see `report_json`)."""
     try:
         text = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except TypeError:  # a lone surrogate (an undecodable file name), which UTF-8 cannot hold: U+FFFD, as the catalog

@@ -3,14 +3,20 @@ scaled to the most expensive row, so that the shape of the spending shows at a g
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Sequence
 
 from sessdex.catalog.cli.output import Column, home_relative, render_table
+from sessdex.catalog.queries.usage import MINUTE_MS
 from sessdex.catalog.tui.figures import format_cost, format_tokens
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.core.discovery import id_prefix_length, sanitize_display_name
 from sessdex.core.usage import UsageReport, UsageRow, UsageTotals
 from sessdex.core.usage_terms import PERIOD_KINDS, ReportKind
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sessdex.catalog.queries.usage import UsageBlock
 
 BAR_WIDTH = 16
 NO_CWD = "(no cwd)"  # a project row whose sessions have no cwd
@@ -76,6 +82,61 @@ def _cells(label: str, row: UsageRow, models: bool) -> list[str]:
     return cells + figure_cells(row.totals)
 
 
+def model_cells(model_sets: Sequence[tuple[str, ...]], tsv: bool) -> tuple[list[str] | None, str | None]:
+    """The models named once: (None, the line under the table) when every row has the same ones (not in
+    tab-separated output, `tsv`, whose every line stands alone); else (each row's MODELS cell, None), `same`
+    where a row has the models of the row above."""
+    if not tsv and len(set(model_sets)) == 1:
+        return None, f"models: {terminal_text(models_cell(model_sets[0]))}"
+    cells = [SAME_MODELS if not tsv and number and names == model_sets[number - 1] else models_cell(names)
+             for number, names in enumerate(model_sets)]
+    return cells, None
+
+
+def local_minute(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms // 1000))
+
+
+def duration(ms: float) -> str:
+    """A span as `2h 13m` (minutes rounded down)."""
+    minutes = max(0, int(ms // MINUTE_MS))
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m"
+
+
+def block_state(block: UsageBlock, now_ms: int) -> str:
+    """What the TIME cell says of a block: how long it has left when active, else how long its messages spanned."""
+    if block.active:
+        return f"{duration(block.end_ms - now_ms)} left"
+    return duration(block.last_ms - block.first_ms)
+
+
+def blocks_table(blocks: Sequence[UsageBlock], now_ms: int, width: int | None, *, tsv: bool = False) -> str:
+    """`sessdex usage blocks`: a line per 5-hour block (its local start, how long it has left when active or
+    how long its messages spanned, its models and figures), the active block's projection under the table."""
+    cells, models_line = model_cells([tuple(sorted(block.models)) for block in blocks], tsv)
+    columns = [Column("BLOCK START"), Column("TIME")]
+    if cells is not None:
+        columns.append(Column("MODELS", flexible=True, drop=2, min_width=12))
+    columns += [Column(header, align_right=True, drop=drop) for header, drop in zip(_FIGURE_HEADERS, _FIGURE_DROPS)]
+    lines = []
+    for number, block in enumerate(blocks):
+        line = [local_minute(block.start_ms), block_state(block, now_ms)]
+        if cells is not None:
+            line.append(cells[number])
+        lines.append(line + figure_cells(block.totals))
+    table = render_table(columns, lines, width, tsv=tsv)
+    if models_line is not None:
+        table += f"\n{models_line}"
+    active = blocks[-1] if blocks[-1].active else None
+    projection = None if active is None else active.projection(now_ms)
+    if active is not None and projection is not None and not tsv:
+        table += (f"\nactive block: {format_cost(active.totals.cost)} so far, projected {format_cost(projection.cost)}"
+                  f" and {format_tokens(projection.total_tokens)} tokens by {local_minute(active.end_ms)[11:]}"
+                  f" ({format_cost(projection.cost_per_hour)}/h, {duration(active.end_ms - now_ms)} left)")
+    return table
+
+
 def usage_table(report: UsageReport, width: int | None, *, breakdown: bool, bars: bool, tsv: bool = False) -> str:
     """The human report: one line per row (and per model with `breakdown`), a TOTAL line, optional bars.
 
@@ -84,8 +145,9 @@ def usage_table(report: UsageReport, width: int | None, *, breakdown: bool, bars
     models of the row above says `same`."""
     kind = report.kind
     model_sets = [tuple(sorted(row.models)) for row in report.rows]
-    one_set = kind != "model" and not tsv and len(set(model_sets)) == 1
-    models = kind != "model" and not one_set
+    cells, models_line = model_cells(model_sets, tsv) if kind != "model" else (None, None)
+    one_set = models_line is not None
+    models = cells is not None
     # Sessions of other machines sharing the catalog: every session row says whose it is, as listings do.
     machines = kind == "session" and any((row.session or {}).get("machine") for row in report.rows)
     columns = report_columns(kind, bars=bars, machines=machines)
@@ -96,10 +158,10 @@ def usage_table(report: UsageReport, width: int | None, *, breakdown: bool, bars
     lines: list[list[str]] = []
     for number, row in enumerate(report.rows):
         label = _row_label(kind, row, prefix)
-        cells = _cells(label, row, models)
-        if models and not tsv and number and model_sets[number] == model_sets[number - 1]:
-            cells[1] = SAME_MODELS
-        lines.append(cells + ([bar(row.totals.cost, largest)] if bars else [])
+        line = _cells(label, row, False)
+        if cells is not None:
+            line.insert(1, cells[number])
+        lines.append(line + ([bar(row.totals.cost, largest)] if bars else [])
                      + ([sanitize_display_name((row.session or {}).get("machine") or "")] if machines else []))
         if breakdown:
             for name, figures in sorted(row.models.items(), key=lambda item: (-item[1].cost_nanos, item[0])):
@@ -108,8 +170,8 @@ def usage_table(report: UsageReport, width: int | None, *, breakdown: bool, bars
                              + ([""] if machines else []))
     lines.append(_cells("TOTAL", report.totals, models) + ([""] if bars else []) + ([""] if machines else []))
     table = render_table(columns, lines, width, tsv=tsv)
-    if one_set:
-        table += f"\nmodels: {terminal_text(models_cell(model_sets[0]))}"
+    if models_line is not None:
+        table += f"\n{models_line}"
     return table
 
 

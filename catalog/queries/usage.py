@@ -16,16 +16,19 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sessdex.core.paths import session_file_entries
 from sessdex.core.usage import (
     FileUsage,
     ReportKind,
+    UsageFact,
     UsageReport,
     UsageRow,
     UsageTotals,
     build_report,
+    counted_facts,
     mark_copies,
     order_rows,
     read_file_usage,
@@ -229,3 +232,145 @@ def scan_usage_report(kind: ReportKind, sessions_root: str, folders: Sequence[st
         wanted = {os.path.abspath(folder) for folder in folders}
         files = [usage for usage in files if usage.directory in wanted]
     return build_report(kind, files, days)
+
+
+# -- 5-hour billing blocks, as ccusage counts them ------------------------------------------------------------
+#
+# Messages are taken in time order. A block starts at its first message's time floored to the UTC hour and lasts
+# five hours; a message more than five hours after its block's start, or more than five hours after the message
+# before it, starts the next block. A block is active while now is before its end and less than five hours after
+# its last message; its projection extends the burn rate between its first and last message to its end.
+
+BLOCK_MS = 5 * 3600 * 1000
+HOUR_MS = 3600 * 1000
+MINUTE_MS = 60 * 1000
+# How far before the wanted start the files are read at first when looking for the chain's last restart.
+FIRST_LOOKBACK_MS = 24 * HOUR_MS
+# A file's modification time can lag the clock its entries were stamped with by this much (coarse file systems).
+MTIME_SLACK_MS = 2000
+
+
+@dataclass(slots=True)
+class BlockProjection:
+    """Where the active block ends up if its burn rate holds until its end."""
+
+    tokens_per_minute: float
+    cost_per_hour: float
+    remaining_minutes: float
+    total_tokens: float
+    cost: float
+
+
+@dataclass(slots=True)
+class UsageBlock:
+    """One 5-hour billing block: its start (floored to the hour), its first and last message, its figures."""
+
+    start_ms: int
+    first_ms: int
+    last_ms: int
+    totals: UsageTotals = field(default_factory=UsageTotals)
+    models: dict[str, UsageTotals] = field(default_factory=dict)
+    session_paths: set[str] = field(default_factory=set)
+    active: bool = False
+
+    @property
+    def end_ms(self) -> int:
+        return self.start_ms + BLOCK_MS
+
+    def projection(self, now_ms: int) -> BlockProjection | None:
+        """The burn rate over the block's messages extended to its end; None when the block is not active or its
+        messages span no time (one message gives no rate)."""
+        minutes = (self.last_ms - self.first_ms) / MINUTE_MS
+        if not self.active or minutes <= 0:
+            return None
+        tokens_per_minute = self.totals.total_tokens / minutes
+        cost_per_hour = self.totals.cost / minutes * 60
+        remaining = max(0.0, (self.end_ms - now_ms) / MINUTE_MS)
+        return BlockProjection(tokens_per_minute, cost_per_hour, remaining,
+                               self.totals.total_tokens + tokens_per_minute * remaining,
+                               self.totals.cost + cost_per_hour / 60 * remaining)
+
+
+def _add_fact(totals: UsageTotals, fact: UsageFact) -> None:
+    totals.input += fact.input_tokens
+    totals.output += fact.output_tokens
+    totals.cache_read += fact.cache_read_tokens
+    totals.cache_write += fact.cache_write_tokens
+    totals.cost_nanos += fact.cost_nanos
+    totals.messages += 1
+
+
+def usage_blocks(facts: Sequence[tuple[UsageFact, str]], now_ms: int) -> list[UsageBlock]:
+    """The blocks of (fact, session path) pairs sorted by time, oldest first; the last may be active."""
+    blocks: list[UsageBlock] = []
+    block: UsageBlock | None = None
+    for fact, path in facts:
+        moment = fact.ts_ms
+        if block is None or moment - block.start_ms > BLOCK_MS or moment - block.last_ms > BLOCK_MS:
+            block = UsageBlock(moment - moment % HOUR_MS, moment, moment)
+            blocks.append(block)
+        block.last_ms = moment
+        _add_fact(block.totals, fact)
+        model = block.models.setdefault(f"{fact.provider}/{fact.model}", UsageTotals())
+        _add_fact(model, fact)
+        block.session_paths.add(path)
+    for block in blocks:
+        block.totals.sessions = len(block.session_paths)
+    if blocks:
+        last = blocks[-1]
+        last.active = now_ms < last.end_ms and now_ms - last.last_ms < BLOCK_MS
+    return blocks
+
+
+def timed_facts(sessions_root: str, since_ms: int | None) -> list[tuple[UsageFact, str]]:
+    """The counted facts (fork copies dropped) of the sessions below `sessions_root`, with their session's path, in
+    time order, read from the files alone: every fact from `since_ms` on (None: all of them), and before it only
+    from a message that starts a block whatever came before it, so that `usage_blocks` of the result gives the
+    blocks the whole history gives.
+
+    Only files modified since the span read began are read: the agent stamps an entry before appending it, so an
+    older file holds no later entry (and a fork's copied entry is in a parent at least as recent). The span starts
+    a day before `since_ms` and doubles until it holds a gap of more than five hours before `since_ms`, or every
+    file."""
+    entries: list[tuple[str, int]] = []
+    for entry in session_file_entries(sessions_root, recursive=True):
+        try:
+            status = entry.stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(status.st_mode):  # never open a FIFO or a device: reading one could block
+            entries.append((entry.path, status.st_mtime_ns // 1_000_000))
+    read: dict[str, FileUsage | None] = {}
+    lookback = FIRST_LOOKBACK_MS
+    while True:
+        start = None if since_ms is None else since_ms - lookback
+        if start is not None and all(mtime_ms + MTIME_SLACK_MS >= start for _path, mtime_ms in entries):
+            start = None  # every file is read anyway: take every fact
+        wanted = [path for path, mtime_ms in entries if start is None or mtime_ms + MTIME_SLACK_MS >= start]
+        for path in wanted:
+            if path not in read:
+                read[path] = read_file_usage(path)
+        files = [usage for path in wanted if (usage := read[path]) is not None]
+        mark_copies(files)
+        facts = sorted(((fact, usage.path) for usage in files for fact in counted_facts(usage)
+                        if start is None or fact.ts_ms >= start), key=lambda pair: pair[0].ts_ms)
+        if start is None or since_ms is None:
+            return facts
+        restart = _chain_restart(facts, start, since_ms)
+        if restart is not None:
+            return facts[restart:]
+        lookback *= 2
+
+
+def _chain_restart(facts: Sequence[tuple[UsageFact, str]], start: int, since_ms: int) -> int | None:
+    """The index of a fact at or before the first one from `since_ms` on that starts a block whatever came before
+    `start` (the read span's beginning): more than five hours after the fact before it, or after `start` for the
+    first one. None when there is none before the first fact from `since_ms` on."""
+    previous = start
+    for index, (fact, _path) in enumerate(facts):
+        if fact.ts_ms - previous > BLOCK_MS:
+            return index
+        if fact.ts_ms >= since_ms:
+            return None
+        previous = fact.ts_ms
+    return len(facts)  # nothing from `since_ms` on

@@ -1,0 +1,107 @@
+"""`sessdex usage blocks` and `sessdex usage --line`: the 5-hour billing blocks of every project's sessions, read
+from the session files (`sessdex.catalog.queries.usage.timed_facts`), as a table, as JSON, or as one short line
+for a shell prompt or an agent's status line (today's cost and tokens, and the active block).
+
+A billing window is the account's, not a project's: both count every project's sessions."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from sessdex.catalog.cli.output import echo, iso_utc_from_seconds, selected_fields
+from sessdex.catalog.cli.usage_table import duration
+from sessdex.catalog.queries.usage import UsageBlock, timed_facts, usage_blocks
+from sessdex.catalog.tui.figures import format_cost, format_tokens
+from sessdex.core.usage import UsageTotals
+from sessdex.core.usage_terms import DateRange
+
+TYPE_CHECKING = False  # see the README's start-up budget
+if TYPE_CHECKING:
+    from typing import Any
+
+# Before the start of today, a block may still be active (it started at most five hours ago, floored to the hour).
+LINE_SPAN_MS = 6 * 3600 * 1000
+
+
+def local_midnight_ms(day: str) -> int:
+    """Epoch ms of a local day's (YYYY-MM-DD) first moment."""
+    year, month, mday = (int(part) for part in day.split("-"))
+    return int(time.mktime((year, month, mday, 0, 0, 0, 0, 0, -1)) * 1000)
+
+
+def local_day(ms: int) -> str:
+    return time.strftime("%Y-%m-%d", time.localtime(ms // 1000))
+
+
+def blocks_in(sessions_root: str, days: DateRange, now_ms: int) -> list[UsageBlock]:
+    """The blocks whose first message falls on a local day of `days`, oldest first."""
+    since_ms = None if days.since is None else local_midnight_ms(days.since)
+    blocks = usage_blocks(timed_facts(sessions_root, since_ms), now_ms)
+    return [block for block in blocks if days.contains(local_day(block.first_ms))]
+
+
+def block_json(block: UsageBlock, now_ms: int) -> dict[str, Any]:
+    """A block as `sessdex usage blocks --json` prints it (the fields of the other reports' rows where they
+    apply; models as "provider/model", as there)."""
+    value: dict[str, Any] = {"start": iso_utc_from_seconds(block.start_ms / 1000),
+                             "end": iso_utc_from_seconds(block.end_ms / 1000), "active": block.active}
+    value.update(block.totals.to_json())
+    value["models"] = sorted(block.models)
+    projection = block.projection(now_ms)
+    value["projection"] = None if projection is None else {
+        "totalTokens": round(projection.total_tokens), "cost": projection.cost,
+        "remainingMinutes": round(projection.remaining_minutes, 1),
+        "tokensPerMinute": projection.tokens_per_minute, "costPerHour": projection.cost_per_hour}
+    return value
+
+
+def run_blocks(sessions_root: str, days: DateRange, *, as_json: bool, json_fields: Sequence[str], tsv: bool,
+               width: int | None) -> int:
+    """`sessdex usage blocks`: a line per block, the active one with its projection."""
+    now_ms = int(time.time() * 1000)
+    blocks = blocks_in(sessions_root, days, now_ms)
+    if as_json:
+        from sessdex.catalog.cli.usage_output import print_json_text, report_text
+
+        rows = [block_json(block, now_ms) for block in blocks]
+        print_json_text(report_text({"report": "blocks", "rows": selected_fields(rows, json_fields) if json_fields
+                                     else rows}))
+        return 0
+    if not blocks:
+        echo("No usage found", err=True)
+        return 0
+    from sessdex.catalog.cli.usage_table import blocks_table
+
+    echo(blocks_table(blocks, now_ms, width, tsv=tsv))
+    return 0
+
+
+def usage_line(sessions_root: str, now_ms: int) -> str:
+    """`sessdex usage --line`: today's cost and tokens, and the active block's cost, time left and projection."""
+    today = local_day(now_ms)
+    since_ms = min(local_midnight_ms(today), now_ms - LINE_SPAN_MS)
+    facts = timed_facts(sessions_root, since_ms)
+    totals = UsageTotals()
+    for fact, _path in facts:
+        if fact.day_local == today:
+            totals.input += fact.input_tokens
+            totals.output += fact.output_tokens
+            totals.cache_read += fact.cache_read_tokens
+            totals.cache_write += fact.cache_write_tokens
+            totals.cost_nanos += fact.cost_nanos
+    line = f"today {format_cost(totals.cost)} {format_tokens(totals.total_tokens)} tokens"
+    blocks = usage_blocks(facts, now_ms)
+    block = blocks[-1] if blocks and blocks[-1].active else None
+    if block is None:
+        return f"{line} · no active block"
+    line += f" · block {format_cost(block.totals.cost)} {duration(block.end_ms - now_ms)} left"
+    projection = block.projection(now_ms)
+    if projection is not None:
+        line += f" → {format_cost(projection.cost)}"
+    return line
+
+
+def run_line(sessions_root: str) -> int:
+    echo(usage_line(sessions_root, int(time.time() * 1000)))
+    return 0
