@@ -197,6 +197,9 @@ class PostgresBulkWriter:
         connection.execute("BEGIN")
         self._in_transaction = True
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
+        # A batch's commit need not wait for its WAL to reach the disk: after a server crash the batches lost are
+        # derived data, indexed again by the next run (the files' rows are gone with them).
+        connection.execute("SET LOCAL synchronous_commit = off")
         max_file, max_message, own_files = connection.execute(_STATE_SQL, (self._machine,)).fetchone()
         if own_files != self._files_committed:
             raise CatalogChanged("another process of this machine wrote to the catalog during the bulk run")
