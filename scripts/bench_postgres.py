@@ -125,10 +125,14 @@ def main() -> int:
         for label, values in floors.items():
             results.append(f"{label}: median {median_ms(values):.0f} ms")
         results.append(f"one round trip (SELECT 1) on an open connection: median {median_ms(trips):.2f} ms")
+        python_ms = median_ms(floors["python -c pass"])
+        psycopg_ms = median_ms(floors["python -c 'import psycopg'"])
         for label, by_backend in times.items():
             sqlite_ms, postgres_ms = median_ms(by_backend["sqlite"]), median_ms(by_backend["postgresql"])
             results.append(f"sessdex {label}: SQLite {sqlite_ms:.0f} ms, PostgreSQL {postgres_ms:.0f} ms "
-                           f"({postgres_ms / sqlite_ms:.2f}x)")
+                           f"({postgres_ms / sqlite_ms:.2f}x); above the floors (SQLite - python -c pass, "
+                           f"PostgreSQL - import psycopg): {sqlite_ms - python_ms:.0f} ms, "
+                           f"{postgres_ms - psycopg_ms:.0f} ms")
     finally:
         server.destroy()
     results.append(f"load average at the end: {os.getloadavg()[0]:.2f} (other work on the machine inflates wall times)")

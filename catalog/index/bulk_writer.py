@@ -153,7 +153,7 @@ class BulkWriter:
         self._insert_files_json = self._insert_file = ""
         self._next_file_id = connection.execute("SELECT coalesce(max(id), 0) FROM session_files").fetchone()[0] + 1
         self._next_message_id = next_message_id(connection)
-        self._listing_only = listing_only
+        self.listing_only = listing_only
         self._first_file_id = self._next_file_id
         self._last_written_file_id = self._next_file_id - 1  # written by the writer thread
         self._part = _Part()
@@ -299,7 +299,7 @@ class BulkWriter:
 
     def _commit(self) -> None:
         if self._connection.in_transaction:
-            if self._listing_only:
+            if self.listing_only:
                 first = self._first_file_id
                 fts.write_files_backlog(self._connection, (first, first - 1, self._last_written_file_id))
             self._connection.commit()  # data_version stays: it counts other connections' commits only

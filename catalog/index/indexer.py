@@ -84,6 +84,10 @@ from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sessdex.catalog.index.postgres_bulk import PostgresBulkWriter
+
 # Names of the file-reading half (catalog.index.file_reader) that callers of this module use.
 __all__ = ["CHUNK_BYTES", "HEAD_BYTES", "INT64_MAX", "MESSAGE_TEXT_MAX_CHARS", "HeadValues", "clamp_int64",
            "head_columns", "message_text", "open_session_file", "parse_lines", "read_fold", "stat_session_file",
@@ -321,7 +325,7 @@ class Indexer:
         counts: dict[Outcome, int] = {}
         position = reported = 0
         bulk_connection = self.db.sqlite_writer() if keys else None
-        if bulk_connection is not None:
+        if bulk_connection is not None or (keys and self.db.dialect == "postgresql"):
             position, reported = self._index_into_empty_catalog(bulk_connection, keys, counts, progress)
         while position < len(keys):
             _, position, reported = self._index_batch(keys, position, counts, progress, reported)
@@ -383,22 +387,33 @@ class Indexer:
 
     # -- bulk run into an empty catalog ----------------------------------------------------------------
 
-    def _index_into_empty_catalog(self, connection: sqlite3.Connection, keys: list[str], counts: dict[Outcome, int],
+    def _index_into_empty_catalog(self, connection: sqlite3.Connection | None, keys: list[str],
+                                  counts: dict[Outcome, int],
                                   progress: Callable[[str, Outcome], None] | None) -> tuple[int, int]:
-        """Bulk-index the leading `keys` that are certainly new to an empty catalog (see the module docstring).
+        """Bulk-index the leading `keys` that are certainly new to an empty catalog (see the module docstring), or
+        on PostgreSQL (`connection` None) to this machine's rows of the catalog.
 
         Returns (how many keys are committed, how many were reported to `progress`); the caller indexes
         the keys from the first number on, reporting only those from the second.
         """
-        version = data_version(connection)  # read first: a commit after it is caught by the writer
-        if self.db.scalar("count_files"):
-            return 0, 0
+        bulk: BulkWriter | PostgresBulkWriter
+        if connection is None:
+            from sessdex.catalog.index.postgres_bulk import PostgresBulkWriter
+
+            found = PostgresBulkWriter.for_new_machine(self.db)
+            if found is None:
+                return 0, 0
+            bulk = found
+        else:
+            version = data_version(connection)  # read first: a commit after it is caught by the writer
+            if self.db.scalar("count_files"):
+                return 0, 0
+            bulk = BulkWriter(connection, version, listing_only=self._defer_content)
         batches: list[tuple[int, dict[Outcome, int]]] = []  # (keys up to, counts) of every batch sent
         batch_counts: dict[Outcome, int] = {}
         run = _BulkRun()
         position = batch_start = 0
-        bulk = BulkWriter(connection, version, listing_only=self._defer_content)
-        items = read_new_files(keys, self.content, listing_only=self._defer_content)
+        items = read_new_files(keys, self.content, listing_only=bulk.listing_only)
         try:
             with bulk:
                 started = time.monotonic()
@@ -429,7 +444,7 @@ class Indexer:
         committed = batches[:bulk.committed_batches]
         bulk_peak_rss_kb = _peak_rss_kb()
         refresh_started = time.process_time()
-        if committed and not self._defer_content:  # a listing-first run has no usage facts yet
+        if committed and not bulk.listing_only:  # a listing-first run has no usage facts yet
             with self._transaction():
                 refresh_all_usage(self.db)
         _report_bulk_run(bulk, position, time.process_time() - refresh_started, bulk_peak_rss_kb)
@@ -438,7 +453,7 @@ class Indexer:
                 counts[outcome] = counts.get(outcome, 0) + count
         return (committed[-1][0] if committed else 0), reported
 
-    def _index_new(self, key: str, items: Generator[tuple[Any, ...], None, None], bulk: BulkWriter,
+    def _index_new(self, key: str, items: Generator[tuple[Any, ...], None, None], bulk: BulkWriter | PostgresBulkWriter,
                    run: _BulkRun) -> Outcome | None:
         """Index `key` through `bulk` from its items (`file_reader.read_new_files`) as the ordinary way would
         index it; None when that would touch an existing row."""
@@ -750,7 +765,8 @@ def _peak_rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def _report_bulk_run(bulk: BulkWriter, files: int, refresh_cpu_seconds: float, bulk_peak_rss_kb: int) -> None:
+def _report_bulk_run(bulk: BulkWriter | PostgresBulkWriter, files: int, refresh_cpu_seconds: float,
+                     bulk_peak_rss_kb: int) -> None:
     """Append a bulk run's figures to the file $SESSDEX_INDEX_STATS names, if any (for scripts/bench_catalog.py):
     the CPU time of executing statements, of the usage refresh and of this process so far, its peak RSS (also
     at the end of the reading)."""

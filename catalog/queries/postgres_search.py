@@ -102,20 +102,19 @@ def search_postgres(db: Any, words: Sequence[Sequence[str]], scopes: Sequence[tu
     """(file_id, field, snippet, score) of the best match of at most `limit` sessions over `scopes` ((kind, params)
     per machine): session matches (title, first message) first, then message matches, each best first.
 
-    Two round trips to the server: every scope's ranking statements together (a pipeline), then the texts of the
-    messages chosen (`db` is a `sessdex.catalog.store.postgres_reads.PostgresCatalog`).
+    At most three round trips to the server: every scope's session ranking together (a pipeline); every scope's
+    message ranking together, unless the sessions alone fill `limit` (a common word: ranking its messages is most
+    of a search's work); then the texts of the messages chosen (`db` is a
+    `sessdex.catalog.store.postgres_reads.PostgresCatalog`).
     """
     query = tsquery_text(words)
     if query is None:
         return []
-    statements = []
-    for kind, params in scopes:
-        values = {**params, "query": query, "rows": limit * 20}
-        statements.append((_SESSIONS.format(scope=_SCOPE[kind]), values))
-        statements.append((_MESSAGES.format(scope=_SCOPE[kind]), values))
-    results = db.fetch_sql_many(statements)
-    session_rows = [row for index, rows in enumerate(results) if index % 2 == 0 for row in rows]
-    message_rows = [row for index, rows in enumerate(results) if index % 2 == 1 for row in rows]
+    # A session has one row per scope (its machine's), so `limit` rows of each scope are enough; a session may have
+    # many matching messages, of which only its best is shown.
+    session_rows = [row for rows in db.fetch_sql_many(
+        [(_SESSIONS.format(scope=_SCOPE[kind]), {**params, "query": query, "rows": limit}) for kind, params in scopes],
+        index_scans=True) for row in rows]
     best: dict[int, tuple[str, str, float]] = {}
     for row in sorted(session_rows, key=lambda row: row["score"]):
         if len(best) >= limit:
@@ -128,6 +127,11 @@ def search_postgres(db: Any, words: Sequence[Sequence[str]], scopes: Sequence[tu
         else:
             best[row["file_id"]] = ("first_message", snippet(row["first_message"], words, *marks, tokens)[0],
                                     row["score"])
+    if len(best) >= limit:
+        return [(file_id, field, marked, score) for file_id, (field, marked, score) in best.items()][:limit]
+    message_rows = [row for rows in db.fetch_sql_many(
+        [(_MESSAGES.format(scope=_SCOPE[kind]), {**params, "query": query, "rows": limit * 20})
+         for kind, params in scopes], index_scans=True) for row in rows]
     chosen: dict[int, tuple[int, float]] = {}
     for row in sorted(message_rows, key=lambda row: row["score"]):
         if row["file_id"] not in best:

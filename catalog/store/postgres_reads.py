@@ -17,8 +17,10 @@ SQLAlchemy backend.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
+import types
 from collections.abc import Iterator
 
 from sessdex.catalog.store.location import CONNECT_TIMEOUT_SECONDS, CatalogLocation
@@ -38,6 +40,42 @@ WRITE_LOCK_KEY = 0x73657373646578
 _CONNECTION_SQLSTATES = ("08", "57P", "28", "3D")
 # `:name` parameters of hand-written SQL (not `::type` casts).
 _NAMED_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+def import_psycopg() -> Any:
+    """psycopg, imported without the two `importlib.metadata.version()` calls its version modules make.
+
+    Those look-ups import importlib.metadata (and the email package) and scan every distribution on sys.path for
+    a version string psycopg only shows: about a sixth of psycopg's import, which is most of what a hot command
+    on PostgreSQL pays beyond SQLite's. The version is read from the name of the distribution's `.dist-info`
+    folder instead; when that is not found, psycopg imports its version modules as usual.
+    """
+    if "psycopg" not in sys.modules:
+        for package, distribution in (("psycopg", "psycopg"), ("psycopg_binary", "psycopg_binary")):
+            name = f"{package}.version"
+            if name not in sys.modules and (version := _installed_version(package, distribution)) is not None:
+                module = types.ModuleType(name)
+                module.__version__ = version  # type: ignore[attr-defined]
+                sys.modules[name] = module
+    import psycopg
+
+    return psycopg
+
+
+def _installed_version(package: str, distribution: str) -> str | None:
+    """The version in the `<distribution>-<version>.dist-info` folder beside `package`, None when not found."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = os.path.dirname(next(iter(spec.submodule_search_locations)))
+    prefix = distribution + "-"
+    try:
+        names = [name for name in os.listdir(folder) if name.startswith(prefix) and name.endswith(".dist-info")]
+    except OSError:
+        return None
+    return names[0][len(prefix):-len(".dist-info")] if len(names) == 1 else None
 
 
 def libpq_url(url: str) -> str:
@@ -115,7 +153,7 @@ class PostgresCatalog:
 
     def _connect(self) -> Any:
         if self._connection is None:
-            import psycopg
+            psycopg = import_psycopg()
 
             with self._reporting_lost_connection():
                 # Autocommit: a read is one statement, one round trip; write() opens its own transactions.
@@ -190,9 +228,19 @@ class PostgresCatalog:
         """The rows (tuples) of each named statement, all sent in one round trip (psycopg's pipeline mode)."""
         return self._pipelined([(SQL[name], self._params(name, params)) for name, params in statements], tuples=True)
 
-    def fetch_sql_many(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[Any]]:
-        """The rows (dicts) of each hand-written statement (`:name` parameters), all in one round trip."""
-        return self._pipelined([(pyformat(sql), params) for sql, params in statements], tuples=False)
+    def fetch_sql_many(self, statements: Sequence[tuple[str, Mapping[str, Any]]], *,
+                       index_scans: bool = False) -> list[list[Any]]:
+        """The rows (dicts) of each hand-written statement (`:name` parameters), all in one round trip.
+
+        `index_scans`: the statements run in one read transaction that plans no sequential scan where an index
+        serves (full-text matches: the planner prices a row's tsvector as cheap to read, but detoasting every
+        row's costs several times the GIN index's bitmap of the matching ones)."""
+        prepared = [(pyformat(sql), params) for sql, params in statements]
+        if not index_scans:
+            return self._pipelined(prepared, tuples=False)
+        rows = self._pipelined([("BEGIN READ ONLY", {}), ("SET LOCAL enable_seqscan = off", {}), *prepared,
+                                ("COMMIT", {})], tuples=False)
+        return rows[2:-1]
 
     def _pipelined(self, statements: Sequence[tuple[str, Mapping[str, Any]]], *, tuples: bool) -> list[list[Any]]:
         if len(statements) == 1:
@@ -202,12 +250,18 @@ class PostgresCatalog:
         with self._reporting_lost_connection():
             connection = self._connect()
             cursors = []
-            with connection.pipeline():
-                for sql, params in statements:
-                    cursor = connection.cursor(row_factory=tuple_row if tuples else dict_row)
-                    cursor.execute(sql, params)
-                    cursors.append(cursor)
-            return [cursor.fetchall() for cursor in cursors]
+            try:
+                with connection.pipeline():
+                    for sql, params in statements:
+                        cursor = connection.cursor(row_factory=tuple_row if tuples else dict_row)
+                        cursor.execute(sql, params)
+                        cursors.append(cursor)
+            except BaseException:
+                if connection.info.transaction_status != 0:  # a failed statement inside an explicit transaction
+                    with contextlib.suppress(Exception):
+                        connection.execute("ROLLBACK")
+                raise
+            return [cursor.fetchall() if cursor.description is not None else [] for cursor in cursors]
 
     def execute(self, name: str, params: Mapping[str, Any] | None = None) -> None:
         self._require_transaction()

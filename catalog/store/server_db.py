@@ -253,11 +253,12 @@ def _missing_driver(location: CatalogLocation, exc: ImportError) -> CatalogUnava
 
 def _open_postgres_catalog(location: CatalogLocation, machine: str | None) -> PostgresCatalog:
     """The psycopg backend; the revision is one query, and only an older or new database imports Alembic."""
+    from sessdex.catalog.store.postgres_reads import PostgresCatalog, import_psycopg, is_connection_problem
+
     try:
-        import psycopg
+        psycopg = import_psycopg()
     except ImportError as exc:
         raise _missing_driver(location, exc) from exc
-    from sessdex.catalog.store.postgres_reads import PostgresCatalog, is_connection_problem
 
     try:
         database = PostgresCatalog(location, machine)

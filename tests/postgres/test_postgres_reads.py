@@ -115,3 +115,46 @@ def test_a_resume_costs_two_round_trips_whatever_its_folders(tmp_path: Path, pos
         assert [found.id for found in catalog.sessions_with_id_prefix(info.id, cwd)] == [info.id]
         # The freshness check (paths, and stats of the ids in range: one pipeline) and the rows.
         assert _CountingCatalog.round_trips == 2
+
+
+def test_psycopg_is_imported_without_importlib_metadata_and_knows_its_version():
+    probe = ("import sys\nfrom sessdex.catalog.store.postgres_reads import import_psycopg\n"
+             "psycopg = import_psycopg()\nimport psycopg_binary\n"
+             "print(psycopg.__version__, psycopg_binary.__version__, 'importlib.metadata' in sys.modules)")
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    from importlib import metadata
+
+    expected = f"{metadata.version('psycopg')} {metadata.version('psycopg-binary')} False"
+    assert found.stdout.strip() == expected
+
+
+class _RecordingCatalog(PostgresCatalog):
+    """Records every statement sent to the server."""
+
+    sent: list[str] = []
+
+    def _rows(self, sql, params, *, tuples):
+        type(self).sent.append(sql)
+        return super()._rows(sql, params, tuples=tuples)
+
+    def _pipelined(self, statements, *, tuples):
+        if len(statements) > 1:
+            type(self).sent.extend(sql for sql, _params in statements)
+        return super()._pipelined(statements, tuples=tuples)
+
+
+def test_a_search_whose_sessions_fill_the_limit_ranks_no_messages(tmp_path: Path, postgres_url: str):
+    paths = _corpus(tmp_path)
+    location = resolve_location(paths.agent_dir, postgres_url)
+    with Catalog(paths, location, machine="laptop") as catalog:
+        catalog.list_all_sessions()  # indexes the corpus
+        with_messages = catalog.search("the", None, limit=1000)
+    assert len({hit.field for hit in with_messages}) > 1  # sessions and messages match "the"
+    sessions_only = [hit for hit in with_messages if hit.field != "message"]
+    database = _RecordingCatalog(location, "laptop")
+    with Catalog(paths, location, database=database) as catalog:
+        _RecordingCatalog.sent = []
+        hits = catalog.search("the", None, limit=3)
+    assert [(hit.session.id, hit.field) for hit in hits] == [(hit.session.id, hit.field) for hit in sessions_only[:3]]
+    assert not [sql for sql in _RecordingCatalog.sent if "FROM messages" in sql]
+    assert [sql for sql in _RecordingCatalog.sent if "enable_seqscan = off" in sql]
