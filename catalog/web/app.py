@@ -40,6 +40,8 @@ from sessdex.catalog.web.data import (
     session_name,
 )
 from sessdex.catalog.web.security import Guard, allowed_hosts
+from sessdex.core.errors import UsageError
+from sessdex.core.marks import valid_tag
 from sessdex.core.secrets import redact
 from sessdex.core.usage_terms import PERIOD_KINDS, DateRange, parse_day
 
@@ -117,6 +119,15 @@ def _day(value: str | None, name: str) -> str | None:
         raise BadRequest(f"{name} takes a date as YYYY-MM-DD, not {value[:40]!r}") from None
 
 
+def _tag(value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        return valid_tag(value.lstrip("+"))
+    except UsageError as exc:
+        raise BadRequest(str(exc)) from None
+
+
 def _page_number(value: str | None) -> int:
     try:
         return max(1, int(value or 1))
@@ -161,13 +172,15 @@ def create_app(web: WebCatalog, *, token: str, host: str, port: int, manage_cata
         params = request.query_params
         filters = SearchFilters(project=params.get("project") or None, repo=params.get("repo") or None,
                                 machine=params.get("machine") or None, since=_day(params.get("since"), "since"),
-                                until=_day(params.get("until"), "until"))
+                                until=_day(params.get("until"), "until"), model=params.get("model") or None,
+                                pinned=bool(params.get("pinned")), starred=bool(params.get("starred")),
+                                tag=_tag(params.get("tag")))
         hits = web.search(text, filters) if text.strip() else []
         values = {"query": text, "hits": hits, "filters": filters, "progress": web.content_progress(),
-                  "machines": web.machines(), "searched": bool(text.strip())}
+                  "searched": bool(text.strip())}
         if params.get("partial"):
             return HTMLResponse(templates.get_template("search_results.html").render(**values))
-        return page("search.html", request, **values)
+        return page("search.html", request, machines=web.machines(), models=web.models(), tags=web.tags(), **values)
 
     def projects(request: Request) -> Response:
         return page("projects.html", request, projects=web.projects())

@@ -34,6 +34,7 @@ from sessdex.catalog.queries.sessions import Catalog, SearchHit
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.context import build_session_context
+from sessdex.core.marks import Marks
 from sessdex.core.runtime import SessionRuntime
 from sessdex.core.secrets import redact, redact_value
 from sessdex.core.summary import SessionInfo
@@ -82,14 +83,30 @@ class SessionPage:
 
 @dataclass(slots=True)
 class SearchFilters:
-    """What a search is narrowed to: a project (cwd), a git repository (a folder inside it), a machine and local
-    days of last activity (inclusive, YYYY-MM-DD)."""
+    """What a search is narrowed to: a project (cwd), a git repository (a folder inside it), a machine, local
+    days of last activity (inclusive, YYYY-MM-DD), a model the session used ("provider/model", as the usage
+    reports name it), and marks: pinned, starred, a tag."""
 
     project: str | None = None
     repo: str | None = None
     machine: str | None = None
     since: str | None = None
     until: str | None = None
+    model: str | None = None
+    pinned: bool = False
+    starred: bool = False
+    tag: str | None = None
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether anything beyond the project narrows the hits (they are then filtered after the search)."""
+        return bool(self.repo or self.machine or self.since or self.until or self.model or self.pinned
+                    or self.starred or self.tag)
+
+    @property
+    def shown(self) -> bool:
+        """Whether any filter is set (the page opens its filters then)."""
+        return bool(self.project) or self.narrowed
 
 
 def session_name(info: SessionInfo) -> str:
@@ -220,15 +237,21 @@ class WebCatalog:
         """The catalog's full-text search (titles, first messages, message text) with snippets, best first; the
         matched words are between MATCH_OPEN and MATCH_CLOSE."""
         filters = filters or SearchFilters()
-        narrowed = filters.repo or filters.machine or filters.since or filters.until
         with self.lock:
-            hits = self.catalog.search(text, filters.project or None, limit=SEARCH_CANDIDATES if narrowed else limit,
+            hits = self.catalog.search(text, filters.project or None,
+                                       limit=SEARCH_CANDIDATES if filters.narrowed else limit,
                                        highlight=(MATCH_OPEN, MATCH_CLOSE), snippet_tokens=16,
                                        check_freshness=False)
+            marks = self.catalog.marks() if filters.pinned or filters.starred or filters.tag else {}
+        with_model = self.sessions_with_model(filters.model) if filters.model else None
         roots = repository_dirs(filters.repo) if filters.repo else None
         kept = []
         for hit in hits:
             info = hit.session
+            if not _marks_match(filters, marks.get(info.id)):
+                continue
+            if with_model is not None and str(info.path) not in with_model:
+                continue
             day = info.modified.astimezone().date().isoformat()
             if filters.since and day < filters.since or filters.until and day > filters.until:
                 continue
@@ -238,6 +261,23 @@ class WebCatalog:
                 continue
             kept.append(hit)
         return kept[:limit]
+
+    def sessions_with_model(self, model: str) -> set[str]:
+        """The paths of the sessions with a reply by `model`: the usage report per session (every project), the
+        one computation of `sessdex usage session --all`."""
+        report = self.usage("session", None, DateRange(None, None))
+        return {str(row.session["path"]) for row in report.rows if row.session and model in row.models}
+
+    def models(self) -> list[str]:
+        """Every model with a reply in the catalog ("provider/model"), the most used (by cost) first."""
+        report = self.usage("model", None, DateRange(None, None))
+        return [row.key for row in report.rows]
+
+    def tags(self) -> list[str]:
+        """Every tag a session carries, sorted."""
+        with self.lock:
+            marks = self.catalog.marks()
+        return sorted({tag for found in marks.values() for tag in found.tags})
 
     def content_progress(self) -> Any:
         with self.lock:
@@ -297,6 +337,16 @@ class WebCatalog:
         """Prompts of the agent's history.db matching `text` (None when there is no history.db to read)."""
         agent_dir = self.settings.paths.agent_dir_text
         return search_history_file(os.path.join(agent_dir, HISTORY_DB_NAME), text, limit, None)
+
+
+def _marks_match(filters: SearchFilters, marks: Marks | None) -> bool:
+    """Whether a session's marks satisfy the filters' pinned, starred and tag conditions."""
+    if not (filters.pinned or filters.starred or filters.tag):
+        return True
+    if marks is None:
+        return False
+    return (marks.pinned or not filters.pinned) and (marks.starred or not filters.starred) and \
+        (filters.tag is None or filters.tag in marks.tags)
 
 
 def _no_pass(_db: CatalogDatabase, _scope: Scope) -> ReconcileReport:

@@ -108,6 +108,34 @@ def test_search_shows_highlighted_snippets_and_filters(client: TestClient, tree:
     assert bad.status_code == 400 and "YYYY-MM-DD" in bad.text and "Traceback" not in bad.text
 
 
+def test_search_filters_by_model_and_marks(client: TestClient, web: WebCatalog, tree: Tree) -> None:
+    other_model = "openai/gpt-filter"
+    tree.session(tree.project("models"), "ee00000000000001", [
+        user("pelican of another model", "u0000001"),
+        message("assistant", [{"type": "text", "text": "reply"}], "a0000001", "u0000001", provider="openai",
+                model="gpt-filter", usage={"input": 10, "output": 2, "cost": {"total": 0.5}})], mtime_ms=BASE_MS)
+    web.refresh()
+    for args in (("pin", "cd00000000000003"), ("star", "cd00000000000004"), ("tag", "cd00000000000005", "+bug"),
+                 ("tag", "cd00000000000004", "+bug")):
+        assert sessdex(tree, *args).returncode == 0
+
+    def found(**params: str) -> list[str]:
+        page = client.get("/search", params={"q": "pelican", "partial": "1", **params})
+        assert page.status_code == 200, page.text
+        return re.findall(r'class="sx-title" href="/session/([0-9a-f]+)"', page.text)
+
+    assert found(model=other_model) == ["ee00000000000001"]
+    assert "ee00000000000001" not in found(model="anthropic/claude-test") and len(found()) == SESSIONS_PER_PAGE
+    assert found(pinned="1") == ["cd00000000000003"]
+    assert found(starred="1") == ["cd00000000000004"]
+    assert sorted(found(tag="bug")) == ["cd00000000000004", "cd00000000000005"]
+    assert found(tag="+bug", starred="1") == ["cd00000000000004"]
+    assert found(tag="nothing") == []
+    form = client.get("/search", params={"q": "pelican", "tag": "bug"}).text
+    assert f"<option>{other_model}</option>" in form and "<option selected>bug</option>" in form
+    assert client.get("/search", params={"q": "pelican", "tag": "-x"}).status_code == 400
+
+
 def test_hostile_session_text_stays_text_and_secrets_are_redacted(client: TestClient) -> None:
     page = client.get(f"/session/{SESSION_ID}", params={"view": "all"}).text
     assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page
