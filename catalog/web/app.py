@@ -29,7 +29,6 @@ from sessdex.catalog.export.html import TRANSCRIPT_CSS, clean, render_entry_html
 from sessdex.catalog.history.search import HistoryEntry
 from sessdex.catalog.web import charts
 from sessdex.catalog.web.data import (
-    ENTRIES_PER_CHUNK,
     MATCH_CLOSE,
     MATCH_OPEN,
     SORTS,
@@ -222,9 +221,8 @@ def create_app(web: WebCatalog, *, token: str, host: str, port: int, manage_cata
         elif view == "all":
             fragment, more = render_transcript_html(web.shown(transcript, transcript.shown)), None
         else:
-            part = transcript.shown[start:start + ENTRIES_PER_CHUNK]
+            part, more = web.chunk(transcript, start)
             fragment = render_transcript_html(web.shown(transcript, part))
-            more = start + ENTRIES_PER_CHUNK if start + ENTRIES_PER_CHUNK < len(transcript.shown) else None
         branch_ends = leaves(transcript)
         base = f"/session/{info.id}"
 
@@ -248,10 +246,9 @@ def create_app(web: WebCatalog, *, token: str, host: str, port: int, manage_cata
             transcript = web.transcript(info, leaf=params.get("leaf") or None)
         except (ValueError, LookupError) as exc:
             raise BadRequest(str(exc)) from None
-        part = transcript.shown[start:start + ENTRIES_PER_CHUNK]
-        following = start + ENTRIES_PER_CHUNK
+        part, following = web.chunk(transcript, start)
         body = "".join(render_entry_html(entry) for entry in web.shown_entries(part))
-        headers = {"x-next-start": str(following)} if following < len(transcript.shown) else {}
+        headers = {"x-next-start": str(following)} if following is not None else {}
         return HTMLResponse(body, headers=headers)
 
     def usage(request: Request) -> Response:

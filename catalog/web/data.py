@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from sessdex.catalog.export.transcript import EntryStream, Transcript, load_transcript
 from sessdex.catalog.history.search import HISTORY_DB_NAME, HistoryEntry, search_history_file
 from sessdex.catalog.index.reconcile import ReconcileReport, Scope
@@ -52,6 +54,9 @@ SEARCH_CANDIDATES = 200
 TRANSCRIPTS_KEPT = 4
 # The transcript's first screen: this many entries rendered with the page, the rest fetched as the reader scrolls.
 ENTRIES_PER_CHUNK = 150
+# ...and at most about this many bytes of entries (as JSON; at least one entry): detecting secrets in them is what a
+# chunk costs, so a session of huge tool outputs shows a few entries at once rather than a hundred megabytes.
+CHUNK_BYTES = 200_000
 MATCH_OPEN, MATCH_CLOSE = "\ue000", "\ue001"  # around matched words in snippets (never in session text shown)
 SORTS = {"date": "modified", "cost": "cost", "messages": "message_count"}
 
@@ -326,6 +331,21 @@ class WebCatalog:
             return dataclasses.replace(transcript, shown=EntryStream.of(list(entries)))
         return dataclasses.replace(transcript, header=redact_value(transcript.header), title=redact(transcript.title),
                                    shown=EntryStream.of(self.shown_entries(entries)))
+
+    def chunk(self, transcript: Transcript, start: int) -> tuple[list[dict[str, Any]], int | None]:
+        """The shown entries from `start`: at most ENTRIES_PER_CHUNK of them and about CHUNK_BYTES (always one at
+        least), not yet redacted, and where the next chunk starts (None after the last entry)."""
+        entries: list[dict[str, Any]] = []
+        size, end, total = 0, start, len(transcript.shown)
+        while end < total and len(entries) < ENTRIES_PER_CHUNK and (not entries or size < CHUNK_BYTES):
+            step = min(total, end + max(1, min(ENTRIES_PER_CHUNK - len(entries), 16)))
+            for entry in transcript.shown[end:step]:  # a few at a time: each slice is one read of the file
+                entries.append(entry)
+                end += 1
+                size += len(orjson.dumps(entry, default=str))
+                if size >= CHUNK_BYTES:
+                    break
+        return entries, end if end < total else None
 
     def shown_entries(self, entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """Entries as a page may show them: redacted unless the server shows secrets."""

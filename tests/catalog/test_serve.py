@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from sessdex.catalog.history.storage import HistoryStorage
 from sessdex.catalog.store.settings import Settings
 from sessdex.catalog.web.app import create_app
-from sessdex.catalog.web.data import ENTRIES_PER_CHUNK, SESSIONS_PER_PAGE, WebCatalog
+from sessdex.catalog.web.data import CHUNK_BYTES, ENTRIES_PER_CHUNK, SESSIONS_PER_PAGE, WebCatalog
 from sessdex.catalog.web.security import cookie_name
 from tests.catalog.test_export import AWS_KEY, SESSION_ID, hostile_records, sessdex
 from tests.core.sessiontree import BASE_MS, Tree, assistant, make_tree, message, user
@@ -213,6 +213,31 @@ def test_transcript_branches_model_view_and_chunks(client: TestClient, web: WebC
     assert f"line number {ENTRIES_PER_CHUNK}<" in rest.text and "x-next-start" not in rest.headers
     no_script = client.get(f"/session/{long_id}", params={"start": str(ENTRIES_PER_CHUNK)}).text
     assert f"line number {ENTRIES_PER_CHUNK + 19}<" in no_script
+
+
+def test_a_transcript_of_huge_entries_comes_in_chunks_of_bounded_size(client: TestClient, web: WebCatalog,
+                                                                       tree: Tree) -> None:
+    big_id, size = "ef00000000000002", CHUNK_BYTES * 3 // 4
+    records: list[dict[str, object]] = []
+    parent = None
+    for number in range(6):
+        text = f"huge entry {number} " + ("lorem ipsum " * (size // 12)) + (AWS_KEY if number == 5 else "")
+        records.append(message("user" if number % 2 == 0 else "assistant", text, f"h{number:07d}", parent))
+        parent = f"h{number:07d}"
+    tree.session(tree.project("huge"), big_id, records, mtime_ms=BASE_MS)
+    web.refresh()
+    first = client.get(f"/session/{big_id}").text
+    assert "huge entry 0 " in first and "huge entry 1 " in first and "huge entry 2 " not in first
+    seen, start = 2, re.search(r'data-fragment="[^"]*start=(\d+)', first)
+    assert start is not None and start.group(1) == "2"
+    following: str | None = "2"
+    while following is not None:
+        part = client.get(f"/session/{big_id}/entries", params={"start": following})
+        assert part.status_code == 200 and f"huge entry {seen} " in part.text
+        assert AWS_KEY not in part.text
+        seen += part.text.count('class="sx-entry')
+        following = part.headers.get("x-next-start")
+    assert seen == 6 and "[REDACTED:aws-access-key]" in part.text
 
 
 def test_new_sessions_appear_after_the_freshness_pass(client: TestClient, web: WebCatalog, tree: Tree) -> None:
