@@ -45,6 +45,15 @@ class Client:
         self.cookie = f"sessdex-token-{self.port}={token}"
 
     def get(self, path: str) -> tuple[float, bytes]:
+        try:
+            return self._get(path)
+        except (http.client.RemoteDisconnected, ConnectionError):
+            # The server closes a connection left idle for a few seconds (uvicorn's keep-alive timeout): a new one.
+            self.connection.close()
+            self.connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
+            return self._get(path)
+
+    def _get(self, path: str) -> tuple[float, bytes]:
         started = time.perf_counter()
         self.connection.request("GET", path, headers={"Host": f"{self.host}:{self.port}", "Cookie": self.cookie})
         response = self.connection.getresponse()

@@ -31,6 +31,8 @@ from sessdex.catalog.web import charts
 from sessdex.catalog.web.data import (
     MATCH_CLOSE,
     MATCH_OPEN,
+    MAX_SEARCH_RESULTS,
+    SEARCH_RESULTS,
     SORTS,
     SearchFilters,
     WebCatalog,
@@ -41,7 +43,7 @@ from sessdex.catalog.web.data import (
 from sessdex.catalog.web.security import Guard, allowed_hosts
 from sessdex.core.errors import UsageError
 from sessdex.core.marks import valid_tag
-from sessdex.core.secrets import redact
+from sessdex.core.secrets import might_hold_secret, redact
 from sessdex.core.usage_terms import PERIOD_KINDS, DateRange, parse_day
 
 HERE = Path(__file__).resolve().parent
@@ -88,7 +90,7 @@ def _marked(snippet: str, redact_text: bool) -> Markup:
     """A snippet with its matched words in <mark>, everything else escaped (and redacted: a snippet whose secret
     the markers would hide from the detector is shown redacted, without marks)."""
     text = clean(snippet)
-    if redact_text:
+    if redact_text and might_hold_secret(text):
         plain = text.replace(MATCH_OPEN, "").replace(MATCH_CLOSE, "")
         redacted = redact(text)
         if redact(plain) != plain and redacted.replace(MATCH_OPEN, "").replace(MATCH_CLOSE, "") != redact(plain):
@@ -125,6 +127,14 @@ def _tag(value: str | None) -> str | None:
         return valid_tag(value.lstrip("+"))
     except UsageError as exc:
         raise BadRequest(str(exc)) from None
+
+
+def _count(value: str | None) -> int:
+    """How many search results to show (`n`): SEARCH_RESULTS unless asked, at most MAX_SEARCH_RESULTS."""
+    try:
+        return min(MAX_SEARCH_RESULTS, max(1, int(value))) if value else SEARCH_RESULTS
+    except ValueError:
+        raise BadRequest("n takes a whole number") from None
 
 
 def _page_number(value: str | None) -> int:
@@ -174,9 +184,15 @@ def create_app(web: WebCatalog, *, token: str, host: str, port: int, manage_cata
                                 until=_day(params.get("until"), "until"), model=params.get("model") or None,
                                 pinned=bool(params.get("pinned")), starred=bool(params.get("starred")),
                                 tag=_tag(params.get("tag")))
-        hits = web.search(text, filters) if text.strip() else []
+        count = _count(params.get("n"))
+        hits = web.search(text, filters, limit=count) if text.strip() else []
+        more = None
+        if len(hits) == count and count < MAX_SEARCH_RESULTS:
+            more = "/search?" + urlencode([*((key, value) for key, value in params.multi_items()
+                                             if key not in ("n", "partial")),
+                                           ("n", str(min(MAX_SEARCH_RESULTS, count * 4)))])
         values = {"query": text, "hits": hits, "filters": filters, "progress": web.content_progress(),
-                  "searched": bool(text.strip())}
+                  "searched": bool(text.strip()), "more": more}
         if params.get("partial"):
             return HTMLResponse(templates.get_template("search_results.html").render(**values))
         return page("search.html", request, machines=web.machines(), models=web.models(), tags=web.tags(), **values)

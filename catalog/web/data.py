@@ -48,7 +48,10 @@ FRESH_SECONDS = 2.0
 # held meanwhile, so a request waits at most this long).
 FILL_SECONDS = 0.3
 SESSIONS_PER_PAGE = 50
-SEARCH_RESULTS = 50
+# A search shows this many sessions at first (what search as you type renders on every keystroke), up to
+# MAX_SEARCH_RESULTS when the reader asks for more.
+SEARCH_RESULTS = 20
+MAX_SEARCH_RESULTS = 200
 # A search is asked for this many sessions, so that filters applied to the hits still leave a full page.
 SEARCH_CANDIDATES = 200
 TRANSCRIPTS_KEPT = 4
@@ -116,7 +119,7 @@ class SearchFilters:
 
 def session_name(info: SessionInfo) -> str:
     """The one display name of every command: title, else first message, else id, else file name."""
-    return display_name(info.title, info.first_message, info.message_count, info.id, str(info.path))
+    return display_name(info.title, info.first_message, info.message_count, info.id, info.path_text)
 
 
 def leaves(transcript: Transcript) -> list[dict[str, Any]]:
@@ -244,7 +247,7 @@ class WebCatalog:
         filters = filters or SearchFilters()
         with self.lock:
             hits = self.catalog.search(text, filters.project or None,
-                                       limit=SEARCH_CANDIDATES if filters.narrowed else limit,
+                                       limit=max(SEARCH_CANDIDATES, 4 * limit) if filters.narrowed else limit,
                                        highlight=(MATCH_OPEN, MATCH_CLOSE), snippet_tokens=16,
                                        check_freshness=False)
             marks = self.catalog.marks() if filters.pinned or filters.starred or filters.tag else {}
@@ -255,7 +258,7 @@ class WebCatalog:
             info = hit.session
             if not _marks_match(filters, marks.get(info.id)):
                 continue
-            if with_model is not None and str(info.path) not in with_model:
+            if with_model is not None and info.path_text not in with_model:
                 continue
             day = info.modified.astimezone().date().isoformat()
             if filters.since and day < filters.since or filters.until and day > filters.until:

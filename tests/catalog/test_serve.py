@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from sessdex.catalog.history.storage import HistoryStorage
 from sessdex.catalog.store.settings import Settings
 from sessdex.catalog.web.app import create_app
-from sessdex.catalog.web.data import CHUNK_BYTES, ENTRIES_PER_CHUNK, SESSIONS_PER_PAGE, WebCatalog
+from sessdex.catalog.web.data import CHUNK_BYTES, ENTRIES_PER_CHUNK, SEARCH_RESULTS, SESSIONS_PER_PAGE, WebCatalog
 from sessdex.catalog.web.security import cookie_name
 from tests.catalog.test_export import AWS_KEY, SESSION_ID, hostile_records, sessdex
 from tests.core.sessiontree import BASE_MS, Tree, assistant, make_tree, message, user
@@ -99,7 +99,12 @@ def test_search_shows_highlighted_snippets_and_filters(client: TestClient, tree:
     assert page.status_code == 200
     assert "<mark>pelican</mark>" in page.text and 'href="/session/cd00000000000007"' in page.text
     fragment = client.get("/search", params={"q": "pelican", "partial": "1"}).text
-    assert "<html" not in fragment and fragment.count('class="sx-hit"') == SESSIONS_PER_PAGE
+    assert "<html" not in fragment and fragment.count('class="sx-hit"') == SEARCH_RESULTS
+    more = re.search(r'id="more-results" href="([^"]+)"', fragment)
+    assert more is not None and "partial" not in more.group(1)
+    every = client.get(more.group(1).replace("&amp;", "&")).text  # n = 4 x SEARCH_RESULTS: all 55 sessions
+    assert every.count('class="sx-hit"') == SESSIONS_PER_PAGE + 5 and 'id="more-results"' not in every
+    assert client.get("/search", params={"q": "pelican", "n": "x"}).status_code == 400
     later = client.get("/search", params={"q": "pelican", "since": "2099-01-01", "partial": "1"}).text
     assert "No matching sessions" in later
     scoped = client.get("/search", params={"q": "pelican", "project": str(tree.home / "proj"), "partial": "1"}).text
@@ -120,12 +125,13 @@ def test_search_filters_by_model_and_marks(client: TestClient, web: WebCatalog, 
         assert sessdex(tree, *args).returncode == 0
 
     def found(**params: str) -> list[str]:
-        page = client.get("/search", params={"q": "pelican", "partial": "1", **params})
+        page = client.get("/search", params={"q": "pelican", "partial": "1", "n": "200", **params})
         assert page.status_code == 200, page.text
         return re.findall(r'class="sx-title" href="/session/([0-9a-f]+)"', page.text)
 
     assert found(model=other_model) == ["ee00000000000001"]
-    assert "ee00000000000001" not in found(model="anthropic/claude-test") and len(found()) == SESSIONS_PER_PAGE
+    assert "ee00000000000001" not in found(model="anthropic/claude-test")
+    assert len(found()) == SESSIONS_PER_PAGE + 6
     assert found(pinned="1") == ["cd00000000000003"]
     assert found(starred="1") == ["cd00000000000004"]
     assert sorted(found(tag="bug")) == ["cd00000000000004", "cd00000000000005"]

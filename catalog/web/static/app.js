@@ -23,7 +23,7 @@ function liveSearch() {
       .then((html) => { if (mine === sequence) { results.innerHTML = html; results.dataset.query = input.value; } })
       .catch(() => {});
   };
-  const later = () => { clearTimeout(timer); timer = setTimeout(run, 60); };
+  const later = () => { clearTimeout(timer); timer = setTimeout(run, 30); };
   input.addEventListener("input", later);
   form.addEventListener("change", later);
   form.addEventListener("submit", (event) => { event.preventDefault(); clearTimeout(timer); run(); });
