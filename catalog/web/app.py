@@ -32,6 +32,7 @@ from sessdex.catalog.web.data import (
     MATCH_CLOSE,
     MATCH_OPEN,
     MAX_SEARCH_RESULTS,
+    PROJECT_SORTS,
     SEARCH_RESULTS,
     SORTS,
     SearchFilters,
@@ -198,7 +199,18 @@ def create_app(web: WebCatalog, *, token: str, host: str, port: int, manage_cata
         return page("search.html", request, machines=web.machines(), models=web.models(), tags=web.tags(), **values)
 
     def projects(request: Request) -> Response:
-        return page("projects.html", request, projects=web.projects())
+        params = request.query_params
+        sort = params.get("sort", "date")
+        if sort not in PROJECT_SORTS:
+            raise BadRequest(f"sort by one of {', '.join(PROJECT_SORTS)}")
+        descending = params.get("order", "asc" if sort == "name" else "desc") != "asc"
+        listing = web.project_page(sort=sort, descending=descending, page=_page_number(params.get("page")))
+
+        def link(**changes: Any) -> str:
+            current = {"sort": sort, "order": "desc" if descending else "asc", "page": listing.page}
+            return "/projects?" + urlencode({**current, **changes})
+
+        return page("projects.html", request, listing=listing, sort=sort, descending=descending, link=link)
 
     def project(request: Request) -> Response:
         params = request.query_params

@@ -62,6 +62,10 @@ ENTRIES_PER_CHUNK = 150
 CHUNK_BYTES = 200_000
 MATCH_OPEN, MATCH_CLOSE = "\ue000", "\ue001"  # around matched words in snippets (never in session text shown)
 SORTS = {"date": "modified", "cost": "cost", "messages": "message_count"}
+# The projects page's sort keys: Project attributes.
+PROJECT_SORTS = {"date": "last_modified_ms", "sessions": "sessions", "cost": "cost", "messages": "messages",
+                 "name": "cwd"}
+PROJECTS_PER_PAGE = 100
 
 
 @dataclass(slots=True)
@@ -77,6 +81,16 @@ class Project:
     @property
     def last_modified(self) -> datetime:
         return datetime.fromtimestamp(self.last_modified_ms / 1000, UTC)
+
+
+@dataclass(slots=True)
+class ProjectPage:
+    """One page of the projects, in the order asked for."""
+
+    projects: list[Project]
+    page: int
+    pages: int
+    total: int
 
 
 @dataclass(slots=True)
@@ -218,6 +232,17 @@ class WebCatalog:
             project.messages += row.message_count
             project.last_modified_ms = max(project.last_modified_ms, row.modified_ms)
         return sorted(found.values(), key=lambda item: (-item.last_modified_ms, item.cwd))
+
+    def project_page(self, *, sort: str = "date", descending: bool = True, page: int = 1,
+                     per_page: int = PROJECTS_PER_PAGE) -> ProjectPage:
+        """The projects sorted by last activity (default), session count, cost, messages or folder name, one page."""
+        projects = self.projects()
+        attribute = PROJECT_SORTS.get(sort, "last_modified_ms")
+        projects.sort(key=lambda item: (getattr(item, attribute), item.cwd), reverse=descending)
+        pages = max(1, -(-len(projects) // per_page))
+        page = min(max(1, page), pages)
+        start = (page - 1) * per_page
+        return ProjectPage(projects[start:start + per_page], page, pages, len(projects))
 
     def project_sessions(self, cwd: str, *, sort: str = "date", descending: bool = True, page: int = 1,
                          per_page: int = SESSIONS_PER_PAGE) -> SessionPage:

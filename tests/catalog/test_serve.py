@@ -169,7 +169,8 @@ def test_no_redact_shows_the_secrets(tree: Tree) -> None:
         web.stop()
 
 
-def test_projects_and_a_projects_sessions_paginated_and_sortable(client: TestClient, tree: Tree) -> None:
+def test_projects_and_a_projects_sessions_paginated_and_sortable(client: TestClient, web: WebCatalog,
+                                                                 tree: Tree) -> None:
     projects = client.get("/projects").text
     other = str(tree.home / "other")
     assert projects.index(other) < projects.index(str(tree.home / "proj"))  # most recently active first
@@ -185,6 +186,20 @@ def test_projects_and_a_projects_sessions_paginated_and_sortable(client: TestCli
     costs = [float(value) for value in re.findall(r'<td class="num">\$([\d.]+)</td>', by_cost)]
     assert costs == sorted(costs) and costs[0] == 0
     assert client.get("/project", params={"cwd": other, "sort": "size"}).status_code == 400
+
+    def project_order(**params: str) -> list[str]:
+        page = client.get("/projects", params=params)
+        assert page.status_code == 200
+        return [folder.rsplit("/", 1)[-1] for folder in re.findall(r'href="/project\?cwd=([^"]+)"', page.text)]
+
+    assert project_order() == ["other", "proj"]
+    assert project_order(sort="name") == ["other", "proj"] and project_order(sort="name", order="desc") == [
+        "proj", "other"]
+    assert project_order(sort="sessions", order="asc") == ["proj", "other"]
+    assert project_order(sort="cost") == ["other", "proj"]  # the hostile session costs nothing
+    web_page = web.project_page(per_page=1, page=2)
+    assert (web_page.page, web_page.pages, web_page.total) == (2, 2, 2) and web_page.projects[0].cwd.endswith("proj")
+    assert client.get("/projects", params={"sort": "size"}).status_code == 400
 
 
 def test_transcript_branches_model_view_and_chunks(client: TestClient, web: WebCatalog, tree: Tree) -> None:
