@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     browser.get(base + path)  # type: ignore[attr-defined]
                     browser.save_screenshot(str(args.out / f"{name}.png"))  # type: ignore[attr-defined]
-                project = browser.find_element("css selector", "#projects a")  # type: ignore[attr-defined]
+                project = browser.find_element("css selector", "#projects tbody a")  # type: ignore[attr-defined]
                 project.click()
                 browser.save_screenshot(str(args.out / "project.png"))  # type: ignore[attr-defined]
                 browser.find_element("css selector", "#sessions tbody a").click()  # type: ignore[attr-defined]
