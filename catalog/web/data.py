@@ -19,7 +19,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -170,6 +170,8 @@ class WebCatalog:
         self._refresh_lock = threading.Lock()
         self.runtime = SessionRuntime(paths=settings.paths)
         self._transcripts: OrderedDict[tuple[Any, ...], Transcript] = OrderedDict()
+        # Figures derived from the whole catalog (the models, who used them), kept until the catalog changes.
+        self._derived: dict[str, tuple[Any, Any]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.refresh()
@@ -295,16 +297,43 @@ class WebCatalog:
             kept.append(hit)
         return kept[:limit]
 
+    def _catalog_state(self) -> Any:
+        """What changes whenever the catalog's rows do: SQLite's data_version of the requests' connection (another
+        connection's commit, the background pass's or a watcher's, changes it); on PostgreSQL, the time, by
+        freshness period."""
+        with self.lock:
+            reader = self.catalog.db.sqlite_reader() if self.catalog.db is not None else None
+            if reader is not None:
+                return reader.execute("PRAGMA data_version").fetchone()[0]
+        return int(time.monotonic() // self.fresh_seconds)
+
+    def _derived_value(self, name: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`, remembered under `name` until the catalog changes."""
+        state = self._catalog_state()
+        found = self._derived.get(name)
+        if found is not None and found[0] == state:
+            return found[1]
+        value = compute()
+        self._derived[name] = (state, value)
+        return value
+
     def sessions_with_model(self, model: str) -> set[str]:
         """The paths of the sessions with a reply by `model`: the usage report per session (every project), the
-        one computation of `sessdex usage session --all`."""
-        report = self.usage("session", None, DateRange(None, None))
-        return {str(row.session["path"]) for row in report.rows if row.session and model in row.models}
+        one computation of `sessdex usage session --all`, made once per change of the catalog."""
+        def by_model() -> dict[str, set[str]]:
+            found: dict[str, set[str]] = {}
+            for row in self.usage("session", None, DateRange(None, None)).rows:
+                if row.session:
+                    for name in row.models:
+                        found.setdefault(name, set()).add(str(row.session["path"]))
+            return found
+
+        return self._derived_value("sessions by model", by_model).get(model, set())
 
     def models(self) -> list[str]:
         """Every model with a reply in the catalog ("provider/model"), the most used (by cost) first."""
-        report = self.usage("model", None, DateRange(None, None))
-        return [row.key for row in report.rows]
+        return self._derived_value("models", lambda: [row.key for row in self.usage(
+            "model", None, DateRange(None, None)).rows])
 
     def tags(self) -> list[str]:
         """Every tag a session carries, sorted."""

@@ -130,8 +130,15 @@ def test_search_filters_by_model_and_marks(client: TestClient, web: WebCatalog, 
         return re.findall(r'class="sx-title" href="/session/([0-9a-f]+)"', page.text)
 
     assert found(model=other_model) == ["ee00000000000001"]
+    tree.session(tree.project("models"), "ee00000000000002", [
+        user("pelican of another model again", "u0000001"),
+        message("assistant", [{"type": "text", "text": "reply"}], "a0000001", "u0000001", provider="openai",
+                model="gpt-filter", usage={"input": 10, "output": 2, "cost": {"total": 0.5}})],
+        mtime_ms=BASE_MS + 60_000)
+    web.refresh()  # the catalog changed: who used which model is asked again
+    assert sorted(found(model=other_model)) == ["ee00000000000001", "ee00000000000002"]
     assert "ee00000000000001" not in found(model="anthropic/claude-test")
-    assert len(found()) == SESSIONS_PER_PAGE + 6
+    assert len(found()) == SESSIONS_PER_PAGE + 7
     assert found(pinned="1") == ["cd00000000000003"]
     assert found(starred="1") == ["cd00000000000004"]
     assert sorted(found(tag="bug")) == ["cd00000000000004", "cd00000000000005"]
