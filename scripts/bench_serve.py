@@ -32,6 +32,7 @@ from gen_corpus import generate_corpus, parse_size  # noqa: E402
 
 SESSDEX = REPO / ".venv" / "bin" / "sessdex"
 QUERIES = ("migrate config", "watcher debounce", "unicode title", "keyboard")
+ROUNDS = 2  # each query typed this many times
 
 
 class Client:
@@ -96,17 +97,25 @@ def main(argv: list[str] | None = None) -> int:
             client = Client(server.stdout.readline().split("sessdex serve: ", 1)[1].strip())
             baseline = [client.get("/static/app.js")[0] for _ in range(30)]
             keystrokes: list[float] = []
-            for query in QUERIES:
-                for end in range(1, len(query) + 1):
-                    typed = query[:end]
-                    elapsed, _body = client.get("/search?partial=1&q=" + typed.replace(" ", "+"))
-                    keystrokes.append(elapsed)
+            for _round in range(ROUNDS):
+                for query in QUERIES:
+                    for end in range(1, len(query) + 1):
+                        typed = query[:end]
+                        elapsed, _body = client.get("/search?partial=1&q=" + typed.replace(" ", "+"))
+                        keystrokes.append(elapsed)
             base_ms = _median_ms(baseline)
             print(f"HTTP round trip (/static/app.js): median {base_ms:.2f} ms")
             print(f"search as you type, {len(keystrokes)} keystrokes: median {_median_ms(keystrokes):.1f} ms, "
                   f"p90 {sorted(keystrokes)[int(len(keystrokes) * 0.9)] * 1000:.1f} ms, "
                   f"max {max(keystrokes) * 1000:.1f} ms "
                   f"({_median_ms(keystrokes) / base_ms:.1f}x the round trip)")
+            models = re.findall(r"<option>([\w.-]+/[\w.:-]+)</option>", client.get("/search?q=a")[1].decode())
+            if models:
+                client.get(f"/search?partial=1&q=config&model={models[0]}")  # who used which model: once
+                filtered = [client.get(f"/search?partial=1&q={query.replace(' ', '+')}&model={models[0]}")[0]
+                            for query in QUERIES]
+                print(f"search with a model filter ({models[0]}), {len(filtered)} queries: "
+                      f"median {_median_ms(filtered):.1f} ms, max {max(filtered) * 1000:.1f} ms")
             biggest = max((path for path in (agent_dir / "sessions").rglob("*.jsonl")), key=lambda p: p.stat().st_size)
             session_id = biggest.stem.rsplit("_", 1)[1]
             started = time.perf_counter()
