@@ -7,7 +7,9 @@ prints), transcripts through the export's `load_transcript`, prompt history thro
 
 Freshness: a request never waits for a stat pass over every file. A background thread brings the whole catalog
 up to date every FRESH_SECONDS (by stat, as every read command does, and not at all while a `sessdex watch`
-heartbeat says the watcher keeps it current), so the pages are at most that far behind the files.
+heartbeat says the watcher keeps it current), so the pages are at most that far behind the files. `sessdex serve`
+starts the watcher as the read commands do (catalog.index.autostart), so the pass is then one stat of the
+heartbeat: a stat pass over 10,000 files takes some 200 ms of the interpreter the requests need.
 The requests' connection is shared by the server's worker threads, one request at a time (a lock): the app is
 for one person, and SQLite answers each page in milliseconds. The background pass has a connection of its own.
 """
@@ -159,8 +161,13 @@ def context_entries(transcript: Transcript) -> list[dict[str, Any]]:
 class WebCatalog:
     """The catalog as the pages read it: one shared connection behind a lock, kept fresh by a background pass."""
 
-    def __init__(self, settings: Settings, *, redact: bool = True, fresh_seconds: float = FRESH_SECONDS) -> None:
+    def __init__(self, settings: Settings, *, redact: bool = True, fresh_seconds: float = FRESH_SECONDS,
+                 start_watcher: bool = False) -> None:
         self.settings = settings
+        # Whether each pass first makes sure a watcher runs (as the read commands do; see index.autostart): its
+        # heartbeat then lets the pass skip the stat of every file, work that would otherwise share this
+        # process's interpreter with the requests every FRESH_SECONDS.
+        self.start_watcher = start_watcher
         self.redact = redact
         self.fresh_seconds = fresh_seconds
         self.lock = threading.RLock()
@@ -187,6 +194,10 @@ class WebCatalog:
             if self._writer is None:
                 self._writer = Catalog.from_settings(self.settings)
             writer = self._writer
+            if self.start_watcher:
+                from sessdex.catalog.index.autostart import ensure_watcher
+
+                ensure_watcher(writer.location, writer.sessions_root, writer.paths.agent_dir_text, writer.machine)
             writer.refresh(Scope.of(root=writer.sessions_root))
             if writer.db is not None and writer.content_index_progress() is not None:
                 from sessdex.catalog.index.content_index import fill_content_index

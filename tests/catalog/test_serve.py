@@ -5,7 +5,10 @@ the prompt history, and the command's refusals."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -273,6 +276,32 @@ def test_new_sessions_appear_after_the_freshness_pass(client: TestClient, web: W
     tree.session(tree.project("proj"), "fe00000000000001", _costly("albatross sighting", 0.5), mtime_ms=BASE_MS)
     web.refresh()
     assert 'href="/session/fe00000000000001"' in client.get("/search", params={"q": "albatross"}).text
+
+
+def test_the_server_starts_a_watcher_that_keeps_the_pages_fresh(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessdex.catalog.index.autostart import MARKER_SUFFIX
+    from sessdex.catalog.index.reconcile import read_heartbeat
+
+    monkeypatch.setenv("SESSDEX_AUTOWATCH", "1")
+    monkeypatch.setenv("SESSDEX_AUTOWATCH_IDLE", "60")
+    web = WebCatalog(Settings(paths=tree.paths), start_watcher=True)
+    location = web.catalog.location
+    marker = location.sidecar_file(MARKER_SUFFIX)
+    try:
+        deadline = time.monotonic() + 30
+        while read_heartbeat(location) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert read_heartbeat(location) is not None
+        tree.session(tree.project("proj"), "fd00000000000001", _costly("cormorant colony", 0.1), mtime_ms=BASE_MS)
+        while not web.search("cormorant") and time.monotonic() < deadline:  # no pass of ours: the watcher's
+            time.sleep(0.1)
+        assert [hit.session.id for hit in web.search("cormorant")] == ["fd00000000000001"]
+    finally:
+        web.stop()
+        with open(marker, encoding="utf-8") as handle:
+            pid = int(handle.read())
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)  # the watcher is this process's child until it is reaped
 
 
 def test_usage_figures_are_those_of_sessdex_usage_json(client: TestClient, tree: Tree) -> None:
