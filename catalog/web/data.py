@@ -406,8 +406,10 @@ class WebCatalog:
         entries: list[dict[str, Any]] = []
         size, end, total = 0, start, len(transcript.shown)
         while end < total and len(entries) < ENTRIES_PER_CHUNK and (not entries or size < CHUNK_BYTES):
-            step = min(total, end + max(1, min(ENTRIES_PER_CHUNK - len(entries), 16)))
-            for entry in transcript.shown[end:step]:  # a few at a time: each slice is one read of the file
+            # A few at a time (each slice is one read of the file): as many as the entries so far say still fit.
+            fitting = (CHUNK_BYTES - size) // max(1, size // len(entries)) if entries else 16
+            step = min(total, end + max(1, min(ENTRIES_PER_CHUNK - len(entries), 16, fitting)))
+            for entry in transcript.shown[end:step]:
                 entries.append(entry)
                 end += 1
                 size += len(orjson.dumps(entry, default=str))
