@@ -334,6 +334,59 @@ def test_prompt_history_search(client: TestClient, tree: Tree) -> None:
     assert AWS_KEY not in page and "[REDACTED:aws-access-key]" in page and "unrelated" not in page
 
 
+def _outward_address() -> str | None:
+    """This machine's address on its default route (a UDP socket's own address: no packet is sent), if any."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))
+        except OSError:
+            return None
+        address = probe.getsockname()[0]
+    return None if address.startswith("127.") or address == "0.0.0.0" else str(address)
+
+
+def test_a_remote_host_still_needs_the_token_and_its_own_name(tree: Tree) -> None:
+    import http.client
+    import subprocess
+
+    from tests.catalog.test_export import SESSDEX
+
+    address = _outward_address()
+    if address is None:
+        pytest.skip("this machine has no address other than loopback")
+    environment = {**os.environ, "HOME": str(tree.home), "PI_CODING_AGENT_DIR": str(tree.paths.agent_dir)}
+    process = subprocess.Popen([str(SESSDEX), "serve", "--host", address, "--allow-remote", "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment,
+                               cwd=tree.home)
+    try:
+        assert process.stdout is not None
+        found = re.search(r"http://([\d.]+):(\d+)/\?token=(\S+)", process.stdout.readline())
+        assert found is not None and found.group(1) == address
+        port, token = int(found.group(2)), found.group(3)
+
+        def status(path: str, host: str) -> tuple[int, str]:
+            connection = http.client.HTTPConnection(address, port, timeout=30)
+            try:
+                connection.request("GET", path, headers={"Host": host})
+                response = connection.getresponse()
+                response.read()
+                return response.status, response.getheader("set-cookie") or ""
+            finally:
+                connection.close()
+
+        assert status("/projects", f"{address}:{port}")[0] == 403  # no token
+        assert status(f"/projects?token={token}", f"127.0.0.1:{port}")[0] == 403  # not the name it serves
+        entered, cookie = status(f"/projects?token={token}", f"{address}:{port}")
+        assert entered == 303 and token in cookie
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
 def test_serve_refuses_unsafe_hosts_and_a_missing_catalog(tree: Tree) -> None:
     for args, says in ((("--host", "192.0.2.1"), "--allow-remote"), (("--host", "0.0.0.0"), "not every address"),
                        (("--catalog", "off"), "catalog"), (("--port", "70000"), "port")):
