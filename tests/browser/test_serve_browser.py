@@ -188,6 +188,16 @@ def test_usage_chart_shows_the_figures_of_sessdex_usage_json(browser: Any, serve
     bars = browser.find_elements(By.CSS_SELECTOR, "svg.sx-chart g.sx-bar")
     assert len(bars) == len(expected["rows"])
     assert browser.find_elements(By.CSS_SELECTOR, "svg.sx-chart rect")[0].size["height"] > 0
+    for kind, table, key in (("model", "usage-models", "model"), ("project", "usage-projects", "project")):
+        done = subprocess.run([str(SESSDEX), "usage", kind, "--all", "--json"], capture_output=True, text=True,
+                              env=_environment(tree), cwd=tree.home, timeout=60)
+        rows = {row[key]: row for row in json.loads(done.stdout)["rows"]}
+        shown = browser.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")
+        assert {row.get_attribute("data-key") for row in shown} == set(rows), kind
+        for row in shown:
+            expected_row = rows[row.get_attribute("data-key")]
+            assert float(row.get_attribute("data-cost")) == expected_row["cost"]
+            assert int(row.get_attribute("data-tokens")) == expected_row["totalTokens"]
     assert browser.save_screenshot(str(tmp_path / "usage.png"))
     assert _severe_logs(browser) == []
 
