@@ -31,7 +31,8 @@ URL_LINE = re.compile(r"sessdex serve: (http://\S+)")
 
 def start_server(agent_dir: Path, home: Path) -> tuple[subprocess.Popen[str], str]:
     """`sessdex serve --port 0` over `agent_dir`, and the address with the token it printed."""
-    environment = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(home)}
+    # No watcher left behind for a demo corpus in a temporary folder (`sessdex serve` would start one).
+    environment = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(home), "SESSDEX_AUTOWATCH": "0"}
     process = subprocess.Popen([str(SESSDEX), "serve", "--port", "0"], stdout=subprocess.PIPE, text=True,
                                env=environment)
     assert process.stdout is not None
