@@ -31,7 +31,8 @@ URL_LINE = re.compile(r"sessdex serve: (http://\S+)")
 
 def start_server(agent_dir: Path, home: Path) -> tuple[subprocess.Popen[str], str]:
     """`sessdex serve --port 0` over `agent_dir`, and the address with the token it printed."""
-    environment = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(home)}
+    # No watcher left behind for a demo corpus in a temporary folder (`sessdex serve` would start one).
+    environment = {**os.environ, "PI_CODING_AGENT_DIR": str(agent_dir), "HOME": str(home), "SESSDEX_AUTOWATCH": "0"}
     process = subprocess.Popen([str(SESSDEX), "serve", "--port", "0"], stdout=subprocess.PIPE, text=True,
                                env=environment)
     assert process.stdout is not None
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     browser.get(base + path)  # type: ignore[attr-defined]
                     browser.save_screenshot(str(args.out / f"{name}.png"))  # type: ignore[attr-defined]
-                project = browser.find_element("css selector", "#projects a")  # type: ignore[attr-defined]
+                project = browser.find_element("css selector", "#projects tbody a")  # type: ignore[attr-defined]
                 project.click()
                 browser.save_screenshot(str(args.out / "project.png"))  # type: ignore[attr-defined]
                 browser.find_element("css selector", "#sessions tbody a").click()  # type: ignore[attr-defined]

@@ -72,6 +72,7 @@ def run_mcp(args: argparse.Namespace, settings: Settings) -> int:
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from sessdex.catalog.cli.commands import agent_dir_named
+    from sessdex.catalog.cli.marks_filters import pinned_first
     from sessdex.catalog.cli.output import current_directory, search_query, session_json
     from sessdex.catalog.cli.read_guard import require_agent_dir
     from sessdex.catalog.cli.search_commands import history_json, hit_json
@@ -80,7 +81,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     require_agent_dir(settings.paths, agent_dir_named(args))
     shapes = Shapes(session_json=session_json, hit_json=hit_json, history_json=history_json,
-                    search_query=search_query)
+                    search_query=search_query, pinned_first=pinned_first)
     tools = SessionTools(settings, shapes, current_directory())
     if args.http:
         server.run_http(tools, server.DEFAULT_PORT if args.port is None else args.port, args.token_file)

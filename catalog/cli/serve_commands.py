@@ -89,7 +89,7 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     if not args.redact:
         echo("sessdex serve: warning: --no-redact: pages show any secret the sessions hold", err=True)
-    web = WebCatalog(settings, redact=args.redact)
+    web = WebCatalog(settings, redact=args.redact, start_watcher=True)
     sock = _listening_socket(host, args.port)
     port = sock.getsockname()[1]
     token = new_token()

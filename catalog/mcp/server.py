@@ -138,8 +138,9 @@ def build_server(session_tools: t.SessionTools) -> tuple[SessdexMCPServer, Worke
                                                     "(YYYY-MM-DD).")] = None,
             limit: Annotated[int, Field(ge=1, le=t.MAX_LIST_RESULTS, description="At most this many sessions.")]
             = t.DEFAULT_LIST_RESULTS) -> dict[str, Any]:
-        """The newest sessions with at least one message (of this project, or every project), newest first, with
-        their id, title, dates, message count, cost and tokens; `total` counts every one that matched."""
+        """The sessions with at least one message (of this project, or every project), pinned first, then newest
+        first, with their id, title, dates, message count, cost, tokens and marks (pinned, starred, tags, note);
+        `total` counts every one that matched."""
         return await worker.run(lambda: session_tools.list_sessions(project, all_projects, since, limit))
 
     @server.tool(annotations=READ_ONLY, structured_output=True)

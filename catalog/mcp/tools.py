@@ -22,6 +22,7 @@ import orjson
 from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN, content_terms, substring_snippet
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import SessionFileError, SessionNotFoundError, UsageError
+from sessdex.core.marks import NO_MARKS, Marks
 from sessdex.core.secrets import might_hold_secret, redact, redact_value
 from sessdex.core.summary import SessionInfo
 from sessdex.core.usage_terms import REPORT_KINDS, DateRange, ReportKind, parse_day
@@ -51,12 +52,14 @@ ELLIPSIS = "…"
 @dataclass(frozen=True, slots=True)
 class Shapes:
     """The CLI's `--json` shaping functions, so the answers are the objects `sessdex list/search/history --json`
-    print: a session, a search hit, a prompt; and the bound check of a search query."""
+    print: a session and a search hit (each with its marks), a prompt; the bound check of a search query; and the
+    order of `list` (pinned sessions first)."""
 
-    session_json: Callable[[SessionInfo, Any], dict[str, Any]]  # (session, its marks)
-    hit_json: Callable[[Any, Any], dict[str, Any]]  # (hit, its session's marks)
+    session_json: Callable[[SessionInfo, Marks], dict[str, Any]]
+    hit_json: Callable[[Any, Marks], dict[str, Any]]
     history_json: Callable[[Any], dict[str, Any]]
     search_query: Callable[[Sequence[str]], str]
+    pinned_first: Callable[[list[SessionInfo], dict[str, Marks], Callable[[SessionInfo], str]], list[SessionInfo]]
 
 
 def one_line(text: str) -> str:
@@ -162,14 +165,11 @@ class SessionTools:
             raise UsageError("project must be a directory path")
         return os.path.abspath(os.path.expanduser(project))
 
-    def _marks_of(self, session_id: str) -> Any:
-        """A session's marks (pins, stars, tags, note), as every CLI session object carries them."""
-        from sessdex.core.marks import NO_MARKS
-
+    def _marks_of(self, session_id: str) -> Marks:
         return self.source.marks().get(session_id, NO_MARKS)
 
-    def _session_json(self, info: SessionInfo) -> dict[str, Any]:
-        data = self.shapes.session_json(info, self._marks_of(info.id))
+    def _session_json(self, info: SessionInfo, marks: Marks | None = None) -> dict[str, Any]:
+        data = self.shapes.session_json(info, self._marks_of(info.id) if marks is None else marks)
         if isinstance(data.get("firstMessage"), str):
             data["firstMessage"] = cut(data["firstMessage"], FIRST_MESSAGE_CHARS)
         return data
@@ -213,9 +213,10 @@ class SessionTools:
         hits = self.source.search(text, cwd, None, limit=fetch, highlight=("[", "]"))
         hits = [hit for hit in hits if _in_range(hit.session, days)][:limit]
         results = []
+        marks = self.source.marks() if hits else {}
         for hit in hits:
             result = self.shapes.hit_json(type(hit)(hit.session, hit.field, self._safe_snippet(hit, text), hit.score),
-                                          self._marks_of(hit.session.id))
+                                          marks.get(hit.session.id, NO_MARKS))
             if isinstance(result.get("firstMessage"), str):
                 result["firstMessage"] = cut(result["firstMessage"], FIRST_MESSAGE_CHARS)
             results.append(result)
@@ -251,8 +252,11 @@ class SessionTools:
         days = date_range(since, None)
         cwd = None if all_projects else self._project(project)
         sessions = self.source.list_all_sessions() if cwd is None else self.source.list_sessions(cwd)
-        chosen = [info for info in sessions if _in_range(info, days)]
-        answer = {"project": cwd, "sessions": [self._session_json(info) for info in chosen[:limit]],
+        marks = self.source.marks()
+        chosen = self.shapes.pinned_first([info for info in sessions if _in_range(info, days)], marks,
+                                          lambda info: info.id)
+        answer = {"project": cwd,
+                  "sessions": [self._session_json(info, marks.get(info.id, NO_MARKS)) for info in chosen[:limit]],
                   "total": len(chosen)}
         return bounded(answer, "sessions")
 

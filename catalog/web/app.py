@@ -29,9 +29,11 @@ from sessdex.catalog.export.html import TRANSCRIPT_CSS, clean, render_entry_html
 from sessdex.catalog.history.search import HistoryEntry
 from sessdex.catalog.web import charts
 from sessdex.catalog.web.data import (
-    ENTRIES_PER_CHUNK,
     MATCH_CLOSE,
     MATCH_OPEN,
+    MAX_SEARCH_RESULTS,
+    PROJECT_SORTS,
+    SEARCH_RESULTS,
     SORTS,
     SearchFilters,
     WebCatalog,
@@ -40,7 +42,9 @@ from sessdex.catalog.web.data import (
     session_name,
 )
 from sessdex.catalog.web.security import Guard, allowed_hosts
-from sessdex.core.secrets import redact
+from sessdex.core.errors import UsageError
+from sessdex.core.marks import valid_tag
+from sessdex.core.secrets import might_hold_secret, redact
 from sessdex.core.usage_terms import PERIOD_KINDS, DateRange, parse_day
 
 HERE = Path(__file__).resolve().parent
@@ -87,7 +91,7 @@ def _marked(snippet: str, redact_text: bool) -> Markup:
     """A snippet with its matched words in <mark>, everything else escaped (and redacted: a snippet whose secret
     the markers would hide from the detector is shown redacted, without marks)."""
     text = clean(snippet)
-    if redact_text:
+    if redact_text and might_hold_secret(text):
         plain = text.replace(MATCH_OPEN, "").replace(MATCH_CLOSE, "")
         redacted = redact(text)
         if redact(plain) != plain and redacted.replace(MATCH_OPEN, "").replace(MATCH_CLOSE, "") != redact(plain):
@@ -115,6 +119,23 @@ def _day(value: str | None, name: str) -> str | None:
         return parse_day(value)
     except ValueError:
         raise BadRequest(f"{name} takes a date as YYYY-MM-DD, not {value[:40]!r}") from None
+
+
+def _tag(value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        return valid_tag(value.lstrip("+"))
+    except UsageError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def _count(value: str | None) -> int:
+    """How many search results to show (`n`): SEARCH_RESULTS unless asked, at most MAX_SEARCH_RESULTS."""
+    try:
+        return min(MAX_SEARCH_RESULTS, max(1, int(value))) if value else SEARCH_RESULTS
+    except ValueError:
+        raise BadRequest("n takes a whole number") from None
 
 
 def _page_number(value: str | None) -> int:
@@ -161,16 +182,35 @@ def create_app(web: WebCatalog, *, token: str, host: str, port: int, manage_cata
         params = request.query_params
         filters = SearchFilters(project=params.get("project") or None, repo=params.get("repo") or None,
                                 machine=params.get("machine") or None, since=_day(params.get("since"), "since"),
-                                until=_day(params.get("until"), "until"))
-        hits = web.search(text, filters) if text.strip() else []
+                                until=_day(params.get("until"), "until"), model=params.get("model") or None,
+                                pinned=bool(params.get("pinned")), starred=bool(params.get("starred")),
+                                tag=_tag(params.get("tag")))
+        count = _count(params.get("n"))
+        hits = web.search(text, filters, limit=count) if text.strip() else []
+        more = None
+        if len(hits) == count and count < MAX_SEARCH_RESULTS:
+            more = "/search?" + urlencode([*((key, value) for key, value in params.multi_items()
+                                             if key not in ("n", "partial")),
+                                           ("n", str(min(MAX_SEARCH_RESULTS, count * 4)))])
         values = {"query": text, "hits": hits, "filters": filters, "progress": web.content_progress(),
-                  "machines": web.machines(), "searched": bool(text.strip())}
+                  "searched": bool(text.strip()), "more": more}
         if params.get("partial"):
             return HTMLResponse(templates.get_template("search_results.html").render(**values))
-        return page("search.html", request, **values)
+        return page("search.html", request, machines=web.machines(), models=web.models(), tags=web.tags(), **values)
 
     def projects(request: Request) -> Response:
-        return page("projects.html", request, projects=web.projects())
+        params = request.query_params
+        sort = params.get("sort", "date")
+        if sort not in PROJECT_SORTS:
+            raise BadRequest(f"sort by one of {', '.join(PROJECT_SORTS)}")
+        descending = params.get("order", "asc" if sort == "name" else "desc") != "asc"
+        listing = web.project_page(sort=sort, descending=descending, page=_page_number(params.get("page")))
+
+        def link(**changes: Any) -> str:
+            current = {"sort": sort, "order": "desc" if descending else "asc", "page": listing.page}
+            return "/projects?" + urlencode({**current, **changes})
+
+        return page("projects.html", request, listing=listing, sort=sort, descending=descending, link=link)
 
     def project(request: Request) -> Response:
         params = request.query_params
@@ -209,9 +249,8 @@ def create_app(web: WebCatalog, *, token: str, host: str, port: int, manage_cata
         elif view == "all":
             fragment, more = render_transcript_html(web.shown(transcript, transcript.shown)), None
         else:
-            part = transcript.shown[start:start + ENTRIES_PER_CHUNK]
+            part, more = web.chunk(transcript, start)
             fragment = render_transcript_html(web.shown(transcript, part))
-            more = start + ENTRIES_PER_CHUNK if start + ENTRIES_PER_CHUNK < len(transcript.shown) else None
         branch_ends = leaves(transcript)
         base = f"/session/{info.id}"
 
@@ -235,10 +274,9 @@ def create_app(web: WebCatalog, *, token: str, host: str, port: int, manage_cata
             transcript = web.transcript(info, leaf=params.get("leaf") or None)
         except (ValueError, LookupError) as exc:
             raise BadRequest(str(exc)) from None
-        part = transcript.shown[start:start + ENTRIES_PER_CHUNK]
-        following = start + ENTRIES_PER_CHUNK
+        part, following = web.chunk(transcript, start)
         body = "".join(render_entry_html(entry) for entry in web.shown_entries(part))
-        headers = {"x-next-start": str(following)} if following < len(transcript.shown) else {}
+        headers = {"x-next-start": str(following)} if following is not None else {}
         return HTMLResponse(body, headers=headers)
 
     def usage(request: Request) -> Response:

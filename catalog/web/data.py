@@ -7,7 +7,9 @@ prints), transcripts through the export's `load_transcript`, prompt history thro
 
 Freshness: a request never waits for a stat pass over every file. A background thread brings the whole catalog
 up to date every FRESH_SECONDS (by stat, as every read command does, and not at all while a `sessdex watch`
-heartbeat says the watcher keeps it current), so the pages are at most that far behind the files.
+heartbeat says the watcher keeps it current), so the pages are at most that far behind the files. `sessdex serve`
+starts the watcher as the read commands do (catalog.index.autostart), so the pass is then one stat of the
+heartbeat: a stat pass over 10,000 files takes some 200 ms of the interpreter the requests need.
 The requests' connection is shared by the server's worker threads, one request at a time (a lock): the app is
 for one person, and SQLite answers each page in milliseconds. The background pass has a connection of its own.
 """
@@ -19,11 +21,13 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from sessdex.catalog.export.transcript import EntryStream, Transcript, load_transcript
 from sessdex.catalog.history.search import HISTORY_DB_NAME, HistoryEntry, search_history_file
@@ -34,6 +38,7 @@ from sessdex.catalog.queries.sessions import Catalog, SearchHit
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.context import build_session_context
+from sessdex.core.marks import Marks
 from sessdex.core.runtime import SessionRuntime
 from sessdex.core.secrets import redact, redact_value
 from sessdex.core.summary import SessionInfo
@@ -45,14 +50,24 @@ FRESH_SECONDS = 2.0
 # held meanwhile, so a request waits at most this long).
 FILL_SECONDS = 0.3
 SESSIONS_PER_PAGE = 50
-SEARCH_RESULTS = 50
+# A search shows this many sessions at first (what search as you type renders on every keystroke), up to
+# MAX_SEARCH_RESULTS when the reader asks for more.
+SEARCH_RESULTS = 20
+MAX_SEARCH_RESULTS = 200
 # A search is asked for this many sessions, so that filters applied to the hits still leave a full page.
 SEARCH_CANDIDATES = 200
 TRANSCRIPTS_KEPT = 4
 # The transcript's first screen: this many entries rendered with the page, the rest fetched as the reader scrolls.
 ENTRIES_PER_CHUNK = 150
+# ...and at most about this many bytes of entries (as JSON; at least one entry): detecting secrets in them is what a
+# chunk costs, so a session of huge tool outputs shows a few entries at once rather than a hundred megabytes.
+CHUNK_BYTES = 200_000
 MATCH_OPEN, MATCH_CLOSE = "\ue000", "\ue001"  # around matched words in snippets (never in session text shown)
 SORTS = {"date": "modified", "cost": "cost", "messages": "message_count"}
+# The projects page's sort keys: Project attributes.
+PROJECT_SORTS = {"date": "last_modified_ms", "sessions": "sessions", "cost": "cost", "messages": "messages",
+                 "name": "cwd"}
+PROJECTS_PER_PAGE = 100
 
 
 @dataclass(slots=True)
@@ -71,6 +86,16 @@ class Project:
 
 
 @dataclass(slots=True)
+class ProjectPage:
+    """One page of the projects, in the order asked for."""
+
+    projects: list[Project]
+    page: int
+    pages: int
+    total: int
+
+
+@dataclass(slots=True)
 class SessionPage:
     """One page of a project's sessions, in the order asked for."""
 
@@ -82,19 +107,35 @@ class SessionPage:
 
 @dataclass(slots=True)
 class SearchFilters:
-    """What a search is narrowed to: a project (cwd), a git repository (a folder inside it), a machine and local
-    days of last activity (inclusive, YYYY-MM-DD)."""
+    """What a search is narrowed to: a project (cwd), a git repository (a folder inside it), a machine, local
+    days of last activity (inclusive, YYYY-MM-DD), a model the session used ("provider/model", as the usage
+    reports name it), and marks: pinned, starred, a tag."""
 
     project: str | None = None
     repo: str | None = None
     machine: str | None = None
     since: str | None = None
     until: str | None = None
+    model: str | None = None
+    pinned: bool = False
+    starred: bool = False
+    tag: str | None = None
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether anything beyond the project narrows the hits (they are then filtered after the search)."""
+        return bool(self.repo or self.machine or self.since or self.until or self.model or self.pinned
+                    or self.starred or self.tag)
+
+    @property
+    def shown(self) -> bool:
+        """Whether any filter is set (the page opens its filters then)."""
+        return bool(self.project) or self.narrowed
 
 
 def session_name(info: SessionInfo) -> str:
     """The one display name of every command: title, else first message, else id, else file name."""
-    return display_name(info.title, info.first_message, info.message_count, info.id, str(info.path))
+    return display_name(info.title, info.first_message, info.message_count, info.id, info.path_text)
 
 
 def leaves(transcript: Transcript) -> list[dict[str, Any]]:
@@ -120,8 +161,13 @@ def context_entries(transcript: Transcript) -> list[dict[str, Any]]:
 class WebCatalog:
     """The catalog as the pages read it: one shared connection behind a lock, kept fresh by a background pass."""
 
-    def __init__(self, settings: Settings, *, redact: bool = True, fresh_seconds: float = FRESH_SECONDS) -> None:
+    def __init__(self, settings: Settings, *, redact: bool = True, fresh_seconds: float = FRESH_SECONDS,
+                 start_watcher: bool = False) -> None:
         self.settings = settings
+        # Whether each pass first makes sure a watcher runs (as the read commands do; see index.autostart): its
+        # heartbeat then lets the pass skip the stat of every file, work that would otherwise share this
+        # process's interpreter with the requests every FRESH_SECONDS.
+        self.start_watcher = start_watcher
         self.redact = redact
         self.fresh_seconds = fresh_seconds
         self.lock = threading.RLock()
@@ -131,6 +177,8 @@ class WebCatalog:
         self._refresh_lock = threading.Lock()
         self.runtime = SessionRuntime(paths=settings.paths)
         self._transcripts: OrderedDict[tuple[Any, ...], Transcript] = OrderedDict()
+        # Figures derived from the whole catalog (the models, who used them), kept until the catalog changes.
+        self._derived: dict[str, tuple[Any, Any]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.refresh()
@@ -146,6 +194,10 @@ class WebCatalog:
             if self._writer is None:
                 self._writer = Catalog.from_settings(self.settings)
             writer = self._writer
+            if self.start_watcher:
+                from sessdex.catalog.index.autostart import ensure_watcher
+
+                ensure_watcher(writer.location, writer.sessions_root, writer.paths.agent_dir_text, writer.machine)
             writer.refresh(Scope.of(root=writer.sessions_root))
             if writer.db is not None and writer.content_index_progress() is not None:
                 from sessdex.catalog.index.content_index import fill_content_index
@@ -194,6 +246,17 @@ class WebCatalog:
             project.last_modified_ms = max(project.last_modified_ms, row.modified_ms)
         return sorted(found.values(), key=lambda item: (-item.last_modified_ms, item.cwd))
 
+    def project_page(self, *, sort: str = "date", descending: bool = True, page: int = 1,
+                     per_page: int = PROJECTS_PER_PAGE) -> ProjectPage:
+        """The projects sorted by last activity (default), session count, cost, messages or folder name, one page."""
+        projects = self.projects()
+        attribute = PROJECT_SORTS.get(sort, "last_modified_ms")
+        projects.sort(key=lambda item: (getattr(item, attribute), item.cwd), reverse=descending)
+        pages = max(1, -(-len(projects) // per_page))
+        page = min(max(1, page), pages)
+        start = (page - 1) * per_page
+        return ProjectPage(projects[start:start + per_page], page, pages, len(projects))
+
     def project_sessions(self, cwd: str, *, sort: str = "date", descending: bool = True, page: int = 1,
                          per_page: int = SESSIONS_PER_PAGE) -> SessionPage:
         """The project's sessions sorted by date (default), cost or messages, one page of them."""
@@ -220,15 +283,21 @@ class WebCatalog:
         """The catalog's full-text search (titles, first messages, message text) with snippets, best first; the
         matched words are between MATCH_OPEN and MATCH_CLOSE."""
         filters = filters or SearchFilters()
-        narrowed = filters.repo or filters.machine or filters.since or filters.until
         with self.lock:
-            hits = self.catalog.search(text, filters.project or None, limit=SEARCH_CANDIDATES if narrowed else limit,
+            hits = self.catalog.search(text, filters.project or None,
+                                       limit=max(SEARCH_CANDIDATES, 4 * limit) if filters.narrowed else limit,
                                        highlight=(MATCH_OPEN, MATCH_CLOSE), snippet_tokens=16,
                                        check_freshness=False)
+            marks = self.catalog.marks() if filters.pinned or filters.starred or filters.tag else {}
+        with_model = self.sessions_with_model(filters.model) if filters.model else None
         roots = repository_dirs(filters.repo) if filters.repo else None
         kept = []
         for hit in hits:
             info = hit.session
+            if not _marks_match(filters, marks.get(info.id)):
+                continue
+            if with_model is not None and info.path_text not in with_model:
+                continue
             day = info.modified.astimezone().date().isoformat()
             if filters.since and day < filters.since or filters.until and day > filters.until:
                 continue
@@ -238,6 +307,50 @@ class WebCatalog:
                 continue
             kept.append(hit)
         return kept[:limit]
+
+    def _catalog_state(self) -> Any:
+        """What changes whenever the catalog's rows do: SQLite's data_version of the requests' connection (another
+        connection's commit, the background pass's or a watcher's, changes it); on PostgreSQL, the time, by
+        freshness period."""
+        with self.lock:
+            reader = self.catalog.db.sqlite_reader() if self.catalog.db is not None else None
+            if reader is not None:
+                return reader.execute("PRAGMA data_version").fetchone()[0]
+        return int(time.monotonic() // self.fresh_seconds)
+
+    def _derived_value(self, name: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`, remembered under `name` until the catalog changes."""
+        state = self._catalog_state()
+        found = self._derived.get(name)
+        if found is not None and found[0] == state:
+            return found[1]
+        value = compute()
+        self._derived[name] = (state, value)
+        return value
+
+    def sessions_with_model(self, model: str) -> set[str]:
+        """The paths of the sessions with a reply by `model`: the usage report per session (every project), the
+        one computation of `sessdex usage session --all`, made once per change of the catalog."""
+        def by_model() -> dict[str, set[str]]:
+            found: dict[str, set[str]] = {}
+            for row in self.usage("session", None, DateRange(None, None)).rows:
+                if row.session:
+                    for name in row.models:
+                        found.setdefault(name, set()).add(str(row.session["path"]))
+            return found
+
+        return self._derived_value("sessions by model", by_model).get(model, set())
+
+    def models(self) -> list[str]:
+        """Every model with a reply in the catalog ("provider/model"), the most used (by cost) first."""
+        return self._derived_value("models", lambda: [row.key for row in self.usage(
+            "model", None, DateRange(None, None)).rows])
+
+    def tags(self) -> list[str]:
+        """Every tag a session carries, sorted."""
+        with self.lock:
+            marks = self.catalog.marks()
+        return sorted({tag for found in marks.values() for tag in found.tags})
 
     def content_progress(self) -> Any:
         with self.lock:
@@ -287,6 +400,23 @@ class WebCatalog:
         return dataclasses.replace(transcript, header=redact_value(transcript.header), title=redact(transcript.title),
                                    shown=EntryStream.of(self.shown_entries(entries)))
 
+    def chunk(self, transcript: Transcript, start: int) -> tuple[list[dict[str, Any]], int | None]:
+        """The shown entries from `start`: at most ENTRIES_PER_CHUNK of them and about CHUNK_BYTES (always one at
+        least), not yet redacted, and where the next chunk starts (None after the last entry)."""
+        entries: list[dict[str, Any]] = []
+        size, end, total = 0, start, len(transcript.shown)
+        while end < total and len(entries) < ENTRIES_PER_CHUNK and (not entries or size < CHUNK_BYTES):
+            # A few at a time (each slice is one read of the file): as many as the entries so far say still fit.
+            fitting = (CHUNK_BYTES - size) // max(1, size // len(entries)) if entries else 16
+            step = min(total, end + max(1, min(ENTRIES_PER_CHUNK - len(entries), 16, fitting)))
+            for entry in transcript.shown[end:step]:
+                entries.append(entry)
+                end += 1
+                size += len(orjson.dumps(entry, default=str))
+                if size >= CHUNK_BYTES:
+                    break
+        return entries, end if end < total else None
+
     def shown_entries(self, entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """Entries as a page may show them: redacted unless the server shows secrets."""
         return [redact_value(entry) for entry in entries] if self.redact else list(entries)
@@ -297,6 +427,16 @@ class WebCatalog:
         """Prompts of the agent's history.db matching `text` (None when there is no history.db to read)."""
         agent_dir = self.settings.paths.agent_dir_text
         return search_history_file(os.path.join(agent_dir, HISTORY_DB_NAME), text, limit, None)
+
+
+def _marks_match(filters: SearchFilters, marks: Marks | None) -> bool:
+    """Whether a session's marks satisfy the filters' pinned, starred and tag conditions."""
+    if not (filters.pinned or filters.starred or filters.tag):
+        return True
+    if marks is None:
+        return False
+    return (marks.pinned or not filters.pinned) and (marks.starred or not filters.starred) and \
+        (filters.tag is None or filters.tag in marks.tags)
 
 
 def _no_pass(_db: CatalogDatabase, _scope: Scope) -> ReconcileReport:

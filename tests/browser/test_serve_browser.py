@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from sessdex.catalog.web.data import ENTRIES_PER_CHUNK
 from tests.browser_support import headless_chromium
@@ -42,6 +42,10 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Tree:
             assistant(f"about pelicans {number}", usage={"input": 1000 * number, "output": 10, "cacheRead": 5,
                                                           "cost": {"total": 0.125 * number}})],
             mtime_ms=BASE_MS + number * 86_400_000)
+    tree.session(tree.project("models"), "ce00000000000001", [
+        user("pelican sighted by another model"),
+        message("assistant", [{"type": "text", "text": "noted"}], "a0000001", "u0000001", provider="openai",
+                model="gpt-other", usage={"input": 10, "output": 1, "cost": {"total": 0.5}})], mtime_ms=BASE_MS)
     records: list[dict[str, Any]] = []
     parent = None
     for number in range(ENTRIES_PER_CHUNK * 2 + 10):
@@ -95,13 +99,27 @@ def test_search_as_you_type(browser: Any, server: str, tmp_path: Path) -> None:
     box.send_keys("pelic")
     WebDriverWait(browser, 10).until(lambda b: b.find_element(By.ID, "results").get_attribute("data-query") == "pelic")
     hits = browser.find_elements(By.CSS_SELECTOR, "#results .sx-hit")
-    assert len(hits) == 12
+    assert len(hits) == 13
     assert browser.find_elements(By.CSS_SELECTOR, "#results mark")
     assert "q=pelic" in browser.current_url  # the address follows the query: a reload shows the same results
     box.send_keys(" 7")
     WebDriverWait(browser, 10).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#results .sx-hit")) == 1)
     assert "pelican migration notes 7" in browser.find_element(By.ID, "results").text
     assert browser.save_screenshot(str(tmp_path / "search.png"))
+    assert _severe_logs(browser) == []
+
+
+def test_search_filters_apply_as_they_change(browser: Any, server: str) -> None:
+    browser.get(_base(server) + "/search?q=pelican")
+    hits = "return document.querySelectorAll('#results .sx-hit').length"
+    assert browser.execute_script(hits) == 13
+    browser.find_element(By.CSS_SELECTOR, "details.sx-filters summary").click()
+    Select(browser.find_element(By.NAME, "model")).select_by_visible_text("openai/gpt-other")
+    WebDriverWait(browser, 10).until(lambda b: b.execute_script(hits) == 1)
+    assert "pelican sighted by another model" in browser.find_element(By.ID, "results").text
+    assert "model=openai%2Fgpt-other" in browser.current_url
+    Select(browser.find_element(By.NAME, "model")).select_by_visible_text("anthropic/claude-test")
+    WebDriverWait(browser, 10).until(lambda b: b.execute_script(hits) == 12)
     assert _severe_logs(browser) == []
 
 
@@ -170,6 +188,16 @@ def test_usage_chart_shows_the_figures_of_sessdex_usage_json(browser: Any, serve
     bars = browser.find_elements(By.CSS_SELECTOR, "svg.sx-chart g.sx-bar")
     assert len(bars) == len(expected["rows"])
     assert browser.find_elements(By.CSS_SELECTOR, "svg.sx-chart rect")[0].size["height"] > 0
+    for kind, table, key in (("model", "usage-models", "model"), ("project", "usage-projects", "project")):
+        done = subprocess.run([str(SESSDEX), "usage", kind, "--all", "--json"], capture_output=True, text=True,
+                              env=_environment(tree), cwd=tree.home, timeout=60)
+        rows = {row[key]: row for row in json.loads(done.stdout)["rows"]}
+        shown = browser.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")
+        assert {row.get_attribute("data-key") for row in shown} == set(rows), kind
+        for row in shown:
+            expected_row = rows[row.get_attribute("data-key")]
+            assert float(row.get_attribute("data-cost")) == expected_row["cost"]
+            assert int(row.get_attribute("data-tokens")) == expected_row["totalTokens"]
     assert browser.save_screenshot(str(tmp_path / "usage.png"))
     assert _severe_logs(browser) == []
 

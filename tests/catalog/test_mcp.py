@@ -7,6 +7,7 @@ back as one-line tool errors; a secret planted in a session and in the prompt hi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,42 @@ def _over_stdio(tree: Tree, scenario: Callable[[Client], Awaitable[None]]) -> No
     asyncio.run(main())
 
 
+@contextlib.contextmanager
+def _http_server(tree: Tree) -> Iterator[tuple[str, str]]:
+    """`sessdex mcp --http --port 0` started in the `proj` folder: its URL and the token it printed."""
+    process = subprocess.Popen([sys.executable, *_server_command(tree, "--http", "--port", "0")],
+                               cwd=str(tree.home / "proj"), env=_environment(tree), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.search(r"serving (http://127\.0\.0\.1:\d+/mcp) \(token: (\S+)\)", line)
+        assert found, line
+        yield found.group(1), found.group(2)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+def _over_http(tree: Tree, scenario: Callable[[Client], Awaitable[None]]) -> None:
+    """As _over_stdio, over streamable HTTP with the bearer token."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    with _http_server(tree) as (url, token):
+        async def main() -> None:
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            async with http, Client(streamable_http_client(url, http_client=http), read_timeout_seconds=30) as client:
+                await scenario(client)
+
+        asyncio.run(main())
+
+
+TRANSPORTS = {"stdio": _over_stdio, "http": _over_http}
+
+
 def _answer(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content
     assert result.structured_content is not None
@@ -132,9 +169,13 @@ def test_tools_are_declared_with_their_schemas(corpus: Tree) -> None:
     _over_stdio(corpus, scenario)
 
 
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
 def test_answers_match_the_cli_json(corpus: Tree, capsys: pytest.CaptureFixture[str],
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+                                    monkeypatch: pytest.MonkeyPatch, transport: str) -> None:
     answers: dict[str, Any] = {}
+    monkeypatch.chdir(corpus.home / "proj")
+    for marks in (["pin", "ab12"], ["tag", "ab34", "+certs"]):
+        assert run_cli(["--agent-dir", str(corpus.paths.agent_dir), *marks], capsys).code == 0
 
     async def scenario(client: Client) -> None:
         answers["list"] = _answer(await client.call_tool("list_sessions", {}))
@@ -153,11 +194,18 @@ def test_answers_match_the_cli_json(corpus: Tree, capsys: pytest.CaptureFixture[
             assert len(found["sessions"]) == min(count, 2)
         assert _answer(await client.call_tool("search_sessions", {"query": "checkout",
                                                                   "until": "2024-12-30"}))["sessions"] == []
+        answers["transcript"] = _answer(await client.call_tool("read_session", {"session": "ab34",
+                                                                                "view": "transcript",
+                                                                                "max_chars": 100_000}))
+        answers["context"] = _answer(await client.call_tool("read_session", {"session": "ab12", "view": "context"}))
 
-    _over_stdio(corpus, scenario)
+    TRANSPORTS[transport](corpus, scenario)
     proj = str(corpus.home / "proj")
     assert answers["list"]["project"] == proj
-    assert answers["list"]["sessions"] == _cli_json(corpus, capsys, monkeypatch, "list")
+    cli_list = _cli_json(corpus, capsys, monkeypatch, "list")
+    assert answers["list"]["sessions"] == cli_list
+    assert [session["id"] for session in cli_list] == ["ab12000000000001", "ab34000000000002"]  # pinned first
+    assert cli_list[1]["marks"]["tags"] == ["certs"]
     every = _cli_json(corpus, capsys, monkeypatch, "list", "--all")
     assert answers["list_all"]["sessions"] == every[:2] and answers["list_all"]["total"] == len(every) == 3
     assert answers["search"]["sessions"] == _cli_json(corpus, capsys, monkeypatch, "search", "checkout")
@@ -173,6 +221,18 @@ def test_answers_match_the_cli_json(corpus: Tree, capsys: pytest.CaptureFixture[
     assert answers["usage"]["totals"]["cost"] == 1.75 and answers["usage"]["project"] is None
     daily = _cli_json(corpus, capsys, monkeypatch, "usage", "--since", "2024-12-31")
     assert {key: value for key, value in answers["daily"].items() if key != "project"} == daily
+    # read_session: the transcript is `sessdex export --format md` (redacted), its session the object of `list`.
+    exported = run_cli(["--agent-dir", str(corpus.paths.agent_dir), "export", "ab34", "--format", "md"], capsys)
+    assert exported.code == 0, exported.err
+    assert answers["transcript"]["text"] == exported.out and answers["transcript"]["nextOffset"] is None
+    assert "[REDACTED:github-token]" in exported.out
+    listed = {session["id"]: session for session in answers["list"]["sessions"]}
+    assert answers["transcript"]["session"] == listed["ab34000000000002"]
+    context = _cli_json(corpus, capsys, monkeypatch, "context", "ab12")
+    for message in context["messages"]:
+        for block in message["content"] if isinstance(message["content"], list) else [message["content"]]:
+            text = block["text"] if isinstance(block, dict) else block
+            assert text in answers["context"]["text"]
 
 
 def test_read_session_views_and_pages(corpus: Tree) -> None:
@@ -266,18 +326,7 @@ def test_a_planted_secret_never_appears_in_an_answer(corpus: Tree) -> None:
 
 
 def test_http_needs_the_bearer_token(corpus: Tree) -> None:
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    process = subprocess.Popen([sys.executable, *_server_command(corpus, "--http", "--port", "0")],
-                               cwd=str(corpus.home / "proj"), env=_environment(corpus), stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline()
-        found = re.search(r"serving (http://127\.0\.0\.1:\d+/mcp) \(token: (\S+)\)", line)
-        assert found, line
-        url, token = found.group(1), found.group(2)
+    with _http_server(corpus) as (url, token):
         for headers in ({}, {"Authorization": "Bearer wrong-token-wrong-token"}, {"Authorization": token}):
             request = urllib.request.Request(url, data=b"{}", method="POST",
                                              headers={"Content-Type": "application/json", **headers})
@@ -286,21 +335,15 @@ def test_http_needs_the_bearer_token(corpus: Tree) -> None:
             assert refused.value.code == 401
             refused.value.close()
 
-        async def main() -> None:
-            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-            async with http, Client(streamable_http_client(url, http_client=http), read_timeout_seconds=30) as client:
-                names = [tool.name for tool in (await client.list_tools()).tools]
-                assert "search_sessions" in names
-                listed = _answer(await client.call_tool("list_sessions", {}))
-                assert [session["id"] for session in listed["sessions"]] == ["ab34000000000002", "ab12000000000001"]
-                assert "not found" in _error(await client.call_tool("read_session", {"session": "ffff"}))
+    async def scenario(client: Client) -> None:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        assert "search_sessions" in names
+        listed = _answer(await client.call_tool("list_sessions", {}))
+        assert [session["id"] for session in listed["sessions"]] == ["ab34000000000002", "ab12000000000001"]
+        assert "not found" in _error(await client.call_tool("read_session", {"session": "ffff"}))
+        assert "ambiguous" in _error(await client.call_tool("read_session", {"session": "ab"}))
 
-        asyncio.run(main())
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
-        if process.stderr is not None:
-            process.stderr.close()
+    _over_http(corpus, scenario)
 
 
 def test_print_config_names_the_server_command(corpus: Tree, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,7 +5,10 @@ the prompt history, and the command's refusals."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +18,7 @@ from starlette.testclient import TestClient
 from sessdex.catalog.history.storage import HistoryStorage
 from sessdex.catalog.store.settings import Settings
 from sessdex.catalog.web.app import create_app
-from sessdex.catalog.web.data import ENTRIES_PER_CHUNK, SESSIONS_PER_PAGE, WebCatalog
+from sessdex.catalog.web.data import CHUNK_BYTES, ENTRIES_PER_CHUNK, SEARCH_RESULTS, SESSIONS_PER_PAGE, WebCatalog
 from sessdex.catalog.web.security import cookie_name
 from tests.catalog.test_export import AWS_KEY, SESSION_ID, hostile_records, sessdex
 from tests.core.sessiontree import BASE_MS, Tree, assistant, make_tree, message, user
@@ -99,13 +102,54 @@ def test_search_shows_highlighted_snippets_and_filters(client: TestClient, tree:
     assert page.status_code == 200
     assert "<mark>pelican</mark>" in page.text and 'href="/session/cd00000000000007"' in page.text
     fragment = client.get("/search", params={"q": "pelican", "partial": "1"}).text
-    assert "<html" not in fragment and fragment.count('class="sx-hit"') == SESSIONS_PER_PAGE
+    assert "<html" not in fragment and fragment.count('class="sx-hit"') == SEARCH_RESULTS
+    more = re.search(r'id="more-results" href="([^"]+)"', fragment)
+    assert more is not None and "partial" not in more.group(1)
+    every = client.get(more.group(1).replace("&amp;", "&")).text  # n = 4 x SEARCH_RESULTS: all 55 sessions
+    assert every.count('class="sx-hit"') == SESSIONS_PER_PAGE + 5 and 'id="more-results"' not in every
+    assert client.get("/search", params={"q": "pelican", "n": "x"}).status_code == 400
     later = client.get("/search", params={"q": "pelican", "since": "2099-01-01", "partial": "1"}).text
     assert "No matching sessions" in later
     scoped = client.get("/search", params={"q": "pelican", "project": str(tree.home / "proj"), "partial": "1"}).text
     assert "No matching sessions" in scoped
     bad = client.get("/search", params={"q": "x", "since": "yesterday"})
     assert bad.status_code == 400 and "YYYY-MM-DD" in bad.text and "Traceback" not in bad.text
+
+
+def test_search_filters_by_model_and_marks(client: TestClient, web: WebCatalog, tree: Tree) -> None:
+    other_model = "openai/gpt-filter"
+    tree.session(tree.project("models"), "ee00000000000001", [
+        user("pelican of another model", "u0000001"),
+        message("assistant", [{"type": "text", "text": "reply"}], "a0000001", "u0000001", provider="openai",
+                model="gpt-filter", usage={"input": 10, "output": 2, "cost": {"total": 0.5}})], mtime_ms=BASE_MS)
+    web.refresh()
+    for args in (("pin", "cd00000000000003"), ("star", "cd00000000000004"), ("tag", "cd00000000000005", "+bug"),
+                 ("tag", "cd00000000000004", "+bug")):
+        assert sessdex(tree, *args).returncode == 0
+
+    def found(**params: str) -> list[str]:
+        page = client.get("/search", params={"q": "pelican", "partial": "1", "n": "200", **params})
+        assert page.status_code == 200, page.text
+        return re.findall(r'class="sx-title" href="/session/([0-9a-f]+)"', page.text)
+
+    assert found(model=other_model) == ["ee00000000000001"]
+    tree.session(tree.project("models"), "ee00000000000002", [
+        user("pelican of another model again", "u0000001"),
+        message("assistant", [{"type": "text", "text": "reply"}], "a0000001", "u0000001", provider="openai",
+                model="gpt-filter", usage={"input": 10, "output": 2, "cost": {"total": 0.5}})],
+        mtime_ms=BASE_MS + 60_000)
+    web.refresh()  # the catalog changed: who used which model is asked again
+    assert sorted(found(model=other_model)) == ["ee00000000000001", "ee00000000000002"]
+    assert "ee00000000000001" not in found(model="anthropic/claude-test")
+    assert len(found()) == SESSIONS_PER_PAGE + 7
+    assert found(pinned="1") == ["cd00000000000003"]
+    assert found(starred="1") == ["cd00000000000004"]
+    assert sorted(found(tag="bug")) == ["cd00000000000004", "cd00000000000005"]
+    assert found(tag="+bug", starred="1") == ["cd00000000000004"]
+    assert found(tag="nothing") == []
+    form = client.get("/search", params={"q": "pelican", "tag": "bug"}).text
+    assert f"<option>{other_model}</option>" in form and "<option selected>bug</option>" in form
+    assert client.get("/search", params={"q": "pelican", "tag": "-x"}).status_code == 400
 
 
 def test_hostile_session_text_stays_text_and_secrets_are_redacted(client: TestClient) -> None:
@@ -135,7 +179,8 @@ def test_no_redact_shows_the_secrets(tree: Tree) -> None:
         web.stop()
 
 
-def test_projects_and_a_projects_sessions_paginated_and_sortable(client: TestClient, tree: Tree) -> None:
+def test_projects_and_a_projects_sessions_paginated_and_sortable(client: TestClient, web: WebCatalog,
+                                                                 tree: Tree) -> None:
     projects = client.get("/projects").text
     other = str(tree.home / "other")
     assert projects.index(other) < projects.index(str(tree.home / "proj"))  # most recently active first
@@ -151,6 +196,20 @@ def test_projects_and_a_projects_sessions_paginated_and_sortable(client: TestCli
     costs = [float(value) for value in re.findall(r'<td class="num">\$([\d.]+)</td>', by_cost)]
     assert costs == sorted(costs) and costs[0] == 0
     assert client.get("/project", params={"cwd": other, "sort": "size"}).status_code == 400
+
+    def project_order(**params: str) -> list[str]:
+        page = client.get("/projects", params=params)
+        assert page.status_code == 200
+        return [folder.rsplit("/", 1)[-1] for folder in re.findall(r'href="/project\?cwd=([^"]+)"', page.text)]
+
+    assert project_order() == ["other", "proj"]
+    assert project_order(sort="name") == ["other", "proj"] and project_order(sort="name", order="desc") == [
+        "proj", "other"]
+    assert project_order(sort="sessions", order="asc") == ["proj", "other"]
+    assert project_order(sort="cost") == ["other", "proj"]  # the hostile session costs nothing
+    web_page = web.project_page(per_page=1, page=2)
+    assert (web_page.page, web_page.pages, web_page.total) == (2, 2, 2) and web_page.projects[0].cwd.endswith("proj")
+    assert client.get("/projects", params={"sort": "size"}).status_code == 400
 
 
 def test_transcript_branches_model_view_and_chunks(client: TestClient, web: WebCatalog, tree: Tree) -> None:
@@ -187,11 +246,62 @@ def test_transcript_branches_model_view_and_chunks(client: TestClient, web: WebC
     assert f"line number {ENTRIES_PER_CHUNK + 19}<" in no_script
 
 
+def test_a_transcript_of_huge_entries_comes_in_chunks_of_bounded_size(client: TestClient, web: WebCatalog,
+                                                                       tree: Tree) -> None:
+    big_id, size = "ef00000000000002", CHUNK_BYTES * 3 // 4
+    records: list[dict[str, object]] = []
+    parent = None
+    for number in range(6):
+        text = f"huge entry {number} " + ("lorem ipsum " * (size // 12)) + (AWS_KEY if number == 5 else "")
+        records.append(message("user" if number % 2 == 0 else "assistant", text, f"h{number:07d}", parent))
+        parent = f"h{number:07d}"
+    tree.session(tree.project("huge"), big_id, records, mtime_ms=BASE_MS)
+    web.refresh()
+    first = client.get(f"/session/{big_id}").text
+    assert "huge entry 0 " in first and "huge entry 1 " in first and "huge entry 2 " not in first
+    seen, start = 2, re.search(r'data-fragment="[^"]*start=(\d+)', first)
+    assert start is not None and start.group(1) == "2"
+    following: str | None = "2"
+    while following is not None:
+        part = client.get(f"/session/{big_id}/entries", params={"start": following})
+        assert part.status_code == 200 and f"huge entry {seen} " in part.text
+        assert AWS_KEY not in part.text
+        seen += part.text.count('class="sx-entry')
+        following = part.headers.get("x-next-start")
+    assert seen == 6 and "[REDACTED:aws-access-key]" in part.text
+
+
 def test_new_sessions_appear_after_the_freshness_pass(client: TestClient, web: WebCatalog, tree: Tree) -> None:
     assert "/session/fe00000000000001" not in client.get("/search", params={"q": "albatross"}).text
     tree.session(tree.project("proj"), "fe00000000000001", _costly("albatross sighting", 0.5), mtime_ms=BASE_MS)
     web.refresh()
     assert 'href="/session/fe00000000000001"' in client.get("/search", params={"q": "albatross"}).text
+
+
+def test_the_server_starts_a_watcher_that_keeps_the_pages_fresh(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessdex.catalog.index.autostart import MARKER_SUFFIX
+    from sessdex.catalog.index.reconcile import read_heartbeat
+
+    monkeypatch.setenv("SESSDEX_AUTOWATCH", "1")
+    monkeypatch.setenv("SESSDEX_AUTOWATCH_IDLE", "60")
+    web = WebCatalog(Settings(paths=tree.paths), start_watcher=True)
+    location = web.catalog.location
+    marker = location.sidecar_file(MARKER_SUFFIX)
+    try:
+        deadline = time.monotonic() + 30
+        while read_heartbeat(location) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert read_heartbeat(location) is not None
+        tree.session(tree.project("proj"), "fd00000000000001", _costly("cormorant colony", 0.1), mtime_ms=BASE_MS)
+        while not web.search("cormorant") and time.monotonic() < deadline:  # no pass of ours: the watcher's
+            time.sleep(0.1)
+        assert [hit.session.id for hit in web.search("cormorant")] == ["fd00000000000001"]
+    finally:
+        web.stop()
+        with open(marker, encoding="utf-8") as handle:
+            pid = int(handle.read())
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)  # the watcher is this process's child until it is reaped
 
 
 def test_usage_figures_are_those_of_sessdex_usage_json(client: TestClient, tree: Tree) -> None:
@@ -222,6 +332,59 @@ def test_prompt_history_search(client: TestClient, tree: Tree) -> None:
     page = client.get("/history", params={"q": "deploy"}).text
     assert "<mark>deploy</mark>" in page and "&lt;b&gt;staging&lt;/b&gt;" in page
     assert AWS_KEY not in page and "[REDACTED:aws-access-key]" in page and "unrelated" not in page
+
+
+def _outward_address() -> str | None:
+    """This machine's address on its default route (a UDP socket's own address: no packet is sent), if any."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))
+        except OSError:
+            return None
+        address = probe.getsockname()[0]
+    return None if address.startswith("127.") or address == "0.0.0.0" else str(address)
+
+
+def test_a_remote_host_still_needs_the_token_and_its_own_name(tree: Tree) -> None:
+    import http.client
+    import subprocess
+
+    from tests.catalog.test_export import SESSDEX
+
+    address = _outward_address()
+    if address is None:
+        pytest.skip("this machine has no address other than loopback")
+    environment = {**os.environ, "HOME": str(tree.home), "PI_CODING_AGENT_DIR": str(tree.paths.agent_dir)}
+    process = subprocess.Popen([str(SESSDEX), "serve", "--host", address, "--allow-remote", "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment,
+                               cwd=tree.home)
+    try:
+        assert process.stdout is not None
+        found = re.search(r"http://([\d.]+):(\d+)/\?token=(\S+)", process.stdout.readline())
+        assert found is not None and found.group(1) == address
+        port, token = int(found.group(2)), found.group(3)
+
+        def status(path: str, host: str) -> tuple[int, str]:
+            connection = http.client.HTTPConnection(address, port, timeout=30)
+            try:
+                connection.request("GET", path, headers={"Host": host})
+                response = connection.getresponse()
+                response.read()
+                return response.status, response.getheader("set-cookie") or ""
+            finally:
+                connection.close()
+
+        assert status("/projects", f"{address}:{port}")[0] == 403  # no token
+        assert status(f"/projects?token={token}", f"127.0.0.1:{port}")[0] == 403  # not the name it serves
+        entered, cookie = status(f"/projects?token={token}", f"{address}:{port}")
+        assert entered == 303 and token in cookie
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def test_serve_refuses_unsafe_hosts_and_a_missing_catalog(tree: Tree) -> None:

@@ -2,31 +2,35 @@
 // "Next entries" is a link and the resume command is shown as text.
 "use strict";
 
-// Search as you type: after a short pause, fetch the results fragment for the form's current values and swap it in.
+// Search as you type: on every change, fetch the results fragment for the form's current values and swap it in.
+// One request at a time: changes made while one is answered are sent together when it returns, so the server never
+// works on queries nobody waits for and the last keystroke is answered as soon as the server is free.
 function liveSearch() {
   const input = document.getElementById("q");
   const results = document.getElementById("results");
   if (!input || !results || !window.fetch) return;
   const form = input.form;
-  let timer = 0;
-  let controller = null;
-  let sequence = 0;
+  let busy = false;
+  let pending = false;
+  let shown = null;
   const run = () => {
     const params = new URLSearchParams(new FormData(form));
-    history.replaceState(null, "", "/search?" + params.toString());
+    const query = params.toString();
+    if (busy) { pending = true; return; }
+    if (query === shown) return;
+    busy = true;
+    history.replaceState(null, "", "/search?" + query);
     params.set("partial", "1");
-    if (controller) controller.abort();
-    controller = new AbortController();
-    const mine = ++sequence;
-    fetch("/search?" + params.toString(), {signal: controller.signal, credentials: "same-origin"})
+    const sent = input.value;
+    fetch("/search?" + params.toString(), {credentials: "same-origin"})
       .then((response) => response.ok ? response.text() : Promise.reject(response.status))
-      .then((html) => { if (mine === sequence) { results.innerHTML = html; results.dataset.query = input.value; } })
-      .catch(() => {});
+      .then((html) => { results.innerHTML = html; results.dataset.query = sent; shown = query; })
+      .catch(() => {})
+      .finally(() => { busy = false; if (pending) { pending = false; run(); } });
   };
-  const later = () => { clearTimeout(timer); timer = setTimeout(run, 60); };
-  input.addEventListener("input", later);
-  form.addEventListener("change", later);
-  form.addEventListener("submit", (event) => { event.preventDefault(); clearTimeout(timer); run(); });
+  input.addEventListener("input", run);
+  form.addEventListener("change", run);
+  form.addEventListener("submit", (event) => { event.preventDefault(); run(); });
 }
 
 // A long transcript: fetch the next entries when the "Next entries" link scrolls into view, and append them.
