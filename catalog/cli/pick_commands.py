@@ -125,11 +125,14 @@ Choose a session in a full-screen list filtered as you type; print its file path
 Keys: arrows, PgUp/PgDn move; Enter picks; Tab switches scope (this project, this git repository, all
 projects); the query line edits like a shell's (Left/Right, Home/End, Ctrl+A/E/W/U/K, Alt+B/F);
 Ctrl+/ toggles the preview; Ctrl+O orders by cost; Ctrl+R renames; Ctrl+D moves the session to the trash;
-Esc or Ctrl+C cancels (exit 130).
+Alt+P pins, Alt+S stars, Alt+T tags (Tab completes a tag) and Alt+N notes the session; Esc or Ctrl+C cancels
+(exit 130). Pinned sessions come first; once a session is pinned (starred), Tab also reaches a Pinned
+(Starred) scope of every project's.
 
 The query's space-separated terms match in any order, each anywhere in the id, title, cwd, first message,
-path or message text. As with fzf, --select-1 prints the only match without showing the picker and --exit-0
-exits 1 when nothing matches (both work without a terminal when they decide)."""
+path or message text; `is:pinned`, `is:starred` and `tag:NAME` keep only sessions so marked (--pinned,
+--starred and --tag start the query with them). As with fzf, --select-1 prints the only match without showing
+the picker and --exit-0 exits 1 when nothing matches (both work without a terminal when they decide)."""
     parser.add_argument("--all", dest="all_projects", action="store_true",
                         help="Start with every project's sessions (Tab switches).")
     parser.add_argument("--repo", dest="this_repo", action="store_true",
@@ -144,6 +147,20 @@ exits 1 when nothing matches (both work without a terminal when they decide)."""
                         help="When exactly one session matches, print it without showing the picker.")
     parser.add_argument("-0", "--exit-0", dest="exit_0", action="store_true",
                         help="When no session matches, exit 1 without showing the picker.")
+    from sessdex.catalog.cli.marks_filters import add_marks_filter_options
+
+    add_marks_filter_options(parser)
+
+
+def marks_query(args: argparse.Namespace) -> str:
+    """--pinned, --starred and --tag as the query's mark terms (`is:pinned tag:bug `), which the picker shows on its
+    query line and keeps across scopes; empty without them."""
+    from sessdex.catalog.cli.marks_filters import MarksFilter
+
+    wanted = MarksFilter.of(args)
+    terms = (["is:pinned"] if wanted.pinned else []) + (["is:starred"] if wanted.starred else [])
+    terms += [f"tag:{tag}" for tag in wanted.tags]
+    return " ".join(terms) + " " if terms else ""
 
 
 def run_pick(args: argparse.Namespace, settings: Settings) -> int:
@@ -163,6 +180,7 @@ def matching_rows(source: PickerSource, scope: Scope, rows: list[PickerRow], que
     from sessdex.catalog.tui.picker_model import PickerModel
 
     model = PickerModel(scope, rows, sessions_root=source.sessions_root)
+    model.set_marks(source.marks())
     model.set_query(query)
     while not model.advance_search(max(len(rows), 1)):
         pass
@@ -209,7 +227,7 @@ def _pick(args: argparse.Namespace, settings: Settings, scope: Scope, heading: s
     from sessdex.catalog.queries.picker_source import PickerSource
     from sessdex.catalog.queries.sessions import Catalog
 
-    query = getattr(args, "query", "")
+    query = marks_query(args) + getattr(args, "query", "")
     select_1, exit_0 = getattr(args, "select_1", False), getattr(args, "exit_0", False)
     cwd = current_directory()
     source = session_source(args, settings)
@@ -252,7 +270,8 @@ def _run_picker(source: PickerSource, settings: Settings, scope: Scope, rows: li
     from sessdex.catalog.tui.picker import SessionActions, SessionPicker
 
     with picker_terminal() as (picker_input, picker_output):
-        picker = SessionPicker(source, scope, heading=heading, rows=rows, actions=SessionActions(settings.paths),
+        actions = SessionActions(settings.paths, settings.machine_name)
+        picker = SessionPicker(source, scope, heading=heading, rows=rows, actions=actions,
                                input=picker_input, output=picker_output, query=query, scopes=scopes)
         return picker.run()
 
@@ -298,7 +317,8 @@ def _first_frame_picker(catalog: Catalog, settings: Settings, cwd: str, session_
             picker_input, picker_output = terminal_io(terminal)
             frame.adopt_alternate_screen(picker_output)
             picker = SessionPicker(source, scope, heading=heading, rows=source.rows(scope), now_ms=now_ms,
-                                   actions=SessionActions(settings.paths), input=picker_input, output=picker_output)
+                                   actions=SessionActions(settings.paths, settings.machine_name),
+                                   input=picker_input, output=picker_output)
             return picker.run()
         finally:
             if picker is None or not picker.app.render_counter:

@@ -54,6 +54,14 @@ from prompt_toolkit.styles import Style
 from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.source import PickerRow, Scope
+from sessdex.catalog.tui.picker_marks import (
+    MARK_SCOPES,
+    TAG_COMPLETIONS_SHOWN,
+    completions,
+    known_tags,
+    rows_scope,
+    tag_changes,
+)
 from sessdex.catalog.tui.picker_model import PickerModel
 from sessdex.catalog.tui.picker_paint import RESTORE_CURSOR, SAVE_CURSOR, LinePainter, StyleCodes, wrapped_lines
 from sessdex.catalog.tui.picker_preview import PreviewPane
@@ -87,13 +95,22 @@ QUERY_KEYS = (*(chr(code) for code in range(0x20, 0x7f)), Keys.Backspace.value)
 WARM_UP_KEYS_PER_STEP = 8
 
 STYLE = Style.from_dict(STYLE_RULES)
+EDIT_PROMPTS = {"rename": "Rename to: ", "tag": "Tags: ", "note": "Note: "}  # the edit line's modes
+
+
+def _read_marks(source: PickerSource) -> dict[str, Any]:
+    """Every session's marks from the picker's source ({} from a source without marks)."""
+    marks = getattr(source, "marks", None)
+    return marks() if marks is not None else {}
 
 
 class SessionActions:
-    """What Ctrl+R and Ctrl+D do to a session file: the agent's rename, and a move to `<agent dir>/trash/`."""
+    """What Ctrl+R and Ctrl+D do to a session file (the agent's rename, a move to `<agent dir>/trash/`), and the
+    marks Alt+P, Alt+S, Alt+T and Alt+N set (events appended to the marks file as `machine`)."""
 
-    def __init__(self, paths: AgentPaths) -> None:
+    def __init__(self, paths: AgentPaths, machine: str = "") -> None:
         self.paths = paths
+        self.machine = machine
 
     def rename(self, path: str, title: str) -> str:
         """Set the session's title as a user rename; the title as stored."""
@@ -106,6 +123,15 @@ class SessionActions:
         from sessdex.core.trash import trash_session
 
         return str(trash_session(path, self.paths))
+
+    def mark(self, session_id: str, op: str, **fields: Any) -> None:
+        """Append one marks event (`op`: pin, unpin, star, unstar, tag, note) for the session, durably."""
+        import socket
+
+        from sessdex.core.marks import append_events, make_event
+
+        machine = self.machine or socket.gethostname()
+        append_events(self.paths, [make_event(session_id, machine, op, **fields)])
 
 
 @dataclass(frozen=True)
@@ -159,12 +185,14 @@ class SessionPicker:
         self.actions = actions
         repo_dirs = getattr(source, "repo_dirs", None)
         cycled: tuple[Scope, ...] = scopes or (("project", "repo", "all") if repo_dirs else ("project", "all"))
-        self.model = PickerModel(scope, rows if rows is not None else source.rows(scope),
+        self._fixed_scopes = scopes is not None  # the caller's scopes only (the candidates of a prefix)
+        self.model = PickerModel(scope, rows if rows is not None else source.rows(rows_scope(scope)),
                                  sessions_root=source.sessions_root, scopes=cycled)
+        self._set_marks(_read_marks(source))
         self.screen = PickerScreen(self.model, heading=heading, cwd=source.cwd,
                                    now_ms=time.time() * 1000 if now_ms is None else now_ms,
                                    repo_root=repo_dirs[0] if repo_dirs else None)
-        self.mode: Literal["search", "rename", "confirm_trash"] = "search"
+        self.mode: Literal["search", "rename", "tag", "note", "confirm_trash"] = "search"
         query = "".join(char if char.isprintable() else " " for char in query)
         self.model.set_query(query)
         self.query_buffer = Buffer(multiline=False, on_text_changed=self._query_changed, name="query",
@@ -201,14 +229,15 @@ class SessionPicker:
         """The query line (prompt_toolkit's own line editor) and the optional preview pane; every other line
         (header, column titles, the list, the detail line, the key help) is blank space of its exact size, drawn
         by `_paint` after prompt_toolkit's own drawing."""
-        searching = Condition(lambda: self.mode != "rename")
+        searching = Condition(lambda: self.mode not in EDIT_PROMPTS)
         placeholder = ConditionalProcessor(AfterInput(lambda: self.screen.placeholder(), style="class:dim"),
                                            filter=Condition(lambda: not self.query_buffer.text))
         query_line = Window(BufferControl(self.query_buffer,
                                           input_processors=[BeforeInput("> ", style="class:prompt"), placeholder]),
                             height=1)
         rename_line = Window(BufferControl(self.rename_buffer,
-                                           input_processors=[BeforeInput("Rename to: ", style="class:prompt")]),
+                                           input_processors=[BeforeInput(lambda: EDIT_PROMPTS.get(self.mode, ""),
+                                                                         style="class:prompt")]),
                              height=1)
         body = VSplit([
             _Blank(height=self._body_height, width=self._list_width),
@@ -295,12 +324,20 @@ class SessionPicker:
         model = self.model
         searching = Condition(lambda: self.mode == "search")
         renaming = Condition(lambda: self.mode == "rename")
+        tagging = Condition(lambda: self.mode == "tag")
+        noting = Condition(lambda: self.mode == "note")
+        editing = Condition(lambda: self.mode in EDIT_PROMPTS)
         confirming = Condition(lambda: self.mode == "confirm_trash")
 
         def on(*keys: str | Keys, when: Condition = searching) -> Callable[[Callable[[], object]], None]:
+            """Bind each of `keys` to the action; `("escape", x)` is the one sequence Alt+x."""
+            sequences: list[tuple[str | Keys, ...]] = (
+                [tuple(keys)] if len(keys) == 2 and keys[0] == "escape" and len(keys[1]) == 1
+                else [(key,) for key in keys])
+
             def register(action: Callable[[], object]) -> None:
-                for key in keys:
-                    bindings.add(key, filter=when)(lambda _event, act=action: act())
+                for sequence in sequences:
+                    bindings.add(*sequence, filter=when)(lambda _event, act=action: act())
             return register
 
         on("up", "c-p")(lambda: self._move(lambda: model.move(-1)))
@@ -316,8 +353,15 @@ class SessionPicker:
         on("c-_")(self._toggle_preview)  # Ctrl+/ (the terminal sends it as Ctrl+_), as fzf's preview toggle
         on("c-r")(self._start_rename)
         on("c-d")(self._ask_trash)
+        on("escape", "p")(lambda: self._toggle_mark("pin", "unpin", "pinned"))  # Alt+P
+        on("escape", "s")(lambda: self._toggle_mark("star", "unstar", "starred"))  # Alt+S
+        on("escape", "t")(self._start_tag)  # Alt+T
+        on("escape", "n")(self._start_note)  # Alt+N
         on("enter", when=renaming)(self._finish_rename)
-        on("escape", when=renaming)(self._back_to_search)
+        on("enter", when=tagging)(self._finish_tag)
+        on("tab", when=tagging)(self._complete_tag)
+        on("enter", when=noting)(self._finish_note)
+        on("escape", when=editing)(self._back_to_search)
         on("y", "Y", when=confirming)(self._trash_selected)
         on("escape", "n", "N", when=confirming)(self._back_to_search)
 
@@ -380,9 +424,13 @@ class SessionPicker:
         if self.actions is None:
             self.screen.notice = "Renaming is not available here"
             return
-        self.mode = "rename"
-        self.rename_buffer.text = sanitize_display_name(row.title or "")
-        self.rename_buffer.cursor_position = len(self.rename_buffer.text)
+        self._start_edit("rename", sanitize_display_name(row.title or ""))
+
+    def _start_edit(self, mode: Literal["rename", "tag", "note"], text: str) -> None:
+        """Open the edit line (in place of the query line) for a rename, tags or a note, holding `text`."""
+        self.mode = mode
+        self.rename_buffer.text = text
+        self.rename_buffer.cursor_position = len(text)
         self.app.layout.focus(self.rename_buffer)
 
     def _finish_rename(self) -> None:
@@ -429,6 +477,123 @@ class SessionPicker:
                               "brings it back")
         self.app.invalidate()
 
+    # -- marks -----------------------------------------------------------------------------------------------
+
+    def _set_marks(self, marks: dict[str, Any]) -> None:
+        """Show `marks`; the Pinned and Starred scopes join the Tab cycle once some session is pinned (starred)."""
+        self.model.set_marks(marks)
+        if self._fixed_scopes:
+            return
+        wanted = [scope for scope in MARK_SCOPES if scope == self.model.scope or
+                  any(getattr(value, scope) for value in marks.values())]
+        scopes = tuple(scope for scope in self.model.scopes if scope not in MARK_SCOPES) + tuple(wanted)
+        if scopes != self.model.scopes:
+            self.model.scopes = scopes
+
+    def _marks_of(self, row: PickerRow) -> Any:
+        from sessdex.core.marks import NO_MARKS
+
+        return self.model.marks.get(row.session_id, NO_MARKS)
+
+    def _mark_target(self) -> PickerRow | None:
+        """The selected row, when marks can be written (else a notice, and None)."""
+        row = self.model.selected_row()
+        if row is None:
+            return None
+        if self.actions is None:
+            self.screen.notice = "Marks are not available here"
+            return None
+        return row
+
+    def _toggle_mark(self, on: str, off: str, attribute: str) -> None:
+        row = self._mark_target()
+        if row is not None:
+            op = off if getattr(self._marks_of(row), attribute) else on
+            done = {"pin": "Pinned", "unpin": "Unpinned", "star": "Starred", "unstar": "Unstarred"}[op]
+            self.app.create_background_task(self._write_mark(row, op, done))
+
+    def _start_tag(self) -> None:
+        row = self._mark_target()
+        if row is None:
+            return
+        self._start_edit("tag", "")
+        self._show_tag_help(row)
+
+    def _show_tag_help(self, row: PickerRow, matching: list[str] | None = None) -> None:
+        """The question line under the tag prompt: the session's tags, then the tags Tab completes to."""
+        tags = self._marks_of(row).tags
+        have = f"tags: {' '.join('#' + tag for tag in tags)}" if tags else "no tags yet"
+        known = matching if matching is not None else known_tags(self.model.marks.values())
+        offer = " ".join(known[:TAG_COMPLETIONS_SHOWN]) + (" …" if len(known) > TAG_COMPLETIONS_SHOWN else "")
+        self.screen.question = (f"{have}  ·  bug adds, -bug removes, Tab completes"
+                                + (f": {offer}" if offer else "") + "  ·  Enter applies, Esc cancels")
+
+    def _complete_tag(self) -> None:
+        row = self.model.selected_row()
+        text, matching = completions(self.rename_buffer.text, known_tags(self.model.marks.values()))
+        self.rename_buffer.text = text
+        self.rename_buffer.cursor_position = len(text)
+        if row is not None:
+            self._show_tag_help(row, matching)
+
+    def _finish_tag(self) -> None:
+        from sessdex.core.errors import UsageError
+
+        row = self.model.selected_row()
+        text = self.rename_buffer.text
+        self._back_to_search()
+        if row is None or self.actions is None:
+            return
+        try:
+            add, remove = tag_changes(text, self._marks_of(row).tags)
+        except UsageError as error:
+            self.screen.notice = str(error)
+            return
+        if add or remove:
+            self.app.create_background_task(self._write_mark(row, "tag", "Tagged", add=add, remove=remove))
+
+    def _start_note(self) -> None:
+        row = self._mark_target()
+        if row is not None:
+            self._start_edit("note", self._marks_of(row).note or "")
+            self.screen.question = "Enter saves the note (empty: removes it), Esc cancels"
+
+    def _finish_note(self) -> None:
+        from sessdex.core.errors import UsageError
+        from sessdex.core.marks import valid_note
+
+        row = self.model.selected_row()
+        text = self.rename_buffer.text
+        self._back_to_search()
+        if row is None or self.actions is None:
+            return
+        if not text.strip():
+            if self._marks_of(row).note is not None:
+                self.app.create_background_task(self._write_mark(row, "note", "Removed the note of", text=None))
+            return
+        try:
+            note = valid_note(text)
+        except UsageError as error:
+            self.screen.notice = str(error)
+            return
+        self.app.create_background_task(self._write_mark(row, "note", "Noted", text=note))
+
+    async def _write_mark(self, row: PickerRow, op: str, done: str, **fields: Any) -> None:
+        """Append the event in a worker thread (it fsyncs), then show every session's marks as the source has them."""
+        assert self.actions is not None
+        if await self._in_worker("saving the mark", self._marked, row.session_id, op, fields) is None:
+            return
+        marks = await self._in_worker("reading the marks", _read_marks, self.source)
+        if marks is not None:
+            self._set_marks(marks)
+        self.screen.notice = f"{done} {row.session_id[:self.model.id_length]}"
+        self.app.invalidate()
+
+    def _marked(self, session_id: str, op: str, fields: dict[str, Any]) -> bool:
+        assert self.actions is not None
+        self.actions.mark(session_id, op, **fields)
+        return True
+
     # -- background work ------------------------------------------------------------------------------------
 
     def _schedule_background_work(self) -> None:
@@ -462,7 +627,7 @@ class SessionPicker:
         self.app.invalidate()
 
     async def _load_scope(self, scope: Scope) -> None:
-        rows = await self._in_worker("loading sessions", self.source.rows, scope)
+        rows = await self._in_worker("loading sessions", self.source.rows, rows_scope(scope))
         self._loading.discard(scope)
         self._show_rows(scope, rows or [])
         self._verify(scope)
@@ -482,8 +647,8 @@ class SessionPicker:
     async def _verify_scope(self, scope: Scope) -> None:
         self.screen.updating.add(scope)
         try:
-            if await self._in_worker("checking for changed sessions", self.source.refresh, scope):
-                rows = await self._in_worker("loading sessions", self.source.rows, scope)
+            if await self._in_worker("checking for changed sessions", self.source.refresh, rows_scope(scope)):
+                rows = await self._in_worker("loading sessions", self.source.rows, rows_scope(scope))
                 if rows is not None:
                     self._show_rows(scope, rows)
         finally:
