@@ -147,9 +147,20 @@ the picker and --exit-0 exits 1 when nothing matches (both work without a termin
                         help="When exactly one session matches, print it without showing the picker.")
     parser.add_argument("-0", "--exit-0", dest="exit_0", action="store_true",
                         help="When no session matches, exit 1 without showing the picker.")
+    parser.add_argument("--height", metavar="N|N%", type=picker_height,
+                        help="Draw the picker inline below the prompt, N rows (or N%% of the terminal) tall, "
+                             "instead of on the whole screen (at least 6 rows).")
     from sessdex.catalog.cli.marks_filters import add_marks_filter_options
 
     add_marks_filter_options(parser)
+
+
+def picker_height(text: str) -> tuple[int, bool]:
+    """`--height N` or `N%`: (N, True for a percentage); argparse turns the ValueError into a one-line error."""
+    number, percent = (text[:-1], True) if text.endswith("%") else (text, False)
+    if not number.isdigit() or not 0 < int(number) <= (100 if percent else 10_000):
+        raise ValueError(text)
+    return int(number), percent
 
 
 def marks_query(args: argparse.Namespace) -> str:
@@ -233,7 +244,9 @@ def _pick(args: argparse.Namespace, settings: Settings, scope: Scope, heading: s
     source = session_source(args, settings)
     try:
         result: PickerResult | None = None
-        first_frame = not (query or select_1 or exit_0)  # else every row is needed before anything is drawn
+        height = getattr(args, "height", None)
+        # A first frame needs no query (else every row is needed before anything is drawn) and the full screen.
+        first_frame = not (query or select_1 or exit_0 or height)
         if first_frame and isinstance(source, Catalog) and scope != "repo" and terminal_available():
             result = _first_frame_picker(source, settings, cwd, args.session_dir, scope, heading)
         if result is None:
@@ -258,21 +271,22 @@ def _pick(args: argparse.Namespace, settings: Settings, scope: Scope, heading: s
                 if not terminal_available():
                     raise UsageError("sessdex pick needs a terminal: stdin is not one "
                                      f"({len(found)} sessions match, so --select-1 cannot choose)")
-            result = _run_picker(picker_source, settings, scope, rows, heading, query=query)
+            result = _run_picker(picker_source, settings, scope, rows, heading, query=query, height=height)
     finally:
         source.close()
     return print_outcome(result, as_json=args.as_json, shell=args.shell)
 
 
 def _run_picker(source: PickerSource, settings: Settings, scope: Scope, rows: list[PickerRow],
-                heading: str, *, query: str = "", scopes: tuple[Scope, ...] | None = None) -> PickerResult:
+                heading: str, *, query: str = "", scopes: tuple[Scope, ...] | None = None,
+                height: tuple[int, bool] | None = None) -> PickerResult:
     """Open the picker application on the terminal (with rename and trash) and return how it ended."""
     from sessdex.catalog.tui.picker import SessionActions, SessionPicker
 
     with picker_terminal() as (picker_input, picker_output):
         actions = SessionActions(settings.paths, settings.machine_name)
         picker = SessionPicker(source, scope, heading=heading, rows=rows, actions=actions,
-                               input=picker_input, output=picker_output, query=query, scopes=scopes)
+                               input=picker_input, output=picker_output, query=query, scopes=scopes, height=height)
         return picker.run()
 
 

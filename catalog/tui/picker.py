@@ -98,6 +98,13 @@ STYLE = Style.from_dict(STYLE_RULES)
 EDIT_PROMPTS = {"rename": "Rename to: ", "tag": "Tags: ", "note": "Note: "}  # the edit line's modes
 
 
+def inline_rows(height: tuple[int, bool], terminal_rows: int) -> int:
+    """The rows of an inline picker: `height` (rows, or a percentage of `terminal_rows`), at least the picker's
+    fixed lines and one row of the list."""
+    rows, percent = height
+    return max(terminal_rows * rows // 100 if percent else rows, FIXED_LINES + 1)
+
+
 def _read_marks(source: PickerSource) -> dict[str, Any]:
     """Every session's marks from the picker's source ({} from a source without marks)."""
     marks = getattr(source, "marks", None)
@@ -146,9 +153,11 @@ class _Blank(Container):
     """Space the picker paints itself (picker_paint): laid out like a window of this exact size, but nothing is
     drawn there, not even the styles and mouse handlers a Window sets cell by cell on every redraw."""
 
-    def __init__(self, height: Callable[[], int], width: Callable[[], int] | None = None) -> None:
+    def __init__(self, height: Callable[[], int], width: Callable[[], int] | None = None,
+                 reserve: Callable[[], bool] | None = None) -> None:
         self.height = height
         self.width = width
+        self.reserve = reserve
 
     def reset(self) -> None:
         """Nothing to reset."""
@@ -161,7 +170,10 @@ class _Blank(Container):
 
     def write_to_screen(self, screen: Screen, mouse_handlers: MouseHandlers, write_position: WritePosition,
                         parent_style: str, erase_bg: bool, z_index: int | None) -> None:
-        """Draws nothing."""
+        """Draws nothing; when `reserve` says so, counts its rows in the screen's height (an inline picker's last
+        lines: prompt_toolkit makes room, scrolling the terminal up, only for the rows it thinks are written)."""
+        if self.reserve is not None and self.reserve():
+            screen.height = max(screen.height, write_position.ypos + write_position.height)
 
     def get_children(self) -> list[Container]:
         return []
@@ -179,8 +191,12 @@ class SessionPicker:
                  rows: list[PickerRow] | None = None, now_ms: float | None = None,
                  input: Input | None = None, output: Output | None = None,
                  content_debounce_s: float = CONTENT_DEBOUNCE_S, actions: SessionActions | None = None,
-                 preview: bool | None = None, query: str = "", scopes: tuple[Scope, ...] | None = None) -> None:
+                 preview: bool | None = None, query: str = "", scopes: tuple[Scope, ...] | None = None,
+                 height: tuple[int, bool] | None = None) -> None:
         self.source = source
+        # `height`: (rows, True when a percentage of the terminal's) of an inline picker drawn below the prompt,
+        # as fzf's --height; None, or as tall as the terminal: the full screen.
+        self.height = height
         self.content_debounce_s = content_debounce_s
         self.actions = actions
         repo_dirs = getattr(source, "repo_dirs", None)
@@ -205,7 +221,8 @@ class SessionPicker:
         self.app: Application[PickerResult] = Application(
             layout=self._layout(),
             key_bindings=merge_key_bindings([load_basic_bindings(), load_emacs_bindings(), self._key_bindings()]),
-            style=STYLE, full_screen=True, mouse_support=False, input=input, output=output,
+            style=STYLE, full_screen=not self._inline(output), erase_when_done=True, mouse_support=False,
+            input=input, output=output,
             max_render_postpone_time=0)  # draw right after each key, even while background work is queued
         # A lone Esc cancels at once: wait this little both for the rest of an escape sequence (ttimeoutlen) and
         # for a longer binding it may start (timeoutlen: Alt+B, Alt+F of the line editor begin with Esc).
@@ -222,8 +239,19 @@ class SessionPicker:
 
     # -- layout ---------------------------------------------------------------------------------------
 
+    def _inline(self, output: Output | None) -> bool:
+        """True when the picker takes only part of the terminal (`height` less than its rows)."""
+        if self.height is None:
+            return False
+        rows = output.get_size().rows if output is not None else 24
+        return inline_rows(self.height, rows) < rows
+
     def _size(self) -> Size:
-        return self.app.output.get_size()
+        """The picker's area: the terminal, or its inline part (as wide, `height` rows tall)."""
+        size = self.app.output.get_size()
+        if self.app.full_screen or self.height is None:
+            return size
+        return Size(rows=min(inline_rows(self.height, size.rows), size.rows), columns=size.columns)
 
     def _layout(self) -> Layout:
         """The query line (prompt_toolkit's own line editor) and the optional preview pane; every other line
@@ -250,7 +278,7 @@ class SessionPicker:
             ConditionalContainer(rename_line, filter=~searching),
             _Blank(height=lambda: 1),  # the column titles
             body,
-            _Blank(height=lambda: 2),  # the detail line and the key help
+            _Blank(height=lambda: 2, reserve=lambda: not self.app.full_screen),  # the detail line and the key help
         ])
         return Layout(root, focused_element=self.query_buffer)
 
@@ -296,7 +324,9 @@ class SessionPicker:
         if size.rows >= FIXED_LINES + 1:  # else prompt_toolkit says the window is too small
             if self.painter.codes.colours != (self.app.color_depth.value != "DEPTH_1_BIT"):
                 self.painter = LinePainter(StyleCodes(colours=not self.painter.codes.colours))
-            text = self.painter.paint(self.painted_lines(), size.rows)
+            # Full screen: lines at absolute positions; inline: from the cursor, which prompt_toolkit leaves on the
+            # query line (row 1) and `_paint` saved there.
+            text = self.painter.paint(self.painted_lines(), size.rows, None if self.app.full_screen else 1)
             if text:
                 output.write_raw(SAVE_CURSOR + text + RESTORE_CURSOR)
         self._flush()

@@ -261,3 +261,44 @@ def test_an_ambiguous_resume_prefix_opens_the_picker_on_its_candidates(run_in_tm
     piped = run_in_tmux('"$SESSDEX" resume ab </dev/null')  # no terminal: the candidates are listed, as before
     code, out, err = piped.finished()
     assert code == 1 and out == "" and "ambiguous" in err
+
+
+def test_height_draws_the_picker_inline_below_the_prompt_and_erases_it_on_exit(run_in_tmux, tree: Tree) -> None:
+    pane = run_in_tmux('printf "earlier output\\n$ sessdex pick --height 8\\n" >/dev/tty; "$SESSDEX" pick --height 8')
+    screen = pane.wait_for(lambda s: "Pick a session" in s and "Parser rewrite" in s, "the inline picker")
+    lines = screen.splitlines()
+    assert lines[:2] == ["earlier output", "$ sessdex pick --height 8"]  # the shell's lines stay
+    assert "Pick a session" in lines[2] and lines[3].startswith("> ") and "TITLE / FIRST MESSAGE" in lines[4]
+    assert lines[5].startswith("❯ Parser rewrite") and lines[6].startswith("  Deploy the API")
+    assert lines[7].startswith("  fix the parser please") and lines[8].endswith(".jsonl") and "Enter open" in lines[9]
+    assert all(not line.strip() for line in lines[10:])  # nothing below the picker's 8 rows
+    pane.keys("deploy", literal=True)
+    screen = pane.wait_for(lambda s: "1 of 3" in s, "the filtered list")
+    assert screen.splitlines()[5].startswith("❯ Deploy the API") and not screen.splitlines()[6].strip()
+    pane.keys("Enter")
+    status, out, _ = pane.finished()
+    assert status == 0 and out.endswith("_bb22000000000002.jsonl\n")
+    screen = pane.screen()
+    assert screen.splitlines()[:2] == ["earlier output", "$ sessdex pick --height 8"]
+    assert "Pick a session" not in screen and "Deploy the API" not in screen  # erased on the way out
+
+
+def test_height_in_percent_at_the_bottom_of_the_terminal_scrolls_up_room(run_in_tmux, tree: Tree) -> None:
+    pane = run_in_tmux('seq 1 29 >/dev/tty; "$SESSDEX" pick --height 40%')  # the cursor is on the last row
+    screen = pane.wait_for(lambda s: "Pick a session" in s and "Parser rewrite" in s, "the inline picker")
+    lines = screen.splitlines()
+    assert len(lines) == 30 and "Pick a session" in lines[18] and "Enter open" in lines[29]  # 12 rows: 40% of 30
+    assert lines[17] == "29" and lines[16] == "28"  # the shell's output scrolled up, not overwritten
+    assert [title_of(line) for line in row_lines(screen)] == ["Parser rewrite", "Deploy the API",
+                                                               "fix the parser please"]
+    pane.keys("Escape")
+    status, out, err = pane.finished()
+    assert (status, out) == (130, "") and "No session selected" in err
+    assert "Pick a session" not in pane.screen()
+
+
+def test_a_bad_height_is_a_one_line_error(run_in_tmux, tree: Tree) -> None:
+    pane = run_in_tmux('"$SESSDEX" pick --height 0; "$SESSDEX" pick --height 120%')
+    status, out, err = pane.finished()
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert err.count("--height") == 2 and len(err.strip().splitlines()) == 2
