@@ -634,7 +634,7 @@ class SessionPicker:
         if self._content_task is not None and not self._content_task.done():
             self.source.interrupt_content_search()  # the worker thread would finish it for nothing
         self._ranking_task = self._content_task = None
-        if not self.model.search_complete:
+        if not self.model.search_complete or self.model.terms_to_warm():
             self._ranking_task = self.app.create_background_task(self._finish_ranking())
         key = self.model.content_key
         if key is not None:
@@ -643,11 +643,17 @@ class SessionPicker:
     async def _finish_ranking(self) -> None:
         # Rank-4 rows only ever go below what is shown, so redraw for them only while the page is not full.
         await asyncio.sleep(0)  # the keystroke's own redraw (scheduled after this task) goes first
-        while not self.model.advance_search(RANKING_CHUNK_ROWS):
-            if len(self.model.results) < self.model.top + self._body_height():
-                self.app.invalidate()
-            await asyncio.sleep(0)  # let keystrokes in between chunks
-        self.app.invalidate()
+        if not self.model.search_complete:
+            while not self.model.advance_search(RANKING_CHUNK_ROWS):
+                if len(self.model.results) < self.model.top + self._body_height():
+                    self.app.invalidate()
+                await asyncio.sleep(0)  # let keystrokes in between chunks
+            self.app.invalidate()
+        # Then, while idle, find the rows of each term typed so far: once a space follows, the query's earlier
+        # terms are looked up over every row, which would otherwise be the next keystroke's work.
+        for term in self.model.terms_to_warm():
+            await asyncio.sleep(0)
+            self.model.warm_term(term)
 
     async def _fetch_content(self, key: tuple[str, Scope]) -> None:
         await asyncio.sleep(self.content_debounce_s)

@@ -230,6 +230,19 @@ class PickerModel:
 
     # -- background work the view schedules ----------------------------------------------------------------
 
+    def terms_to_warm(self) -> list[str]:
+        """The query's terms whose rows over the whole scope are not known yet (see `warm_term`)."""
+        data = self._scopes.get(self.scope)
+        if data is None or not self.needle:
+            return []
+        return [term for term in dict.fromkeys(self.needle.split(" ")) if not data.index.knows_term(term)]
+
+    def warm_term(self, term: str) -> None:
+        """Find the rows of `term` over the whole scope now (idle time), for the query it will be an earlier term of."""
+        data = self._scopes.get(self.scope)
+        if data is not None:
+            data.index.term_rows(term)
+
     @property
     def search_complete(self) -> bool:
         """True when every row has been tested against the query."""
