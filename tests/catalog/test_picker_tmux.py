@@ -302,3 +302,41 @@ def test_a_bad_height_is_a_one_line_error(run_in_tmux, tree: Tree) -> None:
     status, out, err = pane.finished()
     assert status == 2 and out == "" and "Traceback" not in err
     assert err.count("--height") == 2 and len(err.strip().splitlines()) == 2
+
+
+def test_marks_keys_pin_star_tag_with_completion_and_note_in_a_real_terminal(run_in_tmux, tree: Tree) -> None:
+    from sessdex.core.marks import append_events, current_marks, make_event
+
+    append_events(tree.paths, [make_event("dd44000000000004", "desk", "tag", add=["backend"], remove=[])])
+    pane = run_in_tmux('"$SESSDEX" pick')
+    pane.wait_for(lambda s: "Pick a session" in s and "Parser rewrite" in s, "the picker")
+    pane.keys("Down", "M-p")  # Alt+P on Deploy the API
+    screen = pane.wait_for(lambda s: "Pinned bb22" in s, "the pin's notice")
+    rows = row_lines(screen)
+    assert rows[0].startswith("❯ ⚑ Deploy the API") and rows[1].startswith("  Parser rewrite")
+    assert "○ Pinned" in screen  # the Pinned scope joined the Tab cycle
+    pane.keys("M-s")
+    pane.wait_for(lambda s: "Starred bb22" in s and "❯ ⚑★ Deploy the API" in s, "the star")
+    pane.keys("M-t")
+    pane.wait_for(lambda s: "\nTags:" in s and "Tab completes: backend" in s, "the tag prompt")
+    pane.keys("ba", literal=True)
+    pane.keys("Tab")
+    pane.wait_for(lambda s: "Tags: backend" in s, "the completed tag")
+    pane.keys("urgent", literal=True)
+    pane.wait_for(lambda s: "Tags: backend urgent" in s, "the tag typed after the completed one")
+    pane.keys("Enter")
+    screen = pane.wait_for(lambda s: "Tagged bb22" in s and "#backend #urgent" in s, "the tags on the detail line")
+    pane.keys("M-n")
+    pane.wait_for(lambda s: "\nNote:" in s, "the note prompt")
+    pane.keys("check the deploy", literal=True)
+    pane.keys("Enter")
+    pane.wait_for(lambda s: "note: check the deploy" in s, "the note on the detail line")
+    pane.keys("tag:urgent is:starred", literal=True)
+    screen = pane.wait_for(lambda s: "1 of 3" in s, "the marks terms")
+    assert [title_of(line) for line in row_lines(screen)] == ["⚑★ Deploy the API"]
+    pane.keys("Enter")
+    status, out, _ = pane.finished()
+    assert status == 0 and out.endswith("_bb22000000000002.jsonl\n")
+    marks = current_marks(tree.paths)["bb22000000000002"]
+    assert (marks.pinned, marks.starred, marks.tags, marks.note) == (True, True, ("backend", "urgent"),
+                                                                     "check the deploy")
