@@ -312,12 +312,15 @@ def _first_frame_picker(catalog: Catalog, settings: Settings, cwd: str, session_
         if found is None or not found[1] or rows < FIXED_LINES + 1:
             return None
         first_rows, ids = found
+        marks = catalog.marks()
+        if any(value.pinned for value in marks.values()):
+            return None  # pinned sessions come first, and they may not be among the newest rows: no first screen
         repo_dirs = repository_dirs(cwd)
         now_ms = time.time() * 1000
         screen = frame.first_screen(scope, first_rows, total=len(ids), id_length=id_prefix_length(ids),
                                     scopes=("project", "repo", "all") if repo_dirs else ("project", "all"),
                                     heading=heading, cwd=cwd, repo_root=repo_dirs[0] if repo_dirs else None,
-                                    now_ms=now_ms, screen_rows=rows)
+                                    now_ms=now_ms, screen_rows=rows, marks=marks)
         keyboard = sys.stdin.fileno()
         previous = frame.raw_input(keyboard)  # keys typed from now on wait, unechoed, for the application
         picker = None

@@ -55,9 +55,9 @@ from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.source import PickerRow, Scope
 from sessdex.catalog.tui.picker_marks import (
-    MARK_SCOPES,
     TAG_COMPLETIONS_SHOWN,
     completions,
+    cycle_with_mark_scopes,
     known_tags,
     rows_scope,
     tag_changes,
@@ -514,11 +514,7 @@ class SessionPicker:
         self.model.set_marks(marks)
         if self._fixed_scopes:
             return
-        wanted = [scope for scope in MARK_SCOPES if scope == self.model.scope or
-                  any(getattr(value, scope) for value in marks.values())]
-        scopes = tuple(scope for scope in self.model.scopes if scope not in MARK_SCOPES) + tuple(wanted)
-        if scopes != self.model.scopes:
-            self.model.scopes = scopes
+        self.model.scopes = cycle_with_mark_scopes(self.model.scopes, self.model.scope, marks)
 
     def _marks_of(self, row: PickerRow) -> Any:
         from sessdex.core.marks import NO_MARKS

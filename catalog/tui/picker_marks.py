@@ -90,6 +90,14 @@ def scope_keeps(scope: Scope, marks: Marks | None) -> bool:
     return True
 
 
+def cycle_with_mark_scopes(scopes: tuple[Scope, ...], current: Scope, marks: dict[str, Marks]) -> tuple[Scope, ...]:
+    """The Tab cycle `scopes` with the Pinned (Starred) scope at its end once some session is pinned (starred), or
+    while it is the current scope."""
+    wanted = tuple(scope for scope in MARK_SCOPES
+                   if scope == current or any(getattr(value, scope) for value in marks.values()))
+    return tuple(scope for scope in scopes if scope not in MARK_SCOPES) + wanted
+
+
 def rows_scope(scope: Scope) -> Scope:
     """The scope whose rows the source reads for `scope`: every project's for the mark scopes."""
     return "all" if scope in MARK_SCOPES else scope
