@@ -30,11 +30,13 @@ from sessdex.core.private_files import PRIVATE_FILE_MODE, make_private_dirs
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Sequence
     from pathlib import Path
-    from typing import Any
+    from typing import Any, TypeVar
 
     from sessdex.core.paths import AgentPaths
+
+    Item = TypeVar("Item")
 
 MARKS_DIR_NAME = "sessdex"
 MARKS_FILE_NAME = "marks.jsonl"
@@ -352,3 +354,13 @@ def _check_folder(folder: str) -> None:
         raise MarksFileError(f"{folder} is not a folder of sessdex's (a symbolic link or a file)")
     if hasattr(os, "getuid") and result.st_uid != os.getuid():
         raise MarksFileError(f"{folder} belongs to another user: sessdex leaves it alone")
+
+
+def pinned_first(items: Sequence[Item], marks: dict[str, Any], session_id: Callable[[Item], str]) -> list[Item]:
+    """The items with pinned sessions first, each part in its own order (`list` and the picker)."""
+    if not marks:
+        return list(items)
+    pinned = [item for item in items if getattr(marks.get(session_id(item)), "pinned", False)]
+    if not pinned:
+        return list(items)
+    return [*pinned, *(item for item in items if not getattr(marks.get(session_id(item)), "pinned", False))]

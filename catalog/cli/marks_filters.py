@@ -3,11 +3,15 @@ puts pinned sessions first. Marks come from the session source (`SessionSource.m
 
 from __future__ import annotations
 
+from sessdex.core.marks import pinned_first  # one ordering for list and the picker (the picker cannot import cli)
+
+__all__ = ["MarksFilter", "add_marks_filter_options", "pinned_first"]
+
 TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
-    from typing import Any, TypeVar
+    from typing import TypeVar
 
     from sessdex.core.marks import Marks
 
@@ -56,13 +60,3 @@ class MarksFilter:
         if not self.active:
             return list(items)
         return [item for item in items if self.matches(marks.get(session_id(item)))]
-
-
-def pinned_first(items: Sequence[Item], marks: dict[str, Any], session_id: Callable[[Item], str]) -> list[Item]:
-    """The items with pinned sessions first, each part in its own order (`list` and the picker)."""
-    if not marks:
-        return list(items)
-    pinned = [item for item in items if getattr(marks.get(session_id(item)), "pinned", False)]
-    if not pinned:
-        return list(items)
-    return [*pinned, *(item for item in items if not getattr(marks.get(session_id(item)), "pinned", False))]

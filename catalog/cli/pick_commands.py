@@ -125,11 +125,14 @@ Choose a session in a full-screen list filtered as you type; print its file path
 Keys: arrows, PgUp/PgDn move; Enter picks; Tab switches scope (this project, this git repository, all
 projects); the query line edits like a shell's (Left/Right, Home/End, Ctrl+A/E/W/U/K, Alt+B/F);
 Ctrl+/ toggles the preview; Ctrl+O orders by cost; Ctrl+R renames; Ctrl+D moves the session to the trash;
-Esc or Ctrl+C cancels (exit 130).
+Alt+P pins, Alt+S stars, Alt+T tags (Tab completes a tag) and Alt+N notes the session; Esc or Ctrl+C cancels
+(exit 130). Pinned sessions come first; once a session is pinned (starred), Tab also reaches a Pinned
+(Starred) scope of every project's.
 
 The query's space-separated terms match in any order, each anywhere in the id, title, cwd, first message,
-path or message text. As with fzf, --select-1 prints the only match without showing the picker and --exit-0
-exits 1 when nothing matches (both work without a terminal when they decide)."""
+path or message text; `is:pinned`, `is:starred` and `tag:NAME` keep only sessions so marked (--pinned,
+--starred and --tag start the query with them). As with fzf, --select-1 prints the only match without showing
+the picker and --exit-0 exits 1 when nothing matches (both work without a terminal when they decide)."""
     parser.add_argument("--all", dest="all_projects", action="store_true",
                         help="Start with every project's sessions (Tab switches).")
     parser.add_argument("--repo", dest="this_repo", action="store_true",
@@ -144,6 +147,31 @@ exits 1 when nothing matches (both work without a terminal when they decide)."""
                         help="When exactly one session matches, print it without showing the picker.")
     parser.add_argument("-0", "--exit-0", dest="exit_0", action="store_true",
                         help="When no session matches, exit 1 without showing the picker.")
+    parser.add_argument("--height", metavar="N|N%", type=picker_height,
+                        help="Draw the picker inline below the prompt, N rows (or N%% of the terminal) tall, "
+                             "instead of on the whole screen (at least 6 rows).")
+    from sessdex.catalog.cli.marks_filters import add_marks_filter_options
+
+    add_marks_filter_options(parser)
+
+
+def picker_height(text: str) -> tuple[int, bool]:
+    """`--height N` or `N%`: (N, True for a percentage); argparse turns the ValueError into a one-line error."""
+    number, percent = (text[:-1], True) if text.endswith("%") else (text, False)
+    if not number.isdigit() or not 0 < int(number) <= (100 if percent else 10_000):
+        raise ValueError(text)
+    return int(number), percent
+
+
+def marks_query(args: argparse.Namespace) -> str:
+    """--pinned, --starred and --tag as the query's mark terms (`is:pinned tag:bug `), which the picker shows on its
+    query line and keeps across scopes; empty without them."""
+    from sessdex.catalog.cli.marks_filters import MarksFilter
+
+    wanted = MarksFilter.of(args)
+    terms = (["is:pinned"] if wanted.pinned else []) + (["is:starred"] if wanted.starred else [])
+    terms += [f"tag:{tag}" for tag in wanted.tags]
+    return " ".join(terms) + " " if terms else ""
 
 
 def run_pick(args: argparse.Namespace, settings: Settings) -> int:
@@ -163,6 +191,7 @@ def matching_rows(source: PickerSource, scope: Scope, rows: list[PickerRow], que
     from sessdex.catalog.tui.picker_model import PickerModel
 
     model = PickerModel(scope, rows, sessions_root=source.sessions_root)
+    model.set_marks(source.marks())
     model.set_query(query)
     while not model.advance_search(max(len(rows), 1)):
         pass
@@ -209,13 +238,15 @@ def _pick(args: argparse.Namespace, settings: Settings, scope: Scope, heading: s
     from sessdex.catalog.queries.picker_source import PickerSource
     from sessdex.catalog.queries.sessions import Catalog
 
-    query = getattr(args, "query", "")
+    query = marks_query(args) + getattr(args, "query", "")
     select_1, exit_0 = getattr(args, "select_1", False), getattr(args, "exit_0", False)
     cwd = current_directory()
     source = session_source(args, settings)
     try:
         result: PickerResult | None = None
-        first_frame = not (query or select_1 or exit_0)  # else every row is needed before anything is drawn
+        height = getattr(args, "height", None)
+        # A first frame needs no query (else every row is needed before anything is drawn) and the full screen.
+        first_frame = not (query or select_1 or exit_0 or height)
         if first_frame and isinstance(source, Catalog) and scope != "repo" and terminal_available():
             result = _first_frame_picker(source, settings, cwd, args.session_dir, scope, heading)
         if result is None:
@@ -240,20 +271,22 @@ def _pick(args: argparse.Namespace, settings: Settings, scope: Scope, heading: s
                 if not terminal_available():
                     raise UsageError("sessdex pick needs a terminal: stdin is not one "
                                      f"({len(found)} sessions match, so --select-1 cannot choose)")
-            result = _run_picker(picker_source, settings, scope, rows, heading, query=query)
+            result = _run_picker(picker_source, settings, scope, rows, heading, query=query, height=height)
     finally:
         source.close()
     return print_outcome(result, as_json=args.as_json, shell=args.shell)
 
 
 def _run_picker(source: PickerSource, settings: Settings, scope: Scope, rows: list[PickerRow],
-                heading: str, *, query: str = "", scopes: tuple[Scope, ...] | None = None) -> PickerResult:
+                heading: str, *, query: str = "", scopes: tuple[Scope, ...] | None = None,
+                height: tuple[int, bool] | None = None) -> PickerResult:
     """Open the picker application on the terminal (with rename and trash) and return how it ended."""
     from sessdex.catalog.tui.picker import SessionActions, SessionPicker
 
     with picker_terminal() as (picker_input, picker_output):
-        picker = SessionPicker(source, scope, heading=heading, rows=rows, actions=SessionActions(settings.paths),
-                               input=picker_input, output=picker_output, query=query, scopes=scopes)
+        actions = SessionActions(settings.paths, settings.machine_name)
+        picker = SessionPicker(source, scope, heading=heading, rows=rows, actions=actions,
+                               input=picker_input, output=picker_output, query=query, scopes=scopes, height=height)
         return picker.run()
 
 
@@ -279,12 +312,15 @@ def _first_frame_picker(catalog: Catalog, settings: Settings, cwd: str, session_
         if found is None or not found[1] or rows < FIXED_LINES + 1:
             return None
         first_rows, ids = found
+        marks = catalog.marks()
+        if any(value.pinned for value in marks.values()):
+            return None  # pinned sessions come first, and they may not be among the newest rows: no first screen
         repo_dirs = repository_dirs(cwd)
         now_ms = time.time() * 1000
         screen = frame.first_screen(scope, first_rows, total=len(ids), id_length=id_prefix_length(ids),
                                     scopes=("project", "repo", "all") if repo_dirs else ("project", "all"),
                                     heading=heading, cwd=cwd, repo_root=repo_dirs[0] if repo_dirs else None,
-                                    now_ms=now_ms, screen_rows=rows)
+                                    now_ms=now_ms, screen_rows=rows, marks=marks)
         keyboard = sys.stdin.fileno()
         previous = frame.raw_input(keyboard)  # keys typed from now on wait, unechoed, for the application
         picker = None
@@ -298,7 +334,8 @@ def _first_frame_picker(catalog: Catalog, settings: Settings, cwd: str, session_
             picker_input, picker_output = terminal_io(terminal)
             frame.adopt_alternate_screen(picker_output)
             picker = SessionPicker(source, scope, heading=heading, rows=source.rows(scope), now_ms=now_ms,
-                                   actions=SessionActions(settings.paths), input=picker_input, output=picker_output)
+                                   actions=SessionActions(settings.paths, settings.machine_name),
+                                   input=picker_input, output=picker_output)
             return picker.run()
         finally:
             if picker is None or not picker.app.render_counter:

@@ -82,7 +82,7 @@ def run_view(args: argparse.Namespace, settings: Settings) -> int:
             runtime=runtime))
     try:
         if args.print_only or not (sys.stdin.isatty() and sys.stdout.isatty()):
-            echo(plain_view(live, agent))
+            echo(plain_view(live, agent, paths))
         else:
             chooser = PickerChooser(settings=settings)
             viewer = TranscriptViewer(live, agent, paths=paths, session_dir=session_dir, choose_session=chooser)

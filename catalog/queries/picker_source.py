@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 from sessdex.catalog.queries.git_repo import repository_dirs, under_any
 from sessdex.catalog.queries.source import PickerRow, Scope, SessionSource
@@ -74,6 +75,11 @@ class PickerSource:
                 listed = {row.path for row in self._rows.get("repo", [])}
                 matches = {path: snippet for path, snippet in matches.items() if path in listed}
             return matches
+
+    def marks(self) -> dict[str, Any]:
+        """Session id -> its marks (`sessdex.core.marks.Marks`), as the source has them now."""
+        with self._lock:
+            return self.source.marks()
 
     def interrupt_content_search(self) -> None:
         """Abort a content search running in another thread (the picker's query moved on: its answer would be

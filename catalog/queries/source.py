@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from sessdex.core.usage import UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
 
-    Scope = Literal["project", "repo", "all"]  # the picker's scopes; "repo" only inside a git repository
+    # The picker's scopes: "repo" only inside a git repository; "pinned" and "starred" are every project's pinned
+    # (starred) sessions, read as "all".
+    Scope = Literal["project", "repo", "all", "pinned", "starred"]
 else:
     Scope = str
     Protocol = object

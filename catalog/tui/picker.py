@@ -54,6 +54,14 @@ from prompt_toolkit.styles import Style
 from sessdex.catalog.queries.naming import row_name
 from sessdex.catalog.queries.picker_source import PickerSource
 from sessdex.catalog.queries.source import PickerRow, Scope
+from sessdex.catalog.tui.picker_marks import (
+    TAG_COMPLETIONS_SHOWN,
+    completions,
+    cycle_with_mark_scopes,
+    known_tags,
+    rows_scope,
+    tag_changes,
+)
 from sessdex.catalog.tui.picker_model import PickerModel
 from sessdex.catalog.tui.picker_paint import RESTORE_CURSOR, SAVE_CURSOR, LinePainter, StyleCodes, wrapped_lines
 from sessdex.catalog.tui.picker_preview import PreviewPane
@@ -87,13 +95,29 @@ QUERY_KEYS = (*(chr(code) for code in range(0x20, 0x7f)), Keys.Backspace.value)
 WARM_UP_KEYS_PER_STEP = 8
 
 STYLE = Style.from_dict(STYLE_RULES)
+EDIT_PROMPTS = {"rename": "Rename to: ", "tag": "Tags: ", "note": "Note: "}  # the edit line's modes
+
+
+def inline_rows(height: tuple[int, bool], terminal_rows: int) -> int:
+    """The rows of an inline picker: `height` (rows, or a percentage of `terminal_rows`), at least the picker's
+    fixed lines and one row of the list."""
+    rows, percent = height
+    return max(terminal_rows * rows // 100 if percent else rows, FIXED_LINES + 1)
+
+
+def _read_marks(source: PickerSource) -> dict[str, Any]:
+    """Every session's marks from the picker's source ({} from a source without marks)."""
+    marks = getattr(source, "marks", None)
+    return marks() if marks is not None else {}
 
 
 class SessionActions:
-    """What Ctrl+R and Ctrl+D do to a session file: the agent's rename, and a move to `<agent dir>/trash/`."""
+    """What Ctrl+R and Ctrl+D do to a session file (the agent's rename, a move to `<agent dir>/trash/`), and the
+    marks Alt+P, Alt+S, Alt+T and Alt+N set (events appended to the marks file as `machine`)."""
 
-    def __init__(self, paths: AgentPaths) -> None:
+    def __init__(self, paths: AgentPaths, machine: str = "") -> None:
         self.paths = paths
+        self.machine = machine
 
     def rename(self, path: str, title: str) -> str:
         """Set the session's title as a user rename; the title as stored."""
@@ -106,6 +130,15 @@ class SessionActions:
         from sessdex.core.trash import trash_session
 
         return str(trash_session(path, self.paths))
+
+    def mark(self, session_id: str, op: str, **fields: Any) -> None:
+        """Append one marks event (`op`: pin, unpin, star, unstar, tag, note) for the session, durably."""
+        import socket
+
+        from sessdex.core.marks import append_events, make_event
+
+        machine = self.machine or socket.gethostname()
+        append_events(self.paths, [make_event(session_id, machine, op, **fields)])
 
 
 @dataclass(frozen=True)
@@ -120,9 +153,11 @@ class _Blank(Container):
     """Space the picker paints itself (picker_paint): laid out like a window of this exact size, but nothing is
     drawn there, not even the styles and mouse handlers a Window sets cell by cell on every redraw."""
 
-    def __init__(self, height: Callable[[], int], width: Callable[[], int] | None = None) -> None:
+    def __init__(self, height: Callable[[], int], width: Callable[[], int] | None = None,
+                 reserve: Callable[[], bool] | None = None) -> None:
         self.height = height
         self.width = width
+        self.reserve = reserve
 
     def reset(self) -> None:
         """Nothing to reset."""
@@ -135,7 +170,10 @@ class _Blank(Container):
 
     def write_to_screen(self, screen: Screen, mouse_handlers: MouseHandlers, write_position: WritePosition,
                         parent_style: str, erase_bg: bool, z_index: int | None) -> None:
-        """Draws nothing."""
+        """Draws nothing; when `reserve` says so, counts its rows in the screen's height (an inline picker's last
+        lines: prompt_toolkit makes room, scrolling the terminal up, only for the rows it thinks are written)."""
+        if self.reserve is not None and self.reserve():
+            screen.height = max(screen.height, write_position.ypos + write_position.height)
 
     def get_children(self) -> list[Container]:
         return []
@@ -153,18 +191,24 @@ class SessionPicker:
                  rows: list[PickerRow] | None = None, now_ms: float | None = None,
                  input: Input | None = None, output: Output | None = None,
                  content_debounce_s: float = CONTENT_DEBOUNCE_S, actions: SessionActions | None = None,
-                 preview: bool | None = None, query: str = "", scopes: tuple[Scope, ...] | None = None) -> None:
+                 preview: bool | None = None, query: str = "", scopes: tuple[Scope, ...] | None = None,
+                 height: tuple[int, bool] | None = None) -> None:
         self.source = source
+        # `height`: (rows, True when a percentage of the terminal's) of an inline picker drawn below the prompt,
+        # as fzf's --height; None, or as tall as the terminal: the full screen.
+        self.height = height
         self.content_debounce_s = content_debounce_s
         self.actions = actions
         repo_dirs = getattr(source, "repo_dirs", None)
         cycled: tuple[Scope, ...] = scopes or (("project", "repo", "all") if repo_dirs else ("project", "all"))
-        self.model = PickerModel(scope, rows if rows is not None else source.rows(scope),
+        self._fixed_scopes = scopes is not None  # the caller's scopes only (the candidates of a prefix)
+        self.model = PickerModel(scope, rows if rows is not None else source.rows(rows_scope(scope)),
                                  sessions_root=source.sessions_root, scopes=cycled)
+        self._set_marks(_read_marks(source))
         self.screen = PickerScreen(self.model, heading=heading, cwd=source.cwd,
                                    now_ms=time.time() * 1000 if now_ms is None else now_ms,
                                    repo_root=repo_dirs[0] if repo_dirs else None)
-        self.mode: Literal["search", "rename", "confirm_trash"] = "search"
+        self.mode: Literal["search", "rename", "tag", "note", "confirm_trash"] = "search"
         query = "".join(char if char.isprintable() else " " for char in query)
         self.model.set_query(query)
         self.query_buffer = Buffer(multiline=False, on_text_changed=self._query_changed, name="query",
@@ -177,7 +221,8 @@ class SessionPicker:
         self.app: Application[PickerResult] = Application(
             layout=self._layout(),
             key_bindings=merge_key_bindings([load_basic_bindings(), load_emacs_bindings(), self._key_bindings()]),
-            style=STYLE, full_screen=True, mouse_support=False, input=input, output=output,
+            style=STYLE, full_screen=not self._inline(output), erase_when_done=True, mouse_support=False,
+            input=input, output=output,
             max_render_postpone_time=0)  # draw right after each key, even while background work is queued
         # A lone Esc cancels at once: wait this little both for the rest of an escape sequence (ttimeoutlen) and
         # for a longer binding it may start (timeoutlen: Alt+B, Alt+F of the line editor begin with Esc).
@@ -194,21 +239,33 @@ class SessionPicker:
 
     # -- layout ---------------------------------------------------------------------------------------
 
+    def _inline(self, output: Output | None) -> bool:
+        """True when the picker takes only part of the terminal (`height` less than its rows)."""
+        if self.height is None:
+            return False
+        rows = output.get_size().rows if output is not None else 24
+        return inline_rows(self.height, rows) < rows
+
     def _size(self) -> Size:
-        return self.app.output.get_size()
+        """The picker's area: the terminal, or its inline part (as wide, `height` rows tall)."""
+        size = self.app.output.get_size()
+        if self.app.full_screen or self.height is None:
+            return size
+        return Size(rows=min(inline_rows(self.height, size.rows), size.rows), columns=size.columns)
 
     def _layout(self) -> Layout:
         """The query line (prompt_toolkit's own line editor) and the optional preview pane; every other line
         (header, column titles, the list, the detail line, the key help) is blank space of its exact size, drawn
         by `_paint` after prompt_toolkit's own drawing."""
-        searching = Condition(lambda: self.mode != "rename")
+        searching = Condition(lambda: self.mode not in EDIT_PROMPTS)
         placeholder = ConditionalProcessor(AfterInput(lambda: self.screen.placeholder(), style="class:dim"),
                                            filter=Condition(lambda: not self.query_buffer.text))
         query_line = Window(BufferControl(self.query_buffer,
                                           input_processors=[BeforeInput("> ", style="class:prompt"), placeholder]),
                             height=1)
         rename_line = Window(BufferControl(self.rename_buffer,
-                                           input_processors=[BeforeInput("Rename to: ", style="class:prompt")]),
+                                           input_processors=[BeforeInput(lambda: EDIT_PROMPTS.get(self.mode, ""),
+                                                                         style="class:prompt")]),
                              height=1)
         body = VSplit([
             _Blank(height=self._body_height, width=self._list_width),
@@ -221,7 +278,7 @@ class SessionPicker:
             ConditionalContainer(rename_line, filter=~searching),
             _Blank(height=lambda: 1),  # the column titles
             body,
-            _Blank(height=lambda: 2),  # the detail line and the key help
+            _Blank(height=lambda: 2, reserve=lambda: not self.app.full_screen),  # the detail line and the key help
         ])
         return Layout(root, focused_element=self.query_buffer)
 
@@ -267,7 +324,9 @@ class SessionPicker:
         if size.rows >= FIXED_LINES + 1:  # else prompt_toolkit says the window is too small
             if self.painter.codes.colours != (self.app.color_depth.value != "DEPTH_1_BIT"):
                 self.painter = LinePainter(StyleCodes(colours=not self.painter.codes.colours))
-            text = self.painter.paint(self.painted_lines(), size.rows)
+            # Full screen: lines at absolute positions; inline: from the cursor, which prompt_toolkit leaves on the
+            # query line (row 1) and `_paint` saved there.
+            text = self.painter.paint(self.painted_lines(), size.rows, None if self.app.full_screen else 1)
             if text:
                 output.write_raw(SAVE_CURSOR + text + RESTORE_CURSOR)
         self._flush()
@@ -295,12 +354,20 @@ class SessionPicker:
         model = self.model
         searching = Condition(lambda: self.mode == "search")
         renaming = Condition(lambda: self.mode == "rename")
+        tagging = Condition(lambda: self.mode == "tag")
+        noting = Condition(lambda: self.mode == "note")
+        editing = Condition(lambda: self.mode in EDIT_PROMPTS)
         confirming = Condition(lambda: self.mode == "confirm_trash")
 
         def on(*keys: str | Keys, when: Condition = searching) -> Callable[[Callable[[], object]], None]:
+            """Bind each of `keys` to the action; `("escape", x)` is the one sequence Alt+x."""
+            sequences: list[tuple[str | Keys, ...]] = (
+                [tuple(keys)] if len(keys) == 2 and keys[0] == "escape" and len(keys[1]) == 1
+                else [(key,) for key in keys])
+
             def register(action: Callable[[], object]) -> None:
-                for key in keys:
-                    bindings.add(key, filter=when)(lambda _event, act=action: act())
+                for sequence in sequences:
+                    bindings.add(*sequence, filter=when)(lambda _event, act=action: act())
             return register
 
         on("up", "c-p")(lambda: self._move(lambda: model.move(-1)))
@@ -316,8 +383,15 @@ class SessionPicker:
         on("c-_")(self._toggle_preview)  # Ctrl+/ (the terminal sends it as Ctrl+_), as fzf's preview toggle
         on("c-r")(self._start_rename)
         on("c-d")(self._ask_trash)
+        on("escape", "p")(lambda: self._toggle_mark("pin", "unpin", "pinned"))  # Alt+P
+        on("escape", "s")(lambda: self._toggle_mark("star", "unstar", "starred"))  # Alt+S
+        on("escape", "t")(self._start_tag)  # Alt+T
+        on("escape", "n")(self._start_note)  # Alt+N
         on("enter", when=renaming)(self._finish_rename)
-        on("escape", when=renaming)(self._back_to_search)
+        on("enter", when=tagging)(self._finish_tag)
+        on("tab", when=tagging)(self._complete_tag)
+        on("enter", when=noting)(self._finish_note)
+        on("escape", when=editing)(self._back_to_search)
         on("y", "Y", when=confirming)(self._trash_selected)
         on("escape", "n", "N", when=confirming)(self._back_to_search)
 
@@ -380,9 +454,13 @@ class SessionPicker:
         if self.actions is None:
             self.screen.notice = "Renaming is not available here"
             return
-        self.mode = "rename"
-        self.rename_buffer.text = sanitize_display_name(row.title or "")
-        self.rename_buffer.cursor_position = len(self.rename_buffer.text)
+        self._start_edit("rename", sanitize_display_name(row.title or ""))
+
+    def _start_edit(self, mode: Literal["rename", "tag", "note"], text: str) -> None:
+        """Open the edit line (in place of the query line) for a rename, tags or a note, holding `text`."""
+        self.mode = mode
+        self.rename_buffer.text = text
+        self.rename_buffer.cursor_position = len(text)
         self.app.layout.focus(self.rename_buffer)
 
     def _finish_rename(self) -> None:
@@ -429,6 +507,119 @@ class SessionPicker:
                               "brings it back")
         self.app.invalidate()
 
+    # -- marks -----------------------------------------------------------------------------------------------
+
+    def _set_marks(self, marks: dict[str, Any]) -> None:
+        """Show `marks`; the Pinned and Starred scopes join the Tab cycle once some session is pinned (starred)."""
+        self.model.set_marks(marks)
+        if self._fixed_scopes:
+            return
+        self.model.scopes = cycle_with_mark_scopes(self.model.scopes, self.model.scope, marks)
+
+    def _marks_of(self, row: PickerRow) -> Any:
+        from sessdex.core.marks import NO_MARKS
+
+        return self.model.marks.get(row.session_id, NO_MARKS)
+
+    def _mark_target(self) -> PickerRow | None:
+        """The selected row, when marks can be written (else a notice, and None)."""
+        row = self.model.selected_row()
+        if row is None:
+            return None
+        if self.actions is None:
+            self.screen.notice = "Marks are not available here"
+            return None
+        return row
+
+    def _toggle_mark(self, on: str, off: str, attribute: str) -> None:
+        row = self._mark_target()
+        if row is not None:
+            op = off if getattr(self._marks_of(row), attribute) else on
+            done = {"pin": "Pinned", "unpin": "Unpinned", "star": "Starred", "unstar": "Unstarred"}[op]
+            self.app.create_background_task(self._write_mark(row, op, done))
+
+    def _start_tag(self) -> None:
+        row = self._mark_target()
+        if row is None:
+            return
+        self._start_edit("tag", "")
+        self._show_tag_help(row)
+
+    def _show_tag_help(self, row: PickerRow, matching: list[str] | None = None) -> None:
+        """The question line under the tag prompt: the session's tags, then the tags Tab completes to."""
+        tags = self._marks_of(row).tags
+        have = f"tags: {' '.join('#' + tag for tag in tags)}" if tags else "no tags yet"
+        known = matching if matching is not None else known_tags(self.model.marks.values())
+        offer = " ".join(known[:TAG_COMPLETIONS_SHOWN]) + (" …" if len(known) > TAG_COMPLETIONS_SHOWN else "")
+        self.screen.question = (f"{have}  ·  bug adds, -bug removes, Tab completes"
+                                + (f": {offer}" if offer else "") + "  ·  Enter applies, Esc cancels")
+
+    def _complete_tag(self) -> None:
+        row = self.model.selected_row()
+        text, matching = completions(self.rename_buffer.text, known_tags(self.model.marks.values()))
+        self.rename_buffer.text = text
+        self.rename_buffer.cursor_position = len(text)
+        if row is not None:
+            self._show_tag_help(row, matching)
+
+    def _finish_tag(self) -> None:
+        from sessdex.core.errors import UsageError
+
+        row = self.model.selected_row()
+        text = self.rename_buffer.text
+        self._back_to_search()
+        if row is None or self.actions is None:
+            return
+        try:
+            add, remove = tag_changes(text, self._marks_of(row).tags)
+        except UsageError as error:
+            self.screen.notice = str(error)
+            return
+        if add or remove:
+            self.app.create_background_task(self._write_mark(row, "tag", "Tagged", add=add, remove=remove))
+
+    def _start_note(self) -> None:
+        row = self._mark_target()
+        if row is not None:
+            self._start_edit("note", self._marks_of(row).note or "")
+            self.screen.question = "Enter saves the note (empty: removes it), Esc cancels"
+
+    def _finish_note(self) -> None:
+        from sessdex.core.errors import UsageError
+        from sessdex.core.marks import valid_note
+
+        row = self.model.selected_row()
+        text = self.rename_buffer.text
+        self._back_to_search()
+        if row is None or self.actions is None:
+            return
+        if not text.strip():
+            if self._marks_of(row).note is not None:
+                self.app.create_background_task(self._write_mark(row, "note", "Removed the note of", text=None))
+            return
+        try:
+            note = valid_note(text)
+        except UsageError as error:
+            self.screen.notice = str(error)
+            return
+        self.app.create_background_task(self._write_mark(row, "note", "Noted", text=note))
+
+    async def _write_mark(self, row: PickerRow, op: str, done: str, **fields: Any) -> None:
+        """Append the event in a worker thread (it fsyncs), then show every session's marks as the source has them."""
+        assert self.actions is not None
+        if await self._in_worker("saving the mark", self._marked, row.session_id, op, fields) is None:
+            return
+        marks = await self._in_worker("reading the marks", _read_marks, self.source)
+        if marks is not None:
+            self._set_marks(marks)
+        self.screen.notice = f"{done} {row.session_id[:self.model.id_length]}"
+        self.app.invalidate()
+
+    def _marked(self, session_id: str, op: str, fields: dict[str, Any]) -> bool:
+        assert self.actions is not None
+        self.actions.mark(session_id, op, **fields)
+        return True
+
     # -- background work ------------------------------------------------------------------------------------
 
     def _schedule_background_work(self) -> None:
@@ -439,7 +630,7 @@ class SessionPicker:
         if self._content_task is not None and not self._content_task.done():
             self.source.interrupt_content_search()  # the worker thread would finish it for nothing
         self._ranking_task = self._content_task = None
-        if not self.model.search_complete:
+        if not self.model.search_complete or self.model.terms_to_warm():
             self._ranking_task = self.app.create_background_task(self._finish_ranking())
         key = self.model.content_key
         if key is not None:
@@ -448,11 +639,17 @@ class SessionPicker:
     async def _finish_ranking(self) -> None:
         # Rank-4 rows only ever go below what is shown, so redraw for them only while the page is not full.
         await asyncio.sleep(0)  # the keystroke's own redraw (scheduled after this task) goes first
-        while not self.model.advance_search(RANKING_CHUNK_ROWS):
-            if len(self.model.results) < self.model.top + self._body_height():
-                self.app.invalidate()
-            await asyncio.sleep(0)  # let keystrokes in between chunks
-        self.app.invalidate()
+        if not self.model.search_complete:
+            while not self.model.advance_search(RANKING_CHUNK_ROWS):
+                if len(self.model.results) < self.model.top + self._body_height():
+                    self.app.invalidate()
+                await asyncio.sleep(0)  # let keystrokes in between chunks
+            self.app.invalidate()
+        # Then, while idle, find the rows of each term typed so far: once a space follows, the query's earlier
+        # terms are looked up over every row, which would otherwise be the next keystroke's work.
+        for term in self.model.terms_to_warm():
+            await asyncio.sleep(0)
+            self.model.warm_term(term)
 
     async def _fetch_content(self, key: tuple[str, Scope]) -> None:
         await asyncio.sleep(self.content_debounce_s)
@@ -462,7 +659,7 @@ class SessionPicker:
         self.app.invalidate()
 
     async def _load_scope(self, scope: Scope) -> None:
-        rows = await self._in_worker("loading sessions", self.source.rows, scope)
+        rows = await self._in_worker("loading sessions", self.source.rows, rows_scope(scope))
         self._loading.discard(scope)
         self._show_rows(scope, rows or [])
         self._verify(scope)
@@ -482,8 +679,8 @@ class SessionPicker:
     async def _verify_scope(self, scope: Scope) -> None:
         self.screen.updating.add(scope)
         try:
-            if await self._in_worker("checking for changed sessions", self.source.refresh, scope):
-                rows = await self._in_worker("loading sessions", self.source.rows, scope)
+            if await self._in_worker("checking for changed sessions", self.source.refresh, rows_scope(scope)):
+                rows = await self._in_worker("loading sessions", self.source.rows, rows_scope(scope))
                 if rows is not None:
                     self._show_rows(scope, rows)
         finally:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import termios
 
+from sessdex.catalog.tui.picker_marks import cycle_with_mark_scopes
 from sessdex.catalog.tui.picker_model import PickerModel
 from sessdex.catalog.tui.picker_paint import LinePainter, StyleCodes, colours_dropped, line_text, wrapped_lines
 from sessdex.catalog.tui.picker_screen import (
@@ -43,10 +44,14 @@ PROMPT = "> "
 
 
 def first_screen(scope: Scope, rows: list[PickerRow], *, total: int, id_length: int, scopes: tuple[Scope, ...],
-                 heading: str, cwd: str, repo_root: str | None, now_ms: float, screen_rows: int) -> PickerScreen:
-    """The screen of a picker whose scope holds `total` rows, `rows` being the newest (at least a screenful)."""
-    model = PickerModel.first_screen(scope, rows, total=total, id_length=id_length, scopes=scopes,
+                 heading: str, cwd: str, repo_root: str | None, now_ms: float, screen_rows: int,
+                 marks: dict[str, Any] | None = None) -> PickerScreen:
+    """The screen of a picker whose scope holds `total` rows, `rows` being the newest (at least a screenful), with
+    every session's `marks` (none pinned: pinned rows would come first, and they may not be among `rows`)."""
+    model = PickerModel.first_screen(scope, rows, total=total, id_length=id_length,
+                                     scopes=cycle_with_mark_scopes(scopes, scope, marks or {}),
                                      page_size=body_height(screen_rows))
+    model.marks = marks or {}
     return PickerScreen(model, heading=heading, cwd=cwd, now_ms=now_ms, repo_root=repo_root)
 
 

@@ -11,14 +11,17 @@ from itertools import filterfalse
 
 from sessdex.catalog.queries.source import should_search_content
 from sessdex.catalog.tui.fuzzy import normalize_query
+from sessdex.catalog.tui.picker_marks import MARK_SCOPES, MarkTerms, scope_keeps, split_mark_terms
 from sessdex.catalog.tui.picker_search import Search, SearchIndex, TermsSearch
 from sessdex.core.discovery import MIN_ID_PREFIX, id_prefix_length
+from sessdex.core.marks import pinned_first
 
 TYPE_CHECKING = False  # typing stays off the first frame's imports
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from sessdex.catalog.queries.source import PickerRow, Scope
+    from sessdex.core.marks import Marks
 
 # At most this many rows get the slow weak-fuzzy test before a keystroke paints; the rest run in the background.
 SYNC_FILL_ROWS = 2_000
@@ -47,6 +50,10 @@ class PickerModel:
         self.scope: Scope = scope
         self.scopes = scopes  # what Tab cycles through, in order
         self.query = ""
+        self._text_query = ""  # the query without its mark terms (is:pinned, tag:bug): what is matched as text
+        self._mark_terms: MarkTerms | None = None
+        self.marks: dict[str, Marks] = {}  # session id -> its marks (pins, stars, tags, notes)
+        self._allowed: set[int] | None = None  # the rows the mark terms keep, once worked out (None: not yet)
         self.page_size = page_size
         self.sessions_root = sessions_root
         self.selected = 0
@@ -78,8 +85,12 @@ class PickerModel:
         moved_to = self.selected_row() if scope == self.scope and self.selected else None
         position = self.selected
         self._newest_first[scope] = rows
+        if scope in MARK_SCOPES:
+            rows = [row for row in rows if scope_keeps(scope, self.marks.get(row.session_id))]
         if self.by_cost:
             rows = sorted(rows, key=lambda row: -row.cost)  # stable: equal costs stay newest first
+        else:
+            rows = pinned_first(rows, self.marks, _session_id)
         data = _ScopeData(rows, SearchIndex(rows, self.sessions_root),
                           {row.path: position for position, row in enumerate(rows)},
                           id_prefix_length([row.session_id for row in rows]), len(rows))
@@ -99,6 +110,24 @@ class PickerModel:
         model._restart()
         return model
 
+    def set_marks(self, marks: dict[str, Marks]) -> None:
+        """Install every session's marks: pinned rows go first, the mark scopes and terms follow them; the selected
+        session stays selected (a pin moves it to the top)."""
+        before = self.marks
+        self.marks = marks
+        pins_changed = ({key for key, value in before.items() if value.pinned}
+                        != {key for key, value in marks.items() if value.pinned})
+        selected = self.selected_row() if self.selected_row_index() is not None else None
+        for scope, rows in list(self._newest_first.items()):
+            if pins_changed or scope in MARK_SCOPES:
+                self.set_rows(scope, rows)
+        self._allowed = None
+        self._results_valid = False
+        if selected is not None:
+            data = self._scopes.get(self.scope)
+            row = data.position_of_path.get(selected.path) if data is not None else None
+            self._keep_selected(row, self.selected)
+
     @property
     def row_count(self) -> int:
         """How many rows the current scope has."""
@@ -109,7 +138,7 @@ class PickerModel:
     def result_count(self) -> int:
         """How many rows the current results list (so far)."""
         data = self._scopes.get(self.scope)
-        if data is not None and data.total > len(data.rows) and not self.needle:
+        if data is not None and data.total > len(data.rows) and not self.needle and self._mark_terms is None:
             return data.total  # a first screen: an empty query lists every row
         return len(self.results)
 
@@ -140,14 +169,17 @@ class PickerModel:
 
     @property
     def needle(self) -> str:
-        """The query as matched (folded, whitespace collapsed)."""
-        return normalize_query(self.query)
+        """The query as matched as text (folded, whitespace collapsed; without its mark terms)."""
+        return normalize_query(self._text_query)
 
     def set_query(self, query: str) -> None:
         """Replace the query, rank again (narrowing from the previous search when it extends), select the top."""
         if query == self.query:
             return
         self.query = query
+        self._text_query, self._mark_terms = split_mark_terms(query)
+        self._allowed = None
+        query = self._text_query
         data = self._scopes.get(self.scope)
         if data is not None:
             needle = normalize_query(query)
@@ -181,7 +213,8 @@ class PickerModel:
 
     def _restart(self) -> None:
         data = self._scopes.get(self.scope)
-        self._search = data.index.search(self.query) if data is not None else None
+        self._allowed = None
+        self._search = data.index.search(self._text_query) if data is not None else None
         if self._search is not None:
             self._search.fill(self._wanted_rows(), max_rows=SYNC_FILL_ROWS)
         self._after_change()
@@ -196,6 +229,19 @@ class PickerModel:
         return 2 * self.page_size + 1
 
     # -- background work the view schedules ----------------------------------------------------------------
+
+    def terms_to_warm(self) -> list[str]:
+        """The query's terms whose rows over the whole scope are not known yet (see `warm_term`)."""
+        data = self._scopes.get(self.scope)
+        if data is None or not self.needle:
+            return []
+        return [term for term in dict.fromkeys(self.needle.split(" ")) if not data.index.knows_term(term)]
+
+    def warm_term(self, term: str) -> None:
+        """Find the rows of `term` over the whole scope now (idle time), for the query it will be an earlier term of."""
+        data = self._scopes.get(self.scope)
+        if data is not None:
+            data.index.term_rows(term)
 
     @property
     def search_complete(self) -> bool:
@@ -259,23 +305,39 @@ class PickerModel:
             self._content_listed = None
             self._results_valid = True
         results = self._results
+        allowed = self._allowed_rows()
         head = search.head
         if self._head_consumed < len(head):
-            results += head[self._head_consumed:] if self._head_consumed else head
+            fresh = head[self._head_consumed:] if self._head_consumed else head
+            results += fresh if allowed is None else filter(allowed.__contains__, fresh)
             self._head_consumed = len(head)
         if self._content_listed is None:
             if not search.head_complete:
                 return results
             # Content hits not already in ranks 0-3, in the source's order (at most CONTENT_MATCH_LIMIT rows).
-            content = [row for row in dict.fromkeys(self._content_rows()) if search.rank_of(row) in (None, 4)]
+            content = [row for row in dict.fromkeys(self._content_rows()) if search.rank_of(row) in (None, 4)
+                       and (allowed is None or row in allowed)]
             results += content
             self._content_listed = set(content)
         weak = search.weak_fuzzy()
         if self._weak_consumed < len(weak):
             fresh = weak[self._weak_consumed:]
+            if allowed is not None:
+                fresh = [row for row in fresh if row in allowed]
             results += filterfalse(self._content_listed.__contains__, fresh) if self._content_listed else fresh
             self._weak_consumed = len(weak)
         return results
+
+    def _allowed_rows(self) -> set[int] | None:
+        """The current scope's rows the query's mark terms keep; None when the query has none."""
+        terms = self._mark_terms
+        if terms is None:
+            return None
+        if self._allowed is None:
+            marks = self.marks
+            self._allowed = {position for position, row in enumerate(self.rows)
+                             if terms.matches(marks.get(row.session_id))}
+        return self._allowed
 
     def _content_rows(self) -> list[int]:
         data = self._scopes.get(self.scope)
@@ -334,3 +396,7 @@ class PickerModel:
             self.top = self.selected - height + 1
         self.top = max(0, min(self.top, max(len(self.results) - height, 0)))
         return list(range(self.top, min(self.top + height, len(self.results))))
+
+
+def _session_id(row: PickerRow) -> str:
+    return row.session_id

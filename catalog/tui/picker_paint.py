@@ -198,8 +198,13 @@ class LinePainter:
         """The screen was cleared: write every line next time."""
         self._painted.clear()
 
-    def paint(self, lines: list[tuple[int, int, int, Fragments]], screen_rows: int) -> str:
-        """The ANSI text that brings the lines (row, column, width, fragments) up to date; '' when all are."""
+    def paint(self, lines: list[tuple[int, int, int, Fragments]], screen_rows: int,
+              anchor_row: int | None = None) -> str:
+        """The ANSI text that brings the lines (row, column, width, fragments) up to date; '' when all are.
+
+        Rows are the screen's (absolute positions), or with `anchor_row` the picker's own rows in an inline area
+        whose top the program does not know: the cursor was saved (SAVE_CURSOR) on row `anchor_row`, and each line
+        is reached from there."""
         out = []
         for row, column, width, fragments in lines:
             if row >= screen_rows or width <= 0:
@@ -210,5 +215,12 @@ class LinePainter:
             text = line_text(self.codes, fragments, width)
             self._painted[(row, column)] = (fragments, width, text)
             if painted is None or painted[2] != text:
-                out.append(f"\x1b[{row + 1};{column + 1}H{text}")
+                out.append(f"\x1b[{row + 1};{column + 1}H{text}" if anchor_row is None
+                           else relative_move(row - anchor_row, column) + text)
         return "".join(out)
+
+
+def relative_move(rows_down: int, column: int) -> str:
+    """From the saved cursor, to `column` of the row `rows_down` below it (above when negative)."""
+    vertical = f"\x1b[{rows_down}B" if rows_down > 0 else f"\x1b[{-rows_down}A" if rows_down < 0 else ""
+    return RESTORE_CURSOR + vertical + "\r" + (f"\x1b[{column}C" if column else "")

@@ -17,6 +17,7 @@ from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN
 from sessdex.catalog.tui.dates import short_date
 from sessdex.catalog.tui.figures import format_cost
 from sessdex.catalog.tui.fuzzy import fold, highlight_runs, normalize_query, term_positions
+from sessdex.catalog.tui.picker_marks import marks_summary, title_prefix
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.catalog.tui.width import char_width, cut, display_width
 
@@ -233,6 +234,10 @@ class PickerScreen:
             return f"This project ({short_path(self.cwd, max(width // 3, 10))})"
         if scope == "repo":
             return f"This repo ({os.path.basename(self.repo_root or '') or '?'})"
+        if scope == "pinned":
+            return "Pinned"
+        if scope == "starred":
+            return "Starred"
         return "All projects"
 
     def header(self, width: int) -> Fragments:
@@ -255,7 +260,7 @@ class PickerScreen:
         found = self._headers.get(key)
         if found is not None:
             return found
-        short = {"project": "project", "repo": "repo", "all": "all"}
+        short = {"project": "project", "repo": "repo", "all": "all", "pinned": "pinned", "starred": "starred"}
 
         def chip(scope: Scope, label: str) -> Fragments:
             active = scope == model.scope
@@ -298,7 +303,8 @@ class PickerScreen:
         selected = position == model.selected
         if needle is None:
             needle = model.needle
-        key = (row, selected, needle, width, model.id_length, model.by_cost, model.scope)
+        key = (row, model.marks.get(row.session_id), selected, needle, width, model.id_length, model.by_cost,
+               model.scope)
         fragments = self._row_lines.get(key)
         if fragments is None:
             if len(self._row_lines) >= ROW_CACHE_LINES:
@@ -310,7 +316,8 @@ class PickerScreen:
         """A row's query-independent layout: its highlightable cells (terminal-safe text cut to its column, its
         fold, and the blanks that pad it) and the fixed cells between them (time, messages, cost), kept per width."""
         model = self.model
-        key = (row, width, model.id_length, model.by_cost, model.scope)
+        marks = model.marks.get(row.session_id)
+        key = (row, marks, width, model.id_length, model.by_cost, model.scope)
         cells = self._cells.get(key)
         if cells is None:
             if len(self._cells) >= ROW_CACHE_LINES:
@@ -322,7 +329,7 @@ class PickerScreen:
                 fixed.append(format_cost(row.cost).rjust(COST_WIDTH))
             # Each text is cut to its column first: matches are looked for (and highlighted) in what shows. Made
             # terminal-safe before matching: each character keeps its one column.
-            texts = [(cut(row_name(row), columns.title), columns.title),
+            texts = [(cut(title_prefix(marks) + row_name(row), columns.title), columns.title),
                      (row.session_id[:columns.session_id], columns.session_id)]
             if columns.cwd:
                 texts.append((short_path(row.cwd, columns.cwd), columns.cwd))
@@ -371,7 +378,9 @@ class PickerScreen:
                     "repo": "Loading the sessions of this repository…"}.get(model.scope, "Loading sessions…")
         if not model.rows:
             return {"project": "No sessions in this project. Press Tab for more scopes.",
-                    "repo": "No sessions in this repository. Press Tab for all projects."}.get(
+                    "repo": "No sessions in this repository. Press Tab for all projects.",
+                    "pinned": "No pinned session. Alt+P pins the selected one.",
+                    "starred": "No starred session. Alt+S stars the selected one."}.get(
                         model.scope, "No sessions found.")
         if model.content_pending:
             return f"No title, id or path matches “{model.query.strip()}”; searching message text…"
@@ -399,10 +408,15 @@ class PickerScreen:
         if index is None:
             return []
         snippet = model.snippet(index)
+        marks = terminal_text(marks_summary(model.marks.get(model.rows[index].session_id)))
         if snippet is not None:
             runs = fit_runs([("in messages: ", False), *marked_snippet_runs(snippet)], max(width - 1, 1))
         else:
-            runs = highlighted(short_path(model.rows[index].path, width - 1), model.query, max(width - 1, 1))
+            # The marks first (a long path would push them off), then the path.
+            room = max(width - 1 - (display_width(marks) + 2 if marks else 0), 1)
+            runs = highlighted(short_path(model.rows[index].path, room), model.needle, room)
+            if marks:
+                runs = [(cut(marks, max(width - 1, 1)), False), ("  ", False), *runs]
         return [("class:match" if marked else "class:dim", text) for text, marked in runs]
 
     def help_line(self, width: int) -> Fragments:
@@ -412,7 +426,7 @@ class PickerScreen:
         if self.notice:
             return [("class:notice", self.notice[:width])]
         text = ("↑↓ move  Enter open  Tab scope  Ctrl+/ preview  Ctrl+R rename  Ctrl+D trash  Ctrl+O cost order  "
-                "Esc cancel  PgUp/PgDn page  Ctrl+Home/End first/last")
+                "Alt+P pin  Alt+S star  Alt+T tag  Alt+N note  Esc cancel  PgUp/PgDn page  Ctrl+Home/End first/last")
         return [("class:dim", text[:width])]
 
 

@@ -140,6 +140,10 @@ class SearchIndex:
         self.build()
         return self._marked_strong
 
+    def knows_term(self, term: str) -> bool:
+        """True when `term_rows(term)` over every row is kept (answered without a search)."""
+        return term in self._term_rows
+
     def term_rows(self, term: str, among: Sequence[int] | None = None) -> tuple[set[int], set[int], set[int]]:
         """The rows where `term` is a substring at a word start of id/title, anywhere in id/title, and in any field.
 

@@ -43,15 +43,18 @@ from prompt_toolkit.search import SearchDirection, start_search
 from prompt_toolkit.styles import Style
 from prompt_toolkit.widgets import Frame, SearchToolbar
 
+from sessdex.catalog.queries.naming import display_name
 from sessdex.catalog.tui.figures import format_cost, format_tokens
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.core.agent_session import AgentSession, Model, ModelSpec
+from sessdex.core.context import branch_summary_message, compaction_summary_message, custom_message_from_entry
 from sessdex.core.discovery import sanitize_display_name
 from sessdex.core.errors import SessdexError
 from sessdex.core.paths import AgentPaths
 from sessdex.core.usage import dollars, usage_facts
 
 if TYPE_CHECKING:
+    from sessdex.catalog.export.transcript import Transcript
     from sessdex.catalog.queries.picker_source import PickerSource
     from sessdex.catalog.store.settings import Settings
     from sessdex.catalog.tui.picker import PickerResult, SessionPicker
@@ -65,6 +68,7 @@ HELP_TEXT = """\
  space b       one page          ?             this help (any key closes it)
  g Home        the top           r Ctrl+R      switch session
  G End         the end           q Ctrl+D      quit
+ m             whole transcript / what the model sees
                                  Esc Ctrl+C    cancel (exit 130)
 """
 
@@ -226,8 +230,57 @@ def transcript_lines(messages: list[dict[str, Any]]) -> list[Line]:
         if index:
             lines.append([])
         lines += message_lines(message) if isinstance(message, dict) else [[("class:dim", repr(message))]]
-    # The one place the transcript's text is made terminal-safe (each fragment is one line already).
+    return _terminal_safe(lines)
+
+
+def _terminal_safe(lines: list[Line]) -> list[Line]:
+    """The one place the transcript's text is made terminal-safe (each fragment is one line already)."""
     return [[(style, terminal_text(text)) for style, text in line] for line in lines]
+
+
+def whole_transcript_lines(transcript: Transcript) -> list[Line]:
+    """Every entry of the session file (every branch, in file order), not only what the model sees: messages as
+    in `transcript_lines`, a marker where a branch leaves the entry above it, and each compaction as a marker (the
+    messages above it stay; the model sees its summary instead of them)."""
+    lines: list[Line] = []
+    previous_id: Any = None
+    for entry in transcript.entries:
+        block = _entry_lines(entry) if entry else []
+        if not block:
+            continue
+        parent = entry.get("parentId")
+        if lines:
+            lines.append([])
+            if parent != previous_id and previous_id is not None:
+                where = f"entry {str(parent)[:8]}" if parent else "the start"
+                lines += [[("class:summary", f"⎇ Another branch, from {where}")], []]
+        lines += block
+        previous_id = entry.get("id")
+    if not lines:
+        return [[("class:dim", "(no messages yet)")]]
+    return _terminal_safe(lines)
+
+
+def _entry_lines(entry: dict[str, Any]) -> list[Line]:
+    """One file entry as display lines ([] for the bookkeeping ones: labels, session info)."""
+    kind = entry.get("type")
+    if kind == "message" and isinstance(entry.get("message"), dict):
+        return message_lines(entry["message"])
+    if kind == "custom_message":
+        return message_lines(custom_message_from_entry(entry))
+    if kind == "branch_summary" and entry.get("summary"):
+        return message_lines(branch_summary_message(entry))
+    if kind == "compaction":
+        tokens = compaction_summary_message(entry).get("tokensBefore")
+        before = f", {tokens} tokens before" if isinstance(tokens, int) else ""
+        return [[("class:summary", f"≡ Compaction{before}: from here the model sees this summary instead of the "
+                                   "messages above")], *_text_lines("class:dim", str(entry.get("summary") or ""))]
+    if kind == "model_change":
+        model = entry.get("model") or "/".join(str(entry[key]) for key in ("provider", "modelId") if entry.get(key))
+        return [[("class:dim", f"· model: {model}")]]
+    if kind == "thinking_level_change":
+        return [[("class:dim", f"· thinking level: {entry.get('thinkingLevel')}")]]
+    return []
 
 
 def plain_text(lines: list[Line]) -> str:
@@ -261,18 +314,42 @@ def usage_text(session: AgentSession) -> str:
     return f" {format_cost(cost)} · {format_tokens(tokens)} tokens  —  {split}"
 
 
-def plain_view(session: AgentSession, agent: TranscriptAgent) -> str:
-    """The viewer's content for a non-terminal output: title, usage, transcript and status, without styles."""
+def plain_view(session: AgentSession, agent: TranscriptAgent, paths: AgentPaths | None = None) -> str:
+    """The viewer's content for a non-terminal output: title, usage, transcript and status, without styles. With
+    `paths`, the whole transcript (as the viewer starts), else what the model sees."""
+    whole = read_whole_transcript(session, paths) if paths is not None else None
+    lines = whole_transcript_lines(whole) if whole is not None else transcript_lines(agent.messages)
     return "\n".join([title_text(session, agent).strip(), usage_text(session).strip(), "",
-                      plain_text(transcript_lines(agent.messages)), "", status_text(session, agent).strip()])
+                      plain_text(lines), "", status_text(session, agent).strip()])
+
+
+def read_whole_transcript(session: AgentSession, paths: AgentPaths) -> Transcript | None:
+    """The session's file read with the export's reader (every branch); None when there is no file yet. Raises
+    ValueError, SessdexError or OSError when it cannot be read."""
+    from sessdex.catalog.export.transcript import load_transcript
+    from sessdex.core.runtime import SessionRuntime
+
+    path = session.session_file
+    if path is None or not path.is_file():
+        return None
+    return load_transcript(path, SessionRuntime(paths=paths), all_branches=True, redact_secrets=False)
 
 
 def title_text(session: AgentSession, agent: TranscriptAgent) -> str:
-    """The title line: the session's name (title, else first user message) and its id."""
-    name = session.session_manager.get_session_name()
-    if not name:
+    """The title line: the session's name as `list`, the picker and `search` show it (`display_name`: its title,
+    else its file's first user message, even when a compaction took it out of the context) and its id."""
+    from sessdex.core.discovery import read_session_info
+
+    path = session.session_file
+    info = read_session_info(path) if path is not None and path.is_file() else None
+    if info is not None:
+        name = display_name(session.session_manager.get_session_name() or info.title, info.first_message,
+                            info.message_count, info.id, str(info.path))
+    else:  # not written yet (a fork held in memory): the live session's own name, else its first message
         first_user = next((m for m in agent.messages if isinstance(m, dict) and m.get("role") == "user"), None)
-        name = plain_text(_content_lines(first_user.get("content")))[:80] if first_user else "(new session)"
+        first = plain_text(_content_lines(first_user.get("content"))) if first_user else None
+        name = display_name(session.session_manager.get_session_name(), first, 1 if first else 0, None,
+                            "(new session)")
     return terminal_text(f" {sanitize_display_name(name)} · {session.session_id}")
 
 
@@ -318,17 +395,34 @@ class TranscriptViewer:
                                                        search_buffer_control=self._search_toolbar.control),
                                          wrap_lines=True)
         self.help_shown = False
+        self.whole = True  # the whole transcript (every entry of the file); False: what the model sees
         self.rebuild()
 
     # -- state ------------------------------------------------------------------------------------
 
     def rebuild(self) -> None:
-        """Redraw the transcript from the agent's messages (the session's context), scrolled to the end."""
-        lines = transcript_lines(self.agent.messages)
+        """Redraw the transcript, scrolled to the end: the whole file's (see `whole_transcript_lines`), or the
+        agent's messages (the session's context: what the model sees)."""
+        whole = self._whole_transcript() if self.whole else None
+        lines = whole_transcript_lines(whole) if whole is not None else transcript_lines(self.agent.messages)
         self._lexer.lines = lines
         self._lexer.version += 1
         text = plain_text(lines)
         self._buffer.set_document(Document(text, len(text)), bypass_readonly=True)
+
+    def _whole_transcript(self) -> Transcript | None:
+        """The session file read with the export's reader (every branch); None when there is no file to read yet."""
+        try:
+            return read_whole_transcript(self.session, self.paths)
+        except (ValueError, SessdexError, OSError) as exc:
+            self.notice = ("class:error", f"Showing what the model sees: cannot read the whole file ({exc})")
+            return None
+
+    def toggle_whole(self) -> None:
+        """m: switch between the whole transcript and what the model sees."""
+        self.whole = not self.whole
+        self.notice = ("class:notice", "Whole transcript" if self.whole else "What the model sees")
+        self.rebuild()
 
     @property
     def transcript(self) -> str:
@@ -364,7 +458,9 @@ class TranscriptViewer:
     # -- layout and keys --------------------------------------------------------------------------
 
     def _status_fragments(self) -> StyleAndTextTuples:
-        return [("class:status", status_text(self.session, self.agent) + "  ·  / search  ? keys  r sessions  q quit ")]
+        view = "whole transcript" if self.whole else "what the model sees"
+        return [("class:status", status_text(self.session, self.agent) +
+                 f"  ·  {view} (m)  ·  / search  ? keys  r sessions  q quit ")]
 
     def _notice_fragments(self) -> StyleAndTextTuples:
         return [self.notice] if self.notice else []
@@ -442,6 +538,10 @@ class TranscriptViewer:
                             ("pagedown", scroll_page_down), ("space", scroll_page_down),
                             ("pageup", scroll_page_up), ("b", scroll_page_up)):
             bindings.add(key)(action)
+
+        @bindings.add("m")
+        def _toggle_whole(event: KeyPressEvent) -> None:
+            self.toggle_whole()
 
         @bindings.add("g")
         @bindings.add("home")

@@ -136,7 +136,7 @@ def early_first_frame(source: PickerSource, scope: str, columns: int, rows: int,
                           id_length=id_prefix_length([row.session_id for row in every_row]),
                           scopes=("project", "repo", "all") if repo_dirs else ("project", "all"), heading=heading,
                           cwd=source.cwd, repo_root=repo_dirs[0] if repo_dirs else None, now_ms=NOW_MS,
-                          screen_rows=rows)
+                          screen_rows=rows, marks=source.marks())
     return first_frame_text(screen, columns, rows)
 
 
@@ -357,3 +357,20 @@ def test_the_preview_pane_is_painted_as_lines_and_left_alone_while_it_shows_the_
     assert all(line[left] == "│" for line in shown[3:rows - 2])
     assert "last messages, newest first" in "".join(line[left + 1:] for line in shown)
     assert "│" not in written[1] and "last messages" not in written[1]
+
+
+def test_starred_and_tagged_sessions_look_the_same_in_both_frames(tree: Tree) -> None:
+    from sessdex.core.marks import append_events, make_event
+
+    populate(tree)
+    append_events(tree.paths, [make_event("bb22000000000002", "desk", "star"),
+                               make_event("cc33000000000003", "desk", "tag", add=["bug"], remove=[])])
+    source = PickerSource(Catalog(tree.paths), tree.project("proj"))
+    try:
+        early = emulated(early_first_frame(source, "project", 100, 20, HEADING), 100, 20)
+        application = emulated(application_first_frame(source, "project", 100, 20, HEADING), 100, 20)
+    finally:
+        source.close()
+    assert early.display == application.display and cells(early) == cells(application)
+    assert "○ Starred" in early.display[0] and any("★ Deploy the API" in line for line in early.display)
+    assert "#bug" in early.display[18]  # the selected (newest) row's tag on the detail line

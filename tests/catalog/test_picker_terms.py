@@ -116,3 +116,21 @@ def test_the_preview_wraps_at_word_boundaries() -> None:
     lines = wrapped_lines([("", " you: the quick brown fox jumps abcdefghijklmnopq\n next")], 12, 20)
     assert ["".join(cell[1] for cell in line) for line in lines] == [
         " you: the ", "quick brown ", "fox jumps ", "abcdefghijkl", "mnopq", " next"]
+
+
+def test_while_idle_the_picker_finds_each_typed_terms_rows_for_the_next_term(tree: Tree) -> None:
+    proj = tree.project("proj")
+    tree.session(proj, "aa11000000000001", [user("wire the events"), assistant("done")],
+                 head=header("aa11000000000001", proj, title="Docker event parent"), mtime_ms=BASE_MS)
+
+    async def script(d: Driver) -> None:
+        index = d.model._scopes[d.model.scope].index
+        await d.press("dock")
+        await d.until(lambda: index.knows_term("dock"))  # the earlier term of `dock e`: known before the space
+        assert d.model.terms_to_warm() == []
+        await d.press("er ev")
+        await d.until(lambda: index.knows_term("docker") and index.knows_term("ev"))
+        assert d.shown_ids() == ["aa11000000000001"]
+        await d.press(ESC)
+
+    drive(file_source(tree), script)

@@ -261,3 +261,82 @@ def test_an_ambiguous_resume_prefix_opens_the_picker_on_its_candidates(run_in_tm
     piped = run_in_tmux('"$SESSDEX" resume ab </dev/null')  # no terminal: the candidates are listed, as before
     code, out, err = piped.finished()
     assert code == 1 and out == "" and "ambiguous" in err
+
+
+def test_height_draws_the_picker_inline_below_the_prompt_and_erases_it_on_exit(run_in_tmux, tree: Tree) -> None:
+    pane = run_in_tmux('printf "earlier output\\n$ sessdex pick --height 8\\n" >/dev/tty; "$SESSDEX" pick --height 8')
+    screen = pane.wait_for(lambda s: "Pick a session" in s and "Parser rewrite" in s, "the inline picker")
+    lines = screen.splitlines()
+    assert lines[:2] == ["earlier output", "$ sessdex pick --height 8"]  # the shell's lines stay
+    assert "Pick a session" in lines[2] and lines[3].startswith("> ") and "TITLE / FIRST MESSAGE" in lines[4]
+    assert lines[5].startswith("❯ Parser rewrite") and lines[6].startswith("  Deploy the API")
+    assert lines[7].startswith("  fix the parser please") and lines[8].endswith(".jsonl") and "Enter open" in lines[9]
+    assert all(not line.strip() for line in lines[10:])  # nothing below the picker's 8 rows
+    pane.keys("deploy", literal=True)
+    screen = pane.wait_for(lambda s: "1 of 3" in s, "the filtered list")
+    assert screen.splitlines()[5].startswith("❯ Deploy the API") and not screen.splitlines()[6].strip()
+    pane.keys("Enter")
+    status, out, _ = pane.finished()
+    assert status == 0 and out.endswith("_bb22000000000002.jsonl\n")
+    screen = pane.screen()
+    assert screen.splitlines()[:2] == ["earlier output", "$ sessdex pick --height 8"]
+    assert "Pick a session" not in screen and "Deploy the API" not in screen  # erased on the way out
+
+
+def test_height_in_percent_at_the_bottom_of_the_terminal_scrolls_up_room(run_in_tmux, tree: Tree) -> None:
+    pane = run_in_tmux('seq 1 29 >/dev/tty; "$SESSDEX" pick --height 40%')  # the cursor is on the last row
+    screen = pane.wait_for(lambda s: "Pick a session" in s and "Parser rewrite" in s, "the inline picker")
+    lines = screen.splitlines()
+    assert len(lines) == 30 and "Pick a session" in lines[18] and "Enter open" in lines[29]  # 12 rows: 40% of 30
+    assert lines[17] == "29" and lines[16] == "28"  # the shell's output scrolled up, not overwritten
+    assert [title_of(line) for line in row_lines(screen)] == ["Parser rewrite", "Deploy the API",
+                                                               "fix the parser please"]
+    pane.keys("Escape")
+    status, out, err = pane.finished()
+    assert (status, out) == (130, "") and "No session selected" in err
+    assert "Pick a session" not in pane.screen()
+
+
+def test_a_bad_height_is_a_one_line_error(run_in_tmux, tree: Tree) -> None:
+    pane = run_in_tmux('"$SESSDEX" pick --height 0; "$SESSDEX" pick --height 120%')
+    status, out, err = pane.finished()
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert err.count("--height") == 2 and len(err.strip().splitlines()) == 2
+
+
+def test_marks_keys_pin_star_tag_with_completion_and_note_in_a_real_terminal(run_in_tmux, tree: Tree) -> None:
+    from sessdex.core.marks import append_events, current_marks, make_event
+
+    append_events(tree.paths, [make_event("dd44000000000004", "desk", "tag", add=["backend"], remove=[])])
+    pane = run_in_tmux('"$SESSDEX" pick')
+    pane.wait_for(lambda s: "Pick a session" in s and "Parser rewrite" in s, "the picker")
+    pane.keys("Down", "M-p")  # Alt+P on Deploy the API
+    screen = pane.wait_for(lambda s: "Pinned bb22" in s, "the pin's notice")
+    rows = row_lines(screen)
+    assert rows[0].startswith("❯ ⚑ Deploy the API") and rows[1].startswith("  Parser rewrite")
+    assert "○ Pinned" in screen  # the Pinned scope joined the Tab cycle
+    pane.keys("M-s")
+    pane.wait_for(lambda s: "Starred bb22" in s and "❯ ⚑★ Deploy the API" in s, "the star")
+    pane.keys("M-t")
+    pane.wait_for(lambda s: "\nTags:" in s and "Tab completes: backend" in s, "the tag prompt")
+    pane.keys("ba", literal=True)
+    pane.keys("Tab")
+    pane.wait_for(lambda s: "Tags: backend" in s, "the completed tag")
+    pane.keys("urgent", literal=True)
+    pane.wait_for(lambda s: "Tags: backend urgent" in s, "the tag typed after the completed one")
+    pane.keys("Enter")
+    screen = pane.wait_for(lambda s: "Tagged bb22" in s and "#backend #urgent" in s, "the tags on the detail line")
+    pane.keys("M-n")
+    pane.wait_for(lambda s: "\nNote:" in s, "the note prompt")
+    pane.keys("check the deploy", literal=True)
+    pane.keys("Enter")
+    pane.wait_for(lambda s: "note: check the deploy" in s, "the note on the detail line")
+    pane.keys("tag:urgent is:starred", literal=True)
+    screen = pane.wait_for(lambda s: "1 of 3" in s, "the marks terms")
+    assert [title_of(line) for line in row_lines(screen)] == ["⚑★ Deploy the API"]
+    pane.keys("Enter")
+    status, out, _ = pane.finished()
+    assert status == 0 and out.endswith("_bb22000000000002.jsonl\n")
+    marks = current_marks(tree.paths)["bb22000000000002"]
+    assert (marks.pinned, marks.starred, marks.tags, marks.note) == (True, True, ("backend", "urgent"),
+                                                                     "check the deploy")

@@ -28,6 +28,7 @@ from sessdex.catalog.tui.viewer import (
     TranscriptViewer,
     open_viewer_session,
     plain_text,
+    title_text,
     transcript_lines,
 )
 from sessdex.core import breadcrumbs
@@ -403,3 +404,59 @@ def test_the_viewer_is_a_pager_slash_searches_n_and_N_repeat_and_question_mark_s
     assert any("follow-up 60 quartz" in screen and "follow-up 20 quartz" not in screen for screen in after_n)
     assert any("Keys" in screen and "next / previous match" in screen for screen in drawn)
     assert "next / previous match" not in drawn[-1]
+
+
+# -- the whole transcript ------------------------------------------------------------------------------
+
+def compacted_and_branched(sandbox: Sandbox) -> Path:
+    """A session whose first question a compaction took out of the context, with an abandoned branch."""
+    manager = SessionManager.create(str(sandbox.project), None, runtime=sandbox.runtime)
+    manager.append_model_change("anthropic/claude-x")
+
+    def turn(question: str) -> str:
+        manager.append_message({"role": "user", "content": question, "timestamp": BASE_MS})
+        return manager.append_message({"role": "assistant", "content": [{"type": "text", "text": f"re {question}"}],
+                                       "provider": "anthropic", "model": "claude-x", "timestamp": BASE_MS})
+
+    turn("the very first question")
+    fork_point = turn("second question")
+    turn("abandoned branch question")
+    manager.branch(fork_point)
+    kept = manager.append_message({"role": "user", "content": "kept question", "timestamp": BASE_MS})
+    manager.append_compaction("We set up the repo.", None, kept, 5120)
+    turn("after the compaction")
+    manager.close()
+    path = manager.get_session_file()
+    assert path is not None
+    return path
+
+
+def test_the_viewer_shows_the_whole_transcript_and_m_switches_to_what_the_model_sees(sandbox: Sandbox) -> None:
+    path = compacted_and_branched(sandbox)
+    screens = Screens()
+    viewer = sandbox.viewer(path, screens)
+    whole = viewer.transcript
+    order = ["the very first question", "second question", "abandoned branch question", "⎇ Another branch, from entry",
+             "kept question", "≡ Compaction, 5120 tokens before", "We set up the repo.", "after the compaction"]
+    assert [whole.index(text) for text in order] == sorted(whole.index(text) for text in order)
+    assert "· model: anthropic/claude-x" in whole
+    drawn = drive(viewer, screens, ["m", "m", "m", "q"])
+    assert "whole transcript" in drawn[0] and "What the model sees" in drawn[-1]
+    context = viewer.transcript
+    assert "the very first question" not in context and "abandoned branch" not in context
+    assert context.index("≡ Compacted (5120 tokens before)") < context.index("kept question") < \
+        context.index("after the compaction")
+
+
+def test_the_viewers_title_for_a_compacted_session_is_lists_name(sandbox: Sandbox, sessdex,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = compacted_and_branched(sandbox)
+    viewer = sandbox.viewer(path, Screens())
+    with pytest.raises(SystemExit):
+        main(["--agent-dir", str(sandbox.paths.agent_dir), "list", "--json", "name,id"])
+    [listed] = orjson.loads(capsys.readouterr().out)
+    assert listed["name"] == "the very first question"  # the file's first message, which the context lost
+    assert title_text(viewer.session, viewer.agent) == f" {listed['name']} · {listed['id']}"
+    code, out, _ = sessdex(str(path), "--print")  # printed as the viewer starts: the whole transcript
+    assert code == 0 and out.startswith(f"{listed['name']} · {listed['id']}\n")
+    assert "abandoned branch question" in out and "≡ Compaction, 5120 tokens before" in out

@@ -30,9 +30,11 @@ ROOM_RANKS = {
     "sessdex.catalog.cli": 5,
     "sessdex.catalog": 6,  # only `python -m sessdex.catalog`
 }
-# mcp answers and the web pages show transcripts with the export room's one renderer (export never imports them).
+# mcp answers, the web pages and the viewer read transcripts with the export room's one reader (export never imports
+# them).
 ALLOWED_BESIDE = {("sessdex.migrations", "sessdex.catalog.store"), ("sessdex.catalog.store", "sessdex.migrations"),
-                  ("sessdex.catalog.mcp", "sessdex.catalog.export"), ("sessdex.catalog.web", "sessdex.catalog.export")}
+                  ("sessdex.catalog.mcp", "sessdex.catalog.export"), ("sessdex.catalog.web", "sessdex.catalog.export"),
+                 ("sessdex.catalog.tui", "sessdex.catalog.export")}
 
 
 def _modules() -> dict[str, Path]:
