@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sessdex.catalog.cli.commands import agent_dir_named
 from sessdex.catalog.cli.output import (
@@ -30,6 +30,7 @@ from sessdex.core.summary import SessionInfo
 
 if TYPE_CHECKING:
     from sessdex.catalog.store.settings import Settings
+    from sessdex.core.marks import Marks
 
 
 def _paths(args: argparse.Namespace, settings: Settings) -> AgentPaths:
@@ -53,6 +54,21 @@ def find_session(settings: Settings, value: str) -> SessionInfo:
         return source.find_session_by_id(value, current_directory(), None)
 
 
+def all_marks(settings: Settings) -> dict[str, Marks]:
+    """Session id -> marks, from the session source (every machine's on a shared catalog; the file without one)."""
+    from sessdex.catalog.queries.open_source import open_session_source
+
+    with open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True)) as source:
+        return source.marks()
+
+
+def marked_json(info: SessionInfo, marks: dict[str, Marks]) -> dict[str, Any]:
+    """`session_json` with the session's marks (none: every field false or empty)."""
+    from sessdex.core.marks import NO_MARKS
+
+    return session_json(info, marks.get(info.id, NO_MARKS))
+
+
 def add_rename_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Give the session ID (an id prefix or a file) the title TITLE, as a rename in the agent does."
     parser.add_argument("value", metavar="ID", help="An id prefix or a session file.")
@@ -70,18 +86,19 @@ def run_rename(args: argparse.Namespace, settings: Settings) -> int:
         stored = rename_session(info.path, args.title, paths)
     renamed = read_session_info(info.path) or info
     if args.as_json:
-        echo_json(session_json(renamed))
+        echo_json(marked_json(renamed, all_marks(settings)))
     else:
         echo(f"Renamed {info.id} to “{stored}”", err=True)
     return 0
 
 
-def _trash_listing(paths: AgentPaths, as_json: bool) -> None:
+def _trash_listing(settings: Settings, paths: AgentPaths, as_json: bool) -> None:
     from sessdex.core.trash import trash_root, trashed_sessions
 
     items = trashed_sessions(paths)
     if as_json:
-        echo_json([{**session_json(item.info), "restoreTo": str(item.restore_to)} for item in items])
+        marks = all_marks(settings) if items else {}
+        echo_json([{**marked_json(item.info, marks), "restoreTo": str(item.restore_to)} for item in items])
         return
     if not items:
         echo(f"The trash is empty ({trash_root(paths)})", err=True)
@@ -111,7 +128,7 @@ def run_trash(args: argparse.Namespace, settings: Settings) -> int:
     words, as_json = tuple(args.words), args.as_json
     with json_refusal(as_json):
         if words == ("list",):
-            _trash_listing(_paths(args, settings), as_json)
+            _trash_listing(settings, _paths(args, settings), as_json)
             return 0
         if words[0] == "restore":
             if len(words) != 2:
@@ -119,7 +136,7 @@ def run_trash(args: argparse.Namespace, settings: Settings) -> int:
             item = find_trashed(words[1], _paths(args, settings))
             restored = restore_session(item)
             if as_json:
-                echo_json({**session_json(item.info), "path": str(restored)})
+                echo_json({**marked_json(item.info, all_marks(settings)), "path": str(restored)})
             else:
                 echo(f"Restored {item.info.id} to {restored}", err=True)
             return 0
@@ -129,7 +146,7 @@ def run_trash(args: argparse.Namespace, settings: Settings) -> int:
         info = find_session(settings, words[0])
         target = trash_session(info.path, paths)
     if as_json:
-        echo_json({**session_json(info), "path": str(target), "restoreTo": str(info.path)})
+        echo_json({**marked_json(info, all_marks(settings)), "path": str(target), "restoreTo": str(info.path)})
     else:
         name = display_name(info.title, info.first_message, info.message_count, info.id, str(info.path))
         echo(f"Moved {info.id} ({name}) to the trash: {target}\n"

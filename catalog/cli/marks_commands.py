@@ -28,7 +28,7 @@ from sessdex.catalog.cli.output import (
 )
 from sessdex.catalog.cli.read_guard import json_refusal, require_agent_dir
 from sessdex.core.errors import SessdexError, UsageError
-from sessdex.core.marks import NO_MARKS, Marks, append_events, current_marks, make_event, valid_note, valid_tag
+from sessdex.core.marks import NO_MARKS, Marks, append_events, make_event, valid_note, valid_tag
 
 if TYPE_CHECKING:
     from sessdex.catalog.store.settings import Settings
@@ -49,13 +49,13 @@ def _add_session_argument(parser: argparse.ArgumentParser) -> None:
 
 def _set_marks(args: argparse.Namespace, settings: Settings, op: str, done: str, **fields: Any) -> int:
     """Resolve SESSION, append one `op` event for it, and say what its marks are now."""
-    from sessdex.catalog.cli.manage_commands import find_session
+    from sessdex.catalog.cli.manage_commands import all_marks, find_session
 
     with json_refusal(args.as_json):
         paths = _paths(args, settings)
         info = find_session(settings, args.value)
         append_events(paths, [make_event(info.id, settings.machine_name, op, **fields)])
-        marks = current_marks(paths).get(info.id, NO_MARKS)
+        marks = all_marks(settings).get(info.id, NO_MARKS)  # this machine's file and every other machine's
     if args.as_json:
         echo_json(session_json(info, marks))
     else:
@@ -190,8 +190,8 @@ def run_marks(args: argparse.Namespace, settings: Settings) -> int:
     ids = sorted(marks, key=lambda session_id: (not marks[session_id].pinned, not marks[session_id].starred,
                                                 session_id))
     if args.as_json:
-        echo_json([{**(session_json(sessions[session_id]) if session_id in sessions else {"id": session_id}),
-                    "marks": marks[session_id].to_json()} for session_id in ids])
+        echo_json([session_json(sessions[session_id], marks[session_id]) if session_id in sessions else
+                   {"id": session_id, "marks": marks[session_id].to_json()} for session_id in ids])
         return 0
     if not ids:
         echo("No marked sessions", err=True)
@@ -368,9 +368,11 @@ def run_prune(args: argparse.Namespace, settings: Settings) -> int:
                 echo(f"sessdex: {info.id} was not moved: {exc}", err=True)
     if args.as_json:
         if move:
-            echo_json([{**session_json(info), "path": target, "restoreTo": info.path_text} for info, target in moved])
+            echo_json([{**session_json(info, marks.get(info.id, NO_MARKS)), "path": target,
+                        "restoreTo": info.path_text} for info, target in moved])
         else:
-            echo_json([{**session_json(info), "size": size} for info, size in candidates])
+            echo_json([{**session_json(info, marks.get(info.id, NO_MARKS)), "size": size}
+                       for info, size in candidates])
     if move:
         moved_bytes = sum(size for info, size in candidates if any(info is done for done, _target in moved))
         echo(f"Moved {len(moved)} session(s) ({_megabytes(moved_bytes)}) to the trash; "

@@ -19,6 +19,10 @@ from sessdex.core.usage_terms import REPORT_KINDS, DateRange, ReportKind, parse_
 
 SourceOpener = Callable[[], SessionSource]
 
+TYPE_CHECKING = False  # see the README's start-up budget
+if TYPE_CHECKING:
+    from sessdex.catalog.cli.marks_filters import MarksFilter
+
 DEFAULT_REPORT: ReportKind = "daily"
 
 
@@ -49,10 +53,22 @@ def date_range(since: str | None, until: str | None) -> DateRange:
 
 
 def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, all_projects: bool, breakdown: bool,
-              as_json: bool, json_fields: Sequence[str] = (), table: bool = False) -> int:
-    """`sessdex usage KIND`: tokens and cost per period, session, project or model, with a totals row."""
+              as_json: bool, json_fields: Sequence[str] = (), table: bool = False,
+              wanted: MarksFilter | None = None) -> int:
+    """`sessdex usage KIND`: tokens and cost per period, session, project or model, with a totals row (`wanted`:
+    over the sessions with these marks only)."""
     with open_source() as source:
-        report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
+        if wanted is not None and wanted.active:
+            from sessdex.catalog.cli.marks_filters import marked_usage_report
+
+            report = marked_usage_report(source, wanted, kind, current_directory(), all_projects=all_projects,
+                                         days=days)
+        else:
+            report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
+        if kind == "session" and as_json:
+            from sessdex.catalog.cli.marks_filters import add_session_marks
+
+            add_session_marks(report, source.marks())
         progress = source.content_index_progress()
     if progress is not None:
         echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
