@@ -1,5 +1,5 @@
-"""`sessdex rename ID TITLE` and `sessdex trash ID | list | restore ID`: a session's title and its removal,
-never a real delete (the trash mirrors the sessions folder under `<agent dir>/trash/`)."""
+"""`sessdex rename ID TITLE` and `sessdex trash ID | list | restore ID | empty`: a session's title and its removal
+(the trash mirrors the sessions folder under `<agent dir>/trash/`); `trash empty` is the only command that deletes."""
 
 from __future__ import annotations
 
@@ -112,14 +112,54 @@ def _trash_listing(settings: Settings, paths: AgentPaths, as_json: bool) -> None
 
 
 def add_trash_arguments(parser: argparse.ArgumentParser) -> None:
+    from sessdex.catalog.cli.marks_commands import duration
+
     parser.description = """\
 Move the session ID to <agent dir>/trash/; `trash list` shows the trash, `trash restore ID` brings one back.
 
-Nothing is ever deleted: a session in the trash is a file you can still open, and restoring it puts it
-back exactly where it was (refusing if a file is there now)."""
-    parser.add_argument("words", nargs="+", metavar="ID | list | restore ID",
-                        help="A session to trash, `list`, or `restore` and a trashed session's id.")
+A session in the trash is a file you can still open, and restoring it puts it back exactly where it was
+(refusing if a file is there now). `trash empty [--older-than 30d]` deletes the trashed files for good: the
+only command of sessdex that deletes; it says how many files and bytes and asks first (without a terminal,
+--yes is required)."""
+    parser.add_argument("words", nargs="+", metavar="ID | list | restore ID | empty",
+                        help="A session to trash, `list`, `restore` and a trashed session's id, or `empty`.")
+    parser.add_argument("--older-than", type=duration, metavar="AGE",
+                        help="`empty`: only the files trashed at least AGE ago (30d, 12h, 2w).")
+    parser.add_argument("--yes", "-y", dest="assume_yes", action="store_true", help="`empty`: delete without asking.")
     parser.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
+
+
+def _empty_trash(args: argparse.Namespace, paths: AgentPaths) -> int:
+    """`trash empty`: say what would go, ask (or take --yes), delete, and report in one line."""
+    import sys
+
+    from sessdex.catalog.cli.marks_commands import _megabytes
+    from sessdex.core.trash import delete_from_trash, files_to_empty, trash_root
+
+    files = files_to_empty(paths, args.older_than)
+    total = sum(item.size for item in files)
+    if not files:
+        if args.as_json:
+            echo_json({"deleted": 0, "bytes": 0, "paths": []})
+        which = " trashed that long ago" if args.older_than is not None else ""
+        echo(f"Nothing to delete: no session file in the trash{which} ({trash_root(paths)})", err=True)
+        return 0
+    what = f"{len(files)} session file(s), {total:,} bytes ({_megabytes(total)})"
+    if not args.assume_yes:
+        if not sys.stdin.isatty():
+            raise UsageError(f"trash empty would delete {what} for good; pass --yes to do it without a terminal")
+        from sessdex.catalog.cli.output import confirm
+
+        if not confirm(f"Delete {what} from the trash for good?"):
+            echo("Nothing was deleted.", err=True)
+            return 1
+    deleted = delete_from_trash(paths, files)
+    deleted_bytes = sum(item.size for item in deleted)
+    if args.as_json:
+        echo_json({"deleted": len(deleted), "bytes": deleted_bytes, "paths": [item.path for item in deleted]})
+    echo(f"Deleted {len(deleted)} session file(s), {deleted_bytes:,} bytes ({_megabytes(deleted_bytes)}), from the trash.",
+         err=True)
+    return 0
 
 
 def run_trash(args: argparse.Namespace, settings: Settings) -> int:
@@ -127,6 +167,12 @@ def run_trash(args: argparse.Namespace, settings: Settings) -> int:
 
     words, as_json = tuple(args.words), args.as_json
     with json_refusal(as_json):
+        if words[0] == "empty":
+            if len(words) != 1:
+                raise UsageError("usage: sessdex trash empty [--older-than AGE] [--yes]")
+            return _empty_trash(args, _paths(args, settings))
+        if args.older_than is not None or args.assume_yes:
+            raise UsageError("--older-than and --yes go with `sessdex trash empty` only")
         if words == ("list",):
             _trash_listing(settings, _paths(args, settings), as_json)
             return 0
