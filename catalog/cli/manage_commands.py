@@ -115,14 +115,15 @@ def add_trash_arguments(parser: argparse.ArgumentParser) -> None:
     from sessdex.catalog.cli.marks_commands import duration
 
     parser.description = """\
-Move the session ID to <agent dir>/trash/; `trash list` shows the trash, `trash restore ID` brings one back.
+Move the session ID to <agent dir>/trash/; `trash list` shows the trash, `trash restore ID [ID...]` brings
+sessions back.
 
 A session in the trash is a file you can still open, and restoring it puts it back exactly where it was
 (refusing if a file is there now). `trash empty [--older-than 30d]` deletes the trashed files for good: the
 only command of sessdex that deletes; it says how many files and bytes and asks first (without a terminal,
 --yes is required)."""
     parser.add_argument("words", nargs="+", metavar="ID | list | restore ID | empty",
-                        help="A session to trash, `list`, `restore` and a trashed session's id, or `empty`.")
+                        help="A session to trash, `list`, `restore` and trashed sessions' ids, or `empty`.")
     parser.add_argument("--older-than", type=duration, metavar="AGE",
                         help="`empty`: only the files trashed at least AGE ago (30d, 12h, 2w).")
     parser.add_argument("--yes", "-y", dest="assume_yes", action="store_true", help="`empty`: delete without asking.")
@@ -177,14 +178,20 @@ def run_trash(args: argparse.Namespace, settings: Settings) -> int:
             _trash_listing(settings, _paths(args, settings), as_json)
             return 0
         if words[0] == "restore":
-            if len(words) != 2:
-                raise UsageError("usage: sessdex trash restore ID")
-            item = find_trashed(words[1], _paths(args, settings))
-            restored = restore_session(item)
+            if len(words) < 2:
+                raise UsageError("usage: sessdex trash restore ID [ID...]")
+            paths = _paths(args, settings)
+            items = [find_trashed(value, paths) for value in words[1:]]  # every id checked before anything moves
+            answers = []
+            for item in items:
+                restored = restore_session(item)
+                answers.append((item, restored))
+                if not as_json:
+                    echo(f"Restored {item.info.id} to {restored}", err=True)
             if as_json:
-                echo_json({**marked_json(item.info, all_marks(settings)), "path": str(restored)})
-            else:
-                echo(f"Restored {item.info.id} to {restored}", err=True)
+                marks = all_marks(settings)
+                objects = [{**marked_json(item.info, marks), "path": str(restored)} for item, restored in answers]
+                echo_json(objects[0] if len(objects) == 1 else objects)  # several ids: an array
             return 0
         if len(words) != 1:
             raise UsageError("usage: sessdex trash ID | sessdex trash list | sessdex trash restore ID")
