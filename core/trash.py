@@ -142,9 +142,10 @@ def trashed_sessions(paths: AgentPaths) -> list[TrashedSession]:
     return sorted(found, key=lambda item: item.trashed_ms, reverse=True)
 
 
-def find_trashed(value: str, paths: AgentPaths) -> TrashedSession:
-    """The one trashed session whose id starts with `value` (or whose trash path is `value`)."""
-    items = trashed_sessions(paths)
+def find_trashed(value: str, paths: AgentPaths, items: list[TrashedSession] | None = None) -> TrashedSession:
+    """The one trashed session whose id starts with `value` (or whose trash path is `value`), among `items`
+    (default: the trash as it is now; a caller looking up several ids reads it once)."""
+    items = trashed_sessions(paths) if items is None else items
     matches = [item for item in items if item.info.id == value or str(item.info.path) == value] or \
               [item for item in items if item.info.id.startswith(value)]
     if not matches:

@@ -164,7 +164,7 @@ def _empty_trash(args: argparse.Namespace, paths: AgentPaths) -> int:
 
 
 def run_trash(args: argparse.Namespace, settings: Settings) -> int:
-    from sessdex.core.trash import find_trashed, restore_session, trash_session
+    from sessdex.core.trash import find_trashed, restore_session, trash_session, trashed_sessions
 
     words, as_json = tuple(args.words), args.as_json
     with json_refusal(as_json):
@@ -181,7 +181,8 @@ def run_trash(args: argparse.Namespace, settings: Settings) -> int:
             if len(words) < 2:
                 raise UsageError("usage: sessdex trash restore ID [ID...]")
             paths = _paths(args, settings)
-            items = [find_trashed(value, paths) for value in words[1:]]  # every id checked before anything moves
+            trashed = trashed_sessions(paths)
+            items = [find_trashed(value, paths, trashed) for value in words[1:]]  # all found before any moves
             answers = []
             for item in items:
                 restored = restore_session(item)
