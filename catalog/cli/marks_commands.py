@@ -278,9 +278,9 @@ def add_prune_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = """\
 Move the sessions that match every given condition to the trash (`sessdex trash restore ID` brings one back).
 
-Never a pinned, starred, tagged or noted session, never one whose file changed in the last 10 minutes (a live
-agent may have it open). The sessions are listed first; they are moved after a yes on a terminal, or with
---yes. Nothing is ever deleted."""
+Never a pinned, starred, tagged or noted session, never one whose file changed in the last 10 minutes or that
+another process has open for writing (a live agent). The sessions are listed first; they are moved after a
+yes on a terminal, or with --yes. Nothing is ever deleted."""
     parser.add_argument("--older-than", type=duration, metavar="AGE",
                         help="Sessions not changed for AGE (90d, 12h, 2w).")
     parser.add_argument("--empty", action="store_true", help="Sessions without a message.")
@@ -324,7 +324,10 @@ class PruneRule:
 
 def prune_candidates(sessions: list[SessionInfo], marks: dict[str, Marks], rule: PruneRule
                      ) -> list[tuple[SessionInfo, int]]:
-    """The sessions `rule` selects, each with its file's size, oldest first (a file gone meanwhile is left out)."""
+    """The sessions `rule` selects, each with its file's size, oldest first (a file gone meanwhile is left out,
+    and so is one another process has open for writing: an agent idle for hours still has its session open)."""
+    from sessdex.core.live_writers import files_open_for_writing
+
     chosen = []
     for info in sessions:
         try:
@@ -332,9 +335,12 @@ def prune_candidates(sessions: list[SessionInfo], marks: dict[str, Marks], rule:
         except OSError:
             continue
         if rule.selects(info, result.st_size, result.st_mtime, marks.get(info.id)):
-            chosen.append((info, result.st_size, result.st_mtime))
+            chosen.append((info, result.st_size, result.st_mtime, (result.st_dev, result.st_ino)))
+    if chosen:
+        open_elsewhere = files_open_for_writing()
+        chosen = [item for item in chosen if item[3] not in open_elsewhere]
     chosen.sort(key=lambda item: (item[2], item[0].path_text))
-    return [(info, size) for info, size, _mtime in chosen]
+    return [(info, size) for info, size, _mtime, _identity in chosen]
 
 
 def run_prune(args: argparse.Namespace, settings: Settings) -> int:

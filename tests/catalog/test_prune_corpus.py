@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,28 @@ def test_prune_moves_exactly_the_reference_and_restore_brings_each_back(tmp_path
     assert done.returncode == 0, done.stderr
     assert sorted(row["id"] for row in json.loads(done.stdout)) == sorted(moved)
     assert snapshot(manifest.sessions_root) == before
+
+
+def test_prune_leaves_a_session_an_agent_keeps_open_however_old(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    agent = home / ".xcsh" / "agent"
+    manifest = generate_corpus(agent, sessions=6, projects=1, total_bytes=30_000, seed=3, home=home,
+                               now=time.time() - 200 * 86400)
+    sessions = [s for s in manifest.sessions if s.kind not in NO_HEADER]
+    held = sessions[0]
+    # An agent-like writer: the file open write-only in append mode, idle (nothing written for months).
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nf = open(sys.argv[1], 'ab')\n"
+                               "print('open', flush=True)\ntime.sleep(60)", str(held.path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        done = run(home, agent, "prune", "--older-than", "30d", "--yes", "--json")
+        assert done.returncode == 0, done.stderr
+        assert {row["id"] for row in json.loads(done.stdout)} == {s.session_id for s in sessions[1:]}
+        assert held.path.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()  # type: ignore[union-attr]
+    done = run(home, agent, "prune", "--older-than", "30d", "--yes", "--json")
+    assert [row["id"] for row in json.loads(done.stdout)] == [held.session_id]  # once the agent has exited
