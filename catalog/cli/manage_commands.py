@@ -24,7 +24,7 @@ from sessdex.catalog.cli.read_guard import json_refusal, require_agent_dir
 from sessdex.catalog.queries.naming import display_name
 from sessdex.catalog.tui.dates import short_date
 from sessdex.core.discovery import id_prefix_length
-from sessdex.core.errors import UsageError
+from sessdex.core.errors import AmbiguousSessionError, UsageError
 from sessdex.core.paths import AgentPaths
 from sessdex.core.summary import SessionInfo
 
@@ -51,7 +51,11 @@ def find_session(settings: Settings, value: str) -> SessionInfo:
             raise UsageError(f"{value} is not a readable session file")
         return info
     with open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True)) as source:
-        return source.find_session_by_id(value, current_directory(), None)
+        try:
+            return source.find_session_by_id(value, current_directory(), None)
+        except AmbiguousSessionError as error:
+            error.candidate_marks = source.marks()  # type: ignore[attr-defined]  # for the candidates' JSON
+            raise
 
 
 def all_marks(settings: Settings) -> dict[str, Marks]:

@@ -228,9 +228,16 @@ def whole(value: float) -> float | int:
 
 
 def error_json(error: Exception) -> dict[str, Any]:
-    """A refusal for `--json`: the message and the sessions it concerns (candidates of an ambiguous prefix)."""
+    """A refusal for `--json`: the message and the sessions it concerns (candidates of an ambiguous prefix), each
+    with its marks when the command that refused had read them (`candidate_marks`: session id -> Marks)."""
     candidates = getattr(error, "candidates", None) or []
-    return {"error": str(error), "candidates": [session_json(info) for info in candidates]}
+    marks: dict[str, Marks] | None = getattr(error, "candidate_marks", None)
+    if marks is None:
+        return {"error": str(error), "candidates": [session_json(info) for info in candidates]}
+    from sessdex.core.marks import NO_MARKS
+
+    return {"error": str(error), "candidates": [session_json(info, marks.get(info.id, NO_MARKS))
+                                                for info in candidates]}
 
 
 def resume_json(result: ResumeResult, cwd: str | None, marks: dict[str, Marks] | None = None) -> dict[str, Any]:

@@ -215,7 +215,7 @@ def _resolve(open_source: SourceOpener, paths: AgentPaths, value: str, *, assume
              session_dir: Path | None, own_dir: bool, with_marks: bool = False
              ) -> tuple[ResumeResult, str, dict[str, Marks] | None]:
     """The resume result, the directory the agent should run in for it, and (`with_marks`) every session's marks."""
-    from sessdex.core.errors import SessionInOtherProjectError
+    from sessdex.core.errors import AmbiguousSessionError, SessionInOtherProjectError
     from sessdex.core.resume import ResumeResult, is_path_like, resolve_resume
 
     cwd = current_directory()
@@ -228,15 +228,19 @@ def _resolve(open_source: SourceOpener, paths: AgentPaths, value: str, *, assume
 
     with open_source() as source:
         marks = source.marks() if with_marks else None
-        if own_dir and value and not is_path_like(value):
-            info = source.find_session_by_id(value, cwd, session_dir)
-            return ResumeResult("open", info.path_text, info), info.cwd or cwd, marks
         try:
+            if own_dir and value and not is_path_like(value):
+                info = source.find_session_by_id(value, cwd, session_dir)
+                return ResumeResult("open", info.path_text, info), info.cwd or cwd, marks
             result = resolve_resume(value, cwd, session_dir, paths=paths, confirm_fork=confirm_fork,
                                     find_session=lambda v, c, d, *, paths: source.find_session_by_id(v, c, d))
+        except AmbiguousSessionError as error:
+            error.candidate_marks = marks  # type: ignore[attr-defined]  # for the candidates' JSON
+            raise
         except SessionInOtherProjectError as error:
             refusal = SessionInOtherProjectError(f"{error}; {OTHER_PROJECT_WAY_OUT}")
             refusal.candidates = asked  # type: ignore[attr-defined]  # the session refused, for --json
+            refusal.candidate_marks = marks  # type: ignore[attr-defined]
             raise refusal from None
     if result.action == "fork":
         return result, cwd, marks

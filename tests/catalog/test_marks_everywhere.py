@@ -108,3 +108,17 @@ def test_a_catalog_rebuilt_from_nothing_shows_the_same_marks(tree: Tree) -> None
     assert json_of(tree, "tags", "--json") == tags_before
     assert json_of(tree, "marks", "--json", catalog="off") == before
     assert [row["id"] for row in json_of(tree, "list", "--all", "--tag", "ui", "--json")] == ["ab34000000000002"]
+
+
+def test_the_candidates_of_a_refusal_say_their_marks(tree: Tree) -> None:
+    mark_ab12(tree)
+    for args in (["resume", "ab", "--json"], ["pin", "ab", "--json"], ["rename", "ab", "x", "--json"]):
+        done = sessdex(tree, *args)
+        assert done.returncode != 0 and "Traceback" not in done.stderr, args
+        refusal = json.loads(done.stdout)
+        assert {row["id"]: row["marks"] for row in refusal["candidates"]} == {
+            "ab12000000000001": PINNED_BUG, "ab34000000000002": UNMARKED}, args
+    assert sessdex(tree, "star", "ef90").returncode == 0
+    done = sessdex(tree, "resume", "ef90", "--no-fork", "--json")
+    assert done.returncode != 0
+    assert [row["marks"]["starred"] for row in json.loads(done.stdout)["candidates"]] == [True]
