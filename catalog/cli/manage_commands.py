@@ -112,6 +112,13 @@ def _trash_listing(settings: Settings, paths: AgentPaths, as_json: bool) -> None
     rows = [[item.info.id[:prefix], short_date(item.trashed_ms, now_ms), session_label(item.info),
              home_relative(item.info.cwd)] for item in items]
     columns = [Column("ID"), Column("TRASHED"), Column("NAME", flexible=True), Column("CWD", flexible=True, path=True)]
+    marks = all_marks(settings)
+    if any(item.info.id in marks for item in items):  # a MARKS column only when a trashed session has marks
+        from sessdex.catalog.cli.output import marks_cell
+
+        columns.insert(2, Column("MARKS"))
+        for row, item in zip(rows, items, strict=True):
+            row.insert(2, marks_cell(marks.get(item.info.id)))
     echo(render_table(columns, rows, output_width()))
 
 

@@ -73,6 +73,8 @@ def test_every_json_session_object_says_its_marks(tree: Tree, catalog: str | Non
     assert json_of(tree, "trash", "ab12", "--json", catalog=catalog)["marks"] == PINNED_BUG
     assert marks_by_id(json_of(tree, "trash", "list", "--json", catalog=catalog)) == {
         "ab12000000000001": PINNED_BUG}
+    table = sessdex(tree, "trash", "list", catalog=catalog).stdout
+    assert "MARKS" in table.splitlines()[0] and "pin note #bug" in table
     assert json_of(tree, "trash", "restore", "ab12", "--json", catalog=catalog)["marks"] == PINNED_BUG
     dry = json_of(tree, "prune", "--older-than", "1d", "--dry-run", "--json", catalog=catalog)
     assert marks_by_id(dry) == {"ab34000000000002": UNMARKED, "ef90000000000009": UNMARKED}
