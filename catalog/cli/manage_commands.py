@@ -145,7 +145,7 @@ def _empty_trash(args: argparse.Namespace, paths: AgentPaths) -> int:
     """`trash empty`: say what would go, ask (or take --yes), delete, and report in one line."""
     import sys
 
-    from sessdex.catalog.cli.marks_commands import _megabytes
+    from sessdex.catalog.cli.marks_commands import human_size
     from sessdex.core.trash import delete_from_trash, files_to_empty, trash_root
 
     files = files_to_empty(paths, args.older_than)
@@ -156,7 +156,7 @@ def _empty_trash(args: argparse.Namespace, paths: AgentPaths) -> int:
         which = " trashed that long ago" if args.older_than is not None else ""
         echo(f"Nothing to delete: no session file in the trash{which} ({trash_root(paths)})", err=True)
         return 0
-    what = f"{len(files)} session file(s), {total:,} bytes ({_megabytes(total)})"
+    what = f"{len(files)} session file(s), {total:,} bytes ({human_size(total)})"
     if not args.assume_yes:
         if not sys.stdin.isatty():
             raise UsageError(f"trash empty would delete {what} for good; pass --yes to do it without a terminal")
@@ -164,12 +164,12 @@ def _empty_trash(args: argparse.Namespace, paths: AgentPaths) -> int:
 
         if not confirm(f"Delete {what} from the trash for good?"):
             echo("Nothing was deleted.", err=True)
-            return 1
+            return 0  # as `prune` declined: a no is an answer, not a failure
     deleted = delete_from_trash(paths, files)
     deleted_bytes = sum(item.size for item in deleted)
     if args.as_json:
         echo_json({"deleted": len(deleted), "bytes": deleted_bytes, "paths": [item.path for item in deleted]})
-    echo(f"Deleted {len(deleted)} session file(s), {deleted_bytes:,} bytes ({_megabytes(deleted_bytes)}), from the trash.",
+    echo(f"Deleted {len(deleted)} session file(s), {deleted_bytes:,} bytes ({human_size(deleted_bytes)}), from the trash.",
          err=True)
     return 0
 
@@ -206,7 +206,8 @@ def run_trash(args: argparse.Namespace, settings: Settings) -> int:
                 echo_json(objects[0] if len(objects) == 1 else objects)  # several ids: an array
             return 0
         if len(words) != 1:
-            raise UsageError("usage: sessdex trash ID | sessdex trash list | sessdex trash restore ID")
+            raise UsageError("usage: sessdex trash ID | sessdex trash list | sessdex trash restore ID [ID...] | "
+                             "sessdex trash empty")
         paths = _paths(args, settings)
         info = find_session(settings, words[0])
         target = trash_session(info.path, paths)

@@ -381,16 +381,22 @@ def run_prune(args: argparse.Namespace, settings: Settings) -> int:
                        for info, size in candidates])
     if move:
         moved_bytes = sum(size for info, size in candidates if any(info is done for done, _target in moved))
-        echo(f"Moved {len(moved)} session(s) ({_megabytes(moved_bytes)}) to the trash; "
+        echo(f"Moved {len(moved)} session(s) ({human_size(moved_bytes)}) to the trash; "
              "`sessdex trash list` shows them, `sessdex trash restore ID` brings one back.", err=True)
     else:
         hint = "" if args.dry_run else " (pass --yes to move them)"
-        echo(f"Would move {len(candidates)} session(s) ({_megabytes(total)}) to the trash{hint}.", err=True)
+        echo(f"Would move {len(candidates)} session(s) ({human_size(total)}) to the trash{hint}.", err=True)
     return 0
 
 
-def _megabytes(size: int) -> str:
-    return f"{size / 1e6:.1f} MB"
+def human_size(size: int) -> str:
+    """A size as people read it: 512 bytes, 12.3 kB, 4.5 MB, 1.2 GB (powers of 1000, as `ls -h --si`)."""
+    if size < 1000:
+        return f"{size} bytes"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6)):
+        if size < scale * 1000:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size / 1e9:.1f} GB"
 
 
 def _print_candidates(candidates: list[tuple[SessionInfo, int]]) -> None:
@@ -413,5 +419,5 @@ def _confirmed(count: int, total: int) -> bool:
         return False
     from sessdex.catalog.cli.output import confirm
 
-    return confirm(f"Move these {count} session(s) ({_megabytes(total)}) to the trash?")
+    return confirm(f"Move these {count} session(s) ({human_size(total)}) to the trash?")
 

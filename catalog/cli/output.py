@@ -250,6 +250,7 @@ def resume_json(result: ResumeResult, cwd: str | None, marks: dict[str, Marks] |
     path = result.path_text
     info = result.session if result.action == "open" and result.session is not None else \
         read_session_info(path) if os.path.isfile(path) else None
+
     def marks_of(session_id: str | None) -> Marks | None:
         return None if marks is None else marks.get(session_id or "", NO_MARKS)
 

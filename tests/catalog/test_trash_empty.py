@@ -49,8 +49,8 @@ def test_without_a_terminal_it_needs_yes_and_deletes_nothing_else(tree: Tree) ->
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert answer["deleted"] == 2 and answer["bytes"] == sum(before.values())
-    assert done.stderr.splitlines() == [
-        f"Deleted 2 session file(s), {sum(before.values()):,} bytes (0.0 MB), from the trash."]
+    assert len(done.stderr.splitlines()) == 1
+    assert done.stderr.startswith(f"Deleted 2 session file(s), {sum(before.values()):,} bytes (")
     assert trash_files(tree) == {} and list((tree.paths.agent_dir / "trash").iterdir()) == []
     # The sessions not in the trash are all there.
     assert [row["id"] for row in json.loads(sessdex(tree, "list", "--all", "--json").stdout)] == ["ab34000000000002"]
@@ -103,7 +103,7 @@ def test_on_a_terminal_it_asks_first(tree: Tree) -> None:
     trash(tree, "ab12", "ab34")
     before = trash_files(tree)
     status, stderr = on_terminal(tree, b"n\n", "trash", "empty")
-    assert status == 1 and "for good? [y/N]" in stderr and "Nothing was deleted" in stderr
+    assert status == 0 and "for good? [y/N]" in stderr and "Nothing was deleted" in stderr
     assert trash_files(tree) == before
     status, stderr = on_terminal(tree, b"y\n", "trash", "empty")
     assert status == 0 and f"Deleted 2 session file(s), {sum(before.values()):,} bytes" in stderr
