@@ -68,6 +68,8 @@ def test_two_machines_marks_everywhere_and_after_a_rebuild(tmp_path: Path, postg
 
     marks_seen(laptop)
     marks_seen(devbox)
+    tagged = sessdex(laptop, "usage", "session", "--all", "--tag", "bug", "--json")  # this machine's files
+    assert [row["session"] for row in tagged["rows"]] == ["1aaa000000000001"] and tagged["totals"]["output"] == 5
     # A catalog rebuilt from nothing (a new database) holds the same marks, read from each machine's file.
     fresh = postgres_server.create_database("catalog_marks_rebuilt")
     for paths in (laptop, devbox):
