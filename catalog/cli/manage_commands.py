@@ -73,6 +73,42 @@ def marked_json(info: SessionInfo, marks: dict[str, Marks]) -> dict[str, Any]:
     return session_json(info, marks.get(info.id, NO_MARKS))
 
 
+# -- the arguments and sizes of `prune` and `trash empty` ------------------------------------------------
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+               "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def duration(text: str) -> float:
+    """An argument type: `90d`, `12h`, `2w`, `30m`, `45s` as seconds."""
+    unit = text[-1:].lower()
+    number = text[:-1]
+    if unit not in _DURATION_UNITS or not number.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 90d, 12h, 2w, 30m")
+    return int(number) * _DURATION_UNITS[unit]
+
+
+def byte_size(text: str) -> int:
+    """An argument type: `500`, `10k`, `2M`, `1G` as bytes."""
+    lowered = text.strip().lower()
+    digits = len(lowered) - len(lowered.lstrip("0123456789"))
+    number, unit = lowered[:digits], lowered[digits:]
+    if not number or unit not in _SIZE_UNITS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 500, 10k, 2M")
+    return int(number) * _SIZE_UNITS[unit]
+
+
+def human_size(size: int) -> str:
+    """A size as people read it, in the units SIZE arguments take (1 KiB = 1024 bytes): 512 bytes, 12.3 KiB."""
+    if size < 1024:
+        return f"{size} bytes"
+    for unit, scale in (("KiB", 1 << 10), ("MiB", 1 << 20)):
+        if size < scale * 1024:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size / (1 << 30):.1f} GiB"
+
+
 def add_rename_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Give the session ID (an id prefix or a file) the title TITLE, as a rename in the agent does."
     parser.add_argument("value", metavar="ID", help="An id prefix or a session file.")
@@ -123,8 +159,6 @@ def _trash_listing(settings: Settings, paths: AgentPaths, as_json: bool) -> None
 
 
 def add_trash_arguments(parser: argparse.ArgumentParser) -> None:
-    from sessdex.catalog.cli.marks_commands import duration
-
     parser.description = """\
 Move the session ID to <agent dir>/trash/; `trash list` shows the trash, `trash restore ID [ID...]` brings
 sessions back.
@@ -145,7 +179,6 @@ def _empty_trash(args: argparse.Namespace, paths: AgentPaths) -> int:
     """`trash empty`: say what would go, ask (or take --yes), delete, and report in one line."""
     import sys
 
-    from sessdex.catalog.cli.marks_commands import human_size
     from sessdex.core.trash import delete_from_trash, files_to_empty, trash_root
 
     files = files_to_empty(paths, args.older_than)

@@ -251,30 +251,11 @@ def run_tags(args: argparse.Namespace, settings: Settings) -> int:
 
 # A session file changed this recently may be open in a live agent: prune leaves it alone.
 LIVE_SECONDS = 10 * 60
-_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
-
-
-def duration(text: str) -> float:
-    """An argument type: `90d`, `12h`, `2w`, `30m`, `45s` as seconds."""
-    unit = text[-1:].lower()
-    number = text[:-1]
-    if unit not in _DURATION_UNITS or not number.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 90d, 12h, 2w, 30m")
-    return int(number) * _DURATION_UNITS[unit]
-
-
-def byte_size(text: str) -> int:
-    """An argument type: `500`, `10k`, `2M`, `1G` as bytes."""
-    lowered = text.strip().lower()
-    digits = len(lowered) - len(lowered.lstrip("0123456789"))
-    number, unit = lowered[:digits], lowered[digits:]
-    if not number or unit not in _SIZE_UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 500, 10k, 2M")
-    return int(number) * _SIZE_UNITS[unit]
 
 
 def add_prune_arguments(parser: argparse.ArgumentParser) -> None:
+    from sessdex.catalog.cli.manage_commands import byte_size, duration
+
     parser.description = """\
 Move the sessions that match every given condition to the trash (`sessdex trash restore ID` brings one back).
 
@@ -344,6 +325,7 @@ def prune_candidates(sessions: list[SessionInfo], marks: dict[str, Marks], rule:
 
 
 def run_prune(args: argparse.Namespace, settings: Settings) -> int:
+    from sessdex.catalog.cli.manage_commands import human_size
     from sessdex.catalog.queries.open_source import open_session_source
     from sessdex.core.trash import trash_session
 
@@ -389,16 +371,6 @@ def run_prune(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def human_size(size: int) -> str:
-    """A size as people read it: 512 bytes, 12.3 kB, 4.5 MB, 1.2 GB (powers of 1000, as `ls -h --si`)."""
-    if size < 1000:
-        return f"{size} bytes"
-    for unit, scale in (("kB", 1e3), ("MB", 1e6)):
-        if size < scale * 1000:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size / 1e9:.1f} GB"
-
-
 def _print_candidates(candidates: list[tuple[SessionInfo, int]]) -> None:
     from sessdex.catalog.tui.dates import short_date
     from sessdex.core.discovery import id_prefix_length
@@ -415,6 +387,8 @@ def _print_candidates(candidates: list[tuple[SessionInfo, int]]) -> None:
 
 def _confirmed(count: int, total: int) -> bool:
     """Ask on a terminal; elsewhere (a script, a pipe) the answer is no: only --yes moves without a terminal."""
+    from sessdex.catalog.cli.manage_commands import human_size
+
     if not sys.stdin.isatty():
         return False
     from sessdex.catalog.cli.output import confirm

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from sessdex.catalog.cli import usage_output
-from sessdex.catalog.cli.marks_filters import MarksFilter, add_marks_filter_options
 from sessdex.catalog.cli.output import USAGE_FIELDS, add_json_option, add_table_option
 from sessdex.catalog.cli.read_guard import session_source
 from sessdex.core.usage_terms import REPORT_KINDS
@@ -30,11 +29,14 @@ an entry a fork copied from its parent session is counted once, in the parent. D
     parser.add_argument("--breakdown", action="store_true", help="Split each row per model.")
     add_json_option(parser, "Print JSON instead of a table.", USAGE_FIELDS)
     add_table_option(parser)
+    from sessdex.catalog.cli.marks_filters import add_marks_filter_options  # --tag, --pinned, --starred
+
     add_marks_filter_options(parser)
 
 
 def run_usage(args: argparse.Namespace, settings: Settings) -> int:
     return usage_output.run_usage(lambda: session_source(args, settings), kind=usage_output.report_kind(args.report),
                                   days=usage_output.date_range(args.since, args.until),
+                                  wanted=usage_output.MarksFilter.of(args),
                                   all_projects=args.all_projects, breakdown=args.breakdown, as_json=args.as_json,
-                                  json_fields=args.json_fields, table=args.table, wanted=MarksFilter.of(args))
+                                  json_fields=args.json_fields, table=args.table)

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from sessdex.catalog.cli.marks_filters import MarksFilter
 from sessdex.catalog.cli.output import current_directory, echo, output_width, selected_fields, tab_separated
 from sessdex.catalog.queries.source import SessionSource
 from sessdex.catalog.tui.terminal_text import terminal_json
@@ -19,9 +20,6 @@ from sessdex.core.usage_terms import REPORT_KINDS, DateRange, ReportKind, parse_
 
 SourceOpener = Callable[[], SessionSource]
 
-TYPE_CHECKING = False  # see the README's start-up budget
-if TYPE_CHECKING:
-    from sessdex.catalog.cli.marks_filters import MarksFilter
 
 DEFAULT_REPORT: ReportKind = "daily"
 
@@ -59,14 +57,14 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
     over the sessions with these marks only)."""
     with open_source() as source:
         if wanted is not None and wanted.active:
-            from sessdex.catalog.cli.marks_filters import marked_usage_report
+            from sessdex.catalog.cli.marks_usage import marked_usage_report
 
             report = marked_usage_report(source, wanted, kind, current_directory(), all_projects=all_projects,
                                          days=days)
         else:
             report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
         if kind == "session" and as_json:
-            from sessdex.catalog.cli.marks_filters import add_session_marks
+            from sessdex.catalog.cli.marks_usage import add_session_marks
 
             add_session_marks(report, source.marks())
         progress = source.content_index_progress()
