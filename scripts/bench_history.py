@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the prompt history (S11): search latency on a large history.db and add() latency.
+"""Benchmark the prompt history: search latency on a large history.db and add() latency.
 
     .venv/bin/python scripts/bench_history.py                     # 1,000,000 prompts in a temp dir
     .venv/bin/python scripts/bench_history.py --db bench-out/history.db   # keep the file and reuse it

@@ -1,6 +1,6 @@
 """Measure the session picker at 10,000 sessions: first paint, and the redraw after each keystroke.
 
-Budgets (issue 12): first paint <= 150 ms from the process start, each keystroke's filter + redraw <= 16 ms.
+Budgets: first paint <= 150 ms from the process start, each keystroke's filter + redraw <= 16 ms.
 
 - end to end (--pty, the figure the first-paint budget is about): `sessdex pick --all` in a pseudo-terminal, from
   spawn to its first frame (drawn before prompt_toolkit is imported), and to the picker application's own

@@ -5,7 +5,7 @@ tests (small corpora holding every edge case). Output is a pure function of the 
 included: parentSession headers hold absolute paths, and sizes steer later choices): one `random.Random(seed)`
 drives every choice and `now` is the only clock.
 
-Layout written (S1, S2): `<agent_dir>/sessions/<project-dir>/<ts>_<16hex id>.jsonl` and
+Layout written: `<agent_dir>/sessions/<project-dir>/<ts>_<16hex id>.jsonl` and
 `<agent_dir>/blobs/<sha256 of the raw bytes>`. Files are opened exclusively (`xb`): an existing file is never
 overwritten.
 
@@ -31,7 +31,7 @@ import orjson
 
 SNOWFLAKE_EPOCH_MS = 1_420_070_400_000  # 2015-01-01T00:00:00Z
 SNOWFLAKE_SEQ_BITS = 22
-MAX_PERSIST_CHARS = 500_000  # the agent never writes a longer string (S8); generated strings stay below it
+MAX_PERSIST_CHARS = 500_000  # the agent never writes a longer string; generated strings stay below it
 TITLE_LINE_BYTES = 256  # a `title` first line is padded to this many bytes, newline included
 MTIME_SPAN_MS = 182 * 86_400_000  # sessions are created over the last ~6 months
 
@@ -191,7 +191,7 @@ def agent_dir_name(cwd: str, home: str, tmp: str = "/tmp") -> str:
 
 
 def snowflake_id(created_ms: int, seq: int) -> str:
-    """16 lowercase hex chars: ms since 2015-01-01 shifted left 22 bits, plus a sequence (S2)."""
+    """16 lowercase hex chars: ms since 2015-01-01 shifted left 22 bits, plus a sequence."""
     value = ((created_ms - SNOWFLAKE_EPOCH_MS) << SNOWFLAKE_SEQ_BITS) | (seq & ((1 << SNOWFLAKE_SEQ_BITS) - 1))
     return f"{value:016x}"
 
@@ -512,12 +512,12 @@ class _SessionWriter:
         self.path = path[::-1]
 
     def branch_to(self, index: int) -> str:
-        """Move the leaf to `path[index]` (S5 branch): the next entry parents on it."""
+        """Move the leaf to `path[index]` (a branch): the next entry parents on it."""
         del self.path[index + 1:]
         return self.path[index][0]
 
     def reset_leaf(self) -> None:
-        """Make the next entry a new root (S5 reset_leaf)."""
+        """Make the next entry a new root (reset_leaf)."""
         self.path.clear()
 
     def leaf_id(self) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -13,6 +14,9 @@ REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
+# Read commands start a detached watcher outside tests; the processes tests start inherit this opt-out (a test of
+# that watcher asks for it). Tests that build an environment from scratch name it themselves.
+os.environ["SESSDEX_AUTOWATCH"] = "0"
 
 
 @pytest.fixture(autouse=True)

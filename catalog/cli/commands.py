@@ -229,9 +229,9 @@ def overview() -> str:
     return "\n".join(lines)
 
 
-# Commands that take words after their options: `--json WORD` there is `--json` and a word, unless WORD names fields.
-WORDS_AFTER_JSON = frozenset({"search", "resume", "rename", "trash", "usage", "context", "entries", "export",
-                              "history", "view"})
+# Commands whose `--json` takes FIELDS and that take words after their options: `--json WORD` there is `--json`
+# and a word, unless WORD names fields. (The other commands' `--json` takes no value.)
+WORDS_AFTER_JSON = frozenset({"search", "resume", "usage"})
 
 
 def json_value_apart(args: Sequence[str], name: str | None) -> list[str]:

@@ -53,8 +53,8 @@ class Shapes:
     """The CLI's `--json` shaping functions, so the answers are the objects `sessdex list/search/history --json`
     print: a session, a search hit, a prompt; and the bound check of a search query."""
 
-    session_json: Callable[[SessionInfo], dict[str, Any]]
-    hit_json: Callable[[Any], dict[str, Any]]
+    session_json: Callable[[SessionInfo, Any], dict[str, Any]]  # (session, its marks)
+    hit_json: Callable[[Any, Any], dict[str, Any]]  # (hit, its session's marks)
     history_json: Callable[[Any], dict[str, Any]]
     search_query: Callable[[Sequence[str]], str]
 
@@ -162,8 +162,14 @@ class SessionTools:
             raise UsageError("project must be a directory path")
         return os.path.abspath(os.path.expanduser(project))
 
+    def _marks_of(self, session_id: str) -> Any:
+        """A session's marks (pins, stars, tags, note), as every CLI session object carries them."""
+        from sessdex.core.marks import NO_MARKS
+
+        return self.source.marks().get(session_id, NO_MARKS)
+
     def _session_json(self, info: SessionInfo) -> dict[str, Any]:
-        data = self.shapes.session_json(info)
+        data = self.shapes.session_json(info, self._marks_of(info.id))
         if isinstance(data.get("firstMessage"), str):
             data["firstMessage"] = cut(data["firstMessage"], FIRST_MESSAGE_CHARS)
         return data
@@ -208,7 +214,8 @@ class SessionTools:
         hits = [hit for hit in hits if _in_range(hit.session, days)][:limit]
         results = []
         for hit in hits:
-            result = self.shapes.hit_json(type(hit)(hit.session, hit.field, self._safe_snippet(hit, text), hit.score))
+            result = self.shapes.hit_json(type(hit)(hit.session, hit.field, self._safe_snippet(hit, text), hit.score),
+                                          self._marks_of(hit.session.id))
             if isinstance(result.get("firstMessage"), str):
                 result["firstMessage"] = cut(result["firstMessage"], FIRST_MESSAGE_CHARS)
             results.append(result)

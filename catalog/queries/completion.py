@@ -64,6 +64,28 @@ def session_completions(settings: Settings, word: str, limit: int) -> list[Compl
         rows = [Completion(*row) for row in found]
         if rows or not word:
             return rows
+        # The catalog may not hold every file yet (a first index is running): the ids are in the file names.
+        named = _named_by_id(settings.paths.sessions_root_text, word, limit)
+        if named:
+            return named
         lowered = word.lower()
         found = reader.execute(_ROWS_SQL.format(match=_BY_TEXT_SQL), (*under_root, lowered, lowered, limit))
         return [Completion(*row) for row in found]
+
+
+def _named_by_id(sessions_root: str, word: str, limit: int) -> list[Completion]:
+    """The sessions whose file name (`<timestamp>_<sessionId>.jsonl`) carries an id starting with `word`, read
+    from their files (newest first, at most `limit`), kept when the header's id starts with `word` too."""
+    from sessdex.core.discovery import read_session_info
+    from sessdex.core.paths import session_file_entries
+
+    entries = [entry for entry in session_file_entries(sessions_root, recursive=True)
+               if entry.name[:-len(".jsonl")].rpartition("_")[2].startswith(word)]
+    found = []
+    for entry in entries:
+        info = read_session_info(entry.path)
+        if info is not None and info.id.startswith(word) and info.message_count >= 1:
+            found.append((info.modified.timestamp(), Completion(info.id, info.title, info.first_message[:200],
+                                                                info.message_count, info.path_text)))
+    found.sort(key=lambda pair: -pair[0])
+    return [completion for _, completion in found[:limit]]

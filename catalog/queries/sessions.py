@@ -234,12 +234,12 @@ class Catalog:
             self._register_machine()
         return report
 
-    def _with_unindexed(self, infos: list[SessionInfo], report: ReconcileReport, *, include_empty: bool,
+    def _with_unindexed(self, infos: list[SessionInfo], report: ReconcileReport | None, *, include_empty: bool,
                         id_prefix: str | None = None) -> list[SessionInfo]:
         """`infos` (from the catalog's rows) made current after a `deferred` freshness pass: the rows of changed or
         vanished files dropped, the changed files read directly (those whose id starts with `id_prefix`), newest
-        first."""
-        if not report.deferred:
+        first. (No report: the caller's own freshness answered nothing, as a watcher's does.)"""
+        if report is None or not report.deferred:
             return infos
         stale = {*report.changed, *report.vanished}
         kept = [info for info in infos if info.path_text not in stale]
@@ -421,7 +421,8 @@ class Catalog:
         if catalog_paths(db, scope).issuperset(listed):
             return None
         named = [path for path in listed if _name_id(path).startswith(value)]
-        return match_session_id(value, _read_infos(named, include_empty=True))
+        infos = sorted(_read_infos(named, include_empty=True), key=lambda info: info.modified, reverse=True)
+        return match_session_id(value, infos)  # newest first, as every listing of candidates
 
     def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
                            session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:

@@ -168,8 +168,11 @@ def _empty_retired_server_catalog(location: CatalogLocation, connection: Any) ->
     revision = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
     if revision not in RETIRED_REVISIONS:
         return
-    for table in ("usage_totals", "usage_rollup", "usage_facts", "messages", "session_files", "catalog_meta",
-                  "machines", "alembic_version"):
+    from sessdex.catalog.store.schema import metadata
+
+    # Every table of today's schema too: a newer revision's table (one a half-finished upgrade created) would
+    # make the baseline's CREATE fail.
+    for table in [*(table.name for table in reversed(metadata.sorted_tables)), "alembic_version"]:
         connection.execute(text(f'DROP TABLE IF EXISTS "{table}" CASCADE'))
     for function in _RETIRED_POSTGRESQL_FUNCTIONS:
         connection.execute(text(f"DROP FUNCTION IF EXISTS {function} CASCADE"))

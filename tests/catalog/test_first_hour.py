@@ -21,6 +21,7 @@ import sessdex.catalog.queries.sessions as sessions_module
 from sessdex.catalog.index.reconcile import INDEX_LOCK_SUFFIX, Scope, index_lock, reconcile
 from sessdex.catalog.store.db import open_catalog
 from sessdex.catalog.store.location import resolve_location
+from sessdex.core.errors import PrivateFileError
 from tests.cli_support import Outcome, run_cli
 from tests.core.sessiontree import BASE_MS, Tree, assistant, header, jsonl, make_tree, user, write_file
 
@@ -174,6 +175,6 @@ def test_the_index_lock_never_follows_a_symlink(tree: Tree, tmp_path: Path) -> N
     target.write_text("keep")
     os.makedirs(location.lock_folder, exist_ok=True)
     os.symlink(target, location.sidecar_file(INDEX_LOCK_SUFFIX))
-    with index_lock(location, wait=False) as locked:
-        assert locked  # nothing to lock on: the pass runs as without a lock
+    with pytest.raises(PrivateFileError, match="symlink"), index_lock(location, wait=False):
+        pass  # refused, as every file of sessdex's planted as a symlink is
     assert target.read_text() == "keep"

@@ -1,4 +1,4 @@
-"""Prompt history (S11) on real SQLite files: the agent's schema, background adds, search, import, failures."""
+"""Prompt history on real SQLite files: the agent's schema, background adds, search, import, failures."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The catalog answers exactly as the file scan does, on a generated corpus holding every edge case (S10, S17).
+"""The catalog answers exactly as the file scan does, on a generated corpus holding every edge case.
 
 Each query of core.discovery / core.resume is run both ways, through both catalog backends, before and
 after the files change underneath (appends, a torn line, a shrink, a rename, a deletion, a new file).

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -326,7 +327,7 @@ def test_pick_can_start_in_all_projects(tree: Tree) -> None:
     drive(file_source(tree), script, scope="all")
 
 
-# -- the empty list (S14) ------------------------------------------------------------------------------------
+# -- the empty list ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("leave", [ESC, CTRL_C])
 def test_empty_list_renders_a_message_enter_does_nothing_and_esc_or_ctrl_c_still_work(tree: Tree,
@@ -496,7 +497,7 @@ def test_a_content_search_left_behind_by_typing_or_leaving_is_interrupted(tree: 
     assert catalog.ended == ["interrupted", "interrupted"]
 
 
-# -- the CLI flows (S13) ----------------------------------------------------------------------------------------
+# -- the CLI flows ----------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
 def keyboard(monkeypatch, keys: str) -> Iterator[None]:
@@ -504,6 +505,7 @@ def keyboard(monkeypatch, keys: str) -> Iterator[None]:
     with create_pipe_input() as pipe:
         pipe.send_text(keys)
         monkeypatch.setattr(cli_pick, "terminal_available", lambda: True)
+        monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
         monkeypatch.setattr(cli_pick, "picker_terminal", lambda: contextlib.nullcontext((pipe, DummyOutput())))
         yield
 
@@ -539,6 +541,7 @@ def test_resume_without_value_ctrl_c_is_a_cancel(tree: Tree, monkeypatch, capsys
 def test_resume_without_value_and_no_sessions_does_not_open_the_picker(tree: Tree, monkeypatch, capsys) -> None:
     populate(tree)
     monkeypatch.setattr(cli_pick, "terminal_available", lambda: True)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     monkeypatch.setattr(cli_pick, "picker_terminal", None)  # opening the picker would fail loudly
     result = run_cli(tree, monkeypatch, capsys, tree.project("nothing-here"), "resume")
     assert result == (1, "", "No sessions found\n")

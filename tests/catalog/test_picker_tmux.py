@@ -89,7 +89,7 @@ def run_in_tmux(tree: Tree, tmp_path: Path) -> Iterator[Callable[[str], Pane]]:
         results.mkdir()
         environment = {"HOME": str(tree.home), "PI_CODING_AGENT_DIR": str(tree.paths.agent_dir),
                        "TMPDIR": str(tree.root / "tmp"), "SESSDEX": str(SESSDEX), "TERM": "xterm-256color",
-                       "RESULTS": str(results)}
+                       "RESULTS": str(results), "SESSDEX_AUTOWATCH": "0"}
         exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in environment.items())
         script = f'( {command} ) >"$RESULTS/out" 2>"$RESULTS/err"; echo $? >"$RESULTS/status"; sleep 60'
         pane = Pane(socket, results)

@@ -121,7 +121,7 @@ def start_shell(tree: Tree, tmp_path: Path) -> Iterator[Callable[..., Shell]]:
                        "PATH": f"{BIN}:{os.environ['PATH']}", "TERM": "xterm-256color",
                        "SESSDEX_AGENT_CMD": str(agent), "AGENT_RECORD": str(record),
                        "XDG_CONFIG_HOME": str(config), "XDG_DATA_HOME": str(config / "data"),
-                       "ZDOTDIR": str(config), "INPUTRC": "/dev/null"}
+                       "ZDOTDIR": str(config), "INPUTRC": "/dev/null", "SESSDEX_AUTOWATCH": "0"}
         if shell == "bash":
             rc = config / "bashrc"
             rc.write_text(f"PS1='$ '\neval \"$({init})\"\n")

@@ -30,6 +30,7 @@ import pytest
 from gen_corpus import generate_corpus
 
 from sessdex.catalog.index.reconcile import read_heartbeat
+from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
 from sessdex.catalog.store.location import resolve_location
 from sessdex.catalog.tui.width import display_width
 from sessdex.core.paths import documented_project_dir_name
@@ -894,7 +895,7 @@ def test_a_catalog_at_a_retired_revision_is_rebuilt_from_the_files_with_one_line
     assert not reports.exists()
     connection = sqlite3.connect(agent.catalog)
     try:
-        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001_baseline",)]
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [(SCHEMA_REVISION,)]
         assert "json" not in {row[1] for row in connection.execute("PRAGMA table_info(usage_totals)")}
         assert not connection.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall()
     finally:

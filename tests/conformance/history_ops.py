@@ -1,4 +1,4 @@
-"""Conformance ops for the prompt history (S11): `history`, `historyWait` and `sqliteDump`.
+"""Conformance ops for the prompt history: `history`, `historyWait` and `sqliteDump`.
 
 The recorded agent keeps one HistoryStorage per process (`HistoryStorage.open()` is a singleton over
 `$AGENT/history.db`); here it lives in `sandbox.state["history"]`. An awaited `add` is flushed at

@@ -1,4 +1,4 @@
-"""The replay harness itself: new recorded cases must run without code changes (issue 11).
+"""The replay harness itself: new recorded cases must run without code changes.
 
 A case is built here in the recording's layout: one path written twice (so `input/` holds only the
 second write) and recorded calls with more arguments than sessdex's signatures take.

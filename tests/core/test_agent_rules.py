@@ -1,4 +1,4 @@
-"""The agent's rules sessdex missed (spec S10, S18; issue 11), and core robustness on odd files."""
+"""The agent's rules sessdex missed, and core robustness on odd files."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def reopened(manager: SessionManager, runtime) -> SessionManager:
     return SessionManager.open(manager.get_session_file(), runtime=runtime)
 
 
-# -- S18: custom_message attribution -----------------------------------------------------------------
+# -- custom_message attribution -----------------------------------------------------------------
 
 def test_a_custom_message_without_attribution_gets_none_in_the_context() -> None:
     entries = [{"type": "custom_message", "id": "c1", "parentId": None, "timestamp": "2025-01-01T00:00:00.000Z",
@@ -43,7 +43,7 @@ def test_the_writer_still_adds_agent_attribution(runtime, project) -> None:
     assert manager.build_session_context()["messages"][0]["attribution"] == "agent"
 
 
-# -- S18: replay payloads of OpenAI Responses messages --------------------------------------------------
+# -- replay payloads of OpenAI Responses messages --------------------------------------------------
 
 def responses_message(provider: str, api: str = "openai-responses") -> dict:
     return {"role": "assistant", "api": api, "provider": provider, "model": "gpt-test",
@@ -112,7 +112,7 @@ def test_fork_from_copies_every_entry_verbatim_label_entries_included(runtime, p
     assert fork.get_leaf_id() == manager.get_leaf_id()
 
 
-# -- S10: which files are sessions, parentSessionPath ---------------------------------------------------
+# -- which files are sessions, parentSessionPath ---------------------------------------------------
 
 def test_is_listable_session_is_the_one_rule() -> None:
     assert is_listable_session("2025_abc.jsonl", "abc")

@@ -1,4 +1,4 @@
-"""AgentSession (S15): start-up restore and the 15 steps of switch_session, with a recording fake agent."""
+"""AgentSession: start-up restore and the 15 steps of switch_session, with a recording fake agent."""
 
 from __future__ import annotations
 

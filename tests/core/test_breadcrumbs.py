@@ -1,4 +1,4 @@
-"""Terminal breadcrumbs and the --continue target (S12)."""
+"""Terminal breadcrumbs and the --continue target."""
 
 from __future__ import annotations
 

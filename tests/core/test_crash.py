@@ -1,4 +1,4 @@
-"""Crash safety (S7): a writer killed with SIGKILL at random moments never loses a flushed entry."""
+"""Crash safety: a writer killed with SIGKILL at random moments never loses a flushed entry."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""File-scan discovery (S10): list(), list_all(), get_recent_sessions(), find_most_recent_session()."""
+"""File-scan discovery: list(), list_all(), get_recent_sessions(), find_most_recent_session()."""
 
 from __future__ import annotations
 
@@ -195,7 +195,7 @@ def test_recent_name_priority_title_prompt_id_file_name(tree) -> None:
     tree.session(proj, "blank-title", [user("   ")], head=header("blank-title", proj, title=" \n "),
                  mtime_ms=BASE_MS + 2)
     write_file(folder / "2025_blank-id.jsonl", jsonl([header("\x01", proj)]), BASE_MS + 1)
-    write_file(folder / "2025_no-id.jsonl", jsonl([header("", proj)]), BASE_MS + 1)  # S10: no session at all
+    write_file(folder / "2025_no-id.jsonl", jsonl([header("", proj)]), BASE_MS + 1)  # no session at all
     assert recent_names(folder) == ["The title", "the prompt", "only-assistant", "empty", "blank-title",
                                     "2025_blank-id"]
 

@@ -1,4 +1,4 @@
-"""--resume resolution (S13) and sessdex's stricter rules (S16)."""
+"""--resume resolution and sessdex's stricter rules."""
 
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ def test_session_dir_is_passed_to_the_fork(tree: Tree) -> None:
     assert recorder.forked == [(source, str(proj), custom)]
 
 
-# -- S16: ambiguity and exact ids ----------------------------------------------------------------------
+# -- ambiguity and exact ids ----------------------------------------------------------------------
 
 def test_ambiguous_prefix_in_this_project_lists_candidates(tree: Tree) -> None:
     proj = tree.project("proj")

@@ -1,4 +1,4 @@
-"""SessionManager behaviour the conformance cases do not pin down: sessdex's own guarantees (S3, S7, S8)."""
+"""SessionManager behaviour the conformance cases do not pin down: sessdex's own guarantees."""
 
 from __future__ import annotations
 

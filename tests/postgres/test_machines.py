@@ -120,16 +120,16 @@ def test_cli_machines_index_list_search_and_resume_of_another_machines_session(t
     everything = sessdex(laptop, "--machines", "all", "list", "--all", "--json")
     listed = {item["id"]: item.get("machine") for item in json.loads(everything.out)}
     assert listed == {"1aaa000000000001": None, "2bbb000000000001": "devbox"}
-    table = sessdex(laptop, "--machines", "all", "list", "--all")
+    table = sessdex(laptop, "--machines", "all", "list", "--all", "--table")
     assert "MACHINE" in table.out and "devbox" in table.out
-    found = sessdex(laptop, "--machines", "all", "search", "--all", "parser")
-    # the listing table of `list` (issue 13): id prefixes, and the MACHINE column for another machine's session
+    found = sessdex(laptop, "--machines", "all", "search", "--all", "--table", "parser")
+    # the listing table of `list`: id prefixes, and the MACHINE column for another machine's session
     assert "MACHINE" in found.out.splitlines()[0]
     assert any(line.startswith("2bbb0000 ") and line.endswith("devbox") for line in found.out.splitlines())
     assert "2bbb" not in sessdex(laptop, "search", "--all", "parser").out
     assert sessdex(laptop, "search", "--all", "arse").err == "No matching sessions\n"  # words only
     inside = sessdex(laptop, "--machines", "all", "search", "--all", "--substring", "arse")
-    assert "1aaa0000 " in inside.out and "2bbb0000 " in inside.out and "p[arse]r" in inside.out
+    assert "1aaa0000\t" in inside.out and "2bbb0000\t" in inside.out and "p[arse]r" in inside.out
 
     assert sessdex(laptop, "doctor", "--check").code == 0  # the other machine's rows are no orphans of this one
     assert sessdex(devbox, "doctor", "--check").code == 0
@@ -168,7 +168,7 @@ def test_no_content_keeps_conversation_text_out_of_the_catalog(tmp_path: Path, p
     with Catalog(paths, resolve_location(paths.agent_dir, postgres_url)) as catalog:
         assert catalog.db.scalar("count_messages") == 0
     assert sessdex("index", "--content").code == 0
-    assert "3ccc0000 " in sessdex("search", "done").out  # read again from the start
+    assert "3ccc0000 " in sessdex("search", "--table", "done").out  # read again from the start
 
 
 def test_this_project_on_another_machine_is_the_same_directory_relative_to_its_home(tmp_path: Path, postgres_url: str,

@@ -18,7 +18,8 @@ SESSDEX = Path(sys.executable).with_name("sessdex")
 def _sessdex(agent_dir: Path, url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(SESSDEX), "--agent-dir", str(agent_dir), "--catalog", url, *args], cwd=cwd,
                           capture_output=True, text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(agent_dir.parent)})
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(agent_dir.parent),
+                               "SESSDEX_AUTOWATCH": "0"})
 
 
 @pytest.fixture

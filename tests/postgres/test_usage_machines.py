@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
 from tests.catalog import test_usage
 from tests.catalog.test_usage import (
     KINDS,
@@ -180,6 +181,6 @@ def test_a_shared_catalog_of_an_older_sessdex_is_emptied_and_indexed_again(machi
     machines.index(capsys, monkeypatch, catalog=postgres_url)  # the devbox indexes its own files again
     _check_against_sqlite(machines, capsys, postgres_url, own)
     with psycopg.connect(postgres_url) as connection:
-        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001_baseline",)]
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [(SCHEMA_REVISION,)]
         assert connection.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'usage_totals'"
                                   " AND column_name = 'json'").fetchone() == (0,)

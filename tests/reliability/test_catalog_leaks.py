@@ -61,11 +61,13 @@ def test_a_line_break_in_a_cwd_does_not_break_the_table(hostile_tree: Tree) -> N
     project = hostile_tree.project("proj")
     hostile_tree.session(project, "ef56000000000004", [user("broken rows"), assistant("ok")],
                          head=header("ef56000000000004", f"{project}/line\nbreak\rand\ttab"), mtime_ms=BASE_MS + 3000)
-    result = run_sessdex(hostile_tree, "list", cwd=project)
+    result = run_sessdex(hostile_tree, "list", "--table", cwd=project)
     assert result.code == 0, result.err
     rows = result.out.splitlines()
     assert len(rows) == 1 + 4, rows  # the heading and one line per session
     assert any("line break" in row for row in rows), rows
+    piped = run_sessdex(hostile_tree, "list", cwd=project).out.splitlines()  # tab-separated, no heading
+    assert len(piped) == 4 and len({row.count("\t") for row in piped}) == 1, piped
 
 
 def test_json_keeps_the_exact_text_as_escapes(hostile_tree: Tree) -> None:

@@ -1,5 +1,5 @@
-"""Trials of hostile files against core, through real `sessdex` processes where a command is involved
-(issue 11): one bad line or file is skipped and counted, never fails a command about the others; nothing
+"""Trials of hostile files against core, through real `sessdex` processes where a command is involved:
+one bad line or file is skipped and counted, never fails a command about the others; nothing
 blocks on a FIFO or reads a device; refused inputs end with one line and the right status."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Trials of real processes writing one session (issue 11): nothing acknowledged is lost, modes are kept,
+"""Trials of real processes writing one session: nothing acknowledged is lost, modes are kept,
 a killed rewrite leaves nothing behind once the session is opened again."""
 
 from __future__ import annotations
