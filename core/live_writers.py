@@ -87,3 +87,30 @@ def refuse_if_written_elsewhere(path: str | os.PathLike[str], *, wait_seconds: f
                 f"{os.fspath(path)} is open for writing by process {listed} (the agent?); "
                 "rewriting it now would lose what that process writes next. Retry once it has exited.")
         time.sleep(0.05)
+
+
+def files_open_for_writing(*, proc: str = PROC) -> set[tuple[int, int]]:
+    """The (device, inode) of every file another process of this user has open for writing, found in one walk
+    of /proc (for checking many files at once; `writers_of` asks about one). Empty where there is no /proc."""
+    try:
+        pids = [name for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        return set()
+    own = str(os.getpid())
+    found: set[tuple[int, int]] = set()
+    for pid in pids:
+        if pid == own:
+            continue
+        fd_dir = f"{proc}/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:  # another user's process, or it just exited
+            continue
+        for fd in fds:
+            try:
+                info = os.stat(f"{fd_dir}/{fd}")
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) not in found and _opened_for_writing(f"{proc}/{pid}/fdinfo/{fd}"):
+                found.add((info.st_dev, info.st_ino))
+    return found

@@ -317,6 +317,19 @@ def make_event(session_id: str, machine: str, op: str, *, now_ms: int | None = N
     return {"session": session_id, "machine": machine, "op": op, **fields, "time": moment}
 
 
+def events_restoring(marks: Marks, session_id: str, machine: str, *, now_ms: int | None = None
+                     ) -> list[dict[str, Any]]:
+    """The events that give `session_id` the marks `marks` (a fork that keeps its source's marks)."""
+    moment = int(time.time() * 1000) if now_ms is None else now_ms
+    events = [make_event(session_id, machine, op, now_ms=moment) for op, on in
+              (("pin", marks.pinned), ("star", marks.starred)) if on]
+    if marks.tags:
+        events.append(make_event(session_id, machine, "tag", now_ms=moment, add=list(marks.tags), remove=[]))
+    if marks.note:
+        events.append(make_event(session_id, machine, "note", now_ms=moment, text=marks.note))
+    return events
+
+
 def append_events(paths: AgentPaths, events: Iterable[dict[str, Any]]) -> None:
     """Append events to the marks file, each under the writers' lock, then fsync: durable when this returns.
 

@@ -1,5 +1,6 @@
 """The session trash: `<agent dir>/trash/` mirrors `<agent dir>/sessions/`, so a trashed file goes back exactly
-where it was. Nothing here ever deletes a file: trashing and restoring are renames that refuse to overwrite."""
+where it was. Trashing and restoring are renames that refuse to overwrite; the one deletion sessdex makes is
+`trash empty` (`files_to_empty`, then `delete_from_trash`), of files already in the trash."""
 
 from __future__ import annotations
 
@@ -141,9 +142,10 @@ def trashed_sessions(paths: AgentPaths) -> list[TrashedSession]:
     return sorted(found, key=lambda item: item.trashed_ms, reverse=True)
 
 
-def find_trashed(value: str, paths: AgentPaths) -> TrashedSession:
-    """The one trashed session whose id starts with `value` (or whose trash path is `value`)."""
-    items = trashed_sessions(paths)
+def find_trashed(value: str, paths: AgentPaths, items: list[TrashedSession] | None = None) -> TrashedSession:
+    """The one trashed session whose id starts with `value` (or whose trash path is `value`), among `items`
+    (default: the trash as it is now; a caller looking up several ids reads it once)."""
+    items = trashed_sessions(paths) if items is None else items
     matches = [item for item in items if item.info.id == value or str(item.info.path) == value] or \
               [item for item in items if item.info.id.startswith(value)]
     if not matches:
@@ -158,3 +160,92 @@ def restore_session(item: TrashedSession) -> Path:
     """Move a trashed session back where it was; return that path."""
     _move_without_overwriting(Path(item.info.path), item.restore_to, item.sessions_root)
     return item.restore_to
+
+
+@dataclass(frozen=True)
+class TrashFile:
+    """A session file `trash empty` would delete: where it is, its size, when it was trashed, and its identity
+    (device, inode) so that a file put at the same path since it was listed is never the one deleted."""
+
+    path: str
+    size: int
+    trashed_s: float
+    identity: tuple[int, int]
+
+
+def _check_trash_root(root: Path) -> bool:
+    """Whether there is a trash to empty: a real folder of this user (a symlink or someone else's is refused)."""
+    try:
+        result = os.lstat(root)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(result.st_mode):
+        raise SessdexError(f"{root} is a symlink or not a folder; sessdex will not delete through it")
+    if hasattr(os, "getuid") and result.st_uid != os.getuid():
+        raise SessdexError(f"{root} belongs to another user; sessdex leaves it alone")
+    return True
+
+
+def files_to_empty(paths: AgentPaths, older_than: float | None = None, now: float | None = None) -> list[TrashFile]:
+    """The session files in the trash that `trash empty` deletes: every one, or (`older_than`, seconds) those
+    trashed at least that long ago (by the time the move changed them, their ctime), oldest first. Only this
+    user's regular files: a symlink, a FIFO or another user's file in the trash is never touched."""
+    import time
+
+    root = trash_root(paths)
+    if not _check_trash_root(root):
+        return []
+    moment = time.time() if now is None else now
+    found = []
+    for entry in session_file_entries(root, recursive=True):
+        try:
+            result = os.lstat(entry.path)
+        except OSError:
+            continue  # restored meanwhile
+        if not stat.S_ISREG(result.st_mode) or (hasattr(os, "getuid") and result.st_uid != os.getuid()):
+            continue
+        if older_than is not None and moment - result.st_ctime < older_than:
+            continue
+        found.append(TrashFile(entry.path, result.st_size, result.st_ctime, (result.st_dev, result.st_ino)))
+    return sorted(found, key=lambda item: (item.trashed_s, item.path))
+
+
+def delete_from_trash(paths: AgentPaths, files: list[TrashFile]) -> list[TrashFile]:
+    """Delete `files` (from `files_to_empty`) for good: the only deletion sessdex makes. A file restored or
+    replaced since it was listed is left alone; folders of the trash left empty are removed. Returns the files
+    deleted."""
+    from sessdex.core.storage import fsync_directory
+
+    root = trash_root(paths)
+    if not files or not _check_trash_root(root):
+        return []
+    deleted: list[TrashFile] = []
+    folders = set()
+    for item in files:
+        try:
+            result = os.lstat(item.path)
+        except FileNotFoundError:
+            continue
+        if (result.st_dev, result.st_ino) != item.identity or not stat.S_ISREG(result.st_mode):
+            continue
+        try:
+            os.unlink(item.path)
+        except FileNotFoundError:
+            continue
+        deleted.append(TrashFile(item.path, result.st_size, item.trashed_s, item.identity))
+        folders.add(os.path.dirname(item.path))
+    for folder in folders:
+        fsync_directory(Path(folder))
+    _remove_empty_folders(root)
+    return deleted
+
+
+def _remove_empty_folders(root: Path) -> None:
+    """Remove the folders below `root` that hold nothing any more (deepest first; never `root`, never a link)."""
+    for folder, _subfolders, _files in sorted(os.walk(root, followlinks=False), key=lambda item: -len(item[0])):
+        if os.path.abspath(folder) == os.path.abspath(root):
+            continue
+        try:
+            os.rmdir(folder)  # fails unless empty
+        except OSError:
+            continue

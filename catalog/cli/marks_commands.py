@@ -28,7 +28,7 @@ from sessdex.catalog.cli.output import (
 )
 from sessdex.catalog.cli.read_guard import json_refusal, require_agent_dir
 from sessdex.core.errors import SessdexError, UsageError
-from sessdex.core.marks import NO_MARKS, Marks, append_events, current_marks, make_event, valid_note, valid_tag
+from sessdex.core.marks import NO_MARKS, Marks, append_events, make_event, valid_note, valid_tag
 
 if TYPE_CHECKING:
     from sessdex.catalog.store.settings import Settings
@@ -49,13 +49,13 @@ def _add_session_argument(parser: argparse.ArgumentParser) -> None:
 
 def _set_marks(args: argparse.Namespace, settings: Settings, op: str, done: str, **fields: Any) -> int:
     """Resolve SESSION, append one `op` event for it, and say what its marks are now."""
-    from sessdex.catalog.cli.manage_commands import find_session
+    from sessdex.catalog.cli.manage_commands import all_marks, find_session
 
     with json_refusal(args.as_json):
         paths = _paths(args, settings)
         info = find_session(settings, args.value)
         append_events(paths, [make_event(info.id, settings.machine_name, op, **fields)])
-        marks = current_marks(paths).get(info.id, NO_MARKS)
+        marks = all_marks(settings).get(info.id, NO_MARKS)  # this machine's file and every other machine's
     if args.as_json:
         echo_json(session_json(info, marks))
     else:
@@ -190,8 +190,8 @@ def run_marks(args: argparse.Namespace, settings: Settings) -> int:
     ids = sorted(marks, key=lambda session_id: (not marks[session_id].pinned, not marks[session_id].starred,
                                                 session_id))
     if args.as_json:
-        echo_json([{**(session_json(sessions[session_id]) if session_id in sessions else {"id": session_id}),
-                    "marks": marks[session_id].to_json()} for session_id in ids])
+        echo_json([session_json(sessions[session_id], marks[session_id]) if session_id in sessions else
+                   {"id": session_id, "marks": marks[session_id].to_json()} for session_id in ids])
         return 0
     if not ids:
         echo("No marked sessions", err=True)
@@ -251,36 +251,17 @@ def run_tags(args: argparse.Namespace, settings: Settings) -> int:
 
 # A session file changed this recently may be open in a live agent: prune leaves it alone.
 LIVE_SECONDS = 10 * 60
-_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
-
-
-def duration(text: str) -> float:
-    """An argument type: `90d`, `12h`, `2w`, `30m`, `45s` as seconds."""
-    unit = text[-1:].lower()
-    number = text[:-1]
-    if unit not in _DURATION_UNITS or not number.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 90d, 12h, 2w, 30m")
-    return int(number) * _DURATION_UNITS[unit]
-
-
-def byte_size(text: str) -> int:
-    """An argument type: `500`, `10k`, `2M`, `1G` as bytes."""
-    lowered = text.strip().lower()
-    digits = len(lowered) - len(lowered.lstrip("0123456789"))
-    number, unit = lowered[:digits], lowered[digits:]
-    if not number or unit not in _SIZE_UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 500, 10k, 2M")
-    return int(number) * _SIZE_UNITS[unit]
 
 
 def add_prune_arguments(parser: argparse.ArgumentParser) -> None:
+    from sessdex.catalog.cli.manage_commands import byte_size, duration
+
     parser.description = """\
 Move the sessions that match every given condition to the trash (`sessdex trash restore ID` brings one back).
 
-Never a pinned, starred, tagged or noted session, never one whose file changed in the last 10 minutes (a live
-agent may have it open). The sessions are listed first; they are moved after a yes on a terminal, or with
---yes. Nothing is ever deleted."""
+Never a pinned, starred, tagged or noted session, never one whose file changed in the last 10 minutes or that
+another process has open for writing (a live agent). The sessions are listed first; they are moved after a
+yes on a terminal, or with --yes. Nothing is ever deleted."""
     parser.add_argument("--older-than", type=duration, metavar="AGE",
                         help="Sessions not changed for AGE (90d, 12h, 2w).")
     parser.add_argument("--empty", action="store_true", help="Sessions without a message.")
@@ -324,7 +305,10 @@ class PruneRule:
 
 def prune_candidates(sessions: list[SessionInfo], marks: dict[str, Marks], rule: PruneRule
                      ) -> list[tuple[SessionInfo, int]]:
-    """The sessions `rule` selects, each with its file's size, oldest first (a file gone meanwhile is left out)."""
+    """The sessions `rule` selects, each with its file's size, oldest first (a file gone meanwhile is left out,
+    and so is one another process has open for writing: an agent idle for hours still has its session open)."""
+    from sessdex.core.live_writers import files_open_for_writing
+
     chosen = []
     for info in sessions:
         try:
@@ -332,12 +316,16 @@ def prune_candidates(sessions: list[SessionInfo], marks: dict[str, Marks], rule:
         except OSError:
             continue
         if rule.selects(info, result.st_size, result.st_mtime, marks.get(info.id)):
-            chosen.append((info, result.st_size, result.st_mtime))
+            chosen.append((info, result.st_size, result.st_mtime, (result.st_dev, result.st_ino)))
+    if chosen:
+        open_elsewhere = files_open_for_writing()
+        chosen = [item for item in chosen if item[3] not in open_elsewhere]
     chosen.sort(key=lambda item: (item[2], item[0].path_text))
-    return [(info, size) for info, size, _mtime in chosen]
+    return [(info, size) for info, size, _mtime, _identity in chosen]
 
 
 def run_prune(args: argparse.Namespace, settings: Settings) -> int:
+    from sessdex.catalog.cli.manage_commands import human_size
     from sessdex.catalog.queries.open_source import open_session_source
     from sessdex.core.trash import trash_session
 
@@ -368,21 +356,19 @@ def run_prune(args: argparse.Namespace, settings: Settings) -> int:
                 echo(f"sessdex: {info.id} was not moved: {exc}", err=True)
     if args.as_json:
         if move:
-            echo_json([{**session_json(info), "path": target, "restoreTo": info.path_text} for info, target in moved])
+            echo_json([{**session_json(info, marks.get(info.id, NO_MARKS)), "path": target,
+                        "restoreTo": info.path_text} for info, target in moved])
         else:
-            echo_json([{**session_json(info), "size": size} for info, size in candidates])
+            echo_json([{**session_json(info, marks.get(info.id, NO_MARKS)), "size": size}
+                       for info, size in candidates])
     if move:
         moved_bytes = sum(size for info, size in candidates if any(info is done for done, _target in moved))
-        echo(f"Moved {len(moved)} session(s) ({_megabytes(moved_bytes)}) to the trash; "
+        echo(f"Moved {len(moved)} session(s) ({human_size(moved_bytes)}) to the trash; "
              "`sessdex trash list` shows them, `sessdex trash restore ID` brings one back.", err=True)
     else:
         hint = "" if args.dry_run else " (pass --yes to move them)"
-        echo(f"Would move {len(candidates)} session(s) ({_megabytes(total)}) to the trash{hint}.", err=True)
+        echo(f"Would move {len(candidates)} session(s) ({human_size(total)}) to the trash{hint}.", err=True)
     return 0
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / 1e6:.1f} MB"
 
 
 def _print_candidates(candidates: list[tuple[SessionInfo, int]]) -> None:
@@ -401,9 +387,11 @@ def _print_candidates(candidates: list[tuple[SessionInfo, int]]) -> None:
 
 def _confirmed(count: int, total: int) -> bool:
     """Ask on a terminal; elsewhere (a script, a pipe) the answer is no: only --yes moves without a terminal."""
+    from sessdex.catalog.cli.manage_commands import human_size
+
     if not sys.stdin.isatty():
         return False
     from sessdex.catalog.cli.output import confirm
 
-    return confirm(f"Move these {count} session(s) ({_megabytes(total)}) to the trash?")
+    return confirm(f"Move these {count} session(s) ({human_size(total)}) to the trash?")
 

@@ -139,14 +139,14 @@ def selected_fields(value: Any, fields: Sequence[str]) -> Any:
 
 # The fields of a session object (`session_json`), which every command printing sessions has.
 SESSION_FIELDS = ("id", "path", "cwd", "title", "name", "created", "modified", "messageCount", "firstMessage",
-                  "cost", "totalTokens", "machine")
+                  "cost", "totalTokens", "machine", "marks")
 
 SEARCH_FIELDS = (*SESSION_FIELDS, "field", "snippet")  # a search hit: where it matched, and the snippet
 RESUME_FIELDS = (*SESSION_FIELDS, "action", "source")  # a resolution: open or fork, and the session forked
 TRASH_FIELDS = (*SESSION_FIELDS, "restoreTo")
 USAGE_FIELDS = ("period", "session", "project", "model", "start", "end", "active", "path", "cwd",
                 "title", "firstMessage", "input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost",
-                "messages", "sessions", "models", "breakdown", "projection")  # a usage report's rows
+                "messages", "sessions", "models", "breakdown", "projection", "marks")  # a usage report's rows
 ALL_JSON_FIELDS = frozenset((*SEARCH_FIELDS, *RESUME_FIELDS, *TRASH_FIELDS, *USAGE_FIELDS))
 
 
@@ -228,27 +228,43 @@ def whole(value: float) -> float | int:
 
 
 def error_json(error: Exception) -> dict[str, Any]:
-    """A refusal for `--json`: the message and the sessions it concerns (candidates of an ambiguous prefix)."""
+    """A refusal for `--json`: the message and the sessions it concerns (candidates of an ambiguous prefix), each
+    with its marks when the command that refused had read them (`candidate_marks`: session id -> Marks)."""
     candidates = getattr(error, "candidates", None) or []
-    return {"error": str(error), "candidates": [session_json(info) for info in candidates]}
+    marks: dict[str, Marks] | None = getattr(error, "candidate_marks", None)
+    if marks is None:
+        return {"error": str(error), "candidates": [session_json(info) for info in candidates]}
+    from sessdex.core.marks import NO_MARKS
+
+    return {"error": str(error), "candidates": [session_json(info, marks.get(info.id, NO_MARKS))
+                                                for info in candidates]}
 
 
-def resume_json(result: ResumeResult, cwd: str | None) -> dict[str, Any]:
+def resume_json(result: ResumeResult, cwd: str | None, marks: dict[str, Marks] | None = None) -> dict[str, Any]:
     """A `resume --json` answer: the session object of the file to open, plus `action` (open / fork) and the
-    directory to run the agent in (`cwd`: the session's own, or this one for a fork)."""
+    directory to run the agent in (`cwd`: the session's own, or this one for a fork). `marks` (session id ->
+    Marks): each session object says its marks (a fork's own: none unless they were kept)."""
     from sessdex.core.discovery import read_session_info
+    from sessdex.core.marks import NO_MARKS
 
     path = result.path_text
     info = result.session if result.action == "open" and result.session is not None else \
         read_session_info(path) if os.path.isfile(path) else None
-    base: dict[str, Any] = session_json(info) if info is not None else {
+
+    def marks_of(session_id: str | None) -> Marks | None:
+        return None if marks is None else marks.get(session_id or "", NO_MARKS)
+
+    base: dict[str, Any] = session_json(info, marks_of(info.id)) if info is not None else {
         "id": None, "path": path, "cwd": cwd, "title": None, "name": os.path.basename(path),
         "created": None, "modified": None, "messageCount": 0, "firstMessage": None}
+    if info is None and marks is not None:
+        base["marks"] = NO_MARKS.to_json()
     base["path"] = path
     if cwd is not None:
         base["cwd"] = cwd
     base["action"] = result.action
-    base["source"] = session_json(result.session) if result.action == "fork" and result.session is not None else None
+    base["source"] = session_json(result.session, marks_of(result.session.id)) \
+        if result.action == "fork" and result.session is not None else None
     return base
 
 

@@ -165,26 +165,31 @@ def fork_confirmation(assume: bool | None) -> Callable[[SessionInfo], bool]:
 
 def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, *, assume: bool | None,
                as_json: bool, session_dir: Path | None, own_dir: bool = False, shell: bool = False,
-               json_fields: Sequence[str] = ()) -> int:
+               json_fields: Sequence[str] = (), keep_marks: str | None = None) -> int:
     """`sessdex resume VALUE`: print the file an id prefix or path resolves to, forking on `assume` or a yes.
 
     `assume` is `fork_choice(...)`; the picker for a missing VALUE is `pick_commands.resume_without_value`'s.
     `own_dir`: a session of another project is opened where it lives instead of forked. `shell`: print the
     directory to run the agent in, then the file (two lines, for the `sessdex init` function).
     With `as_json`, a refusal prints `{"error", "candidates"}` on stdout besides the message on stderr.
+    `keep_marks` (this machine's name): a fork gets the marks of the session it was forked from; otherwise a
+    fork starts unmarked (it has an id of its own).
     """
     if value is None:
         raise UsageError("resume needs a session id prefix or a path (or run `sessdex pick`)")
     if as_json and shell:
         raise UsageError("--json and --shell cannot be combined")
     with json_refusal(as_json):
-        result, run_in = _resolve(open_source, paths, value, assume=assume, session_dir=session_dir, own_dir=own_dir)
+        result, run_in, marks = _resolve(open_source, paths, value, assume=assume, session_dir=session_dir,
+                                         own_dir=own_dir, with_marks=as_json or keep_marks is not None)
+        if result.action == "fork" and result.session is not None and keep_marks is not None:
+            marks = _keep_marks(paths, keep_marks, result, marks or {})
     if result.action == "open" and not os.path.isfile(result.path_text):
         echo(f"{result.path_text} does not exist yet: opening it starts a new session there.", err=True)
     if result.action == "fork" and result.session is not None:
         echo(f"Forked {result.session.id} from {result.session.cwd} into {result.path_text}", err=True)
     if as_json:
-        echo_json(resume_json(result, run_in), fields=json_fields)
+        echo_json(resume_json(result, run_in, marks), fields=json_fields)
     elif shell:
         print_shell_target(run_in, result.path_text)
     else:
@@ -192,10 +197,25 @@ def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, 
     return 0
 
 
+def _keep_marks(paths: AgentPaths, machine: str, result: ResumeResult, marks: dict[str, Marks]) -> dict[str, Marks]:
+    """Give the fork `result` made the marks of its source (appended to the marks file); the marks with them."""
+    from sessdex.core.discovery import read_session_info
+    from sessdex.core.marks import append_events, events_restoring
+
+    assert result.session is not None
+    kept = marks.get(result.session.id)
+    forked = read_session_info(result.path_text)
+    if kept is None or kept.empty or forked is None:
+        return marks
+    append_events(paths, events_restoring(kept, forked.id, machine))
+    return {**marks, forked.id: kept}
+
+
 def _resolve(open_source: SourceOpener, paths: AgentPaths, value: str, *, assume: bool | None,
-             session_dir: Path | None, own_dir: bool) -> tuple[ResumeResult, str]:
-    """The resume result and the directory the agent should run in for it."""
-    from sessdex.core.errors import SessionInOtherProjectError
+             session_dir: Path | None, own_dir: bool, with_marks: bool = False
+             ) -> tuple[ResumeResult, str, dict[str, Marks] | None]:
+    """The resume result, the directory the agent should run in for it, and (`with_marks`) every session's marks."""
+    from sessdex.core.errors import AmbiguousSessionError, SessionInOtherProjectError
     from sessdex.core.resume import ResumeResult, is_path_like, resolve_resume
 
     cwd = current_directory()
@@ -207,21 +227,26 @@ def _resolve(open_source: SourceOpener, paths: AgentPaths, value: str, *, assume
         return confirm(info)
 
     with open_source() as source:
-        if own_dir and value and not is_path_like(value):
-            info = source.find_session_by_id(value, cwd, session_dir)
-            return ResumeResult("open", info.path_text, info), info.cwd or cwd
+        marks = source.marks() if with_marks else None
         try:
+            if own_dir and value and not is_path_like(value):
+                info = source.find_session_by_id(value, cwd, session_dir)
+                return ResumeResult("open", info.path_text, info), info.cwd or cwd, marks
             result = resolve_resume(value, cwd, session_dir, paths=paths, confirm_fork=confirm_fork,
                                     find_session=lambda v, c, d, *, paths: source.find_session_by_id(v, c, d))
+        except AmbiguousSessionError as error:
+            error.candidate_marks = marks  # type: ignore[attr-defined]  # for the candidates' JSON
+            raise
         except SessionInOtherProjectError as error:
             refusal = SessionInOtherProjectError(f"{error}; {OTHER_PROJECT_WAY_OUT}")
             refusal.candidates = asked  # type: ignore[attr-defined]  # the session refused, for --json
+            refusal.candidate_marks = marks  # type: ignore[attr-defined]
             raise refusal from None
     if result.action == "fork":
-        return result, cwd
+        return result, cwd, marks
     if result.session is not None:
-        return result, result.session.cwd or cwd
-    return result, _header_cwd(result.path_text) or cwd
+        return result, result.session.cwd or cwd, marks
+    return result, _header_cwd(result.path_text) or cwd, marks
 
 
 HEADER_PREFIX_BYTES = 64 * 1024  # the header (and a title line before it) is at the start of the file
@@ -257,6 +282,7 @@ def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool,
     with json_refusal(as_json), open_source() as source:
         target = continue_target(current_directory(), session_dir, paths=paths,
                                  most_recent=source.most_recent_session_file)
+        marks = source.marks() if as_json and target is not None else {}
     message = "No session to continue in this project: xcsh --continue starts a new one."
     if target is None:
         if as_json:
@@ -265,9 +291,11 @@ def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool,
         return 1
     if as_json:
         from sessdex.core.discovery import read_session_info
+        from sessdex.core.marks import NO_MARKS
 
         info = read_session_info(target)
-        echo_json(session_json(info) if info is not None else {"path": target}, fields=json_fields)
+        echo_json(session_json(info, marks.get(info.id, NO_MARKS)) if info is not None else {"path": target},
+                  fields=json_fields)
     else:
         echo(target)
     return 0

@@ -80,6 +80,9 @@ project is forked into this one on confirmation. Without VALUE, opens the sessio
     parser.add_argument("--shell", action="store_true",
                         help="Print two lines: the directory to run the agent in, then the file.")
     add_session_dir_option(parser, "Read this session folder instead of the project's folders.")
+    parser.add_argument("--keep-marks", action="store_true",
+                        help="A fork keeps the pins, stars, tags and note of the session it is forked from "
+                             "(otherwise it starts unmarked).")
 
 
 def run_resume(args: argparse.Namespace, settings: Settings) -> int:
@@ -98,7 +101,8 @@ def run_resume(args: argparse.Namespace, settings: Settings) -> int:
         return session_commands.run_resume(lambda: session_source(args, settings), settings.paths, value,
                                            assume=assume, as_json=args.as_json, session_dir=args.session_dir,
                                            own_dir=args.own_dir, shell=args.shell,
-                                           json_fields=args.json_fields)
+                                           json_fields=args.json_fields,
+                                           keep_marks=settings.machine_name if args.keep_marks else None)
 
     try:
         return resume(args.value)

@@ -34,6 +34,9 @@ an entry a fork copied from its parent session is counted once, in the parent. D
                         help="One short line for a prompt or a status line: today's cost and tokens, the active block.")
     add_json_option(parser, "Print JSON instead of a table.", USAGE_FIELDS)
     add_table_option(parser)
+    from sessdex.catalog.cli.marks_filters import add_marks_filter_options  # --tag, --pinned, --starred
+
+    add_marks_filter_options(parser)
 
 
 def run_usage(args: argparse.Namespace, settings: Settings) -> int:
@@ -43,6 +46,7 @@ def run_usage(args: argparse.Namespace, settings: Settings) -> int:
 
     return usage_output.run_usage(lambda: session_source(args, settings), kind=usage_output.report_kind(args.report),
                                   days=usage_output.date_range(args.since, args.until),
+                                  wanted=usage_output.MarksFilter.of(args),
                                   all_projects=args.all_projects, breakdown=args.breakdown, as_json=args.as_json,
                                   json_fields=args.json_fields, table=args.table)
 

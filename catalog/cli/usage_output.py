@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from sessdex.catalog.cli.marks_filters import MarksFilter
 from sessdex.catalog.cli.output import current_directory, echo, output_width, selected_fields, tab_separated
 from sessdex.catalog.queries.source import SessionSource
 from sessdex.catalog.tui.terminal_text import terminal_json
@@ -18,6 +19,7 @@ from sessdex.core.usage import UsageReport
 from sessdex.core.usage_terms import REPORT_KINDS, DateRange, ReportKind, parse_day
 
 SourceOpener = Callable[[], SessionSource]
+
 
 DEFAULT_REPORT: ReportKind = "daily"
 
@@ -49,10 +51,22 @@ def date_range(since: str | None, until: str | None) -> DateRange:
 
 
 def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, all_projects: bool, breakdown: bool,
-              as_json: bool, json_fields: Sequence[str] = (), table: bool = False) -> int:
-    """`sessdex usage KIND`: tokens and cost per period, session, project or model, with a totals row."""
+              as_json: bool, json_fields: Sequence[str] = (), table: bool = False,
+              wanted: MarksFilter | None = None) -> int:
+    """`sessdex usage KIND`: tokens and cost per period, session, project or model, with a totals row (`wanted`:
+    over the sessions with these marks only)."""
     with open_source() as source:
-        report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
+        if wanted is not None and wanted.active:
+            from sessdex.catalog.cli.marks_usage import marked_usage_report
+
+            report = marked_usage_report(source, wanted, kind, current_directory(), all_projects=all_projects,
+                                         days=days)
+        else:
+            report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
+        if kind == "session" and as_json:
+            from sessdex.catalog.cli.marks_usage import add_session_marks
+
+            add_session_marks(report, source.marks())
         progress = source.content_index_progress()
     if progress is not None:
         echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "

@@ -168,3 +168,69 @@ def test_a_kill_mid_write_loses_at_most_that_mark(paths: AgentPaths, delay: floa
     mark(paths, "after", "pin", int(time.time() * 1000))
     facts, bad = read_file_facts(marks_path(paths))
     assert bad <= 1 and current_marks(paths)["after"].pinned
+
+
+# A writer that stops half-way through the line of session "victim", with the writers' lock held, and waits to
+# be killed: the state a SIGKILL in the middle of a marks write leaves.
+TORN_CHILD = """
+import os, sys, time
+from sessdex.core.marks import append_events, make_event
+from sessdex.core.paths import AgentPaths
+paths = AgentPaths(agent_dir=sys.argv[1], home=sys.argv[1], tmp_dir=sys.argv[1])
+real_write = os.write
+
+def half_then_hang(fd, data):
+    if b'"victim"' in bytes(data):
+        written = real_write(fd, bytes(data)[: len(data) // 2])
+        print("torn", flush=True)
+        time.sleep(120)
+        return written
+    return real_write(fd, data)
+
+os.write = half_then_hang
+append_events(paths, [make_event("victim", "here", "note", text="lost with the kill " * 4)])
+"""
+
+WAITING_CHILD = """
+import sys
+from sessdex.core.marks import append_events, make_event
+from sessdex.core.paths import AgentPaths
+paths = AgentPaths(agent_dir=sys.argv[1], home=sys.argv[1], tmp_dir=sys.argv[1])
+append_events(paths, [make_event("waiter", "here", "star")])
+print("done", flush=True)
+"""
+
+
+def test_a_kill_in_the_middle_of_a_write_loses_only_that_mark(paths: AgentPaths) -> None:
+    for n in range(5):
+        mark(paths, f"kept{n}", "pin", 1000 + n)
+    before = marks_path(paths).read_bytes()
+    torn = subprocess.Popen([sys.executable, "-c", TORN_CHILD, str(paths.agent_dir)], stdout=subprocess.PIPE,
+                            text=True)
+    waiter = None
+    try:
+        assert torn.stdout is not None and torn.stdout.readline() == "torn\n"
+        data = marks_path(paths).read_bytes()
+        assert data.startswith(before) and len(data) > len(before) and not data.endswith(b"\n")  # half a line
+        # Another writer waits for the lock the torn one holds, and goes on once the kernel drops it.
+        waiter = subprocess.Popen([sys.executable, "-c", WAITING_CHILD, str(paths.agent_dir)],
+                                  stdout=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        assert waiter.poll() is None and marks_path(paths).read_bytes() == data  # blocked on the lock
+        assert set(current_marks(paths)) == {f"kept{n}" for n in range(5)}  # a reader skips the torn line
+    finally:
+        torn.send_signal(signal.SIGKILL)
+        torn.wait()
+        torn.stdout.close()  # type: ignore[union-attr]
+        if waiter is not None:
+            out, _err = waiter.communicate(timeout=30)
+            assert out == "done\n"
+    marks = current_marks(paths)
+    assert set(marks) == {*(f"kept{n}" for n in range(5)), "waiter"} and marks["waiter"].starred
+    assert all(marks[f"kept{n}"].pinned for n in range(5))
+    data = marks_path(paths).read_bytes()
+    assert data.startswith(before) and data.endswith(b"\n")
+    facts, bad = read_file_facts(marks_path(paths))
+    assert bad == 1  # the torn half, ended by the next append, is one bad line and nothing else
+    mark(paths, "after", "pin", int(time.time() * 1000))
+    assert current_marks(paths)["after"].pinned
