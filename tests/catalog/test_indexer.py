@@ -231,6 +231,7 @@ def test_incremental_indexing_equals_a_whole_file_scan(tmp_path_factory, lines, 
         open_catalog(resolve_location(template)).close()
     root = tmp_path_factory.mktemp("prop")
     shutil.copyfile(template / "catalog.db", root / "catalog.db")
+    os.chmod(root / "catalog.db", 0o600)  # a copy gets the umask's mode; sessdex refuses a catalog others can read
     database = open_catalog(resolve_location(root))
     original_chunk = reader_module.CHUNK_BYTES
     reader_module.CHUNK_BYTES = chunk
