@@ -1,6 +1,6 @@
 """The first hour on a corpus: each figure against `python -c pass` and raw read + parse, measured in the same run.
 
-    python scripts/bench_first_hour.py --agent-dir DIR [--runs 3]
+    python scripts/bench_first_hour.py --agent-dir DIR [--runs 3] [--skip-concurrent]
 
 DIR is a generated corpus (scripts/gen_corpus.py; e.g. 10,000 sessions, or 100,000 in 1,000 projects with
 --shape small-messages). The catalog is `DIR/catalog.db`, deleted before each first-index scenario. Figures:
@@ -11,7 +11,9 @@ DIR is a generated corpus (scripts/gen_corpus.py; e.g. 10,000 sessions, or 100,0
   the same sessions as `--catalog off`;
 - on the complete catalog, without a watcher and with one: resume, list, recent, continue, search WORD --all,
   usage daily --all, each against `python -c pass`.
-Run it niced on a quiet machine; wall times on a shared machine vary.
+`--skip-concurrent` leaves out the scenarios with a writer running beside (each is one more first index: at
+100,000 sessions the run is then about a third as long). Run it niced on a quiet machine; wall times on a
+shared machine vary, so the first index also prints its CPU time (user + system) beside read + parse's.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ import orjson
 SESSDEX = str(Path(sys.executable).parent / "sessdex")
 
 
+LAST_CPU_SECONDS = [0.0]  # user + system CPU time of the last `timed` child
+READ_PARSE_CPU_SECONDS = [0.0]  # CPU time of the last read_and_parse
+
+
 def timed(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int, str]:
     """(seconds, peak RSS in MB of the child, stdout) of one run."""
     started = time.perf_counter()
@@ -38,6 +44,7 @@ def timed(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int, s
     out = process.stdout.read() if process.stdout else b""
     _pid, _status, usage = os.wait4(process.pid, 0)
     process.returncode = 0
+    LAST_CPU_SECONDS[0] = usage.ru_utime + usage.ru_stime
     return time.perf_counter() - started, usage.ru_maxrss // 1024, out.decode(errors="replace")
 
 
@@ -48,6 +55,7 @@ def median_time(argv: list[str], env: dict[str, str], cwd: str, runs: int) -> fl
 def read_and_parse(root: Path) -> tuple[float, int]:
     """Seconds to read and orjson-parse every line of every session file; the number of files."""
     started = time.perf_counter()
+    cpu_started = time.process_time()
     files = 0
     for path in root.rglob("*.jsonl"):
         files += 1
@@ -56,6 +64,7 @@ def read_and_parse(root: Path) -> tuple[float, int]:
                 orjson.loads(line)
             except orjson.JSONDecodeError:
                 pass
+    READ_PARSE_CPU_SECONDS[0] = time.process_time() - cpu_started
     return time.perf_counter() - started, files
 
 
@@ -71,28 +80,9 @@ def one_session(root: Path) -> tuple[str, str]:
     return path.name.rsplit("_", 1)[-1][:8], str(path.parent)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agent-dir", type=Path, required=True)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--word", default="parser")
-    args = parser.parse_args()
-    agent = args.agent_dir.resolve()
-    root = agent / "sessions"
-    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent), "SESSDEX_AUTOWATCH": "0"}
-    env.pop("SESSDEX_CATALOG", None)
-    cwd = str(Path.home())
-    cli = [SESSDEX]
-    prefix, _folder = one_session(root)
-    floor = median_time([sys.executable, "-c", "pass"], env, cwd, max(5, args.runs))
-    raw, files = read_and_parse(root)
-    print(f"corpus {agent}: {files} files; python -c pass {floor * 1000:.1f} ms; read + parse {raw:.2f} s", flush=True)
-
-    remove_catalog(agent)
-    index_alone, index_rss, _ = timed([*cli, "index"], env, cwd)
-    print(f"first index alone: {index_alone:.2f} s = {index_alone / raw:.2f}x read + parse; peak RSS {index_rss} MB",
-          flush=True)
-
+def concurrent_scenarios(cli: list[str], env: dict[str, str], cwd: str, agent: Path, prefix: str, floor: float,
+                         index_alone: float) -> None:
+    """resume 1 s after a first index / watch starts; list --all 1 s after a first index starts (vs --catalog off)."""
     for writer in ("index", "watch"):
         remove_catalog(agent)
         background = subprocess.Popen([*cli, writer], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
@@ -118,6 +108,35 @@ def main() -> int:
     same = orjson.loads(listed) == orjson.loads(reference)
     print(f"list --all 1 s after a first `index`: {seconds:.2f} s = {seconds / index_alone:.2f}x the index alone; "
           f"same sessions as --catalog off: {same}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agent-dir", type=Path, required=True)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--word", default="parser")
+    parser.add_argument("--skip-concurrent", action="store_true",
+                        help="leave out resume/list --all while a first index or watch runs")
+    args = parser.parse_args()
+    agent = args.agent_dir.resolve()
+    root = agent / "sessions"
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent), "SESSDEX_AUTOWATCH": "0"}
+    env.pop("SESSDEX_CATALOG", None)
+    cwd = str(Path.home())
+    cli = [SESSDEX]
+    prefix, _folder = one_session(root)
+    floor = median_time([sys.executable, "-c", "pass"], env, cwd, max(5, args.runs))
+    raw, files = read_and_parse(root)
+    print(f"corpus {agent}: {files} files; python -c pass {floor * 1000:.1f} ms; read + parse {raw:.2f} s", flush=True)
+
+    remove_catalog(agent)
+    index_alone, index_rss, _ = timed([*cli, "index"], env, cwd)
+    print(f"first index alone: {index_alone:.2f} s = {index_alone / raw:.2f}x read + parse; peak RSS {index_rss} MB; "
+          f"CPU {LAST_CPU_SECONDS[0]:.2f} s = {LAST_CPU_SECONDS[0] / READ_PARSE_CPU_SECONDS[0]:.2f}x read + parse's "
+          f"{READ_PARSE_CPU_SECONDS[0]:.2f} s", flush=True)
+
+    if not args.skip_concurrent:  # each ends with a complete catalog, as the index alone left it
+        concurrent_scenarios(cli, env, cwd, agent, prefix, floor, index_alone)
 
     commands = {"resume": ["resume", prefix, "--own-dir"], "list": ["list"], "recent": ["recent"],
                 "continue": ["continue"], "search --all": ["search", args.word, "--all"],

@@ -285,5 +285,11 @@ def dispatch(args: Sequence[str]) -> int:
         print(overview())
         return 0
     run = command_function(parsed.command, "run")
+    if sys.stderr.isatty():
+        # A read command that finds the catalog incomplete says how far its indexing is (see cli.progress).
+        from sessdex.catalog.cli.progress import pass_reporter
+        from sessdex.catalog.index import pass_progress
+
+        pass_progress.install(pass_reporter)
     return run(parsed, settings_of(parsed))
 

@@ -309,6 +309,12 @@ def _first_frame_picker(catalog: Catalog, settings: Settings, cwd: str, session_
     with terminal:
         columns, rows = _terminal_size(terminal)
         found = catalog.picker_first_screen(cwd, session_dir, all_projects=scope == "all", limit=body_height(rows))
+        if found is not None and not found[1]:
+            # Nothing of the scope in the catalog yet (a first run): the newest files' first 4 KB paint it.
+            from sessdex.catalog.queries.picker_source import headers_first_screen
+
+            folders = [catalog.sessions_root] if scope == "all" else catalog.project_dirs(cwd, session_dir)
+            found = headers_first_screen(folders, recursive=scope == "all", limit=body_height(rows))
         if found is None or not found[1] or rows < FIXED_LINES + 1:
             return None
         first_rows, ids = found

@@ -42,6 +42,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from enum import Enum
 from typing import Any, NamedTuple
 
+from sessdex.catalog.index import pass_progress
 from sessdex.catalog.index.bulk_writer import (
     INSERT_MESSAGE,
     INSERT_USAGE_FACT,
@@ -313,7 +314,8 @@ class Indexer:
                     progress: Callable[[str, Outcome], None] | None = None) -> dict[Outcome, int]:
         """Index many paths, batching small files into shared transactions; return a count per outcome.
 
-        `progress(path, outcome)` is called once per path, in order.
+        `progress(path, outcome)` is called once per path, in order; without it, the reporter installed in
+        `sessdex.catalog.index.pass_progress` (if any) is told how far the paths are.
         """
         keys = []
         for path in paths:
@@ -322,6 +324,13 @@ class Indexer:
                 keys.append(key)
             else:
                 self.skipped_names.append(key)
+        if progress is not None:
+            return self._index_keys(keys, progress)
+        # Nobody asked for progress (a read command's pass): the installed reporter, if any, shows it.
+        with pass_progress.reporting("Reading new session files", len(keys)) as advance:
+            return self._index_keys(keys, None if advance is None else lambda _path, _outcome: advance(1))
+
+    def _index_keys(self, keys: list[str], progress: Callable[[str, Outcome], None] | None) -> dict[Outcome, int]:
         counts: dict[Outcome, int] = {}
         position = reported = 0
         bulk_connection = self.db.sqlite_writer() if keys else None

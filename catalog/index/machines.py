@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sessdex.catalog.index.indexer import delete_files_texts
+from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.machine import host_name
 
@@ -27,7 +28,8 @@ def register_machine(db: CatalogDatabase, sessions_root: str, *, content: bool |
     `content` switches message text on or off.
 
     Turning content off deletes the message text this machine stored before (in the same transaction);
-    turning it back on makes the next freshness pass read every file of this machine again.
+    turning it back on queues this machine's files for `catalog.index.content_index` (see `_queue_content`), or
+    where it cannot, makes the next freshness pass read every file of this machine again.
     """
     row = machine_row(db)
     wanted = {"machine": db.machine, "host": host_name(), "sessions_root": sessions_root,
@@ -44,7 +46,24 @@ def register_machine(db: CatalogDatabase, sessions_root: str, *, content: bool |
         if not wanted["content"] and (row is None or row["content"]):
             _delete_message_text(db)
         elif wanted["content"] and row is not None and not row["content"]:
-            db.execute("forget_machine_reads", {"own_machine": db.machine})  # the text left out before is read on the next pass
+            if not _queue_content(db):
+                db.execute("forget_machine_reads", {"own_machine": db.machine})  # the text left out before is read again
+
+
+def _queue_content(db: CatalogDatabase) -> bool:
+    """Record every file of this machine as the content backlog (`fts.FILES_BACKLOG_KEY`), inside the caller's write
+    transaction: their message rows, full-text entries and usage facts are then read in large chunks, as after a
+    listing-first index, instead of file by file. Only on a SQLite catalog that holds no backlog yet and no other
+    machine's rows (a backlog is an id range of the whole catalog); False otherwise."""
+    connection = db.sqlite_writer()
+    if connection is None or fts.read_backlog(connection, fts.FILES_BACKLOG_KEY) or fts.read_backlog(connection):
+        return False
+    others, first, last = connection.execute(
+        "SELECT count(*) FILTER (WHERE machine != ?), min(id), max(id) FROM session_files", (db.machine,)).fetchone()
+    if others or first is None:
+        return False
+    fts.write_files_backlog(connection, (first, first - 1, last))
+    return True
 
 
 def _delete_message_text(db: CatalogDatabase) -> None:

@@ -33,7 +33,12 @@ def _storable_figure(value: Any) -> Any:
 
 def fact_values(file_id: int, fact: UsageFact, pending: bool) -> tuple[Any, ...]:
     """A fact as a row's values, in `statements.USAGE_FACT_COLUMNS` order (copied is decided later)."""
-    return (file_id, pending, False, *map(_storable_figure, fact))
+    # The integer fields are checked first: almost every fact is within range, and is then taken as it is.
+    for value in (fact.ts_ms, fact.input_tokens, fact.output_tokens, fact.cache_read_tokens, fact.cache_write_tokens,
+                  fact.cost_nanos):
+        if type(value) is int and not -MAX_USAGE_INTEGER <= value <= MAX_USAGE_INTEGER:
+            return (file_id, pending, False, *map(_storable_figure, fact))
+    return (file_id, pending, False, *fact)
 
 
 def insert_usage_facts(db: CatalogDatabase, file_id: int, facts: Sequence[UsageFact], pending: bool) -> None:

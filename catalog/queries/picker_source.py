@@ -6,16 +6,55 @@ the picker shows: the first `rows` answers from the source as it is (so that the
 with a freshness pass first only when that gives nothing); the picker then calls `refresh`, which brings
 the scope up to date once. The picker calls it from a worker thread (content search runs off the UI
 thread), so its state sits behind a lock.
+
+`headers_first_screen` is the first screen of a catalog that holds nothing of the scope yet (a first run): the
+newest files by mtime, each read from its first 4 KB only, so the first paint never waits for a first index.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from sessdex.catalog.queries.git_repo import repository_dirs, under_any
 from sessdex.catalog.queries.source import PickerRow, Scope, SessionSource
+from sessdex.core.discovery import RECENT_PREFIX_BYTES, session_files, summarize_bytes
+from sessdex.core.paths import SESSION_SUFFIX
+from sessdex.core.records import is_listable_session
+from sessdex.core.regular_files import read_regular_file
+from sessdex.core.summary import session_info
+
+
+def headers_first_screen(folders: Iterable[str | os.PathLike[str]], *, recursive: bool,
+                         limit: int) -> tuple[list[PickerRow], list[str]]:
+    """The picker's first screen from the files alone (`recursive`: every folder below `folders`): the `limit`
+    newest sessions by mtime that show a message within their first 4 KB, each built from those 4 KB only, and
+    the session id of every session file by its name (`<timestamp>_<id>.jsonl`: the count and the id prefix
+    length, without opening the files).
+
+    For a catalog that holds nothing of the scope yet: reading grows with the files listed, not with their
+    size or their number of messages. A row's counts and usage are those of its first 4 KB until the picker's
+    own rows (read once the scope is indexed) replace the screen.
+    """
+    files = [item for folder in folders for item in session_files(folder, recursive=recursive)]
+    files.sort(key=lambda item: (-item[1], str(item[0])))
+    rows: list[PickerRow] = []
+    for path, mtime_ms in files:
+        if len(rows) >= limit:
+            break
+        try:
+            prefix = read_regular_file(path, RECENT_PREFIX_BYTES)  # refuses what became a FIFO or a device
+        except OSError:
+            continue  # gone or unreadable since it was listed: the full rows will say
+        summary = summarize_bytes(prefix)[0]
+        if not is_listable_session(path.name, summary.session_id if summary.header_valid else None):
+            continue
+        if summary.message_count:
+            rows.append(PickerRow.from_info(session_info(path, summary, "", mtime_ms)))
+    ids = [path.name.removesuffix(SESSION_SUFFIX).rsplit("_", 1)[-1] for path, _mtime in files]
+    return rows, ids
 
 
 class PickerSource:

@@ -302,3 +302,34 @@ def test_usage_completes_a_small_backlog_and_says_how_far_an_unfinished_one_is(a
     finished = run_cli([*base, "usage", "daily", "--all", "--json"], capsys)
     assert finished.code == 0 and "incomplete" not in finished.err
     assert finished.out == expected.out
+
+
+def test_content_after_no_content_is_read_in_chunks_from_the_backlog_and_equals_a_full_index(
+        agent: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    catalog_file = tmp_path / "catalog.db"
+    base = ["--agent-dir", str(agent), "--catalog", str(catalog_file)]
+    monkeypatch.chdir(tmp_path)
+    assert run_cli([*base, "index", "--no-content"], capsys).code == 0
+    from sessdex.catalog.index.machines import register_machine
+
+    db = _open(catalog_file)
+    try:
+        assert db.scalar("count_messages") == 0
+        stats_before = db.sqlite_reader().execute("SELECT id, mtime_ns, head_digest FROM session_files").fetchall()
+        register_machine(db, str(agent / "sessions"), content=True)
+        # The rows keep what was read (no file is read again from the start): only their content is queued.
+        assert db.sqlite_reader().execute("SELECT id, mtime_ns, head_digest FROM session_files").fetchall() == stats_before
+        progress = content_backlog(db)
+        assert (progress.done, progress.total, progress.unit) == (0, len(stats_before), "sessions")
+    finally:
+        db.close()
+    assert run_cli([*base, "index", "--content"], capsys).code == 0
+    db = _open(catalog_file)
+    try:
+        assert content_backlog(db) is None
+    finally:
+        db.close()
+    reference_file = tmp_path / "inline.db"
+    inline_index(agent, reference_file)
+    assert content_index(catalog_file) == content_index(reference_file)
+    assert usage_by_path(catalog_file) == usage_by_path(reference_file)

@@ -178,3 +178,62 @@ def test_the_index_lock_never_follows_a_symlink(tree: Tree, tmp_path: Path) -> N
     with pytest.raises(PrivateFileError, match="symlink"), index_lock(location, wait=False):
         pass  # refused, as every file of sessdex's planted as a symlink is
     assert target.read_text() == "keep"
+
+
+def _list_all_with_stderr(tree: Tree, *, terminal: bool, delay: str) -> tuple[str, str]:
+    """(stdout, stderr) of a real `sessdex list --all` process, its stderr a pseudo-terminal when `terminal`."""
+    import pty
+    import select
+
+    env = {**os.environ, "SESSDEX_PROGRESS_AFTER": delay, "PI_CODING_AGENT_DIR": str(tree.paths.agent_dir)}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    sessdex_script = str(Path(sys.executable).parent / "sessdex")
+    controller = None
+    if terminal:
+        controller, stderr_end = pty.openpty()
+    else:
+        stderr_end = subprocess.PIPE
+    process = subprocess.Popen([sessdex_script, "list", "--all"], env=env, cwd=tree.home, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=stderr_end)
+    if controller is None:
+        out, err = process.communicate(timeout=60)
+        return out.decode(), err.decode()
+    os.close(stderr_end)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([controller], [], [], 60)
+        if not ready:
+            break
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the process ended: the terminal is gone
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert process.stdout is not None
+    with process.stdout:
+        out = process.stdout.read()
+    process.wait(timeout=60)
+    os.close(controller)
+    return out.decode(), seen.decode(errors="replace")
+
+
+def test_a_read_command_that_indexes_shows_its_progress_on_a_terminal_only_and_erases_it(tree: Tree) -> None:
+    populate(tree)
+    for index in range(20):
+        tree.session(tree.project("proj"), f"f{index:015d}", [user(f"task {index}"), assistant("ok")],
+                     mtime_ms=BASE_MS + index)
+    out, err = _list_all_with_stderr(tree, terminal=True, delay="0")
+    assert "Reading new session files" in err and "of 24 (" in err
+    assert err.endswith("\r\x1b[K")  # erased before the answer
+    assert "task 7" in out
+    catalog_file(tree).unlink()
+    out, err = _list_all_with_stderr(tree, terminal=False, delay="0")
+    assert "Reading new session files" not in err and "task 7" in out
+
+
+def test_a_quick_pass_says_nothing_even_on_a_terminal(tree: Tree) -> None:
+    populate(tree)
+    out, err = _list_all_with_stderr(tree, terminal=True, delay="30")
+    assert "Reading new session files" not in err and "fix the parser" in out
