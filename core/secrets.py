@@ -83,6 +83,31 @@ def might_hold_secret(text: str) -> bool:
     return any(keyword in lower for keyword in _KEYWORDS)
 
 
+# The keywords as bytes, each with the set of its bytes, and every byte some keyword holds.
+_KEYWORD_BYTES = tuple((keyword, keyword.encode("ascii"), frozenset(keyword.encode("ascii"))) for keyword in _KEYWORDS)
+_KEYWORD_ALPHABET = tuple(bytes((byte,)) for byte in sorted({byte for _, _, held in _KEYWORD_BYTES for byte in held}))
+# Raw JSON in which a keyword could hide from a byte search: a `\u` escape can spell any character, and the Kelvin
+# sign (U+212A, UTF-8 e2 84 aa) lower-cases to an ASCII "k" (the only character outside ASCII whose lower case
+# completes an ASCII keyword).
+_HIDING = (b"\\u", "\u212a".encode("utf-8"))
+
+
+def keywords_in_json(raw: bytes) -> tuple[str, ...]:
+    """The rules' keywords that may occur in any string of the JSON value `raw` is the text of (a superset: key
+    names, numbers and escapes count too); () when none can, so the value needs no redaction at all.
+
+    This is the pre-check of whole session lines, run on the raw bytes before (or instead of) parsing: first which
+    of the keywords' bytes occur at all (one C-speed `memchr` per byte), then only the keywords made of present
+    bytes are searched for. A line with an escape that could spell a keyword gets every keyword, to be decided
+    string by string.
+    """
+    if any(hiding in raw for hiding in _HIDING):
+        return _KEYWORDS
+    lower = raw.lower()
+    present = frozenset(byte[0] for byte in _KEYWORD_ALPHABET if byte in lower)
+    return tuple(keyword for keyword, encoded, held in _KEYWORD_BYTES if held <= present and encoded in lower)
+
+
 # Values that assignment-style rules would match but which are placeholders, not secrets.
 _PLACEHOLDER = re.compile(r"(?i)^(?:\$\{?[A-Z_]+\}?|<[^>]*>|x{6,}|\*{6,}|\.{3,}|changeme|your[_-].*|example.*"
                           r"|\[REDACTED:[a-z-]+\])$")
@@ -138,17 +163,20 @@ def redact(text: str, keywords: tuple[str, ...] | None = None) -> str:
     return "".join(parts)
 
 
-def redact_value(value: Any) -> Any:
+def redact_value(value: Any, keywords: tuple[str, ...] | None = None) -> Any:
     """`value` (parsed JSON) with every string inside it redacted; containers holding a secret are copied, never
     changed in place, and a value in which no rule's keyword occurs is returned as it is.
 
     The keyword pre-check runs once on the whole value serialized (fast, in C); the strings inside are then only
-    searched for the keywords found there.
+    searched for the keywords found there. `keywords`, when given, are those known to be the only ones that can
+    occur in `value` (say, from `keywords_in_json` on the line it was parsed from): the serialization is skipped.
     """
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, keywords)
     if not isinstance(value, (dict, list)):
         return value
+    if keywords is not None:
+        return _redact_within(value, keywords) if keywords else value
     try:
         serialized = orjson.dumps(value).decode("utf-8")
     except (TypeError, orjson.JSONEncodeError):
