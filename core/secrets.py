@@ -83,29 +83,44 @@ def might_hold_secret(text: str) -> bool:
     return any(keyword in lower for keyword in _KEYWORDS)
 
 
-# The keywords as bytes, each with the set of its bytes, and every byte some keyword holds.
-_KEYWORD_BYTES = tuple((keyword, keyword.encode("ascii"), frozenset(keyword.encode("ascii"))) for keyword in _KEYWORDS)
-_KEYWORD_ALPHABET = tuple(bytes((byte,)) for byte in sorted({byte for _, _, held in _KEYWORD_BYTES for byte in held}))
+# The pre-check of raw lines looks for a smaller set of keywords: those that hold no other keyword ("key" stands for
+# "private key", "accountkey=" and "private_key_id"). Each keyword is tried when one of the ones it holds is found.
+_MINIMAL = tuple(keyword for keyword in _KEYWORDS if not any(other != keyword and other in keyword for other in _KEYWORDS))
+_MINIMAL_BYTES = tuple(keyword.encode("ascii") for keyword in _MINIMAL)
+_COVERS = tuple((keyword, frozenset(small for small in _MINIMAL if small in keyword)) for keyword in _KEYWORDS)
 # Raw JSON in which a keyword could hide from a byte search: a `\u` escape can spell any character, and the Kelvin
 # sign (U+212A, UTF-8 e2 84 aa) lower-cases to an ASCII "k" (the only character outside ASCII whose lower case
 # completes an ASCII keyword).
 _HIDING = (b"\\u", "\u212a".encode("utf-8"))
+# Lower-cases ASCII letters and turns every byte that neither a minimal keyword nor a hiding sequence holds into a
+# space, in one pass: each occurrence of one of them then lies inside one space-separated word.
+_KEPT = frozenset(b"".join((*_MINIMAL_BYTES, *_HIDING)))
+_WORDS = bytes((byte | 0x20 if 65 <= byte <= 90 else byte) if (byte | 0x20 if 65 <= byte <= 90 else byte) in _KEPT
+               else 0x20 for byte in range(256))
+# Whether any of them occurs, in one call (on short lines the overhead of a call per keyword is what costs).
+_ANY_WORD = re.compile(b"|".join(re.escape(word) for word in sorted((*_MINIMAL_BYTES, *_HIDING), key=len, reverse=True)))
+# Lines longer than this are searched in their distinct words only: long tool output repeats its words a lot, and
+# a search per keyword over every byte would cost many times the parse of the line.
+_DISTINCT_WORDS_FROM = 2048
 
 
 def keywords_in_json(raw: bytes) -> tuple[str, ...]:
     """The rules' keywords that may occur in any string of the JSON value `raw` is the text of (a superset: key
     names, numbers and escapes count too); () when none can, so the value needs no redaction at all.
 
-    This is the pre-check of whole session lines, run on the raw bytes before (or instead of) parsing: first which
-    of the keywords' bytes occur at all (one C-speed `memchr` per byte), then only the keywords made of present
-    bytes are searched for. A line with an escape that could spell a keyword gets every keyword, to be decided
-    string by string.
+    This is the pre-check of whole session lines, run on the raw bytes before (or instead of) parsing: one pass maps
+    the line to its lower-cased words, and only the few minimal keywords are searched for there. A line with an
+    escape that could spell a keyword gets every keyword, to be decided string by string.
     """
-    if any(hiding in raw for hiding in _HIDING):
+    words = raw.translate(_WORDS)
+    if len(words) > _DISTINCT_WORDS_FROM:
+        words = b" ".join(set(words.split()))
+    if _ANY_WORD.search(words) is None:
+        return ()
+    if any(hiding in words for hiding in _HIDING):
         return _KEYWORDS
-    lower = raw.lower()
-    present = frozenset(byte[0] for byte in _KEYWORD_ALPHABET if byte in lower)
-    return tuple(keyword for keyword, encoded, held in _KEYWORD_BYTES if held <= present and encoded in lower)
+    found = frozenset(keyword for keyword, encoded in zip(_MINIMAL, _MINIMAL_BYTES) if encoded in words)
+    return tuple(keyword for keyword, covers in _COVERS if not covers.isdisjoint(found))
 
 
 # Values that assignment-style rules would match but which are placeholders, not secrets.
