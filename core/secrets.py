@@ -97,8 +97,10 @@ _HIDING = (b"\\u", "\u212a".encode("utf-8"))
 _KEPT = frozenset(b"".join((*_MINIMAL_BYTES, *_HIDING)))
 _WORDS = bytes((byte | 0x20 if 65 <= byte <= 90 else byte) if (byte | 0x20 if 65 <= byte <= 90 else byte) in _KEPT
                else 0x20 for byte in range(256))
-# Whether any of them occurs, in one call (on short lines the overhead of a call per keyword is what costs).
-_ANY_WORD = re.compile(b"|".join(re.escape(word) for word in sorted((*_MINIMAL_BYTES, *_HIDING), key=len, reverse=True)))
+_SEARCHED = (*_MINIMAL_BYTES, *_HIDING)
+# Whether any of them occurs in a short line, in one call (there the overhead of a call per keyword is what costs;
+# on long text an alternation is slow wherever a keyword's first letter is frequent, as in `xxxx`).
+_ANY_WORD = re.compile(b"|".join(re.escape(word) for word in sorted(_SEARCHED, key=len, reverse=True)))
 # Lines longer than this are searched in their distinct words only: long tool output repeats its words a lot, and
 # a search per keyword over every byte would cost many times the parse of the line.
 _DISTINCT_WORDS_FROM = 2048
@@ -115,7 +117,9 @@ def keywords_in_json(raw: bytes) -> tuple[str, ...]:
     words = raw.translate(_WORDS)
     if len(words) > _DISTINCT_WORDS_FROM:
         words = b" ".join(set(words.split()))
-    if _ANY_WORD.search(words) is None:
+        if not any(word in words for word in _SEARCHED):
+            return ()
+    elif _ANY_WORD.search(words) is None:
         return ()
     if any(hiding in words for hiding in _HIDING):
         return _KEYWORDS

@@ -110,9 +110,13 @@ def test_matches_are_sorted_and_merged_and_redaction_is_stable() -> None:
 
 
 def _lines_of(text: str) -> list[bytes]:
-    """`text` inside a session entry, as the agent writes it and as other JSON writers may (escaped)."""
-    entry = {"type": "message", "id": "e1", "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
-    return [orjson.dumps(entry), json.dumps(entry).encode("ascii"), json.dumps(entry, ensure_ascii=False).encode()]
+    """`text` inside a session entry, as the agent writes it and as other JSON writers may (escaped), alone and
+    inside a long tool output (long lines are checked by their distinct words)."""
+    lines = []
+    for shown in (text, "line 1 of the output\n" * 150 + text + "\nxxxx" * 600):
+        entry = {"type": "message", "id": "e1", "message": {"role": "user", "content": [{"type": "text", "text": shown}]}}
+        lines += [orjson.dumps(entry), json.dumps(entry).encode("ascii"), json.dumps(entry, ensure_ascii=False).encode()]
+    return lines
 
 
 @pytest.mark.parametrize(("kind", "text", "secret"), POSITIVE, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(POSITIVE)])
