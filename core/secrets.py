@@ -83,6 +83,50 @@ def might_hold_secret(text: str) -> bool:
     return any(keyword in lower for keyword in _KEYWORDS)
 
 
+# The pre-check of raw lines looks for a smaller set of keywords: those that hold no other keyword ("key" stands for
+# "private key", "accountkey=" and "private_key_id"). Each keyword is tried when one of the ones it holds is found.
+_MINIMAL = tuple(keyword for keyword in _KEYWORDS if not any(other != keyword and other in keyword for other in _KEYWORDS))
+_MINIMAL_BYTES = tuple(keyword.encode("ascii") for keyword in _MINIMAL)
+_COVERS = tuple((keyword, frozenset(small for small in _MINIMAL if small in keyword)) for keyword in _KEYWORDS)
+# Raw JSON in which a keyword could hide from a byte search: a `\u` escape can spell any character, and the Kelvin
+# sign (U+212A, UTF-8 e2 84 aa) lower-cases to an ASCII "k" (the only character outside ASCII whose lower case
+# completes an ASCII keyword).
+_HIDING = (b"\\u", "\u212a".encode("utf-8"))
+# Lower-cases ASCII letters and turns every byte that neither a minimal keyword nor a hiding sequence holds into a
+# space, in one pass: each occurrence of one of them then lies inside one space-separated word.
+_KEPT = frozenset(b"".join((*_MINIMAL_BYTES, *_HIDING)))
+_WORDS = bytes((byte | 0x20 if 65 <= byte <= 90 else byte) if (byte | 0x20 if 65 <= byte <= 90 else byte) in _KEPT
+               else 0x20 for byte in range(256))
+_SEARCHED = (*_MINIMAL_BYTES, *_HIDING)
+# Whether any of them occurs in a short line, in one call (there the overhead of a call per keyword is what costs;
+# on long text an alternation is slow wherever a keyword's first letter is frequent, as in `xxxx`).
+_ANY_WORD = re.compile(b"|".join(re.escape(word) for word in sorted(_SEARCHED, key=len, reverse=True)))
+# Lines longer than this are searched in their distinct words only: long tool output repeats its words a lot, and
+# a search per keyword over every byte would cost many times the parse of the line.
+_DISTINCT_WORDS_FROM = 2048
+
+
+def keywords_in_json(raw: bytes) -> tuple[str, ...]:
+    """The rules' keywords that may occur in any string of the JSON value `raw` is the text of (a superset: key
+    names, numbers and escapes count too); () when none can, so the value needs no redaction at all.
+
+    This is the pre-check of whole session lines, run on the raw bytes before (or instead of) parsing: one pass maps
+    the line to its lower-cased words, and only the few minimal keywords are searched for there. A line with an
+    escape that could spell a keyword gets every keyword, to be decided string by string.
+    """
+    words = raw.translate(_WORDS)
+    if len(words) > _DISTINCT_WORDS_FROM:
+        words = b" ".join(set(words.split()))
+        if not any(word in words for word in _SEARCHED):
+            return ()
+    elif _ANY_WORD.search(words) is None:
+        return ()
+    if any(hiding in words for hiding in _HIDING):
+        return _KEYWORDS
+    found = frozenset(keyword for keyword, encoded in zip(_MINIMAL, _MINIMAL_BYTES) if encoded in words)
+    return tuple(keyword for keyword, covers in _COVERS if not covers.isdisjoint(found))
+
+
 # Values that assignment-style rules would match but which are placeholders, not secrets.
 _PLACEHOLDER = re.compile(r"(?i)^(?:\$\{?[A-Z_]+\}?|<[^>]*>|x{6,}|\*{6,}|\.{3,}|changeme|your[_-].*|example.*"
                           r"|\[REDACTED:[a-z-]+\])$")
@@ -138,17 +182,20 @@ def redact(text: str, keywords: tuple[str, ...] | None = None) -> str:
     return "".join(parts)
 
 
-def redact_value(value: Any) -> Any:
+def redact_value(value: Any, keywords: tuple[str, ...] | None = None) -> Any:
     """`value` (parsed JSON) with every string inside it redacted; containers holding a secret are copied, never
     changed in place, and a value in which no rule's keyword occurs is returned as it is.
 
     The keyword pre-check runs once on the whole value serialized (fast, in C); the strings inside are then only
-    searched for the keywords found there.
+    searched for the keywords found there. `keywords`, when given, are those known to be the only ones that can
+    occur in `value` (say, from `keywords_in_json` on the line it was parsed from): the serialization is skipped.
     """
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, keywords)
     if not isinstance(value, (dict, list)):
         return value
+    if keywords is not None:
+        return _redact_within(value, keywords) if keywords else value
     try:
         serialized = orjson.dumps(value).decode("utf-8")
     except (TypeError, orjson.JSONEncodeError):

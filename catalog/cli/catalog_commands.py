@@ -66,18 +66,33 @@ def _add_content_options(parser: argparse.ArgumentParser) -> None:
                              "text in the catalog (remembered for this machine; text stored before is deleted).")
     parser.add_argument("--content", dest="content", action="store_true", default=None,
                         help="Index message text again after --no-content.")
-    parser.add_argument("--redact", action="store_true",
+    parser.add_argument("--redact", action="store_true", default=None,
                         help="Keep detected secrets out of the catalog's text (replaced by [REDACTED:<kind>]); the "
-                             "session files are unchanged. Also on with SESSDEX_REDACT=1. Text indexed before "
-                             "stays until --rebuild.")
+                             "session files are unchanged. Remembered in the catalog: later index and watch runs "
+                             "redact without the flag. Also on with SESSDEX_REDACT=1. Text indexed before stays "
+                             "until --rebuild.")
+    parser.add_argument("--no-redact", dest="redact", action="store_false",
+                        help="Forget a remembered --redact: text indexed from now on is stored as it is.")
 
 
-def _apply_redaction(args: argparse.Namespace) -> None:
-    """--redact reaches the file reader (and any process this one starts) through the environment."""
+def _apply_redaction(args: argparse.Namespace, settings: Settings) -> None:
+    """--redact / --no-redact are remembered in the catalog (the indexer reads it there, see
+    sessdex.catalog.index.indexer.redaction_remembered); --redact also reaches the file reader (and any process
+    this one starts) through the environment at once."""
+    if args.redact is None:
+        return
+    from sessdex.catalog.index.file_reader import REDACT_VARIABLE
+    from sessdex.catalog.index.indexer import remember_redaction
+
+    db = open_catalog(settings.location(), machine=settings.machine_name)
+    try:
+        remember_redaction(db, args.redact)
+    finally:
+        db.close()
     if args.redact:
-        from sessdex.catalog.index.file_reader import REDACT_VARIABLE
-
         os.environ[REDACT_VARIABLE] = "1"
+    else:
+        os.environ.pop(REDACT_VARIABLE, None)
 
 
 def open_machine_catalog(settings: Settings, content: bool | None) -> CatalogDatabase:
@@ -115,7 +130,6 @@ def _require_agent_dir(settings: Settings) -> None:
 
 
 def run_index(args: argparse.Namespace, settings: Settings) -> int:
-    _apply_redaction(args)
     _require_agent_dir(settings)
     paths, location = settings.paths, settings.location()
     rebuild, content = args.rebuild, args.content
@@ -123,6 +137,7 @@ def run_index(args: argparse.Namespace, settings: Settings) -> int:
         refuse_while_watched(location, "rebuild the catalog")
         if location.sqlite_path is not None:
             remove_catalog_files(location)
+    _apply_redaction(args, settings)  # (after a rebuild's removal, which would forget it)
     started = time.perf_counter()
     files, size, vanished, failed, total_files, machine = _index_once(
         settings, content, Scope.of(root=paths.sessions_root), rebuild=rebuild)
@@ -191,8 +206,8 @@ While it runs, read commands trust the catalog and skip their own freshness chec
 
 
 def run_watch(args: argparse.Namespace, settings: Settings) -> int:
-    _apply_redaction(args)
     _require_agent_dir(settings)
+    _apply_redaction(args, settings)
     from sessdex.catalog.index.watcher import Watcher, _native_observer, _polling_observer, stop_on_signals
     from sessdex.catalog.store.machine import remember_machine
 

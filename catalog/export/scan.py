@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from sessdex.core.regular_files import open_regular
-from sessdex.core.secrets import find_secrets, might_hold_secret
+from sessdex.core.secrets import find_secrets, keywords_in_json
 
 
 @dataclass(slots=True, frozen=True)
@@ -43,15 +43,15 @@ def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
             stack.extend((child, f"{place}[{index}]") for index, child in reversed(list(enumerate(item))))
 
 
-def scan_record(path: Path, record: Any) -> list[SecretFinding]:
-    """Findings in one parsed JSONL record."""
+def scan_record(path: Path, record: Any, keywords: tuple[str, ...] | None = None) -> list[SecretFinding]:
+    """Findings in one parsed JSONL record (`keywords`: the only rule keywords it can hold, when known)."""
     if not isinstance(record, dict):
         return []
     entry_id = record.get("id") if record.get("type") != "session" else "header"
     entry_id = str(entry_id) if entry_id is not None else "?"
     found = []
     for place, text in _strings(record, ""):
-        for match in find_secrets(text):
+        for match in find_secrets(text, keywords):
             found.append(SecretFinding(path, entry_id, place, match.kind))
     return found
 
@@ -65,12 +65,13 @@ def scan_session_file(path: Path) -> list[SecretFinding] | None:
     found: list[SecretFinding] = []
     with open(fd, "rb") as handle:
         for line in handle:
-            # A line without any rule's keyword (JSON escapes aside) cannot hold a secret: skip parsing it.
-            if not line.strip() or not might_hold_secret(line.decode("utf-8", "replace")):
+            # A line without any rule's keyword cannot hold a secret: it is not even parsed.
+            keywords = keywords_in_json(line)
+            if not keywords or not line.strip():
                 continue
             try:
                 record = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            found.extend(scan_record(path, record))
+            found.extend(scan_record(path, record, keywords))
     return found

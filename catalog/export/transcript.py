@@ -25,7 +25,7 @@ from sessdex.core.jsonl import MAX_LINE_BYTES, UTF8_BOM, parse_line
 from sessdex.core.records import CURRENT_SESSION_VERSION, is_session_header, is_title_line
 from sessdex.core.regular_files import open_regular
 from sessdex.core.runtime import SessionRuntime
-from sessdex.core.secrets import redact, redact_value
+from sessdex.core.secrets import keywords_in_json, redact, redact_value
 from sessdex.core.session_manager import load_session_file, project_loaded_entry
 
 _WHITESPACE = b" \t\r\n"
@@ -232,19 +232,25 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
     offsets = outline.offsets
     skeletons = outline.skeletons
 
-    def prepare(value: Any) -> dict[str, Any]:
+    def prepare(line: bytes, value: Any) -> dict[str, Any]:
         entry = project_loaded_entry(value, blobs)
-        return redact_value(entry) if redact_secrets else entry
+        if not redact_secrets:
+            return entry
+        # Which keywords the raw line holds decides which rules run, and on a line holding none (most of them)
+        # nothing runs at all. Resolved blobs are images (base64), not session text.
+        keywords = keywords_in_json(line)
+        return redact_value(entry, keywords) if keywords else entry
 
     def read(indexes: Iterable[int]) -> Iterator[dict[str, Any]]:
         with open(open_regular(path), "rb") as handle:
             for index in indexes:
                 handle.seek(offsets[index])
-                ok, value = parse_line(handle.readline(MAX_LINE_BYTES + 1))
+                line = handle.readline(MAX_LINE_BYTES + 1)
+                ok, value = parse_line(line)
                 # The file is append-only: the entry is still where the outline saw it, unless the file was
                 # replaced meanwhile (an agent rewrite); then an empty entry stands in rather than a wrong one.
                 same = ok and isinstance(value, dict) and value.get("id") == skeletons[index].get("id")
-                yield prepare(value) if same else {}
+                yield prepare(line, value) if same else {}
 
     def entry_at(index: int) -> dict[str, Any]:
         return next(read((index,)))

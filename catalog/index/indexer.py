@@ -57,6 +57,7 @@ from sessdex.catalog.index.file_reader import (
     HEAD_BYTES,
     INT64_MAX,
     MESSAGE_TEXT_MAX_CHARS,
+    REDACT_VARIABLE,
     HeadValues,
     ReadResult,
     clamp_int64,
@@ -286,6 +287,9 @@ class Indexer:
         self.db = db
         self._clock = clock
         self.content = stores_content(db) if content is None else content
+        if redaction_remembered(db):
+            # The file reader (and any parse worker this process starts) redacts when the variable is set.
+            os.environ[REDACT_VARIABLE] = "1"
         self._writer = _Writer(db, content=self.content)
         self._defer_content = defer_content
         self.failures: list[FileFailure] = []  # files whose indexing raised (recorded as unreadable), oldest first
@@ -806,6 +810,24 @@ class _BulkRun:
     def add(self, key: str, identity: tuple[int, int]) -> None:
         self.paths.add(key)
         self.inodes.setdefault(identity, []).append(key)
+
+
+# The catalog_meta key that remembers `index --redact` / `watch --redact` ("1"): every later indexing into that
+# catalog (index, watch, the quick index of a read command, any machine sharing it) keeps secrets out of its text.
+REDACT_META_KEY = "redact"
+
+
+def redaction_remembered(db: CatalogDatabase) -> bool:
+    """Whether the catalog was told to keep detected secrets out of its text."""
+    return db.scalar("meta_get", {"key": REDACT_META_KEY}) == "1"
+
+
+def remember_redaction(db: CatalogDatabase, redact: bool) -> None:
+    """Remember (or, with False, forget) in the catalog that its text is redacted."""
+    with db.write():
+        db.execute("meta_delete", {"key": REDACT_META_KEY})
+        if redact:
+            db.execute("meta_insert", {"key": REDACT_META_KEY, "value": "1"})
 
 
 def stores_content(db: CatalogDatabase) -> bool:

@@ -21,11 +21,11 @@ def planted_tree(tmp_path: Path) -> tuple[Tree, Path]:
     return tree, session
 
 
-def catalog_bytes(tree: Tree, session: Path) -> bytes:
-    """Every byte sessdex wrote outside the session file (catalog database, its journal and full-text index)."""
+def catalog_bytes(tree: Tree, *sessions: Path) -> bytes:
+    """Every byte sessdex wrote outside the session files (catalog database, its journal and full-text index)."""
     found = b""
     for path in tree.root.rglob("*"):
-        if path.is_file() and path != session:
+        if path.is_file() and path not in sessions:
             found += path.read_bytes()
     return found
 
@@ -58,3 +58,26 @@ def test_doctor_agrees_with_a_redacted_catalog(tmp_path: Path, monkeypatch: pyte
     assert "misread by the catalog: 0" in done.stdout
     assert done.returncode == 0, done.stdout + done.stderr
     assert not any(secret.encode() in catalog_bytes(tree, session) for secret in PLANTED)
+
+
+def test_redact_is_remembered_by_the_catalog_until_no_redact(tmp_path: Path) -> None:
+    tree, session = planted_tree(tmp_path)
+    assert sessdex(tree, "index", "--redact").returncode == 0
+    later_id = "cd34" + SESSION_ID[4:]
+    later = tree.session(tree.project("proj"), later_id, [user("later key " + GITHUB_TOKEN)], mtime_ms=BASE_MS + 5000)
+    done = sessdex(tree, "index")  # no flag: the catalog remembers
+    assert done.returncode == 0, done.stderr
+    stored = catalog_bytes(tree, session, later)
+    assert b"later key" in stored and GITHUB_TOKEN.encode() not in stored
+    # A read command's quick index of a new file redacts too.
+    third = tree.session(tree.project("proj"), "ef56" + SESSION_ID[4:], [user("third " + JWT)], mtime_ms=BASE_MS + 9000)
+    assert sessdex(tree, "search", "third").returncode == 0
+    stored = catalog_bytes(tree, session, later, third)
+    assert b"third" in stored and JWT.encode() not in stored
+    # --no-redact forgets the setting: text indexed from then on is stored as it is.
+    assert sessdex(tree, "index", "--no-redact").returncode == 0
+    fourth = tree.session(tree.project("proj"), "ab78" + SESSION_ID[4:], [user("fourth " + AWS_KEY)],
+                          mtime_ms=BASE_MS + 12000)
+    assert sessdex(tree, "index").returncode == 0
+    stored = catalog_bytes(tree, session, later, third, fourth)
+    assert AWS_KEY.encode() in stored

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
+import orjson
 import pytest
 
-from sessdex.core.secrets import SecretMatch, find_secrets, redact
+from sessdex.core.secrets import SecretMatch, find_secrets, keywords_in_json, redact, redact_value
 
 # Fake credentials, assembled from parts so that no scanner mistakes this file for a leak.
 A40 = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -105,3 +107,40 @@ def test_matches_are_sorted_and_merged_and_redaction_is_stable() -> None:
     once = redact(text)
     assert redact(once) == once
     assert once == "a=[REDACTED:aws-access-key] b=[REDACTED:jwt]"
+
+
+def _lines_of(text: str) -> list[bytes]:
+    """`text` inside a session entry, as the agent writes it and as other JSON writers may (escaped), alone and
+    inside a long tool output (long lines are checked by their distinct words)."""
+    lines = []
+    for shown in (text, "line 1 of the output\n" * 150 + text + "\nxxxx" * 600):
+        entry = {"type": "message", "id": "e1", "message": {"role": "user", "content": [{"type": "text", "text": shown}]}}
+        lines += [orjson.dumps(entry), json.dumps(entry).encode("ascii"), json.dumps(entry, ensure_ascii=False).encode()]
+    return lines
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), POSITIVE, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(POSITIVE)])
+def test_the_raw_line_pre_check_lets_every_secret_through(kind: str, text: str, secret: str) -> None:
+    for line in _lines_of(text):
+        keywords = keywords_in_json(line)
+        assert keywords, line
+        value = orjson.loads(line)
+        assert redact_value(value, keywords) == redact_value(value)
+        assert secret not in orjson.dumps(redact_value(value, keywords)).decode()
+
+
+def test_a_keyword_spelled_with_escapes_or_the_kelvin_sign_is_not_missed() -> None:
+    secret = "q8Zr2LmN4pX7"
+    escaped = b'{"text": "api_\\u006bey = \\"' + secret.encode() + b'\\""}'  # "k" as a JSON escape
+    kelvin = orjson.dumps({"text": 'api_\u212aey = "' + secret + '"'})  # KELVIN SIGN lower-cases to "k"
+    for line in (escaped, kelvin):
+        value = orjson.loads(line)
+        assert secret not in redact_value(value, keywords_in_json(line))["text"]
+
+
+def test_a_line_without_any_keyword_needs_no_redaction() -> None:
+    line = orjson.dumps({"type": "message", "id": "e1", "message": {"role": "toolResult", "content": [
+        {"type": "text", "text": "  12  src/module_3.py: collected 700 items\n" * 50}]}})
+    assert keywords_in_json(line) == ()
+    value = orjson.loads(line)
+    assert redact_value(value, ()) is value
