@@ -51,8 +51,15 @@ from enum import Enum
 from typing import Any, Protocol
 
 from sessdex.catalog.index.content_index import fill_content_index
-from sessdex.catalog.index.indexer import Indexer
-from sessdex.catalog.index.reconcile import ReconcileReport, Scope, StatKey, read_heartbeat, reconcile, stat_key
+from sessdex.catalog.index.reconcile import (
+    ReconcileReport,
+    Scope,
+    StatKey,
+    index_files,
+    read_heartbeat,
+    reconcile,
+    stat_key,
+)
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog
 from sessdex.catalog.store.location import CatalogLocation, exclusive_lock
@@ -340,9 +347,9 @@ class Watcher:
             elif action is Action.REMOVE:
                 self._symlinks.pop(path, None)
         if ordered:
-            indexer = Indexer(db)
-            indexer.index_paths(ordered)
-            self._report_skipped(indexer.failures)
+            # An event for a file that failed before (a chmod, an attribute change) reads it again from the start.
+            retry_among = {path for path, action in changes.files.items() if action is Action.INDEX}
+            self._report_skipped(index_files(db, ordered, retry_among=retry_among))
         self.stats.batches += 1
         self.stats.files_indexed += len(ordered)
 

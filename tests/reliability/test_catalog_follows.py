@@ -1,0 +1,142 @@
+"""Trials of a catalog that must follow every change to the files: a session made readable after it was indexed,
+and a running `sessdex watch` whose sessions folder or agent dir is moved, deleted or created again.
+
+Whatever happened, the catalog (`list --all --json`, answered from the catalog) must say what a file scan
+(`--catalog off`) says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from sessdex.catalog.store.location import resolve_location
+from tests.core.sessiontree import BASE_MS, assistant, user
+from tests.reliability.catalog_support import (
+    SESSDEX,
+    Tree,
+    make_tree,
+    run_sessdex,
+    trial_env,
+)
+
+pytestmark = pytest.mark.reliability
+
+
+def session_id(number: int) -> str:
+    return f"cd3400000000{number:04d}"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Tree:
+    tree = make_tree(tmp_path)
+    project = tree.project("proj")
+    for number in range(3):
+        tree.session(project, session_id(number), [user(f"follow task {number}"), assistant("ok")],
+                     mtime_ms=BASE_MS + number)
+    return tree
+
+
+def listed_ids(tree: Tree, *extra: str) -> list[str]:
+    result = run_sessdex(tree, *extra, "list", "--all", "--json")
+    assert result.code == 0 and "Traceback" not in result.err, result.err
+    return sorted(item["id"] for item in json.loads(result.out))
+
+
+def assert_catalog_equals_file_scan(tree: Tree) -> list[str]:
+    by_catalog, by_files = listed_ids(tree), listed_ids(tree, "--catalog", "off")
+    assert by_catalog == by_files
+    return by_catalog
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.1)
+
+
+def wait_until_catalog_equals_file_scan(tree: Tree, timeout: float = 20.0) -> list[str]:
+    """Wait until the catalog says what the file scan says, and return the ids; fail with both when it never does."""
+    deadline = time.monotonic() + timeout
+    while True:
+        by_catalog, by_files = listed_ids(tree), listed_ids(tree, "--catalog", "off")
+        if by_catalog == by_files:
+            return by_catalog
+        if time.monotonic() > deadline:
+            raise AssertionError(f"catalog {by_catalog} != file scan {by_files}")
+        time.sleep(0.2)
+
+
+# -- a session unreadable when indexed ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("made_readable_under", ["read command", "watch"])
+def test_a_session_made_readable_after_it_was_indexed_is_listed_and_resumed(tree: Tree, made_readable_under: str
+                                                                           ) -> None:
+    """chmod changes neither size nor mtime: the catalog must notice it by the file's ctime."""
+    from tests.reliability.catalog_support import permission_respecting_prefix
+
+    project = tree.project("proj")
+    hidden = next(path for path in tree.project_dir(project).iterdir() if session_id(1) in path.name)
+    hidden.chmod(0)
+    try:
+        assert run_sessdex(tree, "index", obey_permissions=True).code == 0
+        unreadable = run_sessdex(tree, "list", "--all", "--json", obey_permissions=True)
+        assert session_id(1) not in unreadable.out
+    finally:
+        hidden.chmod(0o644)
+    if made_readable_under == "watch":
+        with sessdex_watch(tree, prefix=permission_respecting_prefix()):
+            wait_until_catalog_equals_file_scan(tree)
+    assert assert_catalog_equals_file_scan(tree) == [session_id(n) for n in range(3)]
+    resumed = run_sessdex(tree, "resume", session_id(1), cwd=project)
+    assert resumed.code == 0 and resumed.out.strip() == str(hidden), resumed.err
+
+
+# -- a running watcher whose folders go away ------------------------------------------------------------------
+
+@contextlib.contextmanager
+def sessdex_watch(tree: Tree, prefix: list[str] | None = None) -> Iterator[subprocess.Popen[str]]:
+    """`sessdex watch` as a real process, started once its heartbeat is published; stopped (SIGTERM) after."""
+    location = resolve_location(tree.paths.agent_dir)
+    process = subprocess.Popen([*(prefix or []), str(SESSDEX), "--agent-dir", str(tree.paths.agent_dir), "watch"],
+                               cwd=tree.home, env=trial_env(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        wait_for(lambda: location.watcher_path.exists() or process.poll() is not None)
+        assert process.poll() is None, process.communicate()
+        yield process
+        assert process.poll() is None, process.communicate()
+    finally:
+        process.terminate()
+        _out, err = process.communicate(timeout=30)
+        assert "Traceback" not in err, err
+
+
+def new_sessions(tree: Tree, project_name: str, numbers: range) -> None:
+    project = tree.project(project_name)
+    for number in numbers:
+        tree.session(project, session_id(number), [user(f"follow task {number}"), assistant("ok")],
+                     mtime_ms=BASE_MS + number)
+
+
+def test_trashing_and_restoring_twenty_sessions_under_watch_keeps_the_catalog_equal_to_the_file_scan(tree: Tree
+                                                                                                      ) -> None:
+    new_sessions(tree, "proj", range(3, 20))
+    with sessdex_watch(tree):
+        wait_until_catalog_equals_file_scan(tree)
+        for number in range(20):
+            result = run_sessdex(tree, "trash", session_id(number), cwd=tree.project("proj"))
+            assert result.code == 0, result.err
+        assert wait_until_catalog_equals_file_scan(tree) == []
+        for number in range(20):
+            result = run_sessdex(tree, "trash", "restore", session_id(number))
+            assert result.code == 0, result.err
+        assert wait_until_catalog_equals_file_scan(tree) == [session_id(n) for n in range(20)]
