@@ -216,7 +216,10 @@ def index_lock(location: CatalogLocation, *, wait: bool = True) -> Iterator[bool
 
     path = location.sidecar_file(INDEX_LOCK_SUFFIX)
     try:
-        make_private_dirs(os.path.dirname(path))
+        if location.sqlite_file is None:
+            # A server catalog's lock lives in a local folder that may not exist yet; a SQLite catalog's folder
+            # exists while the catalog does (one deleted with the agent dir under a watcher is not made again).
+            make_private_dirs(os.path.dirname(path))
         fd = open_private(path, os.O_RDWR | os.O_NOFOLLOW)
     except OSError:
         yield True

@@ -19,6 +19,13 @@ While it runs, the watcher holds an exclusive lock next to the catalog (a second
 message) and refreshes a heartbeat file there, which tells read commands they may skip their own
 freshness check. If inotify runs out of watches it says how to raise the limit and falls back to polling.
 
+The sessions root itself can be moved away, deleted or created anew (and the agent dir with it): inotify
+then watches a folder that is no longer the root, or nothing. At every heartbeat the watcher compares the
+root's (device, inode) with the one it scheduled its observer on; when it differs it stops that observer,
+reconciles the root (a root that is gone holds no session: its rows are dropped) and, once a folder is there
+again, watches it anew and reconciles it whole. While the agent dir is gone it publishes no heartbeat and
+never creates it again (nor the catalog in it): it waits, and says so once.
+
 A newer sessdex can upgrade the catalog while the watcher runs (it opens and upgrades it on a user's next
 command). The watcher's code would then keep writing rows without what the newer revisions derive from them
 (their stored texts and cells): at every heartbeat it reads the catalog's revision, and once that is not the one
@@ -42,6 +49,7 @@ import errno
 import os
 import queue
 import signal
+import stat as stat_module
 import sys
 import threading
 import time
@@ -275,6 +283,8 @@ class Watcher:
         self._symlinks: dict[str, StatKey | None] = {}  # symlinked session files -> their target's last stat
         self._db: CatalogDatabase | None = None  # the open catalog (reopened when it fails under the watcher)
         self._wal_identity: tuple[int, int] | None = None  # (device, inode) of the catalog's -wal when opened
+        self._file_identity: tuple[int, int] | None = None  # (device, inode) of a SQLite catalog's file when opened
+        self._pulled_at_last_beat = False
         # Set once the initial scan is done and the heartbeat published, or the server could not be reached for it.
         self.ready = threading.Event()
         self.machine = machine
@@ -284,6 +294,8 @@ class Watcher:
         self._behind_since: float | None = None  # set while the catalog cannot be reached
         self._retry_at = 0.0
         self._reached = False  # the catalog answered once (its machine recorded, its initial scan done)
+        self._observer: Any = None
+        self._root_identity: tuple[int, int] | None = None  # (device, inode) of the root the observer watches
 
     def _say(self, message: str) -> None:
         self._log.write(message + "\n")
@@ -300,9 +312,19 @@ class Watcher:
             raise CatalogError(f"another `sessdex watch`{who} is already keeping {self.location.display} "
                                "current; stop it first or use another --catalog") from None
 
-    def _start_observer(self) -> Any:
+    def _identity_now(self) -> tuple[int, int] | None:
+        """(device, inode) of the sessions root now; None when it is not a folder (moved away, deleted)."""
+        try:
+            status = os.stat(self.root)
+        except OSError:
+            return None
+        return (status.st_dev, status.st_ino) if stat_module.S_ISDIR(status.st_mode) else None
+
+    def _start_observer(self, *, create_root: bool = True) -> Any:
         handler = make_handler(self._events)
-        os.makedirs(self.root, exist_ok=True)
+        if create_root:
+            os.makedirs(self.root, exist_ok=True)
+        self._root_identity = self._identity_now()
         observer = self._observer_factory()
         try:
             observer.schedule(handler, self.root, recursive=True)
@@ -319,6 +341,66 @@ class Watcher:
         observer.schedule(handler, self.root, recursive=True)
         observer.start()
         return observer
+
+    def _stop_observer(self) -> None:
+        if self._observer is not None:
+            with contextlib.suppress(Exception):
+                self._observer.stop()
+                self._observer.join(timeout=5)
+            self._observer = None
+
+    def _follow_root(self) -> bool:
+        """When the sessions root is not the folder the observer watches (moved, deleted, created anew), watch
+        what is there now and reconcile it; True when the catalog was reconciled."""
+        current = self._identity_now()
+        if current == self._root_identity and (current is None) == (self._observer is None):
+            return False
+        self._stop_observer()
+        self._root_identity = current
+        if current is None:
+            self._say(f"sessdex watch: {self.root} is gone (moved or deleted); its sessions leave the catalog "
+                      "and the watch waits for the folder to come back")
+        else:
+            try:
+                self._observer = self._start_observer(create_root=False)
+            except OSError:  # gone again meanwhile: the next heartbeat looks again
+                self._root_identity = None
+                return False
+            self._say(f"sessdex watch: {self.root} is a new folder; watching it and indexing what it holds")
+        if self._db is None or self._behind_since is not None:
+            return True  # the catch-up's pass reconciles the root
+        if current is None:
+            self._drop_root_rows()
+        elif self._catalog_file_now() != self._file_identity:
+            self._reopen()  # the catalog went too (with the agent dir): a new one, reconciled whole
+        else:
+            self._reconcile_root()
+        return True
+
+    def _drop_root_rows(self) -> None:
+        """Drop the rows of a root that is gone, writing nothing but the catalog: the agent dir may be going
+        away with it (a reconcile would make its lock file there again)."""
+        assert self._db is not None
+        from sessdex.catalog.index.indexer import Indexer
+        from sessdex.catalog.index.reconcile import catalog_paths
+
+        try:
+            Indexer(self._db).index_paths(sorted(catalog_paths(self._db, Scope.of(root=self.root))))
+        except CatalogUnavailableError as exc:
+            self._fall_behind(exc)
+        except Exception as exc:  # the catalog went with the agent dir: reopened once the root is back
+            self._say(f"sessdex watch: dropping the sessions of {self.root} failed ({type(exc).__name__}: {exc})")
+
+    def _reconcile_root(self) -> None:
+        assert self._db is not None
+        try:
+            self._report_skipped(reconcile(self._db, Scope.of(root=self.root)).failures)
+        except CatalogUnavailableError as exc:
+            self._fall_behind(exc)
+        except Exception as exc:  # the catalog failed under the watcher: reopened, which reconciles again
+            self._say(f"sessdex watch: indexing {self.root} again failed ({type(exc).__name__}: {exc}); "
+                      "reopening the catalog and going on")
+            self._reopen()
 
     def _publish_heartbeat(self) -> None:
         path = self.location.watcher_path
@@ -401,7 +483,18 @@ class Watcher:
         """Open the catalog; the -wal file it writes to is noted at the next heartbeat."""
         self._wal_identity = None
         db = self._db = open_catalog(self.location, machine=self.machine)
+        self._file_identity = self._catalog_file_now()
         return db
+
+    def _catalog_file_now(self) -> tuple[int, int] | None:
+        """(device, inode) of a SQLite catalog's file now; None when there is none (or the catalog is a server)."""
+        if self.location.sqlite_file is None:
+            return None
+        try:
+            status = os.stat(self.location.sqlite_file)
+        except OSError:
+            return None
+        return status.st_dev, status.st_ino
 
     def _connect(self) -> ReconcileReport:
         """Open the catalog (if not open), record this machine in it and reconcile the whole root: the initial
@@ -453,7 +546,12 @@ class Watcher:
             self._db = None
 
     def _reopen(self) -> None:
-        """Close the catalog (quietly: it may be broken), open it again and reconcile everything."""
+        """Close the catalog (quietly: it may be broken), open it again and reconcile everything.
+
+        Not while the sessions root is gone: the agent dir may be going away with it, and opening would make the
+        catalog again there. The root's return reopens it (_follow_root)."""
+        if self._identity_now() is None and self._db is not None:
+            return
         self._close_quietly()
         try:
             self._report_skipped(reconcile(self._open(), Scope.of(root=self.root)).failures)
@@ -471,9 +569,9 @@ class Watcher:
     def run(self, stop: threading.Event) -> WatchStats:
         """Watch until `stop` is set: observer first, then the initial scan, then debounced batches."""
         with self._single_watcher():
-            observer = None
             try:
-                observer = self._start_observer()  # before the initial scan: nothing written during it is missed
+                # Before the initial scan: nothing written during it is missed.
+                self._observer = self._start_observer()
                 report = self._first_scan()
                 self._symlinks = dict.fromkeys(_symlinked_sessions(self.root))
                 self._changed_symlinks()  # remember their targets' stat as indexed
@@ -485,9 +583,7 @@ class Watcher:
                               f"catalog {self.location.display}")
                 self._loop(stop)
             finally:
-                if observer is not None:
-                    observer.stop()
-                    observer.join(timeout=5)
+                self._stop_observer()
                 self._clear_heartbeat()
                 if self._db is not None:
                     self._db.close()
@@ -510,9 +606,24 @@ class Watcher:
             if self._behind_since is not None and now >= self._retry_at:
                 self._catch_up()
             if now >= next_beat:
-                self._beat()
                 next_beat = now + self._heartbeat_interval
-                if self._catalog_pulled_away():
+                if self._identity_now() is None:
+                    # The sessions root is gone (moved, deleted, maybe with the agent dir): drop its rows and wait,
+                    # making nothing again in the agent dir meanwhile (a heartbeat file, a catalog).
+                    if self._follow_root():
+                        content_complete = False
+                    with contextlib.suppress(OSError):
+                        os.utime(self.location.watcher_path)
+                    continue
+                self._beat()
+                if self._follow_root():
+                    content_complete = False
+                # Reopened when still pulled away at the next heartbeat: the agent dir being deleted file by file
+                # is then gone, and nothing is made again in it (see _reopen).
+                pulled = self._catalog_pulled_away()
+                confirmed, self._pulled_at_last_beat = pulled and self._pulled_at_last_beat, pulled
+                if confirmed:
+                    self._pulled_at_last_beat = False
                     self._say("sessdex watch: the catalog's WAL file was removed; reopening the catalog and "
                               "indexing again what it lost")
                     self._reopen()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -117,6 +119,7 @@ def sessdex_watch(tree: Tree, prefix: list[str] | None = None) -> Iterator[subpr
     finally:
         process.terminate()
         _out, err = process.communicate(timeout=30)
+        print(err)  # the watcher's log, shown when a trial fails
         assert "Traceback" not in err, err
 
 
@@ -125,6 +128,33 @@ def new_sessions(tree: Tree, project_name: str, numbers: range) -> None:
     for number in numbers:
         tree.session(project, session_id(number), [user(f"follow task {number}"), assistant("ok")],
                      mtime_ms=BASE_MS + number)
+
+
+def test_watch_follows_its_sessions_folder_moved_away_and_created_anew(tree: Tree) -> None:
+    sessions = tree.paths.sessions_root
+    with sessdex_watch(tree):
+        wait_until_catalog_equals_file_scan(tree)
+        sessions.rename(sessions.with_name("sessions.old"))
+        new_sessions(tree, "other", range(10, 13))
+        ids = wait_until_catalog_equals_file_scan(tree)
+        assert ids == [session_id(n) for n in range(10, 13)]
+        new_sessions(tree, "other", range(13, 14))  # and it goes on watching the new folder
+        assert wait_until_catalog_equals_file_scan(tree) == [session_id(n) for n in range(10, 14)]
+
+
+def test_watch_follows_its_agent_dir_deleted_and_created_again(tree: Tree) -> None:
+    agent_dir = tree.paths.agent_dir
+    with sessdex_watch(tree):
+        wait_until_catalog_equals_file_scan(tree)
+        kept = agent_dir.with_name("agent.kept")
+        shutil.copytree(agent_dir / "sessions", kept / "sessions")
+        shutil.rmtree(agent_dir)
+        time.sleep(1.5)  # three heartbeats
+        os.makedirs(agent_dir, exist_ok=True)
+        shutil.copytree(kept / "sessions", agent_dir / "sessions")
+        new_sessions(tree, "proj", range(20, 22))
+        ids = wait_until_catalog_equals_file_scan(tree)
+    assert ids == sorted([*(session_id(n) for n in range(3)), session_id(20), session_id(21)])
 
 
 def test_trashing_and_restoring_twenty_sessions_under_watch_keeps_the_catalog_equal_to_the_file_scan(tree: Tree
