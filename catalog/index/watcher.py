@@ -26,6 +26,10 @@ reconciles the root (a root that is gone holds no session: its rows are dropped)
 again, watches it anew and reconciles it whole. While the agent dir is gone it publishes no heartbeat and
 never creates it again (nor the catalog in it): it waits, and says so once.
 
+A full disk (the catalog's file system out of space or quota) is waited out the same way as a server gone away:
+said once, then the watcher stops applying batches and tries again every RETRY_SECONDS, and its first pass once
+there is room (a reconcile of the whole root) indexes what changed meanwhile.
+
 A newer sessdex can upgrade the catalog while the watcher runs (it opens and upgrades it on a user's next
 command). The watcher's code would then keep writing rows without what the newer revisions derive from them
 (their stored texts and cells): at every heartbeat it reads the catalog's revision, and once that is not the one
@@ -453,16 +457,26 @@ class Watcher:
             self._fall_behind(exc)
             return
         except Exception as exc:  # anything else would end the watch and leave the catalog stale for everyone
+            if disk_full(exc):
+                self._fall_behind(exc)  # caught up once there is room again
+                return
             self._say(f"sessdex watch: a batch of {len(changes.files)} file(s) failed ({type(exc).__name__}: "
                       f"{exc}); reopening the catalog and going on")
         self._reopen()
 
-    def _fall_behind(self, exc: CatalogUnavailableError) -> None:
-        """The server cannot be reached: say so once, and try again every RETRY_SECONDS (see _catch_up)."""
+    def _fall_behind(self, exc: Exception) -> None:
+        """The server cannot be reached or the disk is full: say so once, and try again every RETRY_SECONDS
+        (see _catch_up)."""
+        self._retry_at = time.monotonic() + self._retry_seconds
+        if self._behind_since is not None:
+            return  # said already
         self._behind_since = time.monotonic()
-        self._retry_at = self._behind_since + self._retry_seconds
-        self._say(f"sessdex watch: {exc}; trying again every {self._retry_seconds:g} s, "
-                  "changes are caught up when it is back")
+        if disk_full(exc):
+            self._say(f"sessdex watch: the disk is full ({exc}); waiting for room, trying again every "
+                      f"{self._retry_seconds:g} s, changes are caught up then")
+        else:
+            self._say(f"sessdex watch: {exc}; trying again every {self._retry_seconds:g} s, "
+                      "changes are caught up when it is back")
 
     def _fill_content_safely(self, deadline: float) -> bool:
         """A slice of the message-text backlog (content_index); True when it is complete. A catalog that fails
@@ -474,6 +488,9 @@ class Watcher:
             self._fall_behind(exc)
             return False
         except Exception as exc:  # the watch goes on: see _apply_safely
+            if disk_full(exc):
+                self._fall_behind(exc)
+                return False
             self._say(f"sessdex watch: filling the message-text index failed ({type(exc).__name__}: {exc}); "
                       "reopening the catalog and going on")
             self._reopen()
@@ -523,13 +540,20 @@ class Watcher:
             self._close_quietly()
             self._fall_behind(exc)
             return None
+        except Exception as exc:
+            if not disk_full(exc):
+                raise
+            self._fall_behind(exc)
+            return None
 
     def _catch_up(self) -> None:
         """Once the catalog answers again, index everything that changed while it did not."""
         try:
             report = self._connect()
-        except CatalogUnavailableError:
-            if not self._reached:
+        except Exception as exc:
+            if not isinstance(exc, CatalogUnavailableError) and not disk_full(exc):
+                raise
+            if not self._reached and isinstance(exc, CatalogUnavailableError):
                 self._close_quietly()  # opened again at the next try
             self._retry_at = time.monotonic() + self._retry_seconds
             return
@@ -556,6 +580,10 @@ class Watcher:
         try:
             self._report_skipped(reconcile(self._open(), Scope.of(root=self.root)).failures)
         except CatalogUnavailableError as exc:
+            self._fall_behind(exc)
+        except Exception as exc:
+            if not disk_full(exc):
+                raise
             self._fall_behind(exc)
 
     def _catalog_pulled_away(self) -> bool:
@@ -666,7 +694,11 @@ class Watcher:
         try:
             os.utime(self.location.watcher_path)
         except FileNotFoundError:
-            self._publish_heartbeat()
+            try:
+                self._publish_heartbeat()
+            except OSError as exc:  # no room for it: readers check freshness themselves meanwhile
+                if not disk_full(exc):
+                    raise
 
     def _check_revision(self) -> None:
         """Stop (CatalogError) once the catalog is at another revision than this code writes: a newer sessdex
@@ -705,6 +737,23 @@ def server_unreachable(exc: CatalogUnavailableError) -> bool:
         return sqlstate.startswith(("08", "57P", "53300"))
     text = str(error)
     return "FATAL:" not in text or any(words in text for words in _PASSING_REFUSALS)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """True when `exc` (or what caused it) says the disk or the user's quota is full: waiting for room helps."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the chain of causes is short; never loop on a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if getattr(seen, "sqlite_errorcode", None) == _SQLITE_FULL or "database or disk is full" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+_SQLITE_FULL = 13  # sqlite3.SQLITE_FULL
 
 
 def _symlinked_sessions(root: str) -> list[str]:

@@ -8,8 +8,10 @@ Whatever happened, the catalog (`list --all --json`, answered from the catalog) 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -170,3 +172,59 @@ def test_trashing_and_restoring_twenty_sessions_under_watch_keeps_the_catalog_eq
             result = run_sessdex(tree, "trash", "restore", session_id(number))
             assert result.code == 0, result.err
         assert wait_until_catalog_equals_file_scan(tree) == [session_id(n) for n in range(20)]
+
+
+# -- a full disk under a running watcher ------------------------------------------------------------------------
+
+def fill(folder: Path) -> Path:
+    """Write a file into `folder` until its file system has no room left; return it."""
+    filler = folder / "filler"
+    with open(filler, "wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    return filler
+
+
+def test_watch_waits_out_a_full_disk_and_catches_up_once_there_is_room(tree: Tree, tmp_path: Path) -> None:
+    """The catalog on its own small file system (a tmpfs mounted in a user and mount namespace): filled up while
+    sessions arrive, then given room again."""
+    small = tmp_path / "small"
+    small.mkdir(mode=0o700)
+    probe = subprocess.run(["unshare", "-Urm", "sh", "-c", f"mount -t tmpfs tmpfs {shlex.quote(str(small))}"],
+                           capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no user and mount namespace for a small file system: {probe.stderr!r}")
+    catalog = small / "catalog.db"
+    watch = shlex.join([str(SESSDEX), "--agent-dir", str(tree.paths.agent_dir), "--catalog", str(catalog), "watch"])
+    process = subprocess.Popen(["unshare", "-Urm", "sh", "-c",
+                                f"mount -t tmpfs -o size=8m,mode=0700 tmpfs {shlex.quote(str(small))} && exec {watch}"],
+                               cwd=tree.home, env=trial_env(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    view = Path(f"/proc/{process.pid}/root") / small.relative_to("/")  # the watcher's file system, seen from here
+    through = ("--catalog", str(view / "catalog.db"))
+    try:
+        wait_for(lambda: (view / "catalog.db.watcher").exists() or process.poll() is not None)
+        assert process.poll() is None, process.communicate()
+        wait_for(lambda: listed_ids(tree, *through) == [session_id(n) for n in range(3)])
+        time.sleep(1.0)  # the message-text index filled
+        filler = fill(view)
+        project = tree.project("proj")
+        for number in range(30, 50):  # texts that need more room than the catalog's files have left
+            tree.session(project, session_id(number), [user(f"text{number}x{line} " * 1000) for line in range(4)],
+                         mtime_ms=BASE_MS + number)
+        time.sleep(3.0)
+        assert process.poll() is None, process.communicate()
+        filler.unlink()
+        wait_for(lambda: listed_ids(tree, *through) == listed_ids(tree, "--catalog", "off"))
+        time.sleep(3.0)  # the watcher's next try (every 2 s)
+        assert process.poll() is None, process.communicate()
+    finally:
+        process.terminate()
+        _out, err = process.communicate(timeout=30)
+    assert process.returncode == 0 and "Traceback" not in err, err
+    assert err.count("sessdex watch: the disk is full") == 1, err  # said once
+    assert "the catalog is back; indexed 20 file(s)" in err, err  # and caught up
