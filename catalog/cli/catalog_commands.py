@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 from sessdex.catalog.cli.output import echo, echo_json
 from sessdex.catalog.cli.progress import ProgressBar
 from sessdex.catalog.index.content_index import ContentProgress, content_backlog, fill_content_index
-from sessdex.catalog.index.indexer import Indexer
 from sessdex.catalog.index.marks_index import index_marks
-from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, index_lock, scan_files
+from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, index_files, index_lock, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
 from sessdex.catalog.store.settings import Settings
@@ -37,10 +36,10 @@ def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> 
     changed, vanished = diff(on_disk, catalog_files(db, scope))
     sizes = {path: key[2] for path in changed if (key := on_disk[path]) is not None}
     total = sum(sizes.values())
-    indexer = Indexer(db)
     with index_lock(db.location), ProgressBar(total, "Indexing", hidden=not show_progress) as bar:
-        indexer.index_paths([*sorted(changed), *vanished], progress=lambda path, _outcome: bar.update(sizes.get(path, 0)))
-    return len(changed), total, len(vanished), len(indexer.failures)
+        failures = index_files(db, [*sorted(changed), *vanished], retry_among=on_disk,
+                               progress=lambda path, _outcome: bar.update(sizes.get(path, 0)))
+    return len(changed), total, len(vanished), len(failures)
 
 
 def fill_content(db: CatalogDatabase, *, show_progress: bool) -> None:

@@ -17,6 +17,12 @@ found. A read command that finds the lock taken (another process is indexing, e.
 index: its report lists the files it would have indexed as `unindexed` and the caller reads those files
 themselves (`sessdex.catalog.queries.sessions`), so it answers from the rows already committed plus the files
 the catalog does not hold yet. So two processes that both find an empty catalog never both index it.
+
+A file that could not be indexed (unreadable, or its reading raised) is recorded by its stat and not read again
+until that stat changes. A `chmod` changes neither size nor mtime, so the paths of such files are also kept in a
+small file next to the catalog (`<catalog>.failed`, path -> ctime in ns), and every pass that meets one whose
+ctime changed (a mode, owner or content change) indexes it again from the start. The file exists only while
+some file failed: a pass without it costs one failed `open`.
 """
 
 from __future__ import annotations
@@ -33,11 +39,13 @@ from sessdex.core.values import Value
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from collections.abc import Callable, Container, Iterable, Iterator, Mapping
     from typing import Any
 
 HEARTBEAT_MAX_AGE_SECONDS = 2.0
 INDEX_LOCK_SUFFIX = ".index.lock"
+FAILED_SUFFIX = ".failed"
+_FAILED_MAX_BYTES = 64 * 1024 * 1024  # a larger file of failures is not ours to read: treated as none
 _INT64_MAX = 2**63 - 1  # indexer.INT64_MAX (the indexer is imported lazily)
 
 # (device, inode, size, mtime_ns): what decides that a file changed.
@@ -208,7 +216,10 @@ def index_lock(location: CatalogLocation, *, wait: bool = True) -> Iterator[bool
 
     path = location.sidecar_file(INDEX_LOCK_SUFFIX)
     try:
-        make_private_dirs(os.path.dirname(path))
+        if location.sqlite_file is None:
+            # A server catalog's lock lives in a local folder that may not exist yet; a SQLite catalog's folder
+            # exists while the catalog does (one deleted with the agent dir under a watcher is not made again).
+            make_private_dirs(os.path.dirname(path))
         fd = open_private(path, os.O_RDWR | os.O_NOFOLLOW)
     except OSError:
         yield True
@@ -227,21 +238,125 @@ def index_lock(location: CatalogLocation, *, wait: bool = True) -> Iterator[bool
         os.close(fd)
 
 
-def _index(db: CatalogDatabase, paths: list[str], progress: Callable[[str, object], None] | None = None,
-           *, wait: bool = True) -> list | None:
-    """Index `paths` holding the index lock; return the indexer's failures (files skipped because reading them
-    failed), or None when another process holds the lock and not `wait` (nothing was indexed)."""
-    if not paths:
+class FailedFiles:
+    """The files the catalog recorded as unreadable or failed, with their ctime then (see the module docstring)."""
+
+    def __init__(self, location: CatalogLocation, entries: dict[str, int]) -> None:
+        self.location = location
+        self.entries = entries
+        self._loaded = dict(entries)
+
+    @classmethod
+    def load(cls, location: CatalogLocation) -> FailedFiles:
+        """The recorded failures; none when the file is missing, not ours, a symlink or not what we write."""
+        entries: dict[str, int] = {}
+        try:
+            fd = os.open(location.sidecar_file(FAILED_SUFFIX), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return cls(location, entries)
+        try:
+            status = os.fstat(fd)
+            if (status.st_uid == os.geteuid() and stat_module.S_ISREG(status.st_mode)
+                    and status.st_size <= _FAILED_MAX_BYTES):
+                import orjson
+
+                with open(fd, "rb", closefd=False) as handle:
+                    data = orjson.loads(handle.read())
+                if isinstance(data, dict):
+                    entries = {path: ctime for path, ctime in data.items()
+                               if isinstance(path, str) and type(ctime) is int}
+        except (OSError, ValueError):
+            entries = {}
+        finally:
+            os.close(fd)
+        return cls(location, entries)
+
+    def due(self, candidates: Container[str]) -> list[str]:
+        """The recorded paths among `candidates` whose ctime changed: to be read again from the start."""
+        if not self.entries:
+            return []
+        due = []
+        for path in [path for path in self.entries if path in candidates]:
+            try:
+                ctime_ns = os.stat(path).st_ctime_ns
+            except OSError:
+                continue  # gone, or its folder unreadable: the pass that finds it vanished drops it
+            if ctime_ns != self.entries[path]:
+                due.append(path)
+        return due
+
+    def note(self, indexed: Iterable[str], failures: Iterable[Any]) -> None:
+        """After indexing `indexed`: remember those now recorded as failed or unreadable, forget the others."""
+        failed = {failure.path for failure in failures}
+        for path in indexed:
+            self.entries.pop(path, None)
+            try:
+                ctime_ns = os.stat(path).st_ctime_ns
+            except OSError:
+                continue  # vanished: its row is gone
+            if path in failed or not os.access(path, os.R_OK):
+                self.entries[path] = ctime_ns
+
+    def save(self) -> None:
+        """Write the failures back if they changed (the file is removed when none is left); best effort."""
+        if self.entries == self._loaded:
+            return
+        path = self.location.sidecar_file(FAILED_SUFFIX)
+        try:
+            if not self.entries:
+                os.unlink(path)
+            else:
+                import orjson
+
+                from sessdex.core.private_files import write_private_text
+
+                write_private_text(path, orjson.dumps(self.entries).decode())
+            self._loaded = dict(self.entries)
+        except OSError:
+            pass  # a read-only folder, another user's file: the failures are retried when their stat changes
+
+
+def index_files(db: CatalogDatabase, paths: list[str], *, retry_among: Container[str] = (),
+                progress: Callable[[str, object], None] | None = None, defer_content: bool = False) -> list:
+    """Index `paths`, and read again from the start the recorded failures among `retry_among` whose ctime
+    changed (see FailedFiles); remember which are failures now. Returns the indexer's failures.
+
+    The caller holds the index lock if it needs it."""
+    failed = FailedFiles.load(db.location)
+    return _index_noting(db, failed, paths, failed.due(retry_among), progress, defer_content)
+
+
+def _index_noting(db: CatalogDatabase, failed: FailedFiles, paths: list[str], retry: list[str],
+                  progress: Callable[[str, object], None] | None, defer_content: bool) -> list:
+    if not paths and not retry:
         return []
     from sessdex.catalog.index.indexer import Indexer
 
+    indexer = Indexer(db, defer_content=defer_content)
+    if retry:  # read whole below, even if an event or a changed stat named them too
+        paths = [path for path in paths if path not in set(retry)]
+    if paths:
+        indexer.index_paths(paths, progress=progress)
+    for path in retry:
+        indexer.index_path(path, force=True)
+    failed.note([*paths, *retry], indexer.failures)
+    failed.save()
+    return indexer.failures
+
+
+def _index(db: CatalogDatabase, paths: list[str], progress: Callable[[str, object], None] | None = None,
+           *, wait: bool = True, retry_among: Container[str] = ()) -> list | None:
+    """Index `paths` (and the failures due again among `retry_among`) holding the index lock; return the
+    indexer's failures, or None when another process holds the lock and not `wait` (nothing was indexed)."""
+    failed = FailedFiles.load(db.location)
+    retry = failed.due(retry_among)
+    if not paths and not retry:
+        return []
     with index_lock(db.location, wait=wait) as locked:
         if not locked:
             return None
         # A first index makes listings visible before the message-text index (see catalog.index.content_index).
-        indexer = Indexer(db, defer_content=True)
-        indexer.index_paths(paths, progress=progress)
-        return indexer.failures
+        return _index_noting(db, failed, paths, retry, progress, defer_content=True)
 
 
 def reconcile(db: CatalogDatabase, scope: Scope, *, progress: Callable[[str, object], None] | None = None,
@@ -252,7 +367,7 @@ def reconcile(db: CatalogDatabase, scope: Scope, *, progress: Callable[[str, obj
     scope = _storable_scope(scope)
     on_disk = scan_files(scope)
     changed, vanished = diff(on_disk, catalog_files(db, scope))
-    failures = _index(db, [*sorted(changed), *vanished], progress, wait=wait)
+    failures = _index(db, [*sorted(changed), *vanished], progress, wait=wait, retry_among=on_disk)
     return ReconcileReport(len(on_disk), changed, vanished, failures=failures or [], deferred=failures is None)
 
 
@@ -279,7 +394,7 @@ def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str
             return reconcile(db, scope, wait=wait)
         if stat_key(result) != key:
             changed.append(path)
-    failures = _index(db, changed, wait=wait)
+    failures = _index(db, changed, wait=wait, retry_among=listed)
     return ReconcileReport(len(listed), changed, [], failures=failures or [], deferred=failures is None)
 
 

@@ -19,6 +19,17 @@ While it runs, the watcher holds an exclusive lock next to the catalog (a second
 message) and refreshes a heartbeat file there, which tells read commands they may skip their own
 freshness check. If inotify runs out of watches it says how to raise the limit and falls back to polling.
 
+The sessions root itself can be moved away, deleted or created anew (and the agent dir with it): inotify
+then watches a folder that is no longer the root, or nothing. At every heartbeat the watcher compares the
+root's (device, inode) with the one it scheduled its observer on; when it differs it stops that observer,
+reconciles the root (a root that is gone holds no session: its rows are dropped) and, once a folder is there
+again, watches it anew and reconciles it whole. While the agent dir is gone it publishes no heartbeat and
+never creates it again (nor the catalog in it): it waits, and says so once.
+
+A full disk (the catalog's file system out of space or quota) is waited out the same way as a server gone away:
+said once, then the watcher stops applying batches and tries again every RETRY_SECONDS, and its first pass once
+there is room (a reconcile of the whole root) indexes what changed meanwhile.
+
 A newer sessdex can upgrade the catalog while the watcher runs (it opens and upgrades it on a user's next
 command). The watcher's code would then keep writing rows without what the newer revisions derive from them
 (their stored texts and cells): at every heartbeat it reads the catalog's revision, and once that is not the one
@@ -42,6 +53,7 @@ import errno
 import os
 import queue
 import signal
+import stat as stat_module
 import sys
 import threading
 import time
@@ -51,8 +63,15 @@ from enum import Enum
 from typing import Any, Protocol
 
 from sessdex.catalog.index.content_index import fill_content_index
-from sessdex.catalog.index.indexer import Indexer
-from sessdex.catalog.index.reconcile import ReconcileReport, Scope, StatKey, read_heartbeat, reconcile, stat_key
+from sessdex.catalog.index.reconcile import (
+    ReconcileReport,
+    Scope,
+    StatKey,
+    index_files,
+    read_heartbeat,
+    reconcile,
+    stat_key,
+)
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
 from sessdex.catalog.store.db import CatalogDatabase, open_catalog
 from sessdex.catalog.store.location import CatalogLocation, exclusive_lock
@@ -268,6 +287,8 @@ class Watcher:
         self._symlinks: dict[str, StatKey | None] = {}  # symlinked session files -> their target's last stat
         self._db: CatalogDatabase | None = None  # the open catalog (reopened when it fails under the watcher)
         self._wal_identity: tuple[int, int] | None = None  # (device, inode) of the catalog's -wal when opened
+        self._file_identity: tuple[int, int] | None = None  # (device, inode) of a SQLite catalog's file when opened
+        self._pulled_at_last_beat = False
         # Set once the initial scan is done and the heartbeat published, or the server could not be reached for it.
         self.ready = threading.Event()
         self.machine = machine
@@ -277,6 +298,8 @@ class Watcher:
         self._behind_since: float | None = None  # set while the catalog cannot be reached
         self._retry_at = 0.0
         self._reached = False  # the catalog answered once (its machine recorded, its initial scan done)
+        self._observer: Any = None
+        self._root_identity: tuple[int, int] | None = None  # (device, inode) of the root the observer watches
 
     def _say(self, message: str) -> None:
         self._log.write(message + "\n")
@@ -293,9 +316,19 @@ class Watcher:
             raise CatalogError(f"another `sessdex watch`{who} is already keeping {self.location.display} "
                                "current; stop it first or use another --catalog") from None
 
-    def _start_observer(self) -> Any:
+    def _identity_now(self) -> tuple[int, int] | None:
+        """(device, inode) of the sessions root now; None when it is not a folder (moved away, deleted)."""
+        try:
+            status = os.stat(self.root)
+        except OSError:
+            return None
+        return (status.st_dev, status.st_ino) if stat_module.S_ISDIR(status.st_mode) else None
+
+    def _start_observer(self, *, create_root: bool = True) -> Any:
         handler = make_handler(self._events)
-        os.makedirs(self.root, exist_ok=True)
+        if create_root:
+            os.makedirs(self.root, exist_ok=True)
+        self._root_identity = self._identity_now()
         observer = self._observer_factory()
         try:
             observer.schedule(handler, self.root, recursive=True)
@@ -312,6 +345,66 @@ class Watcher:
         observer.schedule(handler, self.root, recursive=True)
         observer.start()
         return observer
+
+    def _stop_observer(self) -> None:
+        if self._observer is not None:
+            with contextlib.suppress(Exception):
+                self._observer.stop()
+                self._observer.join(timeout=5)
+            self._observer = None
+
+    def _follow_root(self) -> bool:
+        """When the sessions root is not the folder the observer watches (moved, deleted, created anew), watch
+        what is there now and reconcile it; True when the catalog was reconciled."""
+        current = self._identity_now()
+        if current == self._root_identity and (current is None) == (self._observer is None):
+            return False
+        self._stop_observer()
+        self._root_identity = current
+        if current is None:
+            self._say(f"sessdex watch: {self.root} is gone (moved or deleted); its sessions leave the catalog "
+                      "and the watch waits for the folder to come back")
+        else:
+            try:
+                self._observer = self._start_observer(create_root=False)
+            except OSError:  # gone again meanwhile: the next heartbeat looks again
+                self._root_identity = None
+                return False
+            self._say(f"sessdex watch: {self.root} is a new folder; watching it and indexing what it holds")
+        if self._db is None or self._behind_since is not None:
+            return True  # the catch-up's pass reconciles the root
+        if current is None:
+            self._drop_root_rows()
+        elif self._catalog_file_now() != self._file_identity:
+            self._reopen()  # the catalog went too (with the agent dir): a new one, reconciled whole
+        else:
+            self._reconcile_root()
+        return True
+
+    def _drop_root_rows(self) -> None:
+        """Drop the rows of a root that is gone, writing nothing but the catalog: the agent dir may be going
+        away with it (a reconcile would make its lock file there again)."""
+        assert self._db is not None
+        from sessdex.catalog.index.indexer import Indexer
+        from sessdex.catalog.index.reconcile import catalog_paths
+
+        try:
+            Indexer(self._db).index_paths(sorted(catalog_paths(self._db, Scope.of(root=self.root))))
+        except CatalogUnavailableError as exc:
+            self._fall_behind(exc)
+        except Exception as exc:  # the catalog went with the agent dir: reopened once the root is back
+            self._say(f"sessdex watch: dropping the sessions of {self.root} failed ({type(exc).__name__}: {exc})")
+
+    def _reconcile_root(self) -> None:
+        assert self._db is not None
+        try:
+            self._report_skipped(reconcile(self._db, Scope.of(root=self.root)).failures)
+        except CatalogUnavailableError as exc:
+            self._fall_behind(exc)
+        except Exception as exc:  # the catalog failed under the watcher: reopened, which reconciles again
+            self._say(f"sessdex watch: indexing {self.root} again failed ({type(exc).__name__}: {exc}); "
+                      "reopening the catalog and going on")
+            self._reopen()
 
     def _publish_heartbeat(self) -> None:
         path = self.location.watcher_path
@@ -340,9 +433,9 @@ class Watcher:
             elif action is Action.REMOVE:
                 self._symlinks.pop(path, None)
         if ordered:
-            indexer = Indexer(db)
-            indexer.index_paths(ordered)
-            self._report_skipped(indexer.failures)
+            # An event for a file that failed before (a chmod, an attribute change) reads it again from the start.
+            retry_among = {path for path, action in changes.files.items() if action is Action.INDEX}
+            self._report_skipped(index_files(db, ordered, retry_among=retry_among))
         self.stats.batches += 1
         self.stats.files_indexed += len(ordered)
 
@@ -364,16 +457,26 @@ class Watcher:
             self._fall_behind(exc)
             return
         except Exception as exc:  # anything else would end the watch and leave the catalog stale for everyone
+            if disk_full(exc):
+                self._fall_behind(exc)  # caught up once there is room again
+                return
             self._say(f"sessdex watch: a batch of {len(changes.files)} file(s) failed ({type(exc).__name__}: "
                       f"{exc}); reopening the catalog and going on")
         self._reopen()
 
-    def _fall_behind(self, exc: CatalogUnavailableError) -> None:
-        """The server cannot be reached: say so once, and try again every RETRY_SECONDS (see _catch_up)."""
+    def _fall_behind(self, exc: Exception) -> None:
+        """The server cannot be reached or the disk is full: say so once, and try again every RETRY_SECONDS
+        (see _catch_up)."""
+        self._retry_at = time.monotonic() + self._retry_seconds
+        if self._behind_since is not None:
+            return  # said already
         self._behind_since = time.monotonic()
-        self._retry_at = self._behind_since + self._retry_seconds
-        self._say(f"sessdex watch: {exc}; trying again every {self._retry_seconds:g} s, "
-                  "changes are caught up when it is back")
+        if disk_full(exc):
+            self._say(f"sessdex watch: the disk is full ({exc}); waiting for room, trying again every "
+                      f"{self._retry_seconds:g} s, changes are caught up then")
+        else:
+            self._say(f"sessdex watch: {exc}; trying again every {self._retry_seconds:g} s, "
+                      "changes are caught up when it is back")
 
     def _fill_content_safely(self, deadline: float) -> bool:
         """A slice of the message-text backlog (content_index); True when it is complete. A catalog that fails
@@ -385,6 +488,9 @@ class Watcher:
             self._fall_behind(exc)
             return False
         except Exception as exc:  # the watch goes on: see _apply_safely
+            if disk_full(exc):
+                self._fall_behind(exc)
+                return False
             self._say(f"sessdex watch: filling the message-text index failed ({type(exc).__name__}: {exc}); "
                       "reopening the catalog and going on")
             self._reopen()
@@ -394,7 +500,18 @@ class Watcher:
         """Open the catalog; the -wal file it writes to is noted at the next heartbeat."""
         self._wal_identity = None
         db = self._db = open_catalog(self.location, machine=self.machine)
+        self._file_identity = self._catalog_file_now()
         return db
+
+    def _catalog_file_now(self) -> tuple[int, int] | None:
+        """(device, inode) of a SQLite catalog's file now; None when there is none (or the catalog is a server)."""
+        if self.location.sqlite_file is None:
+            return None
+        try:
+            status = os.stat(self.location.sqlite_file)
+        except OSError:
+            return None
+        return status.st_dev, status.st_ino
 
     def _connect(self) -> ReconcileReport:
         """Open the catalog (if not open), record this machine in it and reconcile the whole root: the initial
@@ -423,13 +540,20 @@ class Watcher:
             self._close_quietly()
             self._fall_behind(exc)
             return None
+        except Exception as exc:
+            if not disk_full(exc):
+                raise
+            self._fall_behind(exc)
+            return None
 
     def _catch_up(self) -> None:
         """Once the catalog answers again, index everything that changed while it did not."""
         try:
             report = self._connect()
-        except CatalogUnavailableError:
-            if not self._reached:
+        except Exception as exc:
+            if not isinstance(exc, CatalogUnavailableError) and not disk_full(exc):
+                raise
+            if not self._reached and isinstance(exc, CatalogUnavailableError):
                 self._close_quietly()  # opened again at the next try
             self._retry_at = time.monotonic() + self._retry_seconds
             return
@@ -446,11 +570,20 @@ class Watcher:
             self._db = None
 
     def _reopen(self) -> None:
-        """Close the catalog (quietly: it may be broken), open it again and reconcile everything."""
+        """Close the catalog (quietly: it may be broken), open it again and reconcile everything.
+
+        Not while the sessions root is gone: the agent dir may be going away with it, and opening would make the
+        catalog again there. The root's return reopens it (_follow_root)."""
+        if self._identity_now() is None and self._db is not None:
+            return
         self._close_quietly()
         try:
             self._report_skipped(reconcile(self._open(), Scope.of(root=self.root)).failures)
         except CatalogUnavailableError as exc:
+            self._fall_behind(exc)
+        except Exception as exc:
+            if not disk_full(exc):
+                raise
             self._fall_behind(exc)
 
     def _catalog_pulled_away(self) -> bool:
@@ -464,9 +597,9 @@ class Watcher:
     def run(self, stop: threading.Event) -> WatchStats:
         """Watch until `stop` is set: observer first, then the initial scan, then debounced batches."""
         with self._single_watcher():
-            observer = None
             try:
-                observer = self._start_observer()  # before the initial scan: nothing written during it is missed
+                # Before the initial scan: nothing written during it is missed.
+                self._observer = self._start_observer()
                 report = self._first_scan()
                 self._symlinks = dict.fromkeys(_symlinked_sessions(self.root))
                 self._changed_symlinks()  # remember their targets' stat as indexed
@@ -478,9 +611,7 @@ class Watcher:
                               f"catalog {self.location.display}")
                 self._loop(stop)
             finally:
-                if observer is not None:
-                    observer.stop()
-                    observer.join(timeout=5)
+                self._stop_observer()
                 self._clear_heartbeat()
                 if self._db is not None:
                     self._db.close()
@@ -503,9 +634,24 @@ class Watcher:
             if self._behind_since is not None and now >= self._retry_at:
                 self._catch_up()
             if now >= next_beat:
-                self._beat()
                 next_beat = now + self._heartbeat_interval
-                if self._catalog_pulled_away():
+                if self._identity_now() is None:
+                    # The sessions root is gone (moved, deleted, maybe with the agent dir): drop its rows and wait,
+                    # making nothing again in the agent dir meanwhile (a heartbeat file, a catalog).
+                    if self._follow_root():
+                        content_complete = False
+                    with contextlib.suppress(OSError):
+                        os.utime(self.location.watcher_path)
+                    continue
+                self._beat()
+                if self._follow_root():
+                    content_complete = False
+                # Reopened when still pulled away at the next heartbeat: the agent dir being deleted file by file
+                # is then gone, and nothing is made again in it (see _reopen).
+                pulled = self._catalog_pulled_away()
+                confirmed, self._pulled_at_last_beat = pulled and self._pulled_at_last_beat, pulled
+                if confirmed:
+                    self._pulled_at_last_beat = False
                     self._say("sessdex watch: the catalog's WAL file was removed; reopening the catalog and "
                               "indexing again what it lost")
                     self._reopen()
@@ -548,7 +694,11 @@ class Watcher:
         try:
             os.utime(self.location.watcher_path)
         except FileNotFoundError:
-            self._publish_heartbeat()
+            try:
+                self._publish_heartbeat()
+            except OSError as exc:  # no room for it: readers check freshness themselves meanwhile
+                if not disk_full(exc):
+                    raise
 
     def _check_revision(self) -> None:
         """Stop (CatalogError) once the catalog is at another revision than this code writes: a newer sessdex
@@ -587,6 +737,23 @@ def server_unreachable(exc: CatalogUnavailableError) -> bool:
         return sqlstate.startswith(("08", "57P", "53300"))
     text = str(error)
     return "FATAL:" not in text or any(words in text for words in _PASSING_REFUSALS)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """True when `exc` (or what caused it) says the disk or the user's quota is full: waiting for room helps."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the chain of causes is short; never loop on a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if getattr(seen, "sqlite_errorcode", None) == _SQLITE_FULL or "database or disk is full" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+_SQLITE_FULL = 13  # sqlite3.SQLITE_FULL
 
 
 def _symlinked_sessions(root: str) -> list[str]:
