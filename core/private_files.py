@@ -111,16 +111,52 @@ def open_private(path: str | os.PathLike[str], flags: int = os.O_RDWR) -> int:
 
 def create_private_file(path: str | os.PathLike[str]) -> None:
     """Create `path` as an empty 0600 file unless it exists (its parents 0700), e.g. before SQLite opens it;
-    an existing one must pass `open_private`'s checks."""
-    make_private_dirs(os.path.dirname(os.path.abspath(os.fspath(path))))
-    os.close(open_private(path, os.O_RDONLY))
+    an existing one must pass `check_private_file`'s checks."""
+    name = os.fspath(path)
+    make_private_dirs(os.path.dirname(os.path.abspath(name)))
+    check_private_folder(os.path.dirname(os.path.abspath(name)))
+    if os.path.lexists(name):
+        check_private_file(name)
+        return
+    try:
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW,
+                         PRIVATE_FILE_MODE))
+    except FileExistsError:
+        check_private_file(name)  # made meanwhile by another process
 
 
 def check_private_file(path: str | os.PathLike[str]) -> None:
-    """Apply `open_private`'s checks to `path` if it exists (a database's -wal or -shm, which SQLite creates
-    with the database's own mode and would otherwise open as it finds it)."""
-    if os.path.lexists(path):
-        os.close(open_private(path, os.O_RDONLY))
+    """Apply `open_private`'s checks to `path` if it exists (a database, its -wal or -shm, which SQLite creates
+    with the database's own mode and would otherwise open as it finds it).
+
+    By lstat, never by opening the file: closing a descriptor of a database file drops every POSIX lock this
+    process holds on it, SQLite's too, and another process would then take an open catalog for unused and
+    delete its -wal and -shm under this process's connections."""
+    name = os.fspath(path)
+    try:
+        result = os.lstat(name)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(result.st_mode):
+        raise PrivateFileError(f"{name} is a symlink; sessdex will not write through it")
+    if not stat.S_ISREG(result.st_mode):
+        raise PrivateFileError(f"{name} is not a regular file; sessdex will not write to it")
+    mine = result.st_uid == os.geteuid()
+    if mine and not result.st_mode & 0o077:
+        return
+    if result.st_size == 0:
+        if mine:
+            os.chmod(name, PRIVATE_FILE_MODE)
+        else:  # holds nothing: replaced by a file of ours
+            os.unlink(name)
+            os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW,
+                             PRIVATE_FILE_MODE))
+        return
+    if not mine:
+        raise PrivateFileError(f"{name} belongs to another user (uid {result.st_uid}); sessdex will not "
+                               "write session text into it (remove it, or choose another place)")
+    raise PrivateFileError(f"{name} can be read by other users (mode {stat.S_IMODE(result.st_mode):04o}); "
+                           "make it private (chmod 600) before sessdex writes to it")
 
 
 def check_private_database(path: str | os.PathLike[str]) -> None:

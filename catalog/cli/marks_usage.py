@@ -12,7 +12,6 @@ TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from sessdex.catalog.cli.marks_filters import MarksFilter
     from sessdex.catalog.queries.source import SessionSource
-    from sessdex.core.marks import Marks
     from sessdex.core.usage import FileUsage, UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
 
@@ -51,12 +50,3 @@ def marked_usage_report(source: SessionSource, wanted: MarksFilter, kind: Report
     every_file = list(files.values())
     mark_copies(every_file)
     return build_report(kind, [usage for usage in every_file if usage.path in wanted_paths], days)
-
-
-def add_session_marks(report: UsageReport, marks: dict[str, Marks]) -> None:
-    """Each row of a session usage report says its session's marks (as every JSON session object does)."""
-    from sessdex.core.marks import NO_MARKS
-
-    for row in report.rows:
-        if row.session is not None:
-            row.session["marks"] = marks.get(row.key, NO_MARKS).to_json()

@@ -64,7 +64,7 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
         else:
             report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
         if kind == "session" and as_json:
-            from sessdex.catalog.cli.marks_usage import add_session_marks
+            from sessdex.catalog.queries.usage import add_session_marks
 
             add_session_marks(report, source.marks())
         progress = source.content_index_progress()

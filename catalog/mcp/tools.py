@@ -347,6 +347,10 @@ class SessionTools:
         days = date_range(since, until)
         cwd = self._project(project)
         report = self.source.usage_report(report_kind, cwd, all_projects=all_projects, days=days)
+        if report_kind == "session":
+            from sessdex.catalog.queries.usage import add_session_marks
+
+            add_session_marks(report, self.source.marks())  # as `sessdex usage session --json` gives them
         answer = report.to_json(False)
         answer["project"] = None if all_projects else cwd
         return bounded(answer, "rows")

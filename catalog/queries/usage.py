@@ -374,3 +374,12 @@ def _chain_restart(facts: Sequence[tuple[UsageFact, str]], start: int, since_ms:
             return None
         previous = fact.ts_ms
     return len(facts)  # nothing from `since_ms` on
+
+
+def add_session_marks(report: UsageReport, marks: dict[str, Any]) -> None:
+    """Each row of a session usage report says its session's marks (as every JSON session object does)."""
+    from sessdex.core.marks import NO_MARKS
+
+    for row in report.rows:
+        if row.session is not None:
+            row.session["marks"] = marks.get(row.key, NO_MARKS).to_json()

@@ -45,7 +45,8 @@ def test_a_command_help_shows_its_options_and_the_global_ones(capsys: pytest.Cap
                             "(see `sessdex recent --help`)"),
     (["list", "--machines", "some"], "sessdex list: argument --machines: invalid choice: 'some' (choose from 'this', "
                                      "'all') (see `sessdex list --help`)"),
-    (["history"], "sessdex history: the following arguments are required: COMMAND (see `sessdex history --help`)"),
+    (["history", "bogus"], "sessdex history: argument COMMAND: invalid choice: 'bogus' (choose from 'recent', "
+                           "'search', 'add', 'import') (see `sessdex history --help`)"),
     (["history", "search", "--nope", "x"], "sessdex history search: unrecognized arguments: --nope (see `sessdex "
                                            "history search --help`)"),
     (["search"], "sessdex search: the following arguments are required: WORDS (see `sessdex search --help`)"),
