@@ -109,18 +109,42 @@ def open_private(path: str | os.PathLike[str], flags: int = os.O_RDWR) -> int:
     return fd
 
 
+def _already_private(path: str) -> bool:
+    """True when `path` is a regular file (not a symlink) of the user's that no one else can read or write, and
+    its folder passes check_private_folder; False when it is missing or needs `open_private` to decide.
+
+    Looked at with lstat, never opened: a SQLite database (or its -wal, -shm) may already be open through a
+    connection of this process, and closing any descriptor of a file drops every POSIX lock the process holds on
+    it. SQLite's locks would then be gone while its connection goes on: another process's connection, closing,
+    would take itself for the last one and delete the -wal and -shm, and what this process writes afterwards
+    would go to the deleted -wal, seen by no one else. (A check on a descriptor that is closed before SQLite
+    opens the path protects no more than this one.)"""
+    try:
+        result = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(result.st_mode) or result.st_uid != os.geteuid() or result.st_mode & 0o077:
+        return False
+    check_private_folder(os.path.dirname(os.path.abspath(path)))
+    return True
+
+
 def create_private_file(path: str | os.PathLike[str]) -> None:
     """Create `path` as an empty 0600 file unless it exists (its parents 0700), e.g. before SQLite opens it;
-    an existing one must pass `open_private`'s checks."""
-    make_private_dirs(os.path.dirname(os.path.abspath(os.fspath(path))))
-    os.close(open_private(path, os.O_RDONLY))
+    an existing one must pass `open_private`'s checks (one already private is only looked at, not opened)."""
+    name = os.fspath(path)
+    make_private_dirs(os.path.dirname(os.path.abspath(name)))
+    if not _already_private(name):
+        os.close(open_private(name, os.O_RDONLY))
 
 
 def check_private_file(path: str | os.PathLike[str]) -> None:
     """Apply `open_private`'s checks to `path` if it exists (a database's -wal or -shm, which SQLite creates
-    with the database's own mode and would otherwise open as it finds it)."""
-    if os.path.lexists(path):
-        os.close(open_private(path, os.O_RDONLY))
+    with the database's own mode and would otherwise open as it finds it); one already private is only
+    looked at, not opened (see _already_private)."""
+    name = os.fspath(path)
+    if os.path.lexists(name) and not _already_private(name):
+        os.close(open_private(name, os.O_RDONLY))
 
 
 def check_private_database(path: str | os.PathLike[str]) -> None:
