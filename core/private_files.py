@@ -109,54 +109,42 @@ def open_private(path: str | os.PathLike[str], flags: int = os.O_RDWR) -> int:
     return fd
 
 
+def _already_private(path: str) -> bool:
+    """True when `path` is a regular file (not a symlink) of the user's that no one else can read or write, and
+    its folder passes check_private_folder; False when it is missing or needs `open_private` to decide.
+
+    Looked at with lstat, never opened: a SQLite database (or its -wal, -shm) may already be open through a
+    connection of this process, and closing any descriptor of a file drops every POSIX lock the process holds on
+    it. SQLite's locks would then be gone while its connection goes on: another process's connection, closing,
+    would take itself for the last one and delete the -wal and -shm, and what this process writes afterwards
+    would go to the deleted -wal, seen by no one else. (A check on a descriptor that is closed before SQLite
+    opens the path protects no more than this one.)"""
+    try:
+        result = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(result.st_mode) or result.st_uid != os.geteuid() or result.st_mode & 0o077:
+        return False
+    check_private_folder(os.path.dirname(os.path.abspath(path)))
+    return True
+
+
 def create_private_file(path: str | os.PathLike[str]) -> None:
     """Create `path` as an empty 0600 file unless it exists (its parents 0700), e.g. before SQLite opens it;
-    an existing one must pass `check_private_file`'s checks."""
+    an existing one must pass `open_private`'s checks (one already private is only looked at, not opened)."""
     name = os.fspath(path)
     make_private_dirs(os.path.dirname(os.path.abspath(name)))
-    check_private_folder(os.path.dirname(os.path.abspath(name)))
-    if os.path.lexists(name):
-        check_private_file(name)
-        return
-    try:
-        os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW,
-                         PRIVATE_FILE_MODE))
-    except FileExistsError:
-        check_private_file(name)  # made meanwhile by another process
+    if not _already_private(name):
+        os.close(open_private(name, os.O_RDONLY))
 
 
 def check_private_file(path: str | os.PathLike[str]) -> None:
-    """Apply `open_private`'s checks to `path` if it exists (a database, its -wal or -shm, which SQLite creates
-    with the database's own mode and would otherwise open as it finds it).
-
-    By lstat, never by opening the file: closing a descriptor of a database file drops every POSIX lock this
-    process holds on it, SQLite's too, and another process would then take an open catalog for unused and
-    delete its -wal and -shm under this process's connections."""
+    """Apply `open_private`'s checks to `path` if it exists (a database's -wal or -shm, which SQLite creates
+    with the database's own mode and would otherwise open as it finds it); one already private is only
+    looked at, not opened (see _already_private)."""
     name = os.fspath(path)
-    try:
-        result = os.lstat(name)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(result.st_mode):
-        raise PrivateFileError(f"{name} is a symlink; sessdex will not write through it")
-    if not stat.S_ISREG(result.st_mode):
-        raise PrivateFileError(f"{name} is not a regular file; sessdex will not write to it")
-    mine = result.st_uid == os.geteuid()
-    if mine and not result.st_mode & 0o077:
-        return
-    if result.st_size == 0:
-        if mine:
-            os.chmod(name, PRIVATE_FILE_MODE)
-        else:  # holds nothing: replaced by a file of ours
-            os.unlink(name)
-            os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW,
-                             PRIVATE_FILE_MODE))
-        return
-    if not mine:
-        raise PrivateFileError(f"{name} belongs to another user (uid {result.st_uid}); sessdex will not "
-                               "write session text into it (remove it, or choose another place)")
-    raise PrivateFileError(f"{name} can be read by other users (mode {stat.S_IMODE(result.st_mode):04o}); "
-                           "make it private (chmod 600) before sessdex writes to it")
+    if os.path.lexists(name) and not _already_private(name):
+        os.close(open_private(name, os.O_RDONLY))
 
 
 def check_private_database(path: str | os.PathLike[str]) -> None:

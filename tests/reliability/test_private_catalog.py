@@ -116,3 +116,33 @@ def test_a_catalog_folder_other_users_can_write_into_is_refused(tree: Tree, tmp_
     assert result.code == 2 and result.one_line_error, result.err
     assert "chmod 700" in result.err
     assert list(shared.iterdir()) == []
+
+
+def test_checking_an_open_catalog_keeps_its_connections_locks(tmp_path: Path) -> None:
+    """The private-file checks of a catalog this process already has open (a watcher opening its writer after its
+    reader, or reopening) must not drop the connection's locks: another process's connection, closing, would take
+    itself for the last one and delete the -wal, and later writes from here would be seen by no one else."""
+    import subprocess
+    import sys
+
+    from sessdex.core.private_files import check_private_database
+
+    path = tmp_path / "catalog.db"
+    check_private_database(path)
+    ours = sqlite3.connect(path, isolation_level=None)
+    try:
+        ours.execute("PRAGMA journal_mode = WAL")
+        ours.execute("CREATE TABLE t (x)")
+        ours.execute("INSERT INTO t VALUES (1)")
+        check_private_database(path)  # the -wal and -shm exist now, as the catalog itself
+        other = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT * FROM t').fetchall(); c.close()"
+        subprocess.run([sys.executable, "-c", other, str(path)], check=True)
+        ours.execute("INSERT INTO t VALUES (2)")
+        assert (tmp_path / "catalog.db-wal").exists()
+        reader = sqlite3.connect(path)
+        try:
+            assert reader.execute("SELECT count(*) FROM t").fetchone() == (2,)
+        finally:
+            reader.close()
+    finally:
+        ours.close()
