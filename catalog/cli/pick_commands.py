@@ -71,25 +71,30 @@ def terminal_io(terminal: TextIO) -> tuple[Any, Any]:
     return create_input(sys.stdin), output
 
 
-def print_outcome(result: PickerResult, *, as_json: bool = False, shell: bool = False) -> int:
+def print_outcome(result: PickerResult, *, as_json: bool = False, shell: bool = False,
+                  marks: dict[str, Any] | None = None) -> int:
     """Print the chosen session (its path, its JSON object, or its directory and path) and return 0; or report
     the cancel (Esc or Ctrl+C: nothing on stdout) and return 130."""
     if result.outcome == "selected" and result.row is not None:
-        return print_chosen(result.row, as_json=as_json, shell=shell)
+        return print_chosen(result.row, as_json=as_json, shell=shell, marks=marks)
     from sessdex.catalog.cli.errors import INTERRUPTED_STATUS
 
     echo("No session selected", err=True)
     return INTERRUPTED_STATUS
 
 
-def print_chosen(row: PickerRow, *, as_json: bool = False, shell: bool = False) -> int:
-    """Print a chosen session: its path, its JSON object, or its directory and path; return 0."""
+def print_chosen(row: PickerRow, *, as_json: bool = False, shell: bool = False,
+                 marks: dict[str, Any] | None = None) -> int:
+    """Print a chosen session: its path, its JSON object (with its marks, from `marks`: session id -> Marks), or
+    its directory and path; return 0."""
     if as_json:
         from sessdex.catalog.cli.output import echo_json, session_json
         from sessdex.core.discovery import read_session_info
+        from sessdex.core.marks import NO_MARKS
 
         info = read_session_info(row.path)
-        echo_json(session_json(info) if info is not None else {"path": row.path, "cwd": row.cwd})
+        echo_json(session_json(info, (marks or {}).get(info.id, NO_MARKS)) if info is not None
+                  else {"path": row.path, "cwd": row.cwd})
     elif shell:
         from sessdex.catalog.cli.session_commands import print_shell_target
 
@@ -267,14 +272,16 @@ def _pick(args: argparse.Namespace, settings: Settings, scope: Scope, heading: s
                     echo(f"No session matches “{query.strip()}”" if query.strip() else "No sessions found", err=True)
                     return 1
                 if select_1 and len(found) == 1:
-                    return print_chosen(found[0], as_json=args.as_json, shell=args.shell)
+                    return print_chosen(found[0], as_json=args.as_json, shell=args.shell,
+                                        marks=source.marks() if args.as_json else None)
                 if not terminal_available():
                     raise UsageError("sessdex pick needs a terminal: stdin is not one "
                                      f"({len(found)} sessions match, so --select-1 cannot choose)")
             result = _run_picker(picker_source, settings, scope, rows, heading, query=query, height=height)
+        marks = source.marks() if args.as_json else None
     finally:
         source.close()
-    return print_outcome(result, as_json=args.as_json, shell=args.shell)
+    return print_outcome(result, as_json=args.as_json, shell=args.shell, marks=marks)
 
 
 def _run_picker(source: PickerSource, settings: Settings, scope: Scope, rows: list[PickerRow],

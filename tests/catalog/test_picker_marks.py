@@ -4,6 +4,7 @@ terms; `pick --tag/--pinned/--starred`."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -185,6 +186,8 @@ def test_pick_tag_pinned_and_starred_filter_as_query_terms(tree: Tree, monkeypat
     assert (code, out) == (1, "") and "is:pinned" in err
     code, out, _ = run_cli(tree, monkeypatch, capsys, tree.home / "proj", "pick", "--starred", "-q", "api", "-1")
     assert (code, out) == (0, f"{paths['deploy']}\n")
+    code, out, _ = run_cli(tree, monkeypatch, capsys, tree.home / "proj", "pick", "--starred", "-1", "--json")
+    assert code == 0 and json.loads(out)["marks"] == {"pinned": False, "starred": True, "tags": [], "note": None}
     with keyboard(monkeypatch, ENTER):  # the picker opens on the terms (two bug-tagged sessions in all projects)
         append_events(tree.paths, [make_event("aa11000000000001", "laptop", "tag", add=["bug"], remove=[])])
         code, out, _ = run_cli(tree, monkeypatch, capsys, tree.home / "proj", "pick", "--all", "--tag", "bug")

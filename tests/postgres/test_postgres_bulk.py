@@ -131,7 +131,9 @@ def test_two_machines_bulk_index_at_once_and_readers_see_each_committed_batch(tm
         _out, err = run.communicate()
         assert run.returncode == 0, err
     assert (150, 150) in seen
-    assert any(0 < laptop_files < 150 or 0 < devbox_files < 150 for laptop_files, devbox_files in seen), seen
+    # A reader sees committed work before both runs end: a batch of one machine, or one machine done first (a
+    # loaded machine may write a run in one batch).
+    assert any(state not in {(0, 0), (150, 150)} for state in seen), seen
     for paths, machine in ((laptop, "laptop"), (devbox, "devbox")):
         sqlite_db = str(tmp_path / f"{machine}.db")
         _indexed(paths, sqlite_db, machine, tmp_path)

@@ -38,5 +38,5 @@ def test_the_screenshot_is_the_picker_drawn_in_tmux(tmp_path: Path) -> None:
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
     shown = "".join(part.split(">", 1)[1].split("<", 1)[0] for part in svg.split("<text")[1:])
     # (one <text> per drawn character, spaces left out)
-    assert "Pickasession" in shown and "readme" in shown and "MODIFIED" in shown and "Esccancel" in shown
+    assert "Pickasession" in shown and "readme" in shown and "MODIFIED" in shown and "Ctrl+Dtrash" in shown
     assert 'font-weight="bold"' in svg  # the matched characters, highlighted
