@@ -137,12 +137,89 @@ class _Part:
 _COMMIT = "commit"
 
 
-class BulkWriter:
-    """Inserts new files' rows, texts and FTS entries from a background thread (see the module docstring).
+class WriterThread:
+    """The part every bulk writer shares: the indexing thread queues parts of rows (`_send_part`) and commit
+    marks (`end_batch`); a background thread writes them (`_write`, `_commit`, then `_end` when the run ends)
+    and hands its first failure back to the indexing thread, raised by its next call or by `finish`.
 
     Use as a context manager. Leaving it, by `finish()` or by an exception, the batches ended so far are
-    still written and what came after the last `end_batch` is rolled back. Methods other than
-    `committed_batches` are called from the indexing thread only.
+    still written and what came after the last `end_batch` is rolled back (`_end`).
+    """
+
+    thread_name = "sessdex-bulk-writer"
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUED_PARTS)
+        self._failure: BaseException | None = None
+        self.committed_batches = 0
+        self.cpu_seconds = 0.0  # CPU time spent writing (a benchmark figure)
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exception: object) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def end_batch(self) -> None:
+        """Commit everything added so far (call between files)."""
+        self._send_part()
+        self._put(_COMMIT)
+
+    def finish(self) -> None:
+        """Wait until every batch is written; raise the writer's failure (CatalogChanged or a database error)."""
+        self._put(None)
+        self._thread.join()
+        if self._failure is not None:
+            raise self._failure
+
+    def _put(self, item: Any) -> None:
+        if self._failure is not None:
+            raise self._failure
+        self._queue.put(item)
+
+    def _send_part(self) -> None:
+        raise NotImplementedError
+
+    # -- the writer thread ----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                break
+            if self._failure is None:  # else keep draining so that the indexing thread never blocks on a full queue
+                self._execute(item)
+        self._end()
+
+    def _execute(self, item: Any) -> None:
+        started = time.thread_time()
+        try:
+            if item is _COMMIT:
+                self._commit()
+            else:
+                self._write(item)
+        except BaseException as exc:  # noqa: BLE001 - handed to the indexing thread (or raised by the next call)
+            self._failure = exc
+        finally:
+            self.cpu_seconds += time.thread_time() - started
+
+    def _write(self, part: Any) -> None:
+        raise NotImplementedError
+
+    def _commit(self) -> None:
+        raise NotImplementedError
+
+    def _end(self) -> None:
+        raise NotImplementedError
+
+
+class BulkWriter(WriterThread):
+    """Inserts new files' rows, texts and FTS entries from a background thread (see the module docstring and
+    `WriterThread`). Methods other than `committed_batches` are called from the indexing thread only.
     """
 
     def __init__(self, connection: sqlite3.Connection, version: int, *, listing_only: bool = False) -> None:
@@ -157,20 +234,7 @@ class BulkWriter:
         self._first_file_id = self._next_file_id
         self._last_written_file_id = self._next_file_id - 1  # written by the writer thread
         self._part = _Part()
-        self._queue: queue.Queue[_Part | str | None] = queue.Queue(maxsize=QUEUED_PARTS)
-        self._failure: BaseException | None = None
-        self.committed_batches = 0
-        self.cpu_seconds = 0.0  # CPU time spent executing statements (a benchmark figure)
-        self._thread = threading.Thread(target=self._run, name="sessdex-bulk-writer", daemon=True)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exception: object) -> None:
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
+        super().__init__()
 
     # -- the indexing thread's side -------------------------------------------------------------------
 
@@ -223,50 +287,12 @@ class BulkWriter:
             part.file_rows.append(row)
         part.file_ids = (part.file_ids[0] if part.file_ids else file_id, file_id)
 
-    def end_batch(self) -> None:
-        """Commit everything added so far (call between files)."""
-        self._send_part()
-        self._put(_COMMIT)
-
-    def finish(self) -> None:
-        """Wait until every batch is written; raise the writer's failure (CatalogChanged or a database error)."""
-        self._put(None)
-        self._thread.join()
-        if self._failure is not None:
-            raise self._failure
-
     def _send_part(self) -> None:
         if self._part.file_ids or self._part.message_ids:
             part, self._part = self._part, _Part()
             self._put(part)
 
-    def _put(self, item: _Part | str | None) -> None:
-        if self._failure is not None:
-            raise self._failure
-        self._queue.put(item)
-
     # -- the writer thread ----------------------------------------------------------------------------
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                break
-            if self._failure is None:  # else keep draining so that the indexing thread never blocks on a full queue
-                self._execute(item)
-        self._end()
-
-    def _execute(self, item: _Part | str) -> None:
-        started = time.thread_time()
-        try:
-            if item is _COMMIT:
-                self._commit()
-            else:
-                self._write(item)  # type: ignore[arg-type]
-        except BaseException as exc:  # noqa: BLE001 - handed to the indexing thread (or raised by the next call)
-            self._failure = exc
-        finally:
-            self.cpu_seconds += time.thread_time() - started
 
     def _end(self) -> None:
         if self._connection.in_transaction:

@@ -27,14 +27,11 @@ Text loses its NUL characters, as every PostgreSQL write does (its text type can
 
 from __future__ import annotations
 
-import queue
-import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
-from sessdex.catalog.index.bulk_writer import MESSAGE_COLUMNS, PART_CHARS, QUEUED_PARTS, CatalogChanged
+from sessdex.catalog.index.bulk_writer import MESSAGE_COLUMNS, PART_CHARS, CatalogChanged, WriterThread
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.postgres_reads import WRITE_LOCK_KEY, PostgresCatalog
 from sessdex.core.usage import USAGE_FACT_COLUMNS
@@ -43,7 +40,6 @@ from sessdex.core.usage import USAGE_FACT_COLUMNS
 _STATE_SQL = ("SELECT (SELECT coalesce(max(id), 0) FROM session_files), (SELECT coalesce(max(id), 0) FROM messages), "
               "(SELECT count(*) FROM session_files WHERE machine = %s)")
 _SEQUENCE_SQL = "SELECT setval(pg_get_serial_sequence('session_files', 'id'), %s)"
-_COMMIT = "commit"
 
 
 def _copy_sql(table: str, columns: tuple[str, ...]) -> str:
@@ -64,16 +60,15 @@ class _Part:
     chars: int = 0
 
 
-class PostgresBulkWriter:
+class PostgresBulkWriter(WriterThread):
     """Inserts new files' rows, texts and usage facts from a background thread (see the module docstring).
 
-    Use as a context manager. Leaving it, by `finish()` or by an exception, the batches ended so far are still
-    written and what came after the last `end_batch` is rolled back. Methods other than `committed_batches` are
-    called from the indexing thread only; while the run lasts the writer thread alone uses the catalog's
-    connection.
+    Used as `WriterThread` says. Methods other than `committed_batches` are called from the indexing thread only;
+    while the run lasts the writer thread alone uses the catalog's connection.
     """
 
     listing_only = False  # texts and usage facts are always written (PostgreSQL has no content backlog)
+    thread_name = "sessdex-postgres-bulk-writer"
 
     def __init__(self, db: PostgresCatalog) -> None:
         self._db = db
@@ -82,8 +77,6 @@ class PostgresBulkWriter:
         self._next_file_id = 1  # provisional ids
         self._next_message_id = 1
         self._part = _Part()
-        self._queue: queue.Queue[_Part | str | None] = queue.Queue(maxsize=QUEUED_PARTS)
-        self._failure: BaseException | None = None
         # The writer thread's state: the open transaction's id offsets, and this machine's committed file count.
         self._in_transaction = False
         self._file_offset = self._message_offset = 0
@@ -91,9 +84,7 @@ class PostgresBulkWriter:
         self._messages_committed = self._messages_written = 0
         self._last_file_id = 0  # the provisional id of the last file row written
         self._held: list[tuple[Any, ...]] = []  # message rows whose file's row is not written yet
-        self.committed_batches = 0
-        self.cpu_seconds = 0.0  # CPU time spent sending rows (a benchmark figure)
-        self._thread = threading.Thread(target=self._run, name="sessdex-postgres-bulk-writer", daemon=True)
+        super().__init__()
 
     @classmethod
     def for_new_machine(cls, db: CatalogDatabase) -> PostgresBulkWriter | None:
@@ -102,15 +93,6 @@ class PostgresBulkWriter:
         if not isinstance(db, PostgresCatalog) or db.scalar("count_machine_files"):
             return None
         return cls(db)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exception: object) -> None:
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
 
     # -- the indexing thread's side -------------------------------------------------------------------
 
@@ -147,48 +129,13 @@ class PostgresBulkWriter:
             self._file_columns = ("id", *columns)
         self._part.files.append((file_id, *(_nul_free(value) for value in columns.values())))
 
-    def end_batch(self) -> None:
-        """Commit everything added so far (call between files)."""
-        self._send_part()
-        self._put(_COMMIT)
-
-    def finish(self) -> None:
-        """Wait until every batch is written; raise the writer's failure (CatalogChanged or a database error)."""
-        self._put(None)
-        self._thread.join()
-        if self._failure is not None:
-            raise self._failure
-
     def _send_part(self) -> None:
         part = self._part
         if part.files or part.messages or part.usage:
             self._part = _Part()
             self._put(part)
 
-    def _put(self, item: _Part | str | None) -> None:
-        if self._failure is not None:
-            raise self._failure
-        self._queue.put(item)
-
     # -- the writer thread ----------------------------------------------------------------------------
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                break
-            if self._failure is None:  # else keep draining so that the indexing thread never blocks on a full queue
-                started = time.thread_time()
-                try:
-                    if item is _COMMIT:
-                        self._commit()
-                    else:
-                        self._write(item)  # type: ignore[arg-type]
-                except BaseException as exc:  # noqa: BLE001 - handed to the indexing thread (or raised by the next call)
-                    self._failure = exc
-                finally:
-                    self.cpu_seconds += time.thread_time() - started
-        self._end()
 
     def _begin(self) -> None:
         """Open a transaction under the write lock and fix the offsets of its provisional ids: those of the files and
