@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 
 from sessdex.core.errors import SessionBusyError
 
@@ -23,18 +24,14 @@ PROC = "/proc"
 _ACCESS_MODE = 0o3  # O_ACCMODE: 0 read-only, 1 write-only, 2 read-write
 
 
-def writers_of(path: str | os.PathLike[str], *, proc: str = PROC) -> list[int]:
-    """Pids of other processes that have the file at `path` open for writing (empty when it does not exist)."""
-    try:
-        target = os.stat(path)
-    except OSError:
-        return []
+def _descriptors_of_others(proc: str) -> Iterator[tuple[int, os.stat_result, str]]:
+    """(pid, the stat of the open file, its fdinfo path) of every descriptor of every other process this user
+    can see in `proc`; nothing where there is no /proc."""
     try:
         pids = [name for name in os.listdir(proc) if name.isdigit()]
     except OSError:
-        return []
+        return
     own = str(os.getpid())
-    found: list[int] = []
     for pid in pids:
         if pid == own:
             continue
@@ -48,11 +45,20 @@ def writers_of(path: str | os.PathLike[str], *, proc: str = PROC) -> list[int]:
                 info = os.stat(f"{fd_dir}/{fd}")
             except OSError:
                 continue
-            if info.st_ino != target.st_ino or info.st_dev != target.st_dev:
-                continue
-            if _opened_for_writing(f"{proc}/{pid}/fdinfo/{fd}"):
-                found.append(int(pid))
-                break
+            yield int(pid), info, f"{proc}/{pid}/fdinfo/{fd}"
+
+
+def writers_of(path: str | os.PathLike[str], *, proc: str = PROC) -> list[int]:
+    """Pids of other processes that have the file at `path` open for writing (empty when it does not exist)."""
+    try:
+        target = os.stat(path)
+    except OSError:
+        return []
+    found: list[int] = []
+    for pid, info, fdinfo in _descriptors_of_others(proc):
+        if (info.st_ino == target.st_ino and info.st_dev == target.st_dev and pid not in found
+                and _opened_for_writing(fdinfo)):
+            found.append(pid)
     return found
 
 
@@ -92,25 +98,8 @@ def refuse_if_written_elsewhere(path: str | os.PathLike[str], *, wait_seconds: f
 def files_open_for_writing(*, proc: str = PROC) -> set[tuple[int, int]]:
     """The (device, inode) of every file another process of this user has open for writing, found in one walk
     of /proc (for checking many files at once; `writers_of` asks about one). Empty where there is no /proc."""
-    try:
-        pids = [name for name in os.listdir(proc) if name.isdigit()]
-    except OSError:
-        return set()
-    own = str(os.getpid())
     found: set[tuple[int, int]] = set()
-    for pid in pids:
-        if pid == own:
-            continue
-        fd_dir = f"{proc}/{pid}/fd"
-        try:
-            fds = os.listdir(fd_dir)
-        except OSError:  # another user's process, or it just exited
-            continue
-        for fd in fds:
-            try:
-                info = os.stat(f"{fd_dir}/{fd}")
-            except OSError:
-                continue
-            if (info.st_dev, info.st_ino) not in found and _opened_for_writing(f"{proc}/{pid}/fdinfo/{fd}"):
-                found.add((info.st_dev, info.st_ino))
+    for _pid, info, fdinfo in _descriptors_of_others(proc):
+        if (info.st_dev, info.st_ino) not in found and _opened_for_writing(fdinfo):
+            found.add((info.st_dev, info.st_ino))
     return found
