@@ -393,8 +393,8 @@ def build_report(kind: ReportKind, files: Iterable[FileUsage], days: DateRange |
                     row.key = usage.session_id
                     row.session = session_fields(usage.path, usage.cwd, usage.title, usage.first_message)
             for target, figures_owner in ((row, key), (total, None)):
-                _add(target.totals, fact)
-                _add(target.models.setdefault(model, UsageTotals()), fact)
+                add_fact(target.totals, fact)
+                add_fact(target.models.setdefault(model, UsageTotals()), fact)
                 if figures_owner is None:
                     total_sessions.add(usage.path)
                     total_model_sessions.setdefault(model, set()).add(usage.path)
@@ -411,7 +411,8 @@ def build_report(kind: ReportKind, files: Iterable[FileUsage], days: DateRange |
     return UsageReport(kind, order_rows(kind, list(rows.values())), total)
 
 
-def _add(totals: UsageTotals, fact: UsageFact) -> None:
+def add_fact(totals: UsageTotals, fact: UsageFact) -> None:
+    """Count one assistant message's usage fact into `totals`."""
     totals.input += fact.input_tokens
     totals.output += fact.output_tokens
     totals.cache_read += fact.cache_read_tokens

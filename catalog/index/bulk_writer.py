@@ -147,6 +147,7 @@ class WriterThread:
     """
 
     thread_name = "sessdex-bulk-writer"
+    _next_file_id: int  # set by the writer before `WriterThread.__init__`
 
     def __init__(self) -> None:
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUED_PARTS)
@@ -163,6 +164,12 @@ class WriterThread:
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
+
+    def new_file_id(self) -> int:
+        """The id (provisional, for a writer that shifts ids when it writes) the next new file's row will have."""
+        file_id = self._next_file_id
+        self._next_file_id += 1
+        return file_id
 
     def end_batch(self) -> None:
         """Commit everything added so far (call between files)."""
@@ -237,12 +244,6 @@ class BulkWriter(WriterThread):
         super().__init__()
 
     # -- the indexing thread's side -------------------------------------------------------------------
-
-    def new_file_id(self) -> int:
-        """The id the next new file's row will have."""
-        file_id = self._next_file_id
-        self._next_file_id += 1
-        return file_id
 
     def add_texts(self, file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
         """Queue message rows for `texts` (already storable), numbered from `first_seq`."""

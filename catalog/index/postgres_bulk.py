@@ -96,12 +96,6 @@ class PostgresBulkWriter(WriterThread):
 
     # -- the indexing thread's side -------------------------------------------------------------------
 
-    def new_file_id(self) -> int:
-        """The provisional id the next new file's row will have."""
-        file_id = self._next_file_id
-        self._next_file_id += 1
-        return file_id
-
     def add_texts(self, file_id: int, first_seq: int, texts: list[str], pending: bool) -> None:
         """Queue message rows for `texts` (already storable), numbered from `first_seq`."""
         if not texts:

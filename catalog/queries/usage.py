@@ -27,6 +27,7 @@ from sessdex.core.usage import (
     UsageReport,
     UsageRow,
     UsageTotals,
+    add_fact,
     build_report,
     counted_facts,
     mark_copies,
@@ -291,15 +292,6 @@ class UsageBlock:
                                self.totals.cost + cost_per_hour / 60 * remaining)
 
 
-def _add_fact(totals: UsageTotals, fact: UsageFact) -> None:
-    totals.input += fact.input_tokens
-    totals.output += fact.output_tokens
-    totals.cache_read += fact.cache_read_tokens
-    totals.cache_write += fact.cache_write_tokens
-    totals.cost_nanos += fact.cost_nanos
-    totals.messages += 1
-
-
 def usage_blocks(facts: Sequence[tuple[UsageFact, str]], now_ms: int) -> list[UsageBlock]:
     """The blocks of (fact, session path) pairs sorted by time, oldest first; the last may be active."""
     blocks: list[UsageBlock] = []
@@ -310,9 +302,9 @@ def usage_blocks(facts: Sequence[tuple[UsageFact, str]], now_ms: int) -> list[Us
             block = UsageBlock(moment - moment % HOUR_MS, moment, moment)
             blocks.append(block)
         block.last_ms = moment
-        _add_fact(block.totals, fact)
+        add_fact(block.totals, fact)
         model = block.models.setdefault(f"{fact.provider}/{fact.model}", UsageTotals())
-        _add_fact(model, fact)
+        add_fact(model, fact)
         block.session_paths.add(path)
     for block in blocks:
         block.totals.sessions = len(block.session_paths)
