@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from sessdex.core.marks import Marks
 
 
-def _paths(args: argparse.Namespace, settings: Settings) -> AgentPaths:
+def agent_paths(args: argparse.Namespace, settings: Settings) -> AgentPaths:
+    """The agent's paths, refused with one line when its folder does not exist."""
     paths = settings.paths
     require_agent_dir(paths, agent_dir_named(args))
     return paths
@@ -121,7 +122,7 @@ def run_rename(args: argparse.Namespace, settings: Settings) -> int:
     from sessdex.core.rename import rename_session
 
     with json_refusal(args.as_json):
-        paths = _paths(args, settings)
+        paths = agent_paths(args, settings)
         info = find_session(settings, args.value)
         stored = rename_session(info.path, args.title, paths)
     renamed = read_session_info(info.path) or info
@@ -215,16 +216,16 @@ def run_trash(args: argparse.Namespace, settings: Settings) -> int:
         if words[0] == "empty":
             if len(words) != 1:
                 raise UsageError("usage: sessdex trash empty [--older-than AGE] [--yes]")
-            return _empty_trash(args, _paths(args, settings))
+            return _empty_trash(args, agent_paths(args, settings))
         if args.older_than is not None or args.assume_yes:
             raise UsageError("--older-than and --yes go with `sessdex trash empty` only")
         if words == ("list",):
-            _trash_listing(settings, _paths(args, settings), as_json)
+            _trash_listing(settings, agent_paths(args, settings), as_json)
             return 0
         if words[0] == "restore":
             if len(words) < 2:
                 raise UsageError("usage: sessdex trash restore ID [ID...]")
-            paths = _paths(args, settings)
+            paths = agent_paths(args, settings)
             trashed = trashed_sessions(paths)
             items = [find_trashed(value, paths, trashed) for value in words[1:]]  # all found before any moves
             answers = []
@@ -241,7 +242,7 @@ def run_trash(args: argparse.Namespace, settings: Settings) -> int:
         if len(words) != 1:
             raise UsageError("usage: sessdex trash ID | sessdex trash list | sessdex trash restore ID [ID...] | "
                              "sessdex trash empty")
-        paths = _paths(args, settings)
+        paths = agent_paths(args, settings)
         info = find_session(settings, words[0])
         target = trash_session(info.path, paths)
     if as_json:

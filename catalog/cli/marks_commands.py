@@ -14,7 +14,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from sessdex.catalog.cli.commands import agent_dir_named
+from sessdex.catalog.cli.manage_commands import agent_paths
 from sessdex.catalog.cli.output import (
     Column,
     echo,
@@ -26,20 +26,13 @@ from sessdex.catalog.cli.output import (
     session_json,
     session_label,
 )
-from sessdex.catalog.cli.read_guard import json_refusal, require_agent_dir
+from sessdex.catalog.cli.read_guard import json_refusal
 from sessdex.core.errors import SessdexError, UsageError
 from sessdex.core.marks import NO_MARKS, Marks, append_events, make_event, valid_note, valid_tag
 
 if TYPE_CHECKING:
     from sessdex.catalog.store.settings import Settings
-    from sessdex.core.paths import AgentPaths
     from sessdex.core.summary import SessionInfo
-
-
-def _paths(args: argparse.Namespace, settings: Settings) -> AgentPaths:
-    paths = settings.paths
-    require_agent_dir(paths, agent_dir_named(args))
-    return paths
 
 
 def _add_session_argument(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +45,7 @@ def _set_marks(args: argparse.Namespace, settings: Settings, op: str, done: str,
     from sessdex.catalog.cli.manage_commands import all_marks, find_session
 
     with json_refusal(args.as_json):
-        paths = _paths(args, settings)
+        paths = agent_paths(args, settings)
         info = find_session(settings, args.value)
         append_events(paths, [make_event(info.id, settings.machine_name, op, **fields)])
         marks = all_marks(settings).get(info.id, NO_MARKS)  # this machine's file and every other machine's
@@ -181,7 +174,7 @@ def run_marks(args: argparse.Namespace, settings: Settings) -> int:
     from sessdex.catalog.cli.manage_commands import find_session
 
     with json_refusal(args.as_json):
-        _paths(args, settings)
+        agent_paths(args, settings)
         if args.value:
             info = find_session(settings, args.value)
             marks, _sessions = _marked_sessions(settings)
@@ -234,7 +227,7 @@ def run_tags(args: argparse.Namespace, settings: Settings) -> int:
     from sessdex.catalog.queries.open_source import open_session_source
 
     with json_refusal(args.as_json):
-        _paths(args, settings)
+        agent_paths(args, settings)
         with open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True)) as source:
             counts = tag_counts(source.marks())
     if args.as_json:
@@ -332,7 +325,7 @@ def run_prune(args: argparse.Namespace, settings: Settings) -> int:
     with json_refusal(args.as_json):
         rule = PruneRule(older_than=args.older_than, empty=args.empty, smaller_than=args.smaller_than,
                          project=args.project)
-        paths = _paths(args, settings)
+        paths = agent_paths(args, settings)
         with open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True)) as source:
             sessions = source.list_all_sessions(include_empty=True)
             marks = source.marks()
