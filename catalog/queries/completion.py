@@ -74,18 +74,25 @@ def session_completions(settings: Settings, word: str, limit: int) -> list[Compl
 
 
 def _named_by_id(sessions_root: str, word: str, limit: int) -> list[Completion]:
-    """The sessions whose file name (`<timestamp>_<sessionId>.jsonl`) carries an id starting with `word`, read
-    from their files (newest first, at most `limit`), kept when the header's id starts with `word` too."""
+    """The sessions whose file name (`<timestamp>_<sessionId>.jsonl`) carries an id starting with `word`, newest
+    first, at most `limit`: the names and mtimes pick them, then only those files are read, each kept when its
+    header's id starts with `word` too."""
     from sessdex.core.discovery import read_session_info
     from sessdex.core.paths import session_file_entries
 
-    entries = [entry for entry in session_file_entries(sessions_root, recursive=True)
-               if entry.name[:-len(".jsonl")].rpartition("_")[2].startswith(word)]
+    named = []
+    for entry in session_file_entries(sessions_root, recursive=True):
+        if entry.name[:-len(".jsonl")].rpartition("_")[2].startswith(word):
+            try:
+                named.append((entry.stat().st_mtime_ns, entry.path))
+            except OSError:
+                continue
     found = []
-    for entry in entries:
-        info = read_session_info(entry.path)
+    for _mtime, path in sorted(named, reverse=True):
+        info = read_session_info(path)
         if info is not None and info.id.startswith(word) and info.message_count >= 1:
-            found.append((info.modified.timestamp(), Completion(info.id, info.title, info.first_message[:200],
-                                                                info.message_count, info.path_text)))
-    found.sort(key=lambda pair: -pair[0])
-    return [completion for _, completion in found[:limit]]
+            found.append(Completion(info.id, info.title, info.first_message[:200], info.message_count,
+                                    info.path_text))
+            if len(found) == limit:
+                break
+    return found

@@ -296,3 +296,18 @@ def test_init_usage_errors(tree: Tree) -> None:
     named = subprocess.run([sessdex, "init", "zsh", "--cmd", "resume-it", "--no-key"], capture_output=True, text=True,
                            timeout=30).stdout
     assert "resume-it() {" in named and "bindkey" not in named
+
+
+def test_ids_complete_from_file_names_while_the_catalog_lacks_them(tree: Tree) -> None:
+    """A catalog that does not hold every file yet (a first index still running) completes an id from the file
+    names, confirmed by the header, newest first."""
+    sessdex = str(BIN / "sessdex")
+    environment = {**os.environ, "PI_CODING_AGENT_DIR": str(tree.paths.agent_dir), "HOME": str(tree.home)}
+    assert subprocess.run([sessdex, "index"], env=environment, capture_output=True, timeout=60).returncode == 0
+    proj = tree.project("proj")
+    tree.session(proj, "ee55000000000001", [user("older one"), assistant("ok")], mtime_ms=BASE_MS + 10)
+    tree.session(proj, "ee55000000000002", [user("newer one"), assistant("ok")], mtime_ms=BASE_MS + 20)
+    done = subprocess.run([sessdex, "complete-sessions", "ee5"], env=environment, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0
+    assert [line.split("\t")[0] for line in done.stdout.splitlines()] == ["ee55000000000002", "ee55000000000001"]
