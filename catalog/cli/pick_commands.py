@@ -161,10 +161,10 @@ the picker and --exit-0 exits 1 when nothing matches (both work without a termin
 
 
 def picker_height(text: str) -> tuple[int, bool]:
-    """`--height N` or `N%`: (N, True for a percentage); argparse turns the ValueError into a one-line error."""
+    """`--height N` or `N%`: (N, True for a percentage); anything else is a one-line usage error."""
     number, percent = (text[:-1], True) if text.endswith("%") else (text, False)
     if not number.isdigit() or not 0 < int(number) <= (100 if percent else 10_000):
-        raise ValueError(text)
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rows (1 to 10000) or a percentage (1% to 100%)")
     return int(number), percent
 
 

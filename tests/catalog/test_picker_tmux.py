@@ -302,6 +302,7 @@ def test_a_bad_height_is_a_one_line_error(run_in_tmux, tree: Tree) -> None:
     status, out, err = pane.finished()
     assert status == 2 and out == "" and "Traceback" not in err
     assert err.count("--height") == 2 and len(err.strip().splitlines()) == 2
+    assert "not a number of rows" in err and "picker_height" not in err  # words, not the parser's function name
 
 
 def test_marks_keys_pin_star_tag_with_completion_and_note_in_a_real_terminal(run_in_tmux, tree: Tree) -> None:
