@@ -17,10 +17,8 @@ SQLAlchemy backend.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sys
-import types
 from collections.abc import Iterator
 
 from sessdex.catalog.store.location import CONNECT_TIMEOUT_SECONDS, CatalogLocation
@@ -40,42 +38,6 @@ WRITE_LOCK_KEY = 0x73657373646578
 _CONNECTION_SQLSTATES = ("08", "57P", "28", "3D")
 # `:name` parameters of hand-written SQL (not `::type` casts).
 _NAMED_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-
-
-def import_psycopg() -> Any:
-    """psycopg, imported without the two `importlib.metadata.version()` calls its version modules make.
-
-    Those look-ups import importlib.metadata (and the email package) and scan every distribution on sys.path for
-    a version string psycopg only shows: about a sixth of psycopg's import, which is most of what a hot command
-    on PostgreSQL pays beyond SQLite's. The version is read from the name of the distribution's `.dist-info`
-    folder instead; when that is not found, psycopg imports its version modules as usual.
-    """
-    if "psycopg" not in sys.modules:
-        for package, distribution in (("psycopg", "psycopg"), ("psycopg_binary", "psycopg_binary")):
-            name = f"{package}.version"
-            if name not in sys.modules and (version := _installed_version(package, distribution)) is not None:
-                module = types.ModuleType(name)
-                module.__version__ = version  # type: ignore[attr-defined]
-                sys.modules[name] = module
-    import psycopg
-
-    return psycopg
-
-
-def _installed_version(package: str, distribution: str) -> str | None:
-    """The version in the `<distribution>-<version>.dist-info` folder beside `package`, None when not found."""
-    import importlib.util
-
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    folder = os.path.dirname(next(iter(spec.submodule_search_locations)))
-    prefix = distribution + "-"
-    try:
-        names = [name for name in os.listdir(folder) if name.startswith(prefix) and name.endswith(".dist-info")]
-    except OSError:
-        return None
-    return names[0][len(prefix):-len(".dist-info")] if len(names) == 1 else None
 
 
 def libpq_url(url: str) -> str:
@@ -153,7 +115,7 @@ class PostgresCatalog:
 
     def _connect(self) -> Any:
         if self._connection is None:
-            psycopg = import_psycopg()
+            import psycopg
 
             with self._reporting_lost_connection():
                 # Autocommit: a read is one statement, one round trip; write() opens its own transactions.

@@ -253,10 +253,10 @@ def _missing_driver(location: CatalogLocation, exc: ImportError) -> CatalogUnava
 
 def _open_postgres_catalog(location: CatalogLocation, machine: str | None) -> PostgresCatalog:
     """The psycopg backend; the revision is one query, and only an older or new database imports Alembic."""
-    from sessdex.catalog.store.postgres_reads import PostgresCatalog, import_psycopg, is_connection_problem
+    from sessdex.catalog.store.postgres_reads import PostgresCatalog, is_connection_problem
 
     try:
-        psycopg = import_psycopg()
+        import psycopg
     except ImportError as exc:
         raise _missing_driver(location, exc) from exc
 

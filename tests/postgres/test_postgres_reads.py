@@ -117,17 +117,6 @@ def test_a_resume_costs_two_round_trips_whatever_its_folders(tmp_path: Path, pos
         assert _CountingCatalog.round_trips == 2
 
 
-def test_psycopg_is_imported_without_importlib_metadata_and_knows_its_version():
-    probe = ("import sys\nfrom sessdex.catalog.store.postgres_reads import import_psycopg\n"
-             "psycopg = import_psycopg()\nimport psycopg_binary\n"
-             "print(psycopg.__version__, psycopg_binary.__version__, 'importlib.metadata' in sys.modules)")
-    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
-    from importlib import metadata
-
-    expected = f"{metadata.version('psycopg')} {metadata.version('psycopg-binary')} False"
-    assert found.stdout.strip() == expected
-
-
 class _RecordingCatalog(PostgresCatalog):
     """Records every statement sent to the server."""
 
