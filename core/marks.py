@@ -369,6 +369,16 @@ def _check_folder(folder: str) -> None:
         raise MarksFileError(f"{folder} belongs to another user: sessdex leaves it alone")
 
 
+def marks_match(marks: Marks | None, *, pinned: bool = False, starred: bool = False,
+                tags: Sequence[str] = ()) -> bool:
+    """Whether a session's marks (None: it has none) hold every condition asked for: pinned, starred, each tag."""
+    if not (pinned or starred or tags):
+        return True
+    if marks is None:
+        return False
+    return (marks.pinned or not pinned) and (marks.starred or not starred) and all(tag in marks.tags for tag in tags)
+
+
 def pinned_first(items: Sequence[Item], marks: dict[str, Any], session_id: Callable[[Item], str]) -> list[Item]:
     """The items with pinned sessions first, each part in its own order (`list` and the picker)."""
     if not marks:

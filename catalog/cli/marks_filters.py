@@ -48,12 +48,9 @@ class MarksFilter:
         return self.pinned or self.starred or bool(self.tags)
 
     def matches(self, marks: Marks | None) -> bool:
-        if not self.active:
-            return True
-        if marks is None:
-            return False
-        return (marks.pinned or not self.pinned) and (marks.starred or not self.starred) and \
-            all(tag in marks.tags for tag in self.tags)
+        from sessdex.core.marks import marks_match
+
+        return marks_match(marks, pinned=self.pinned, starred=self.starred, tags=self.tags)
 
     def select(self, items: Sequence[Item], marks: dict[str, Marks], session_id: Callable[[Item], str]) -> list[Item]:
         """The items whose session's marks match, in their order."""

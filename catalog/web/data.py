@@ -38,7 +38,7 @@ from sessdex.catalog.queries.sessions import Catalog, SearchHit
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.context import build_session_context
-from sessdex.core.marks import Marks
+from sessdex.core.marks import marks_match
 from sessdex.core.runtime import SessionRuntime
 from sessdex.core.secrets import redact, redact_value
 from sessdex.core.summary import SessionInfo
@@ -294,7 +294,8 @@ class WebCatalog:
         kept = []
         for hit in hits:
             info = hit.session
-            if not _marks_match(filters, marks.get(info.id)):
+            if not marks_match(marks.get(info.id), pinned=filters.pinned, starred=filters.starred,
+                               tags=(filters.tag,) if filters.tag else ()):
                 continue
             if with_model is not None and info.path_text not in with_model:
                 continue
@@ -427,16 +428,6 @@ class WebCatalog:
         """Prompts of the agent's history.db matching `text` (None when there is no history.db to read)."""
         agent_dir = self.settings.paths.agent_dir_text
         return search_history_file(os.path.join(agent_dir, HISTORY_DB_NAME), text, limit, None)
-
-
-def _marks_match(filters: SearchFilters, marks: Marks | None) -> bool:
-    """Whether a session's marks satisfy the filters' pinned, starred and tag conditions."""
-    if not (filters.pinned or filters.starred or filters.tag):
-        return True
-    if marks is None:
-        return False
-    return (marks.pinned or not filters.pinned) and (marks.starred or not filters.starred) and \
-        (filters.tag is None or filters.tag in marks.tags)
 
 
 def _no_pass(_db: CatalogDatabase, _scope: Scope) -> ReconcileReport:
