@@ -152,6 +152,84 @@ def list_all_sessions(*, paths: AgentPaths, include_empty: bool = False,
     return _infos(session_files(paths.sessions_root, recursive=True), include_empty, skipped)
 
 
+# -- sessions by id prefix (`--resume <id prefix>`) -----------------------------------------------
+
+def _may_have_id_prefix(path: str, prefix: str) -> bool:
+    """False when the first lines of the file settle that it is no session whose id starts with `prefix`: it
+    cannot be read, or its header (after an optional title line) is invalid or has another id.
+
+    The JSONL reader's values for a file's first complete lines are the first values it reads from the whole
+    file, and the header fold is settled by its first one or two values, so a file ruled out here is one the
+    whole read would rule out too. Anything unsettled (a header beyond the first RECENT_PREFIX_BYTES, a
+    damaged first line) is left to the whole read.
+    """
+    from sessdex.core.jsonl import parse_jsonl
+    from sessdex.core.regular_files import read_regular_file
+
+    try:
+        head = read_regular_file(path, RECENT_PREFIX_BYTES)
+    except OSError:  # unreadable, gone, or not a regular file: the whole read would skip it too
+        return False
+
+    line_end = -1
+    for _lines in (1, 2):  # the header, or a title line and the header: always read from the file's start
+        line_end = head.find(b"\n", line_end + 1)
+        if line_end < 0:
+            return True
+        summary = SessionSummary()
+        summary.feed_all(parse_jsonl(head[:line_end + 1]).values, texts_wanted=False)
+        if summary.header_decided:
+            break
+    else:
+        return True
+    if not summary.header_valid or summary.session_id is None:
+        return False
+    from sessdex.core.text import without_lone_surrogates  # lazy: off the catalog's hot paths
+
+    return without_lone_surrogates(summary.session_id).startswith(prefix)
+
+
+def id_prefix_files(prefix: str, cwd: str | os.PathLike[str] | None, session_dir: str | os.PathLike[str] | None = None,
+                    *, paths: AgentPaths) -> list[tuple[Path, float, int]]:
+    """The files that may hold a session whose id starts with `prefix`, each with its mtime (ms) and size: of the
+    project (`list_sessions`' folders), or with `cwd` None of every folder below the sessions root.
+
+    Each file's first lines are read (`_may_have_id_prefix`); the files returned are to be read whole
+    (`sessions_in_files`) to know their sessions."""
+    if cwd is None:
+        entries = list(session_file_entries(paths.sessions_root, recursive=True))
+    else:
+        entries = [entry for folder in project_session_dirs(cwd, session_dir, paths)
+                   for entry in session_file_entries(folder)]
+    files = []
+    for entry in entries:
+        if not _may_have_id_prefix(entry.path, prefix):
+            continue
+        try:
+            result = entry.stat()
+        except (OSError, ValueError):
+            continue
+        if stat_module.S_ISREG(result.st_mode):  # as session_files counts files
+            files.append((as_path(entry.path), _mtime_ms(result), result.st_size))
+    return files
+
+
+def sessions_in_files(files: Iterable[tuple[Path, float, int]], prefix: str) -> list[SessionInfo]:
+    """The sessions (any message count) of `files` (from `id_prefix_files`) whose id starts with `prefix`, newest
+    first, as `list_sessions` / `list_all_sessions` order them."""
+    infos = _infos([(path, mtime) for path, mtime, _size in files], True, None)
+    return [info for info in infos if info.id.startswith(prefix)]
+
+
+def sessions_with_id_prefix(prefix: str, cwd: str | os.PathLike[str] | None,
+                            session_dir: str | os.PathLike[str] | None = None, *,
+                            paths: AgentPaths) -> list[SessionInfo]:
+    """The sessions (any message count) whose id starts with `prefix`: the project's (`list_sessions` with
+    `include_empty`, filtered by id), or with `cwd` None every one below the sessions root (`list_all_sessions`);
+    newest first. Only the files whose first lines leave such an id possible are read whole."""
+    return sessions_in_files(id_prefix_files(prefix, cwd, session_dir, paths=paths), prefix)
+
+
 # -- find_most_recent_session() --------------------------------------------------------------------
 
 def _prefix_summary(path: Path, skipped: SkippedFiles | None) -> SessionSummary | None:

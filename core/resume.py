@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from sessdex.core.discovery import list_all_sessions, list_sessions, sanitize_display_name, truncate_name
+from sessdex.core.discovery import sanitize_display_name, sessions_with_id_prefix, truncate_name
 from sessdex.core.errors import (
     AmbiguousSessionError,
     ForkSourceNotFoundError,
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     ForkSession = Callable[[Path, str, Path | None, AgentPaths], Path]
     # (value, cwd, session dir or None, *, paths) -> the one matching session; the catalog provides another one
     FindSession = Callable[..., SessionInfo]
+    # (id prefix, cwd or None for every project, session dir or None) -> the sessions whose id starts with it
+    IdLookup = Callable[[str, str | os.PathLike[str] | None, str | os.PathLike[str] | None], list[SessionInfo]]
 CANDIDATE_LABEL_CHARS = 60
 CANDIDATES_SHOWN = 20  # the error lists at most this many; `candidates` holds them all
 HEADER_PROBE_BYTES = 1 << 20  # enough for any header line (a title is at most a few KB)
@@ -153,17 +155,24 @@ def single_match(value: str, matches: list[SessionInfo]) -> SessionInfo:
 
 
 def find_session_by_id(value: str, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None,
-                       *, paths: AgentPaths) -> SessionInfo:
+                       *, paths: AgentPaths, lookup: IdLookup | None = None) -> SessionInfo:
     """The one session `value` names: this project first, then all projects unless `session_dir` is given.
 
     Raises SessionNotFoundError when nothing matches and AmbiguousSessionError (with the candidates,
     newest first) when a prefix matches several sessions in the first scope that has any match.
+    `lookup(prefix, cwd or None for every project, session_dir)` gives a scope's sessions whose id starts with
+    the prefix (default: `sessdex.core.discovery.sessions_with_id_prefix`, read from the files).
     """
-    local = match_session_id(value, list_sessions(cwd, session_dir, paths=paths, include_empty=True))
+    def in_scope(scope_cwd: str | os.PathLike[str] | None) -> list[SessionInfo]:
+        if lookup is not None:
+            return lookup(value, scope_cwd, session_dir)
+        return sessions_with_id_prefix(value, scope_cwd, session_dir, paths=paths)
+
+    local = match_session_id(value, in_scope(cwd))
     if local:
         return single_match(value, local)
     if session_dir is None:
-        everywhere = match_session_id(value, list_all_sessions(paths=paths, include_empty=True))
+        everywhere = match_session_id(value, in_scope(None))
         if everywhere:
             return single_match(value, everywhere)
     raise SessionNotFoundError(f'Session "{value}" not found.')

@@ -228,6 +228,12 @@ class SessionSummary:
         title line): what listings need of a file's content (`records.is_listable_session`)."""
         return self._header is not None and self._phase == _IN_BODY
 
+    @property
+    def header_decided(self) -> bool:
+        """True once the records fed settle whether the file has a valid header (`header_valid` says which):
+        the first record, or the first two when the first is a title line. The records after never change it."""
+        return self._phase != _BEFORE_HEADER
+
     def _header_field(self, key: str) -> Any:
         return self._header.get(key) if self._header is not None else None
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterator
 
-    from sessdex.catalog.queries.source import SessionSource
+    from sessdex.catalog.queries.source import ResumeSource, SessionSource
     from sessdex.catalog.store.settings import Settings
     from sessdex.core.paths import AgentPaths
 
@@ -43,6 +43,18 @@ def session_source(args: argparse.Namespace, settings: Settings) -> SessionSourc
 
     require_agent_dir(settings.paths, agent_dir_named(args))
     return open_session_source(settings, warn=lambda message: echo(f"sessdex: {message}", err=True))
+
+
+def resume_source(args: argparse.Namespace, settings: Settings, *, marks_wanted: bool) -> ResumeSource:
+    """The source of `resume VALUE`: this machine's session files first when they can settle the answer (a
+    catalog server asked for this machine's sessions and no marks: see `catalog.queries.resume_files`), else
+    `session_source`. Refused (nothing created) when the agent dir does not exist."""
+    from sessdex.catalog.queries.resume_files import FilesFirst, files_settle_resume
+
+    if marks_wanted or not files_settle_resume(settings):
+        return session_source(args, settings)
+    require_agent_dir(settings.paths, agent_dir_named(args))
+    return FilesFirst(settings.paths, lambda: session_source(args, settings))
 
 
 @contextlib.contextmanager

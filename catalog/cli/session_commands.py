@@ -35,13 +35,14 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from sessdex.catalog.cli.marks_filters import MarksFilter
-    from sessdex.catalog.queries.source import SessionSource
+    from sessdex.catalog.queries.source import ResumeSource, SessionSource
     from sessdex.core.marks import Marks
     from sessdex.core.paths import AgentPaths
     from sessdex.core.resume import ResumeResult
     from sessdex.core.summary import SessionInfo
 
     SourceOpener = Callable[[], SessionSource]
+    ResumeSourceOpener = Callable[[], ResumeSource]
 
 DEFAULT_RECENT_COUNT = 10
 # What a refusal of another project's session says after the error: the two ways on.
@@ -163,7 +164,7 @@ def fork_confirmation(assume: bool | None) -> Callable[[SessionInfo], bool]:
     return confirm
 
 
-def run_resume(open_source: SourceOpener, paths: AgentPaths, value: str | None, *, assume: bool | None,
+def run_resume(open_source: ResumeSourceOpener, paths: AgentPaths, value: str | None, *, assume: bool | None,
                as_json: bool, session_dir: Path | None, own_dir: bool = False, shell: bool = False,
                json_fields: Sequence[str] = (), keep_marks: str | None = None) -> int:
     """`sessdex resume VALUE`: print the file an id prefix or path resolves to, forking on `assume` or a yes.
@@ -211,7 +212,7 @@ def _keep_marks(paths: AgentPaths, machine: str, result: ResumeResult, marks: di
     return {**marks, forked.id: kept}
 
 
-def _resolve(open_source: SourceOpener, paths: AgentPaths, value: str, *, assume: bool | None,
+def _resolve(open_source: ResumeSourceOpener, paths: AgentPaths, value: str, *, assume: bool | None,
              session_dir: Path | None, own_dir: bool, with_marks: bool = False
              ) -> tuple[ResumeResult, str, dict[str, Marks] | None]:
     """The resume result, the directory the agent should run in for it, and (`with_marks`) every session's marks."""

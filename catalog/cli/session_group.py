@@ -10,7 +10,7 @@ from sessdex.catalog.cli import session_commands
 from sessdex.catalog.cli.commands import directory, positive_count
 from sessdex.catalog.cli.marks_filters import MarksFilter, add_marks_filter_options
 from sessdex.catalog.cli.output import RESUME_FIELDS, add_json_option, add_table_option
-from sessdex.catalog.cli.read_guard import session_source
+from sessdex.catalog.cli.read_guard import resume_source, session_source
 from sessdex.core.errors import UsageError
 
 TYPE_CHECKING = False  # see the README's start-up budget
@@ -98,7 +98,9 @@ def run_resume(args: argparse.Namespace, settings: Settings) -> int:
     from sessdex.core.errors import AmbiguousSessionError
 
     def resume(value: str) -> int:
-        return session_commands.run_resume(lambda: session_source(args, settings), settings.paths, value,
+        marks_wanted = args.as_json or args.keep_marks  # as run_resume reads them
+        return session_commands.run_resume(lambda: resume_source(args, settings, marks_wanted=marks_wanted),
+                                           settings.paths, value,
                                            assume=assume, as_json=args.as_json, session_dir=args.session_dir,
                                            own_dir=args.own_dir, shell=args.shell,
                                            json_fields=args.json_fields,

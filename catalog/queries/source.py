@@ -144,6 +144,22 @@ class SessionSource(Protocol):
         """Session id -> its current marks (`sessdex.core.marks.Marks`): pins, stars, tags, notes."""
 
 
+class ResumeSource(Protocol):
+    """What `resume` asks of its source: a `SessionSource`, or the files first
+    (`sessdex.catalog.queries.resume_files.FilesFirst`)."""
+
+    def __enter__(self) -> ResumeSource: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+    def find_session_by_id(self, value: str, cwd: str | os.PathLike[str],
+                           session_dir: str | os.PathLike[str] | None = None) -> SessionInfo:
+        """The one session whose id starts with `value`: this project first, then every project."""
+
+    def marks(self) -> dict[str, Any]:
+        """Session id -> its current marks (`sessdex.core.marks.Marks`)."""
+
+
 def content_terms(query: str) -> list[str]:
     """The words of `query` a content search requires (lower-cased; words without a letter or digit dropped)."""
     return [word for word in query.lower().split() if _WORD.search(word)]

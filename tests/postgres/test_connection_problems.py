@@ -41,7 +41,8 @@ def _bad_urls(server: PostgresServer) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("problem", ["server down", "wrong password", "no such database"])
-@pytest.mark.parametrize("command", [["list"], ["list", "--all"], ["resume", "4ddd"], ["search", "hello"], ["index"],
+@pytest.mark.parametrize("command", [["list"], ["list", "--all"], ["resume", "--keep-marks", "4ddd"],
+                                     ["--machines", "all", "resume", "4ddd"], ["search", "hello"], ["index"],
                                      ["recent"], ["doctor", "--check"]])
 def test_an_unusable_server_is_one_line_and_exit_2(paths: AgentPaths, postgres_server: PostgresServer, capsys,
                                                    problem: str, command: list[str]):
@@ -55,6 +56,16 @@ def test_an_unusable_server_is_one_line_and_exit_2(paths: AgentPaths, postgres_s
     expected = {"server down": "refused", "wrong password": "password authentication failed",
                 "no such database": 'database "no_such_database" does not exist'}[problem]
     assert expected in lines[0]
+
+
+@pytest.mark.parametrize("problem", ["server down", "wrong password", "no such database"])
+def test_resume_of_this_machines_session_answers_from_its_files_whatever_the_server(
+        paths: AgentPaths, postgres_server: PostgresServer, capsys, problem: str):
+    # Its answer is a function of this machine's files (catalog.queries.resume_files): no server is asked.
+    url = _bad_urls(postgres_server)[problem]
+    outcome = run_cli(["--agent-dir", str(paths.agent_dir), "--catalog", url, "resume", "4ddd"], capsys)
+    assert (outcome.code, outcome.err) == (0, "")
+    assert outcome.out == f"{paths.project_session_dir(paths.home / 'proj') / 'a.jsonl'}\n"
 
 
 def _wait_for(condition, what: str, timeout: float = 30.0) -> None:
