@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     SkippedFiles = list[tuple[Path, str]]
 
 RECENT_PREFIX_BYTES = 4096
+HEADER_PROBE_LINES = 8  # an id lookup reads this many of a file's first lines at most to find its header
 DEFAULT_RECENT_LIMIT = 3
 MIN_ID_PREFIX = 8  # listings show at least this many characters of a session id
 NAME_MAX_CHARS = 40
@@ -171,15 +172,19 @@ def _may_have_id_prefix(path: str, prefix: str) -> bool:
     except OSError:  # unreadable, gone, or not a regular file: the whole read would skip it too
         return False
 
-    line_end = -1
-    for _lines in (1, 2):  # the header, or a title line and the header: always read from the file's start
-        line_end = head.find(b"\n", line_end + 1)
+    # The lines from the file's start, one more each time, until the header is settled (by its first value or
+    # two, mostly the first line): blank lines hold no value, damaged ones may run on.
+    line_start = line_end = 0
+    for _line in range(HEADER_PROBE_LINES):
+        line_end = head.find(b"\n", line_start)
         if line_end < 0:
             return True
-        summary = SessionSummary()
-        summary.feed_all(parse_jsonl(head[:line_end + 1]).values, texts_wanted=False)
-        if summary.header_decided:
-            break
+        if head[line_start:line_end].strip():
+            summary = SessionSummary()
+            summary.feed_all(parse_jsonl(head[:line_end + 1]).values, texts_wanted=False)
+            if summary.header_decided:
+                break
+        line_start = line_end + 1
     else:
         return True
     if not summary.header_valid or summary.session_id is None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
 import pytest
 
+from sessdex.core.discovery import list_all_sessions, list_sessions, sessions_with_id_prefix
 from sessdex.core.errors import (
     AmbiguousSessionError,
     ForkSourceNotFoundError,
@@ -16,7 +18,7 @@ from sessdex.core.errors import (
 )
 from sessdex.core.resume import ResumeResult, find_session_by_id, is_path_like, resolve_resume
 from sessdex.core.summary import SessionInfo
-from tests.core.sessiontree import BASE_MS, Tree, make_tree
+from tests.core.sessiontree import BASE_MS, Tree, header, jsonl, make_tree, user, write_file
 
 
 @pytest.fixture
@@ -254,3 +256,80 @@ def test_a_source_gone_before_the_fork_is_an_error_not_an_empty_session(tree: Tr
     with pytest.raises(ForkSourceNotFoundError, match="gone"):
         resolve_resume("cd34", proj, paths=tree.paths, confirm_fork=answer_after_the_file_is_gone)
     assert list(tree.paths.project_session_dir(proj).glob("*.jsonl")) == []
+
+
+# -- the id lookup reads files whole only when their first lines leave the id possible --------------------
+
+def _edge_tree(tree: Tree) -> tuple[Path, Path]:
+    """A project and another one whose files try every way a file's first lines can mislead an id lookup."""
+    proj, other = tree.project("proj"), tree.project("other")
+    folder = tree.project_dir(proj)
+    tree.session(proj, "ab12000000000001", mtime_ms=BASE_MS + 1)
+    tree.session(proj, "ab12000000000002", records=[], mtime_ms=BASE_MS + 2)  # no messages
+    tree.session(proj, "ab34000000000001", title_line={"type": "title", "title": "x" * 5000}, mtime_ms=BASE_MS + 3)
+    tree.session(proj, "cd56000000000001", title_line={"type": "title", "title": "short"}, mtime_ms=BASE_MS + 4)
+    # named after one id, holding another
+    write_file(folder / "2025-01-01T00-00-00-000Z_ab12000000000009.jsonl",
+               jsonl([header("ef78000000000001", proj), user("renamed")]), BASE_MS + 5)
+    write_file(folder / "2025-01-01T00-00-00-000Z_ef78000000000009.jsonl",
+               jsonl([header("ab12000000000003", proj), user("misnamed")]), BASE_MS + 6)
+    # a header spanning two lines (the reader joins them), a byte order mark, blank lines first
+    write_file(folder / "spanning.jsonl", b'{"type": "session", "version": 3,\n"id": "ab12000000000004", "cwd": "'
+               + str(proj).encode() + b'"}\n' + jsonl([user("spanning")]), BASE_MS + 7)
+    write_file(folder / "bom.jsonl", b"\xef\xbb\xbf" + jsonl([header("ab12000000000005", proj), user("bom")]),
+               BASE_MS + 8)
+    write_file(folder / "blank.jsonl", b"\n\n" + jsonl([header("ab12000000000006", proj), user("blank")]),
+               BASE_MS + 9)
+    # a damaged first line (the reader skips it), then the header
+    write_file(folder / "damaged.jsonl", b'{"type": "sess\n' + jsonl([header("ab12000000000007", proj)]), BASE_MS + 10)
+    write_file(folder / "empty.jsonl", b"", BASE_MS + 11)
+    write_file(folder / "only-header-no-newline.jsonl", jsonl([header("ab12000000000008", proj)])[:-1], BASE_MS + 12)
+    write_file(folder / "surrogate.jsonl", b'{"type":"session","id":"ab12\\ud800","cwd":"' + str(proj).encode()
+               + b'"}\n' + jsonl([user("surrogate")]), BASE_MS + 13)
+    os.mkfifo(folder / "fifo.jsonl")
+    tree.session(other, "ab12000000000010", mtime_ms=BASE_MS + 14)
+    tree.session(other, "ab56000000000001", mtime_ms=BASE_MS + 15)
+    return proj, other
+
+
+PROBES = ["a", "ab", "ab1", "ab12", "ab12000000000002", "ab12000000000003", "ab12000000000004", "ab12000000000007",
+          "ab12000000000008", "ab12000000000009", "ab12\ufffd", "ab34", "ab5", "cd", "ef78", "zz", "ab12000000000010"]
+
+
+def test_the_id_lookup_equals_filtering_the_whole_listings(tree: Tree) -> None:
+    proj, other = _edge_tree(tree)
+    for probe in PROBES:
+        for cwd in (proj, other):
+            whole = [info for info in list_sessions(cwd, paths=tree.paths, include_empty=True)
+                     if info.id.startswith(probe)]
+            assert sessions_with_id_prefix(probe, cwd, paths=tree.paths) == whole, (probe, cwd)
+        everywhere = [info for info in list_all_sessions(paths=tree.paths, include_empty=True)
+                      if info.id.startswith(probe)]
+        assert sessions_with_id_prefix(probe, None, paths=tree.paths) == everywhere, probe
+    assert [info.id for info in sessions_with_id_prefix("ab12", proj, paths=tree.paths)] == [
+        "ab12\ufffd", "ab12000000000008", "ab12000000000007", "ab12000000000006", "ab12000000000005",
+        "ab12000000000004", "ab12000000000003", "ab12000000000002", "ab12000000000001"]
+
+
+def test_the_id_lookup_reads_whole_only_the_files_whose_first_lines_leave_the_id_possible(tree: Tree, monkeypatch
+                                                                                          ) -> None:
+    from sessdex.core import discovery
+
+    proj, _other = _edge_tree(tree)
+    read: list[str] = []
+    whole_read = discovery.read_session_info
+
+    def recording(path, *args, **kwargs):
+        read.append(Path(path).name)
+        return whole_read(path, *args, **kwargs)
+
+    monkeypatch.setattr(discovery, "read_session_info", recording)
+    assert find_session_by_id("ab34", proj, paths=tree.paths).id == "ab34000000000001"
+    # the header beyond the first 4 KB, and the files whose first lines settle nothing
+    assert sorted(read) == ["2025-01-01T00-00-00-000Z_ab34000000000001.jsonl", "empty.jsonl",
+                            "only-header-no-newline.jsonl"]
+    read.clear()
+    assert find_session_by_id("cd56", proj, paths=tree.paths).id == "cd56000000000001"
+    assert sorted(read) == ["2025-01-01T00-00-00-000Z_ab34000000000001.jsonl",
+                            "2025-01-01T00-00-00-000Z_cd56000000000001.jsonl", "empty.jsonl",
+                            "only-header-no-newline.jsonl"]
