@@ -9,14 +9,20 @@ A PostgreSQL server is started for the run in a temporary folder, as the test su
 they stand on, measured in the same run: `python -c pass`, `python -c "import psycopg"` (what a PostgreSQL
 command pays before its first byte to the server) and one round trip (`SELECT 1`) on an open connection, so
 that the server's latency and sessdex's own cost are told apart. Commands run alternately (SQLite, then
-PostgreSQL), so that other work on the machine weighs on both alike; medians are printed. `--regular-install`
-measures a wheel installed into a scratch venv (scripts/regular_install.py) rather than this editable install.
+PostgreSQL), so that other work on the machine weighs on both alike; medians are printed, of wall time and of
+the child's CPU time (user + system: the figure to trust when the machine is loaded). No watcher runs on either
+side (SESSDEX_AUTOWATCH=0). `resume` runs twice: from outside every project, and with `--session-dir` (one
+project's folder); on PostgreSQL both are answered from the session files (catalog/queries/resume_files.py).
+`--regular-install` measures a wheel installed into a scratch venv (scripts/regular_install.py) rather than this
+editable install.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,9 +41,19 @@ SEARCH_WORD = "the"
 
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+    """Wall seconds of one child process, and the process."""
+    seconds, _cpu, done = measured(argv, cwd, env)
+    return seconds, done
+
+
+def measured(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
+    """Wall seconds and CPU seconds (user + system) of one child process, and the process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, check=False)
-    return time.perf_counter() - started, done
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done
 
 
 def median_ms(values: list[float]) -> float:
@@ -81,6 +97,7 @@ def main() -> int:
         sqlite_db = workdir / f"catalog-{os.getpid()}.db"
         env = {key: value for key, value in os.environ.items() if key not in ("SESSDEX_CATALOG", "SESSDEX_MACHINES")}
         env["SESSDEX_MACHINE"] = "bench"
+        env["SESSDEX_AUTOWATCH"] = "0"  # no watcher on either side: each command checks freshness itself
         clis = {"sqlite": [*sessdex, "--agent-dir", str(agent), "--catalog", str(sqlite_db)],
                 "postgresql": [*sessdex, "--agent-dir", str(agent), "--catalog", url]}
         outside = workdir / "not-a-project"
@@ -98,21 +115,33 @@ def main() -> int:
                            f"({index_seconds['postgresql'] / index_seconds['sqlite']:.2f}x)")
             print(results[-1], flush=True)
 
-        listing = timed([*clis["sqlite"], "list", "--all"], outside, env)[1].stdout.decode().splitlines()[1:]
-        target = listing[len(listing) // 2].split()[0]
-        commands = {f"resume {target}": ["resume", "--no-fork", target], "list --all": ["list", "--all"],
-                    f"search {SEARCH_WORD} --all": ["search", SEARCH_WORD, "--all"]}
+        listing = timed([*clis["sqlite"], "list", "--all", "--json"], outside, env)[1].stdout
+        sessions = json.loads(listing)
+        target = sessions[len(sessions) // 2]
+        target_id, target_folder = target["id"][:8], os.path.dirname(target["path"])
+        # From outside every project (every project is looked at: each file's first lines are read when the files
+        # answer), and in the session's project folder (`--session-dir`: that folder alone).
+        commands = {f"resume {target_id}": ["resume", "--no-fork", target_id],
+                    f"resume --session-dir FOLDER {target_id}": ["resume", "--no-fork", "--session-dir", target_folder,
+                                                                  target_id],
+                    "list --all": ["list", "--all"], f"search {SEARCH_WORD} --all": ["search", SEARCH_WORD, "--all"]}
         floors: dict[str, list[float]] = {"python -c pass": [], "python -c 'import psycopg'": []}
+        floor_cpu: dict[str, list[float]] = {label: [] for label in floors}
         times: dict[str, dict[str, list[float]]] = {label: {"sqlite": [], "postgresql": []} for label in commands}
+        cpu: dict[str, dict[str, list[float]]] = {label: {"sqlite": [], "postgresql": []} for label in commands}
         for _ in range(args.runs):
-            floors["python -c pass"].append(timed([python, "-c", "pass"], outside, env)[0])
-            floors["python -c 'import psycopg'"].append(timed([python, "-c", "import psycopg"], outside, env)[0])
+            for label, argv in (("python -c pass", [python, "-c", "pass"]),
+                                ("python -c 'import psycopg'", [python, "-c", "import psycopg"])):
+                seconds, cpu_seconds, _done = measured(argv, outside, env)
+                floors[label].append(seconds)
+                floor_cpu[label].append(cpu_seconds)
             for label, command in commands.items():
                 for name, cli in clis.items():
-                    seconds, done = timed([*cli, *command], outside, env)
+                    seconds, cpu_seconds, done = measured([*cli, *command], outside, env)
                     if done.returncode not in (0, 1):
                         raise SystemExit(f"{label} on {name} failed: {done.stderr.decode()[-500:]}")
                     times[label][name].append(seconds)
+                    cpu[label][name].append(cpu_seconds)
         import psycopg
 
         with psycopg.connect(url, autocommit=True) as connection:
@@ -123,15 +152,19 @@ def main() -> int:
                 connection.execute("SELECT 1").fetchall()
                 trips.append(time.perf_counter() - started)
         for label, values in floors.items():
-            results.append(f"{label}: median {median_ms(values):.0f} ms")
-        results.append(f"one round trip (SELECT 1) on an open connection: median {median_ms(trips):.2f} ms")
+            results.append(f"{label}: median {median_ms(values):.0f} ms wall, {median_ms(floor_cpu[label]):.0f} ms CPU")
+        trip_ms = median_ms(trips)
+        results.append(f"one round trip (SELECT 1) on an open connection: median {trip_ms:.3f} ms")
         python_ms = median_ms(floors["python -c pass"])
         psycopg_ms = median_ms(floors["python -c 'import psycopg'"])
         for label, by_backend in times.items():
             sqlite_ms, postgres_ms = median_ms(by_backend["sqlite"]), median_ms(by_backend["postgresql"])
-            results.append(f"sessdex {label}: SQLite {sqlite_ms:.0f} ms, PostgreSQL {postgres_ms:.0f} ms "
-                           f"({postgres_ms / sqlite_ms:.2f}x); above the floors (SQLite - python -c pass, "
-                           f"PostgreSQL - import psycopg): {sqlite_ms - python_ms:.0f} ms, "
+            sqlite_cpu, postgres_cpu = median_ms(cpu[label]["sqlite"]), median_ms(cpu[label]["postgresql"])
+            results.append(f"sessdex {label}: SQLite {sqlite_ms:.0f} ms, PostgreSQL {postgres_ms:.0f} ms wall "
+                           f"({postgres_ms / sqlite_ms:.2f}x); CPU SQLite {sqlite_cpu:.0f} ms, PostgreSQL "
+                           f"{postgres_cpu:.0f} ms ({postgres_cpu / sqlite_cpu:.2f}x); PostgreSQL - SQLite = "
+                           f"{(postgres_ms - sqlite_ms) / trip_ms:.0f} round trips; above the floors (SQLite - "
+                           f"python -c pass, PostgreSQL - import psycopg): {sqlite_ms - python_ms:.0f} ms, "
                            f"{postgres_ms - psycopg_ms:.0f} ms")
     finally:
         server.destroy()
