@@ -129,6 +129,7 @@ def main() -> int:
         floor_cpu: dict[str, list[float]] = {label: [] for label in floors}
         times: dict[str, dict[str, list[float]]] = {label: {"sqlite": [], "postgresql": []} for label in commands}
         cpu: dict[str, dict[str, list[float]]] = {label: {"sqlite": [], "postgresql": []} for label in commands}
+        results.append(f"load average before the commands: {os.getloadavg()[0]:.2f}")
         for _ in range(args.runs):
             for label, argv in (("python -c pass", [python, "-c", "pass"]),
                                 ("python -c 'import psycopg'", [python, "-c", "import psycopg"])):

@@ -15,9 +15,10 @@ import pytest
 from gen_corpus import generate_corpus
 
 from sessdex.catalog.queries import resume_files
-from sessdex.catalog.queries.resume_files import FilesFirst
+from sessdex.catalog.queries.resume_files import FilesFirst, files_settle_resume
 from sessdex.catalog.queries.sessions import Catalog
 from sessdex.catalog.store.location import resolve_location
+from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import AmbiguousSessionError, SessdexError
 from sessdex.core.paths import AgentPaths
 from tests.catalog.catalog_support import BASE_MS, header, jsonl, session_fields, user, write_file
@@ -168,3 +169,11 @@ def test_over_the_read_budget_the_catalog_answers_the_same(shared, monkeypatch):
     with FilesFirst(laptop, opener) as files_first:
         assert [_answer(files_first, value, project) for value in values] == expected
     assert opener.opened == 1  # once, then kept for the other lookups
+
+
+@pytest.mark.parametrize(("catalog", "machines", "expected"), [
+    ("postgresql://u@host/db", None, True), ("postgresql+psycopg://u@host/db", "this", True),
+    ("postgresql://u@host/db", "all", False), (None, None, False), ("off", None, False),
+    ("/tmp/catalog.db", None, False), ("sqlite:////tmp/catalog.db", None, False)])
+def test_the_files_answer_first_only_on_a_server_asked_for_this_machine(catalog, machines, expected, tmp_path: Path):
+    assert files_settle_resume(Settings(tmp_path, catalog, machines=machines)) is expected
