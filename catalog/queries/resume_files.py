@@ -18,11 +18,12 @@ A catalog that is on a SQLite file answers every resume itself: it costs no driv
 
 from __future__ import annotations
 
+import os
+
 from sessdex.catalog.store.location import is_postgresql_url
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
-    import os
     from collections.abc import Callable
 
     from sessdex.catalog.queries.source import SessionSource
@@ -41,6 +42,16 @@ def files_settle_resume(settings: Settings) -> bool:
     is on a PostgreSQL server and only this machine's sessions are asked for."""
     return (settings.catalog is not None and is_postgresql_url(settings.catalog)
             and not settings.all_machines)
+
+
+def _catalog_key(path: os.PathLike[str]) -> bool:
+    """Whether the catalog can hold the file at `path`: not when the path is not valid UTF-8 (its name decoded with
+    surrogate escapes), which the catalog's scan skips (and `doctor` reports), so its answers never hold it."""
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class _OverBudget(Exception):
@@ -90,7 +101,7 @@ class FilesFirst:
                        session_dir: str | os.PathLike[str] | None) -> list[SessionInfo]:
         from sessdex.core.discovery import id_prefix_files, sessions_in_files
 
-        files = id_prefix_files(prefix, cwd, session_dir, paths=self.paths)
+        files = [file for file in id_prefix_files(prefix, cwd, session_dir, paths=self.paths) if _catalog_key(file[0])]
         if sum(size for _path, _mtime, size in files) > WHOLE_READ_BUDGET:
             raise _OverBudget
         return sessions_in_files(files, prefix)

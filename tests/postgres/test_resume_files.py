@@ -67,6 +67,10 @@ def shared(tmp_path: Path, postgres_url: str) -> tuple[AgentPaths, AgentPaths, s
     write_file(folder / "2026-01-01T00-00-00-000Z_7e57000000000002.jsonl",
                jsonl([header("9a9a000000000001", project), user("misnamed")]), BASE_MS + 1)
     write_file(folder / "no-messages.jsonl", jsonl([header("9b9b000000000001", project)]), BASE_MS + 2)
+    # a folder whose name is not valid UTF-8: no catalog holds its files (doctor reports them)
+    undecodable = Path(os.fsdecode(os.fsencode(str(laptop.sessions_root)) + b"/bad-\xff-folder"))
+    write_file(undecodable / "2026-01-01T00-00-00-000Z_bad0000000000001.jsonl",
+               jsonl([header("bad0000000000001", project), user("undecodable")]), BASE_MS + 4)
     (devbox.home / "proj").mkdir()
     write_file(devbox.project_session_dir(devbox.home / "proj") / "2026-01-01T00-00-00-000Z_7e57000000000003.jsonl",
                jsonl([header("7e57000000000003", devbox.home / "proj"), user("the devbox's")]), BASE_MS + 3)
@@ -86,7 +90,7 @@ def test_resume_of_this_machines_sessions_answers_as_sqlite_without_the_driver(s
     ids = sorted(item["id"] for item in json.loads(listed))
     assert len(ids) > 25
     folder = laptop.project_session_dir(project)
-    values = ["7e57", "7e57000000000001", "7e57000000000002", "9a9a", "9b9b000000000001", "9b9b", "zzzz",
+    values = ["bad0", "7e57", "7e57000000000001", "7e57000000000002", "9a9a", "9b9b000000000001", "9b9b", "zzzz",
               ids[3], ids[3][:4], ids[7][:1], ids[20][:2], str(folder / "no-messages.jsonl"), "missing.jsonl"]
     commands = [["resume", "--no-fork", value] for value in values]
     commands += [["resume", "--own-dir", ids[3][:4]], ["resume", "--shell", "--no-fork", "7e57"],
