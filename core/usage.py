@@ -240,8 +240,8 @@ def _plain(value: float) -> float | int:
 class UsageRow:
     """One row of a report: its key (a period, a session, a project or a model), totals and per-model split.
 
-    `models` maps "provider/model" to that model's figures; `session` holds the session report's path, cwd
-    and title.
+    `models` maps "provider/model" to that model's figures (printed by `model_name`); `session` holds the session
+    report's path, cwd and title.
     """
 
     key: str
@@ -251,15 +251,26 @@ class UsageRow:
 
     def to_json(self, kind: ReportKind, breakdown: bool) -> dict[str, Any]:
         """The row as `sessdex usage --json` prints it."""
-        result: dict[str, Any] = {key_name(kind): self.key}
+        result: dict[str, Any] = {key_name(kind): model_name(self.key) if kind == "model" else self.key}
         if self.session is not None:
             result.update(self.session)
         result.update(self.totals.to_json())
-        result["models"] = sorted(self.models)
+        result["models"] = model_names(self.models)
         if breakdown:
-            result["breakdown"] = [{"model": name, **figures.to_json()}
+            result["breakdown"] = [{"model": model_name(name), **figures.to_json()}
                                    for name, figures in sorted(self.models.items(), key=_by_cost)]
         return result
+
+
+def model_name(key: str) -> str:
+    """A model as every report names it, in tables and JSON alike: the agent's model id without its provider
+    (`claude-opus-4-1`, not `anthropic/claude-opus-4-1`); `key` is "provider/model" as report rows hold it."""
+    return key.split("/", 1)[-1]
+
+
+def model_names(keys: Iterable[str]) -> list[str]:
+    """The names of a row's models (see `model_name`), in the order of their keys."""
+    return [model_name(key) for key in sorted(keys)]
 
 
 def _by_cost(item: tuple[str, UsageTotals]) -> tuple[int, str]:

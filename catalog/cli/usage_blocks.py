@@ -1,6 +1,7 @@
 """`sessdex usage blocks` and `sessdex usage --line`: the 5-hour billing blocks of every project's sessions, read
-from the session files (`sessdex.catalog.queries.usage.timed_facts`), as a table, as JSON, or as one short line
-for a shell prompt or an agent's status line (today's cost and tokens, and the active block).
+from the session source (`SessionSource.timed_usage_facts`: the catalog, of every machine with `--machines all`,
+or the files with `--catalog off`), as a table, as JSON, or as one short line for a shell prompt or an agent's
+status line (today's cost and tokens, and the active block).
 
 A billing window is the account's, not a project's: both count every project's sessions."""
 
@@ -11,14 +12,16 @@ from collections.abc import Sequence
 
 from sessdex.catalog.cli.output import echo, iso_utc_from_seconds, selected_fields
 from sessdex.catalog.cli.usage_table import duration
-from sessdex.catalog.queries.usage import UsageBlock, timed_facts, usage_blocks
+from sessdex.catalog.queries.usage import UsageBlock, usage_blocks
 from sessdex.catalog.tui.figures import format_cost, format_tokens
-from sessdex.core.usage import UsageTotals
+from sessdex.core.usage import UsageTotals, model_names
 from sessdex.core.usage_terms import DateRange
 
 TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from typing import Any
+
+    from sessdex.catalog.queries.source import SessionSource
 
 # Before the start of today, a block may still be active (it started at most five hours ago, floored to the hour).
 LINE_SPAN_MS = 6 * 3600 * 1000
@@ -34,20 +37,20 @@ def local_day(ms: int) -> str:
     return time.strftime("%Y-%m-%d", time.localtime(ms // 1000))
 
 
-def blocks_in(sessions_root: str, days: DateRange, now_ms: int) -> list[UsageBlock]:
+def blocks_in(source: SessionSource, days: DateRange, now_ms: int) -> list[UsageBlock]:
     """The blocks whose first message falls on a local day of `days`, oldest first."""
     since_ms = None if days.since is None else local_midnight_ms(days.since)
-    blocks = usage_blocks(timed_facts(sessions_root, since_ms), now_ms)
+    blocks = usage_blocks(source.timed_usage_facts(since_ms), now_ms)
     return [block for block in blocks if days.contains(local_day(block.first_ms))]
 
 
 def block_json(block: UsageBlock, now_ms: int) -> dict[str, Any]:
     """A block as `sessdex usage blocks --json` prints it (the fields of the other reports' rows where they
-    apply; models as "provider/model", as there)."""
+    apply; models named as there, by `model_name`)."""
     value: dict[str, Any] = {"start": iso_utc_from_seconds(block.start_ms / 1000),
                              "end": iso_utc_from_seconds(block.end_ms / 1000), "active": block.active}
     value.update(block.totals.to_json())
-    value["models"] = sorted(block.models)
+    value["models"] = model_names(block.models)
     projection = block.projection(now_ms)
     value["projection"] = None if projection is None else {
         "totalTokens": round(projection.total_tokens), "cost": projection.cost,
@@ -56,11 +59,11 @@ def block_json(block: UsageBlock, now_ms: int) -> dict[str, Any]:
     return value
 
 
-def run_blocks(sessions_root: str, days: DateRange, *, as_json: bool, json_fields: Sequence[str], tsv: bool,
+def run_blocks(source: SessionSource, days: DateRange, *, as_json: bool, json_fields: Sequence[str], tsv: bool,
                width: int | None) -> int:
     """`sessdex usage blocks`: a line per block, the active one with its projection."""
     now_ms = int(time.time() * 1000)
-    blocks = blocks_in(sessions_root, days, now_ms)
+    blocks = blocks_in(source, days, now_ms)
     if as_json:
         from sessdex.catalog.cli.usage_output import print_json_text, report_text
 
@@ -77,11 +80,11 @@ def run_blocks(sessions_root: str, days: DateRange, *, as_json: bool, json_field
     return 0
 
 
-def usage_line(sessions_root: str, now_ms: int) -> str:
+def usage_line(source: SessionSource, now_ms: int) -> str:
     """`sessdex usage --line`: today's cost and tokens, and the active block's cost, time left and projection."""
     today = local_day(now_ms)
     since_ms = min(local_midnight_ms(today), now_ms - LINE_SPAN_MS)
-    facts = timed_facts(sessions_root, since_ms)
+    facts = source.timed_usage_facts(since_ms)
     totals = UsageTotals()
     for fact, _path in facts:
         if fact.day_local == today:
@@ -102,6 +105,6 @@ def usage_line(sessions_root: str, now_ms: int) -> str:
     return line
 
 
-def run_line(sessions_root: str) -> int:
-    echo(usage_line(sessions_root, int(time.time() * 1000)))
+def run_line(source: SessionSource) -> int:
+    echo(usage_line(source, int(time.time() * 1000)))
     return 0

@@ -12,6 +12,7 @@ from sessdex.catalog.tui.figures import format_cost, format_tokens
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.core.discovery import id_prefix_length, sanitize_display_name
 from sessdex.core.usage import UsageReport, UsageRow, UsageTotals
+from sessdex.core.usage import model_name as core_model_name
 from sessdex.core.usage_terms import PERIOD_KINDS, ReportKind
 
 TYPE_CHECKING = False
@@ -30,8 +31,8 @@ SAME_MODELS = "same"  # a MODELS cell whose models are those of the row above
 
 
 def model_name(key: str) -> str:
-    """A model as every report names it: without its provider (`claude-opus-4-1`, not `anthropic/claude-opus-4-1`)."""
-    return sanitize_display_name(key.split("/", 1)[-1])
+    """A model as every report names it (`sessdex.core.usage.model_name`), made safe for a terminal."""
+    return sanitize_display_name(core_model_name(key))
 
 
 def bar(value: float, largest: float, width: int = BAR_WIDTH) -> str:
@@ -57,7 +58,7 @@ def report_columns(kind: ReportKind, *, bars: bool, machines: bool) -> list[Colu
 
 
 def models_cell(names: Iterable[str]) -> str:
-    """The MODELS cell: the models' names without their provider, sorted by full name."""
+    """The MODELS cell: the models' names (`model_name`), sorted by full name."""
     return ", ".join([model_name(name) for name in sorted(names)])
 
 

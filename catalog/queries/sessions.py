@@ -809,6 +809,14 @@ class Catalog:
         scope_name, parts = self._usage_scope(cwd, all_projects)
         return catalog_usage_report(self._database(), kind, scope_name, parts, days)
 
+    def timed_usage_facts(self, since_ms: int | None) -> list[tuple[Any, str]]:
+        """The 5-hour blocks' facts of every project (of this machine, or of every machine with all_machines),
+        from the catalog made fresh as for `usage --all` (`catalog.queries.usage.catalog_timed_facts`)."""
+        from sessdex.catalog.queries.usage import catalog_timed_facts
+
+        _scope_name, parts = self._usage_scope(self.sessions_root, True)
+        return catalog_timed_facts(self._database(), parts, since_ms)
+
     def _usage_scope(self, cwd: str | os.PathLike[str], all_projects: bool) -> tuple[str, list[dict[str, str]]]:
         """A usage report's scope, made fresh: ("under_root", every project's root on each machine) or
         ("in_directories", the project's folders); its content index filled a little first (a first index's

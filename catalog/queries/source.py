@@ -136,6 +136,11 @@ class SessionSource(Protocol):
                      days: DateRange) -> UsageReport:
         """`sessdex usage KIND`: tokens and cost of the project's sessions (or every project's) per row of KIND."""
 
+    def timed_usage_facts(self, since_ms: int | None) -> list[tuple[Any, str]]:
+        """Every project's counted usage facts (`sessdex.core.usage.UsageFact`) with their session, in time order,
+        from `since_ms` on and before it from the last block's first message (`catalog.queries.usage.chained_facts`):
+        what the 5-hour billing blocks are made of."""
+
     def content_index_progress(self) -> Any:
         """How far the content (message text, usage facts) a first index left for later is, while it is
         incomplete (a `catalog.index.content_index.ContentProgress`), else None."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -314,16 +314,34 @@ def usage_blocks(facts: Sequence[tuple[UsageFact, str]], now_ms: int) -> list[Us
     return blocks
 
 
-def timed_facts(sessions_root: str, since_ms: int | None) -> list[tuple[UsageFact, str]]:
-    """The counted facts (fork copies dropped) of the sessions below `sessions_root`, with their session's path, in
-    time order, read from the files alone: every fact from `since_ms` on (None: all of them), and before it only
-    from a message that starts a block whatever came before it, so that `usage_blocks` of the result gives the
-    blocks the whole history gives.
+# Reads the counted facts, with their session, in time order: those of files modified since a moment (None: every
+# file), from that moment on; and says whether that was every fact anyway (then nothing older is left to read).
+FactsReader = Callable[[int | None], tuple[list[tuple[UsageFact, str]], bool]]
+
+
+def chained_facts(read_from: FactsReader, since_ms: int | None) -> list[tuple[UsageFact, str]]:
+    """The counted facts (fork copies dropped) with their session, in time order: every fact from `since_ms` on
+    (None: all of them), and before it only from a message that starts a block whatever came before it, so that
+    `usage_blocks` of the result gives the blocks the whole history gives.
 
     Only files modified since the span read began are read: the agent stamps an entry before appending it, so an
     older file holds no later entry (and a fork's copied entry is in a parent at least as recent). The span starts
     a day before `since_ms` and doubles until it holds a gap of more than five hours before `since_ms`, or every
-    file."""
+    fact."""
+    lookback = FIRST_LOOKBACK_MS
+    while True:
+        start = None if since_ms is None or since_ms - lookback <= 0 else since_ms - lookback
+        facts, whole = read_from(start)
+        if start is None or whole or since_ms is None:
+            return facts
+        restart = _chain_restart(facts, start, since_ms)
+        if restart is not None:
+            return facts[restart:]
+        lookback *= 2
+
+
+def timed_facts(sessions_root: str, since_ms: int | None) -> list[tuple[UsageFact, str]]:
+    """`chained_facts` read from the session files below `sessions_root` alone (`--catalog off`)."""
     entries: list[tuple[str, int]] = []
     for entry in session_file_entries(sessions_root, recursive=True):
         try:
@@ -333,9 +351,8 @@ def timed_facts(sessions_root: str, since_ms: int | None) -> list[tuple[UsageFac
         if stat.S_ISREG(status.st_mode):  # never open a FIFO or a device: reading one could block
             entries.append((entry.path, status.st_mtime_ns // 1_000_000))
     read: dict[str, FileUsage | None] = {}
-    lookback = FIRST_LOOKBACK_MS
-    while True:
-        start = None if since_ms is None else since_ms - lookback
+
+    def read_from(start: int | None) -> tuple[list[tuple[UsageFact, str]], bool]:
         if start is not None and all(mtime_ms + MTIME_SLACK_MS >= start for _path, mtime_ms in entries):
             start = None  # every file is read anyway: take every fact
         wanted = [path for path, mtime_ms in entries if start is None or mtime_ms + MTIME_SLACK_MS >= start]
@@ -346,12 +363,34 @@ def timed_facts(sessions_root: str, since_ms: int | None) -> list[tuple[UsageFac
         mark_copies(files)
         facts = sorted(((fact, usage.path) for usage in files for fact in counted_facts(usage)
                         if start is None or fact.ts_ms >= start), key=lambda pair: pair[0].ts_ms)
-        if start is None or since_ms is None:
-            return facts
-        restart = _chain_restart(facts, start, since_ms)
-        if restart is not None:
-            return facts[restart:]
-        lookback *= 2
+        return facts, start is None
+
+    return chained_facts(read_from, since_ms)
+
+
+# Below any time a fact or a file can have: the lower bound of "every fact" in the catalog's query.
+_NO_LOWER_BOUND = -(2**62)
+
+
+def catalog_timed_facts(db: Any, roots: Sequence[dict[str, str]], since_ms: int | None) -> list[tuple[UsageFact, str]]:
+    """`chained_facts` read from the catalog: the facts the indexer stored (fork copies already marked) of the
+    files below each machine's sessions root (`roots`: its `machine`, `root_lo`, `root_hi`; this one first), with
+    the catalog's modification times. Another machine's session is named `machine:path` (paths may repeat)."""
+    here = roots[0]["machine"] if roots else ""
+
+    def read_from(start: int | None) -> tuple[list[tuple[UsageFact, str]], bool]:
+        bounds = ({"mtime_ns_lo": _NO_LOWER_BOUND, "ts_lo": _NO_LOWER_BOUND} if start is None
+                  else {"mtime_ns_lo": (start - MTIME_SLACK_MS) * 1_000_000, "ts_lo": start})
+        facts = []
+        for root in roots:
+            machine = root["machine"]
+            for path, *values in db.fetch_tuples("usage_facts_since_under_root", {**root, **bounds}):
+                values[-1] = int(values[-1])  # (a server may give the nano-dollars as a Decimal)
+                facts.append((UsageFact(*values), path if machine == here else f"{machine}:{path}"))
+        facts.sort(key=lambda pair: pair[0].ts_ms)
+        return facts, start is None
+
+    return chained_facts(read_from, since_ms)
 
 
 def _chain_restart(facts: Sequence[tuple[UsageFact, str]], start: int, since_ms: int) -> int | None:
