@@ -11,8 +11,7 @@ import time
 from collections.abc import Sequence
 
 from sessdex.catalog.cli.output import echo, iso_utc_from_seconds, selected_fields
-from sessdex.catalog.cli.usage_table import duration
-from sessdex.catalog.queries.usage import UsageBlock, usage_blocks
+from sessdex.catalog.queries.usage import MINUTE_MS, UsageBlock, usage_blocks
 from sessdex.catalog.tui.figures import format_cost, format_tokens
 from sessdex.core.usage import UsageTotals, model_names
 from sessdex.core.usage_terms import DateRange
@@ -74,10 +73,56 @@ def run_blocks(source: SessionSource, days: DateRange, *, as_json: bool, json_fi
     if not blocks:
         echo("No usage found", err=True)
         return 0
-    from sessdex.catalog.cli.usage_table import blocks_table
-
     echo(blocks_table(blocks, now_ms, width, tsv=tsv))
     return 0
+
+
+def local_minute(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms // 1000))
+
+
+def duration(ms: float) -> str:
+    """A span as `2h 13m` (minutes rounded down)."""
+    minutes = max(0, int(ms // MINUTE_MS))
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m"
+
+
+def block_state(block: UsageBlock, now_ms: int) -> str:
+    """What the TIME cell says of a block: how long it has left when active, else how long its messages spanned."""
+    if block.active:
+        return f"{duration(block.end_ms - now_ms)} left"
+    return duration(block.last_ms - block.first_ms)
+
+
+def blocks_table(blocks: Sequence[UsageBlock], now_ms: int, width: int | None, *, tsv: bool = False) -> str:
+    """`sessdex usage blocks`: a line per 5-hour block (its local start, how long it has left when active or
+    how long its messages spanned, its models and figures), the active block's projection under the table; laid
+    out as the other reports' tables (`usage_table`, which `--line` does not need)."""
+    from sessdex.catalog.cli.output import Column, render_table
+    from sessdex.catalog.cli.usage_table import FIGURE_DROPS, FIGURE_HEADERS, figure_cells, model_cells
+
+    cells, models_line = model_cells([tuple(sorted(block.models)) for block in blocks], tsv)
+    columns = [Column("BLOCK START"), Column("TIME")]
+    if cells is not None:
+        columns.append(Column("MODELS", flexible=True, drop=2, min_width=12))
+    columns += [Column(header, align_right=True, drop=drop) for header, drop in zip(FIGURE_HEADERS, FIGURE_DROPS)]
+    lines = []
+    for number, block in enumerate(blocks):
+        line = [local_minute(block.start_ms), block_state(block, now_ms)]
+        if cells is not None:
+            line.append(cells[number])
+        lines.append(line + figure_cells(block.totals))
+    table = render_table(columns, lines, width, tsv=tsv)
+    if models_line is not None:
+        table += f"\n{models_line}"
+    active = blocks[-1] if blocks[-1].active else None
+    projection = None if active is None else active.projection(now_ms)
+    if active is not None and projection is not None and not tsv:
+        table += (f"\nactive block: {format_cost(active.totals.cost)} so far, projected {format_cost(projection.cost)}"
+                  f" and {format_tokens(projection.total_tokens)} tokens by {local_minute(active.end_ms)[11:]}"
+                  f" ({format_cost(projection.cost_per_hour)}/h, {duration(active.end_ms - now_ms)} left)")
+    return table
 
 
 def usage_line(source: SessionSource, now_ms: int) -> str:

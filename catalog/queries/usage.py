@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from sessdex.core.paths import session_file_entries
@@ -36,6 +35,7 @@ from sessdex.core.usage import (
     session_fields,
 )
 from sessdex.core.usage_terms import DateRange
+from sessdex.core.values import Value
 
 _KEY_WIDTH = {"daily": 1, "weekly": 1, "monthly": 1, "session": 6, "project": 1, "model": 2, "total": 0}
 DAY_CEILING = "9999-12-31"
@@ -251,28 +251,33 @@ FIRST_LOOKBACK_MS = 24 * HOUR_MS
 MTIME_SLACK_MS = 2000
 
 
-@dataclass(slots=True)
-class BlockProjection:
+class BlockProjection(Value):
     """Where the active block ends up if its burn rate holds until its end."""
 
-    tokens_per_minute: float
-    cost_per_hour: float
-    remaining_minutes: float
-    total_tokens: float
-    cost: float
+    __slots__ = ("tokens_per_minute", "cost_per_hour", "remaining_minutes", "total_tokens", "cost")
+
+    def __init__(self, tokens_per_minute: float, cost_per_hour: float, remaining_minutes: float,
+                 total_tokens: float, cost: float) -> None:
+        self.tokens_per_minute = tokens_per_minute
+        self.cost_per_hour = cost_per_hour
+        self.remaining_minutes = remaining_minutes
+        self.total_tokens = total_tokens
+        self.cost = cost
 
 
-@dataclass(slots=True)
-class UsageBlock:
+class UsageBlock(Value):
     """One 5-hour billing block: its start (floored to the hour), its first and last message, its figures."""
 
-    start_ms: int
-    first_ms: int
-    last_ms: int
-    totals: UsageTotals = field(default_factory=UsageTotals)
-    models: dict[str, UsageTotals] = field(default_factory=dict)
-    session_paths: set[str] = field(default_factory=set)
-    active: bool = False
+    __slots__ = ("start_ms", "first_ms", "last_ms", "totals", "models", "session_paths", "active")
+
+    def __init__(self, start_ms: int, first_ms: int, last_ms: int) -> None:
+        self.start_ms = start_ms
+        self.first_ms = first_ms
+        self.last_ms = last_ms
+        self.totals = UsageTotals()
+        self.models: dict[str, UsageTotals] = {}
+        self.session_paths: set[str] = set()
+        self.active = False
 
     @property
     def end_ms(self) -> int:
