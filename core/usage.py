@@ -309,14 +309,15 @@ def order_rows(kind: ReportKind, rows: list[UsageRow]) -> list[UsageRow]:
 
 class FileUsage(Value):
     """One session file's facts, and what the reports and the fork rule need to know about the file; `copied`
-    says per fact whether it was copied from a parent session (see mark_copies)."""
+    says per fact whether it was copied from a parent session (see mark_copies); `machine` names the machine
+    whose file it is when that is not this one (its facts then come from a shared catalog)."""
 
     __slots__ = ("path", "directory", "session_id", "cwd", "title", "first_message", "parent_session", "facts",
-                 "copied")
+                 "copied", "machine")
 
     def __init__(self, path: str, directory: str, session_id: str, cwd: str, title: str | None,
                  first_message: str | None, parent_session: str | None, facts: list[UsageFact],
-                 copied: list[bool] | None = None) -> None:
+                 copied: list[bool] | None = None, machine: str | None = None) -> None:
         self.path = path
         self.directory = directory
         self.session_id = session_id
@@ -326,6 +327,13 @@ class FileUsage(Value):
         self.parent_session = parent_session
         self.facts = facts
         self.copied: list[bool] = [] if copied is None else copied
+        self.machine = machine
+
+    @property
+    def identity(self) -> str:
+        """What tells this file from every other in a report: its path, and its machine when not this one (two
+        machines may hold files at the same path)."""
+        return self.path if self.machine is None else f"{self.machine}\0{self.path}"
 
 
 def read_file_usage(path: str) -> FileUsage | None:
@@ -383,7 +391,7 @@ def row_key(kind: ReportKind, usage: FileUsage, fact: UsageFact) -> str:
     if kind == "monthly":
         return fact.day_local[:7]
     if kind == "session":
-        return usage.path
+        return usage.identity
     if kind == "project":
         return usage.cwd
     return f"{fact.provider}/{fact.model}"
@@ -409,15 +417,17 @@ def build_report(kind: ReportKind, files: Iterable[FileUsage], days: DateRange |
                 if kind == "session":
                     row.key = usage.session_id
                     row.session = session_fields(usage.path, usage.cwd, usage.title, usage.first_message)
+                    if usage.machine is not None:
+                        row.session["machine"] = usage.machine  # as a catalog report's rows of other machines say
             for target, figures_owner in ((row, key), (total, None)):
                 add_fact(target.totals, fact)
                 add_fact(target.models.setdefault(model, UsageTotals()), fact)
                 if figures_owner is None:
-                    total_sessions.add(usage.path)
-                    total_model_sessions.setdefault(model, set()).add(usage.path)
+                    total_sessions.add(usage.identity)
+                    total_model_sessions.setdefault(model, set()).add(usage.identity)
                 else:
-                    row_sessions.setdefault(key, set()).add(usage.path)
-                    model_sessions.setdefault((key, model), set()).add(usage.path)
+                    row_sessions.setdefault(key, set()).add(usage.identity)
+                    model_sessions.setdefault((key, model), set()).add(usage.identity)
     for key, row in rows.items():
         row.totals.sessions = len(row_sessions[key])
         for model, figures in row.models.items():

@@ -182,3 +182,7 @@ class FileScan:
         from sessdex.catalog.queries.usage import timed_facts
 
         return timed_facts(os.path.abspath(self.paths.sessions_root), since_ms)
+
+    def remote_file_usage(self, info: SessionInfo) -> None:
+        """The files here are this machine's: no session is another's."""
+        return None

@@ -239,6 +239,11 @@ SQL: dict[str, str] = {
         'SELECT count(*) AS count_1 \n'
         'FROM usage_facts'
     ),
+    'counted_usage_facts_of_file': (
+        'SELECT usage_facts.entry_id, usage_facts.entry_timestamp, usage_facts.ts_ms, usage_facts.day_utc, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, usage_facts.input_tokens, usage_facts.output_tokens, usage_facts.cache_read_tokens, usage_facts.cache_write_tokens, usage_facts.cost_nanos \n'
+        'FROM usage_facts \n'
+        'WHERE usage_facts.file_id = %(file_id)s::INTEGER AND usage_facts.copied = false'
+    ),
     'usage_facts_since_under_root': (
         'SELECT session_files.path, usage_facts.entry_id, usage_facts.entry_timestamp, usage_facts.ts_ms, usage_facts.day_utc, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, usage_facts.input_tokens, usage_facts.output_tokens, usage_facts.cache_read_tokens, usage_facts.cache_write_tokens, usage_facts.cost_nanos \n'
         'FROM usage_facts JOIN session_files ON session_files.id = usage_facts.file_id \n'

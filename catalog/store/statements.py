@@ -279,6 +279,9 @@ def _usage_statements() -> dict[str, ClauseElement]:
         "insert_machine_usage_rollups": insert(usage_rollup).from_select(
             rollup_columns, rollup_source.where(_mine()).group_by(*rollup_group)),
         "count_usage_facts": select(func.count()).select_from(usage_facts),
+        # The counted facts of one file (another machine's session in a report over marked sessions).
+        "counted_usage_facts_of_file": select(*(u[name] for name in USAGE_FACT_COLUMNS[3:]))
+        .where((u.file_id == bindparam("file_id")) & (u.copied == false())),
         # The 5-hour billing blocks: the counted facts, in time, of one machine's files below its sessions root
         # modified since a moment (an older file holds no later entry), from a time on.
         "usage_facts_since_under_root": select(_f.path, *(u[name] for name in USAGE_FACT_COLUMNS[3:]))
