@@ -221,14 +221,15 @@ class UsageTotals(Value):
 
     def to_json(self) -> dict[str, Any]:
         """The figures with the JSON names of `sessdex usage --json`."""
-        return {"input": _plain(self.input), "output": _plain(self.output), "cacheRead": _plain(self.cache_read),
-                "cacheWrite": _plain(self.cache_write), "totalTokens": _plain(self.total_tokens), "cost": self.cost,
-                "messages": self.messages, "sessions": self.sessions}
+        input_tokens, output, cache_read, cache_write = self.input, self.output, self.cache_read, self.cache_write
+        return {"input": _plain(input_tokens), "output": _plain(output), "cacheRead": _plain(cache_read),
+                "cacheWrite": _plain(cache_write), "totalTokens": _plain(input_tokens + output + cache_read + cache_write),
+                "cost": dollars(self.cost_nanos), "messages": self.messages, "sessions": self.sessions}
 
 
 def _plain(value: float) -> float | int:
     """Token counts are whole numbers in practice: print them as integers when they are."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
+    return int(value) if value.__class__ is float and value.is_integer() else value
 
 
 class UsageRow(Value):
@@ -252,7 +253,7 @@ class UsageRow(Value):
         result: dict[str, Any] = {key_name(kind): model_name(self.key) if kind == "model" else self.key}
         if self.session is not None:
             result.update(self.session)
-        result.update(self.totals.to_json())
+        result |= self.totals.to_json()
         result["models"] = model_names(self.models)
         if breakdown:
             result["breakdown"] = [{"model": model_name(name), **figures.to_json()}
@@ -263,12 +264,12 @@ class UsageRow(Value):
 def model_name(key: str) -> str:
     """A model as every report names it, in tables and JSON alike: the agent's model id without its provider
     (`claude-opus-4-1`, not `anthropic/claude-opus-4-1`); `key` is "provider/model" as report rows hold it."""
-    return key.split("/", 1)[-1]
+    return key[key.find("/") + 1:]  # (no "/": find gives -1, the whole key)
 
 
 def model_names(keys: Iterable[str]) -> list[str]:
     """The names of a row's models (see `model_name`), in the order of their keys."""
-    return [model_name(key) for key in sorted(keys)]
+    return [key[key.find("/") + 1:] for key in sorted(keys)]
 
 
 def _by_cost(item: tuple[str, UsageTotals]) -> tuple[int, str]:

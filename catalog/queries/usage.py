@@ -156,14 +156,21 @@ def _report_from_totals(db: Any, kind: ReportKind, scope_name: str, scope_params
         where = "under_root" if scope_name == "under_root" else "in_scopes"
         params = ({**scope_params, "root_dir": scope_params["root_lo"].rstrip("/")} if scope_name == "under_root"
                   else scopes)
-        for key, _model, *rest in db.fetch_tuples(f"usage_totals_sessions_{where}", params):
-            session_id, path, cwd, title, first_message = rest[7:]
-            row = rows[key] = UsageRow(session_id, UsageTotals(), session=session_fields(path, cwd, title, first_message))
-            _add_figures(row.totals, rest[:7])
+        # A session report has a row per session (10,000 of them): each row's figures are made in one step.
+        for (key, _model, input_tokens, output_tokens, cache_read, cache_write, cost, messages, sessions, session_id,
+             path, cwd, title, first_message) in db.fetch_tuples(f"usage_totals_sessions_{where}", params):
+            rows[key] = UsageRow(session_id, UsageTotals(input_tokens, output_tokens, cache_read, cache_write,
+                                                         int(cost), int(messages), int(sessions)),
+                                 session=session_fields(path, cwd, title, first_message))
         for key, model, *figures in db.fetch_tuples(f"usage_totals_session_models_{where}", params):
             owner = rows.get(key)
-            if owner is not None:
-                _add_figures(owner.models.setdefault(model, UsageTotals()), figures)
+            if owner is None:
+                continue
+            known = owner.models.get(model)
+            if known is None:
+                owner.models[model] = _totals(figures)
+            else:
+                _add_figures(known, figures)
     return UsageReport(kind, order_rows(kind, list(rows.values())), total)
 
 
@@ -416,6 +423,8 @@ def add_session_marks(report: UsageReport, marks: dict[str, Any]) -> None:
     """Each row of a session usage report says its session's marks (as every JSON session object does)."""
     from sessdex.core.marks import NO_MARKS
 
+    unmarked = NO_MARKS.to_json()  # one value for every unmarked row (most of them): it is only printed
     for row in report.rows:
         if row.session is not None:
-            row.session["marks"] = marks.get(row.key, NO_MARKS).to_json()
+            found = marks.get(row.key)
+            row.session["marks"] = unmarked if found is None else found.to_json()
