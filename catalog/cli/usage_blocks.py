@@ -63,6 +63,9 @@ def run_blocks(source: SessionSource, days: DateRange, *, as_json: bool, json_fi
     """`sessdex usage blocks`: a line per block, the active one with its projection."""
     now_ms = int(time.time() * 1000)
     blocks = blocks_in(source, days, now_ms)
+    from sessdex.catalog.cli.usage_output import warn_if_incomplete
+
+    warn_if_incomplete(source.content_index_progress())
     if as_json:
         from sessdex.catalog.cli.usage_output import print_json_text, report_text
 

@@ -68,10 +68,7 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
 
             add_session_marks(report, source.marks())
         progress = source.content_index_progress()
-    if progress is not None:
-        echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
-             f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
-             "completes it", err=True)
+    warn_if_incomplete(progress)
     if as_json:
         print_json_text(report_json(report, breakdown, json_fields))
     elif not report.rows:
@@ -83,6 +80,15 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
         width = output_width()
         echo(usage_table(report, width, breakdown=breakdown, bars=width is not None and not tsv, tsv=tsv))
     return 0
+
+
+def warn_if_incomplete(progress: Any) -> None:
+    """Say on stderr that the figures are partial while a first index's content (usage facts) is being built
+    (`progress`: `SessionSource.content_index_progress()`)."""
+    if progress is not None:
+        echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
+             f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
+             "completes it", err=True)
 
 
 def report_json(report: UsageReport, breakdown: bool, fields: Sequence[str] = ()) -> bytes:
