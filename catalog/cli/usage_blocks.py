@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from sessdex.catalog.cli.output import echo, iso_utc_from_seconds, selected_fields
 from sessdex.catalog.queries.usage import MINUTE_MS, UsageBlock, usage_blocks
 from sessdex.catalog.tui.figures import format_cost, format_tokens
-from sessdex.core.usage import UsageTotals, model_names
+from sessdex.core.usage import UsageTotals, add_fact, model_names
 from sessdex.core.usage_terms import DateRange
 
 TYPE_CHECKING = False  # see the README's start-up budget
@@ -136,11 +136,7 @@ def usage_line(source: SessionSource, now_ms: int) -> str:
     totals = UsageTotals()
     for fact, _path in facts:
         if fact.day_local == today:
-            totals.input += fact.input_tokens
-            totals.output += fact.output_tokens
-            totals.cache_read += fact.cache_read_tokens
-            totals.cache_write += fact.cache_write_tokens
-            totals.cost_nanos += fact.cost_nanos
+            add_fact(totals, fact)
     line = f"today {format_cost(totals.cost)} {format_tokens(totals.total_tokens)} tokens"
     blocks = usage_blocks(facts, now_ms)
     block = blocks[-1] if blocks and blocks[-1].active else None
