@@ -23,13 +23,13 @@ import math
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, NamedTuple
 
 from sessdex.core.text import without_lone_surrogates
 from sessdex.core.usage_terms import PERIOD_KINDS, DateRange
 from sessdex.core.usage_terms import ReportKind as ReportKind
+from sessdex.core.values import Value
 
 FIRST_MESSAGE_CHARS = 200  # the session report shows the start of a session's first message
 UNKNOWN = "unknown"
@@ -74,22 +74,14 @@ def _text(value: Any) -> str | None:
     return without_lone_surrogates(value) if isinstance(value, str) else None
 
 
-class UsageFact(NamedTuple):
-    """One assistant message's usage, with the keys that find it again in a fork's copy."""
-
-    entry_id: str | None
-    entry_timestamp: str | None  # the entry's timestamp as written (the copy key), None when absent
-    ts_ms: int
-    day_utc: str
-    day_local: str
-    week_local: str  # the Monday of day_local's week
-    provider: str
-    model: str
-    input_tokens: float
-    output_tokens: float
-    cache_read_tokens: float
-    cache_write_tokens: float
-    cost_nanos: int
+# One assistant message's usage, with the keys that find it again in a fork's copy: `entry_timestamp` is the
+# entry's timestamp as written (the copy key, None when absent), `week_local` the Monday of `day_local`'s week.
+# (The call form, with the types themselves: the class form would compile each field's annotation text at every
+# start, since this module's annotations are strings, and `usage --line` runs in a shell prompt.)
+UsageFact = NamedTuple("UsageFact", [  # noqa: UP014 (the call form: see above)
+    ("entry_id", str | None), ("entry_timestamp", str | None), ("ts_ms", int), ("day_utc", str), ("day_local", str),
+    ("week_local", str), ("provider", str), ("model", str), ("input_tokens", float), ("output_tokens", float),
+    ("cache_read_tokens", float), ("cache_write_tokens", float), ("cost_nanos", int)])
 
 
 # The columns of a `usage_facts` row, in the order `catalog.index.usage_writer` binds them.
@@ -198,17 +190,20 @@ def copy_key(fact: UsageFact) -> tuple[str, str] | None:
 
 # -- reports ----------------------------------------------------------------------------------------------
 
-@dataclass(slots=True)
-class UsageTotals:
+class UsageTotals(Value):
     """Summed figures of a report row (or of one model inside it)."""
 
-    input: float = 0
-    output: float = 0
-    cache_read: float = 0
-    cache_write: float = 0
-    cost_nanos: int = 0
-    messages: int = 0
-    sessions: int = 0
+    __slots__ = ("input", "output", "cache_read", "cache_write", "cost_nanos", "messages", "sessions")
+
+    def __init__(self, input: float = 0, output: float = 0, cache_read: float = 0, cache_write: float = 0,
+                 cost_nanos: int = 0, messages: int = 0, sessions: int = 0) -> None:
+        self.input = input
+        self.output = output
+        self.cache_read = cache_read
+        self.cache_write = cache_write
+        self.cost_nanos = cost_nanos
+        self.messages = messages
+        self.sessions = sessions
 
     def copy(self) -> UsageTotals:
         """Another UsageTotals with the same figures."""
@@ -226,40 +221,55 @@ class UsageTotals:
 
     def to_json(self) -> dict[str, Any]:
         """The figures with the JSON names of `sessdex usage --json`."""
-        return {"input": _plain(self.input), "output": _plain(self.output), "cacheRead": _plain(self.cache_read),
-                "cacheWrite": _plain(self.cache_write), "totalTokens": _plain(self.total_tokens), "cost": self.cost,
-                "messages": self.messages, "sessions": self.sessions}
+        input_tokens, output, cache_read, cache_write = self.input, self.output, self.cache_read, self.cache_write
+        return {"input": _plain(input_tokens), "output": _plain(output), "cacheRead": _plain(cache_read),
+                "cacheWrite": _plain(cache_write), "totalTokens": _plain(input_tokens + output + cache_read + cache_write),
+                "cost": dollars(self.cost_nanos), "messages": self.messages, "sessions": self.sessions}
 
 
 def _plain(value: float) -> float | int:
     """Token counts are whole numbers in practice: print them as integers when they are."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
+    return int(value) if value.__class__ is float and value.is_integer() else value
 
 
-@dataclass(slots=True)
-class UsageRow:
+class UsageRow(Value):
     """One row of a report: its key (a period, a session, a project or a model), totals and per-model split.
 
-    `models` maps "provider/model" to that model's figures; `session` holds the session report's path, cwd
-    and title.
+    `models` maps "provider/model" to that model's figures (printed by `model_name`); `session` holds the session
+    report's path, cwd and title.
     """
 
-    key: str
-    totals: UsageTotals
-    models: dict[str, UsageTotals] = field(default_factory=dict)
-    session: dict[str, Any] | None = None
+    __slots__ = ("key", "totals", "models", "session")
+
+    def __init__(self, key: str, totals: UsageTotals, models: dict[str, UsageTotals] | None = None,
+                 session: dict[str, Any] | None = None) -> None:
+        self.key = key
+        self.totals = totals
+        self.models: dict[str, UsageTotals] = {} if models is None else models
+        self.session = session
 
     def to_json(self, kind: ReportKind, breakdown: bool) -> dict[str, Any]:
         """The row as `sessdex usage --json` prints it."""
-        result: dict[str, Any] = {key_name(kind): self.key}
+        result: dict[str, Any] = {key_name(kind): model_name(self.key) if kind == "model" else self.key}
         if self.session is not None:
             result.update(self.session)
-        result.update(self.totals.to_json())
-        result["models"] = sorted(self.models)
+        result |= self.totals.to_json()
+        result["models"] = model_names(self.models)
         if breakdown:
-            result["breakdown"] = [{"model": name, **figures.to_json()}
+            result["breakdown"] = [{"model": model_name(name), **figures.to_json()}
                                    for name, figures in sorted(self.models.items(), key=_by_cost)]
         return result
+
+
+def model_name(key: str) -> str:
+    """A model as every report names it, in tables and JSON alike: the agent's model id without its provider
+    (`claude-opus-4-1`, not `anthropic/claude-opus-4-1`); `key` is "provider/model" as report rows hold it."""
+    return key[key.find("/") + 1:]  # (no "/": find gives -1, the whole key)
+
+
+def model_names(keys: Iterable[str]) -> list[str]:
+    """The names of a row's models (see `model_name`), in the order of their keys."""
+    return [key[key.find("/") + 1:] for key in sorted(keys)]
 
 
 def _by_cost(item: tuple[str, UsageTotals]) -> tuple[int, str]:
@@ -271,13 +281,15 @@ def key_name(kind: ReportKind) -> str:
     return "period" if kind in PERIOD_KINDS else kind
 
 
-@dataclass(slots=True)
-class UsageReport:
+class UsageReport(Value):
     """A whole report: its rows in display order and the totals over all of them."""
 
-    kind: ReportKind
-    rows: list[UsageRow]
-    totals: UsageRow
+    __slots__ = ("kind", "rows", "totals")
+
+    def __init__(self, kind: ReportKind, rows: list[UsageRow], totals: UsageRow) -> None:
+        self.kind: ReportKind = kind
+        self.rows = rows
+        self.totals = totals
 
     def to_json(self, breakdown: bool) -> dict[str, Any]:
         """`{"report", "rows": [...], "totals": {...}}` as `sessdex usage --json` prints it."""
@@ -296,19 +308,33 @@ def order_rows(kind: ReportKind, rows: list[UsageRow]) -> list[UsageRow]:
 
 # -- the file-scan reference ------------------------------------------------------------------------------
 
-@dataclass(slots=True)
-class FileUsage:
-    """One session file's facts, and what the reports and the fork rule need to know about the file."""
+class FileUsage(Value):
+    """One session file's facts, and what the reports and the fork rule need to know about the file; `copied`
+    says per fact whether it was copied from a parent session (see mark_copies); `machine` names the machine
+    whose file it is when that is not this one (its facts then come from a shared catalog)."""
 
-    path: str
-    directory: str
-    session_id: str
-    cwd: str
-    title: str | None
-    first_message: str | None
-    parent_session: str | None
-    facts: list[UsageFact]
-    copied: list[bool] = field(default_factory=list)  # per fact: copied from a parent session (see mark_copies)
+    __slots__ = ("path", "directory", "session_id", "cwd", "title", "first_message", "parent_session", "facts",
+                 "copied", "machine")
+
+    def __init__(self, path: str, directory: str, session_id: str, cwd: str, title: str | None,
+                 first_message: str | None, parent_session: str | None, facts: list[UsageFact],
+                 copied: list[bool] | None = None, machine: str | None = None) -> None:
+        self.path = path
+        self.directory = directory
+        self.session_id = session_id
+        self.cwd = cwd
+        self.title = title
+        self.first_message = first_message
+        self.parent_session = parent_session
+        self.facts = facts
+        self.copied: list[bool] = [] if copied is None else copied
+        self.machine = machine
+
+    @property
+    def identity(self) -> str:
+        """What tells this file from every other in a report: its path, and its machine when not this one (two
+        machines may hold files at the same path)."""
+        return self.path if self.machine is None else f"{self.machine}\0{self.path}"
 
 
 def read_file_usage(path: str) -> FileUsage | None:
@@ -366,7 +392,7 @@ def row_key(kind: ReportKind, usage: FileUsage, fact: UsageFact) -> str:
     if kind == "monthly":
         return fact.day_local[:7]
     if kind == "session":
-        return usage.path
+        return usage.identity
     if kind == "project":
         return usage.cwd
     return f"{fact.provider}/{fact.model}"
@@ -392,15 +418,17 @@ def build_report(kind: ReportKind, files: Iterable[FileUsage], days: DateRange |
                 if kind == "session":
                     row.key = usage.session_id
                     row.session = session_fields(usage.path, usage.cwd, usage.title, usage.first_message)
+                    if usage.machine is not None:
+                        row.session["machine"] = usage.machine  # as a catalog report's rows of other machines say
             for target, figures_owner in ((row, key), (total, None)):
                 add_fact(target.totals, fact)
                 add_fact(target.models.setdefault(model, UsageTotals()), fact)
                 if figures_owner is None:
-                    total_sessions.add(usage.path)
-                    total_model_sessions.setdefault(model, set()).add(usage.path)
+                    total_sessions.add(usage.identity)
+                    total_model_sessions.setdefault(model, set()).add(usage.identity)
                 else:
-                    row_sessions.setdefault(key, set()).add(usage.path)
-                    model_sessions.setdefault((key, model), set()).add(usage.path)
+                    row_sessions.setdefault(key, set()).add(usage.identity)
+                    model_sessions.setdefault((key, model), set()).add(usage.identity)
     for key, row in rows.items():
         row.totals.sessions = len(row_sessions[key])
         for model, figures in row.models.items():

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date
 from typing import Literal
+
+from sessdex.core.values import FrozenValue
 
 ReportKind = Literal["daily", "weekly", "monthly", "session", "project", "model"]
 
@@ -12,12 +13,15 @@ REPORT_KINDS: tuple[ReportKind, ...] = ("daily", "weekly", "monthly", "session",
 PERIOD_KINDS = ("daily", "weekly", "monthly")
 
 
-@dataclass(frozen=True, slots=True)
-class DateRange:
+class DateRange(FrozenValue):
     """`--since` / `--until` as inclusive local days (YYYY-MM-DD); None is open-ended."""
 
-    since: str | None = None
-    until: str | None = None
+    __slots__ = ("since", "until")
+    since: str | None
+    until: str | None
+
+    def __init__(self, since: str | None = None, until: str | None = None) -> None:
+        self._set_fields(since, until)
 
     def contains(self, day: str) -> bool:
         return (self.since is None or day >= self.since) and (self.until is None or day <= self.until)

@@ -1,7 +1,8 @@
 """`usage --tag/--pinned/--starred` (`marked_usage_report`), and the marks of `usage session`'s rows.
 
-A usage report over the marked sessions cannot come from the catalog's rollups (they are summed per folder and
-period, not per session and period), so it is read from the marked sessions' files; they are few.
+A usage report over the marked sessions is summed from the marked sessions themselves (they are few): this
+machine's read from their files, another machine's sharing the catalog from the usage facts the catalog holds of
+it (its file is not here). The marks are every machine's (the catalog's marks are the union of their files).
 """
 
 from __future__ import annotations
@@ -18,19 +19,25 @@ if TYPE_CHECKING:
 
 def marked_usage_report(source: SessionSource, wanted: MarksFilter, kind: ReportKind, cwd: str, *,
                         all_projects: bool, days: DateRange) -> UsageReport:
-    """`usage --tag/--pinned/--starred`: the report over the sessions (of the project, or every project) whose
-    marks match, read from their files. Marked sessions are few, so only their files are read, with the files
-    they were forked from (a fork's copies of its parent's entries are counted in the parent, as in every report).
-    A session of another machine (no file here) is left out."""
+    """`usage --tag/--pinned/--starred`: the report over the sessions (of the project, or every project; of every
+    machine sharing the catalog with `--machines all`) whose marks match. This machine's are read from their
+    files, with the files they were forked from (a fork's copies of its parent's entries are counted in the
+    parent, as in every report); another machine's come from the catalog, its copies already left out there."""
     from sessdex.core.usage import build_report, mark_copies, read_file_usage
 
     marks = source.marks()
     every = source.list_all_sessions(include_empty=True)
     scope = every if all_projects else source.list_sessions(cwd, include_empty=True)
-    chosen = [info for info in wanted.select(scope, marks, lambda info: info.id) if not getattr(info, "remote", False)]
+    chosen = wanted.select(scope, marks, lambda info: info.id)
     path_of = {info.id: info.path_text for info in every if not getattr(info, "remote", False)}
     files: dict[str, FileUsage] = {}
+    theirs: list[FileUsage] = []
     for info in chosen:
+        if getattr(info, "remote", False):
+            remote = source.remote_file_usage(info)
+            if remote is not None:
+                theirs.append(remote)
+            continue
         usage = read_file_usage(info.path_text)
         if usage is not None:
             files[usage.path] = usage
@@ -47,6 +54,6 @@ def marked_usage_report(source: SessionSource, wanted: MarksFilter, kind: Report
             files[parent.path] = parent
             if parent.parent_session:
                 pending.append(parent.parent_session)
-    every_file = list(files.values())
-    mark_copies(every_file)
-    return build_report(kind, [usage for usage in every_file if usage.path in wanted_paths], days)
+    mine = list(files.values())
+    mark_copies(mine)  # this machine's forks and parents only: another machine's session copied none of these
+    return build_report(kind, [usage for usage in mine if usage.path in wanted_paths] + theirs, days)

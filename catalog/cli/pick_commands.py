@@ -213,9 +213,10 @@ def resume_without_value(args: argparse.Namespace, settings: Settings) -> int:
     return _pick(args, settings, "project", "Resume a session", resuming=True)
 
 
-def pick_among(args: argparse.Namespace, settings: Settings, candidates: list[Any], heading: str) -> PickerRow | None:
-    """The picker on the terminal over `candidates` (SessionInfo, newest first) alone: the chosen row, None on a
-    cancel (said on stderr)."""
+def pick_among(args: argparse.Namespace, settings: Settings, candidates: list[Any],
+               heading: str) -> PickerResult | None:
+    """The picker on the terminal over `candidates` (SessionInfo, newest first) alone: how it ended with a chosen
+    row (`keep_marks`: chosen with Alt+Enter), None on a cancel (said on stderr)."""
     from sessdex.catalog.cli.read_guard import session_source
     from sessdex.catalog.queries.picker_source import PickerSource
     from sessdex.catalog.queries.source import PickerRow
@@ -233,7 +234,7 @@ def pick_among(args: argparse.Namespace, settings: Settings, candidates: list[An
     if result.outcome != "selected" or result.row is None:
         print_outcome(PickerResult("cancelled"))
         return None
-    return result.row
+    return result
 
 
 def _pick(args: argparse.Namespace, settings: Settings, scope: Scope, heading: str, *, resuming: bool) -> int:

@@ -97,14 +97,14 @@ def run_resume(args: argparse.Namespace, settings: Settings) -> int:
         return resume_without_value(args, settings)
     from sessdex.core.errors import AmbiguousSessionError
 
-    def resume(value: str) -> int:
-        marks_wanted = args.as_json or args.keep_marks  # as run_resume reads them
+    def resume(value: str, keep_marks: bool = args.keep_marks) -> int:
+        marks_wanted = args.as_json or keep_marks  # as run_resume reads them
         return session_commands.run_resume(lambda: resume_source(args, settings, marks_wanted=marks_wanted),
                                            settings.paths, value,
                                            assume=assume, as_json=args.as_json, session_dir=args.session_dir,
                                            own_dir=args.own_dir, shell=args.shell,
                                            json_fields=args.json_fields,
-                                           keep_marks=settings.machine_name if args.keep_marks else None)
+                                           keep_marks=settings.machine_name if keep_marks else None)
 
     try:
         return resume(args.value)
@@ -116,12 +116,13 @@ def run_resume(args: argparse.Namespace, settings: Settings) -> int:
 
         if not terminal_available():
             raise
-        row = pick_among(args, settings, error.candidates, f"Sessions matching “{args.value}”")
-    if row is None:
+        chosen = pick_among(args, settings, error.candidates, f"Sessions matching “{args.value}”")
+    if chosen is None or chosen.row is None:
         from sessdex.catalog.cli.errors import INTERRUPTED_STATUS
 
         return INTERRUPTED_STATUS
-    return resume(row.session_id)
+    # Chosen with Alt+Enter: a fork of it keeps its marks, as with --keep-marks.
+    return resume(chosen.row.session_id, args.keep_marks or chosen.keep_marks)
 
 
 def add_continue_arguments(parser: argparse.ArgumentParser) -> None:

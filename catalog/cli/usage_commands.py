@@ -22,7 +22,7 @@ Tokens and cost per day (default), week, month, session, project or model, with 
 
 Counts every assistant message's usage in this project's sessions (every project's with --all);
 an entry a fork copied from its parent session is counted once, in the parent. Days are local.
-`blocks` and `--line` count every project's sessions (a billing window is the account's), read from the files."""
+`blocks` and `--line` count every project's sessions (a billing window is the account's)."""
     parser.add_argument("report", nargs="?", metavar=f"[{'|'.join((*REPORT_KINDS, BLOCKS))}]",
                         help="The report (default daily).")
     parser.add_argument("--since", metavar="DAY", help="First local day to count (YYYY-MM-DD or YYYYMMDD).")
@@ -52,23 +52,27 @@ def run_usage(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _run_blocks(args: argparse.Namespace, settings: Settings) -> int:
-    """`usage blocks` and `usage --line`, both read from the session files."""
-    from sessdex.catalog.cli.commands import agent_dir_named
-    from sessdex.catalog.cli.read_guard import require_agent_dir
+    """`usage blocks` and `usage --line`, from the session source (`--catalog`, `--machines`) as every report."""
     from sessdex.core.errors import UsageError
 
     if args.line and (args.report is not None or args.as_json or args.since or args.until or args.breakdown):
         raise UsageError("--line prints one line of its own: give it alone (`sessdex usage --line`)")
     if args.breakdown:
         raise UsageError("usage blocks has no --breakdown: see `sessdex usage model --since DAY`")
-    require_agent_dir(settings.paths, agent_dir_named(args))
+    from sessdex.catalog.cli.marks_filters import MarksFilter
+
+    if MarksFilter.of(args).active:
+        raise UsageError("a billing block is the account's: usage blocks and --line take no --tag, --pinned or "
+                         "--starred")
     from sessdex.catalog.cli import usage_blocks
 
-    root = settings.paths.sessions_root_text
     if args.line:
-        return usage_blocks.run_line(root)
-    from sessdex.catalog.cli import usage_output
+        with session_source(args, settings) as source:
+            return usage_blocks.run_line(source)
     from sessdex.catalog.cli.output import output_width, tab_separated
+    from sessdex.catalog.cli.usage_output import date_range
 
-    return usage_blocks.run_blocks(root, usage_output.date_range(args.since, args.until), as_json=args.as_json,
-                                   json_fields=args.json_fields, tsv=tab_separated(args.table), width=output_width())
+    days = date_range(args.since, args.until)  # refused before anything is opened
+    with session_source(args, settings) as source:
+        return usage_blocks.run_blocks(source, days, as_json=args.as_json, json_fields=args.json_fields,
+                                       tsv=tab_separated(args.table), width=output_width())

@@ -12,7 +12,7 @@ import orjson
 from sessdex.catalog.cli.marks_filters import MarksFilter
 from sessdex.catalog.cli.output import current_directory, echo, output_width, selected_fields, tab_separated
 from sessdex.catalog.queries.source import SessionSource
-from sessdex.catalog.tui.terminal_text import terminal_json
+from sessdex.catalog.tui.terminal_text import terminal_json_bytes
 from sessdex.core.errors import UsageError
 from sessdex.core.text import without_lone_surrogates
 from sessdex.core.usage import UsageReport
@@ -68,10 +68,7 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
 
             add_session_marks(report, source.marks())
         progress = source.content_index_progress()
-    if progress is not None:
-        echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
-             f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
-             "completes it", err=True)
+    warn_if_incomplete(progress)
     if as_json:
         print_json_text(report_json(report, breakdown, json_fields))
     elif not report.rows:
@@ -85,9 +82,19 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
     return 0
 
 
-def report_json(report: UsageReport, breakdown: bool, fields: Sequence[str] = ()) -> str:
-    """`sessdex usage --json`'s text: the report as orjson indents it, with the characters a terminal would act
-    on escaped inside its strings (`terminal_json`); `fields`: what each row and the totals keep (`--json FIELDS`)."""
+def warn_if_incomplete(progress: Any) -> None:
+    """Say on stderr that the figures are partial while a first index's content (usage facts) is being built
+    (`progress`: `SessionSource.content_index_progress()`)."""
+    if progress is not None:
+        echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
+             f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "
+             "completes it", err=True)
+
+
+def report_json(report: UsageReport, breakdown: bool, fields: Sequence[str] = ()) -> bytes:
+    """`sessdex usage --json`'s text (UTF-8): the report as orjson indents it, with the characters a terminal would
+    act on escaped inside its strings (`terminal_json`); `fields`: what each row and the totals keep (`--json
+    FIELDS`)."""
     value = report.to_json(breakdown)
     if fields:
         value["rows"] = selected_fields(value["rows"], fields)
@@ -95,13 +102,13 @@ def report_json(report: UsageReport, breakdown: bool, fields: Sequence[str] = ()
     return report_text(value)
 
 
-def report_text(value: dict[str, Any]) -> str:
-    """A report's JSON value as indented text, terminal-safe (see `report_json`)."""
+def report_text(value: dict[str, Any]) -> bytes:
+    """A report's JSON value as indented UTF-8 text, terminal-safe (see `report_json`)."""
     try:
         text = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except TypeError:  # a lone surrogate (an undecodable file name), which UTF-8 cannot hold: U+FFFD, as the catalog
         text = orjson.dumps(_without_lone_surrogates(value), option=orjson.OPT_INDENT_2)
-    return terminal_json(text.decode())
+    return terminal_json_bytes(text)
 
 
 def _without_lone_surrogates(value: Any) -> Any:
@@ -114,8 +121,8 @@ def _without_lone_surrogates(value: Any) -> Any:
     return value
 
 
-def print_json_text(text: str) -> None:
-    """Print JSON text that is terminal-safe already, and a newline, as UTF-8 bytes on a UTF-8 stdout (without
+def print_json_text(text: bytes) -> None:
+    """Print UTF-8 JSON text that is terminal-safe already, and a newline, as it is on a UTF-8 stdout (without
     echo's pass over the whole text: a session report is megabytes), else through echo."""
     stream = sys.stdout
     if stream is None:
@@ -123,9 +130,9 @@ def print_json_text(text: str) -> None:
     encoding = (getattr(stream, "encoding", None) or "").lower()
     buffer = getattr(stream, "buffer", None) if encoding in ("utf-8", "utf8") else None
     if buffer is None:
-        echo(text)
+        echo(text.decode())
         return
     stream.flush()
-    buffer.write(text.encode())
+    buffer.write(text)
     buffer.write(b"\n")
     buffer.flush()

@@ -3,35 +3,30 @@ scaled to the most expensive row, so that the shape of the spending shows at a g
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Sequence
 
 from sessdex.catalog.cli.output import Column, home_relative, render_table
-from sessdex.catalog.queries.usage import MINUTE_MS
 from sessdex.catalog.tui.figures import format_cost, format_tokens
 from sessdex.catalog.tui.terminal_text import terminal_text
 from sessdex.core.discovery import id_prefix_length, sanitize_display_name
 from sessdex.core.usage import UsageReport, UsageRow, UsageTotals
+from sessdex.core.usage import model_name as core_model_name
 from sessdex.core.usage_terms import PERIOD_KINDS, ReportKind
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from sessdex.catalog.queries.usage import UsageBlock
 
 BAR_WIDTH = 16
 NO_CWD = "(no cwd)"  # a project row whose sessions have no cwd
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
 _KEY_HEADERS = {"daily": "DAY", "weekly": "WEEK OF", "monthly": "MONTH", "session": "SESSION",
                 "project": "PROJECT", "model": "MODEL"}
-_FIGURE_HEADERS = ("INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST")
+FIGURE_HEADERS = ("INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL", "COST")
 # On a narrow terminal the bars go first, then the cache figures, input, output, the models; TOTAL and COST stay.
-_FIGURE_DROPS = (4, 3, 5, 6, 1, 0)
+FIGURE_DROPS = (4, 3, 5, 6, 1, 0)
 SAME_MODELS = "same"  # a MODELS cell whose models are those of the row above
 
 
 def model_name(key: str) -> str:
-    """A model as every report names it: without its provider (`claude-opus-4-1`, not `anthropic/claude-opus-4-1`)."""
-    return sanitize_display_name(key.split("/", 1)[-1])
+    """A model as every report names it (`sessdex.core.usage.model_name`), made safe for a terminal."""
+    return sanitize_display_name(core_model_name(key))
 
 
 def bar(value: float, largest: float, width: int = BAR_WIDTH) -> str:
@@ -48,7 +43,7 @@ def report_columns(kind: ReportKind, *, bars: bool, machines: bool) -> list[Colu
     columns = [Column(_KEY_HEADERS[kind], flexible=kind in ("project", "session"), min_width=16)]
     if kind != "model":
         columns.append(Column("MODELS", flexible=True, drop=2, min_width=12))
-    columns += [Column(header, align_right=True, drop=drop) for header, drop in zip(_FIGURE_HEADERS, _FIGURE_DROPS)]
+    columns += [Column(header, align_right=True, drop=drop) for header, drop in zip(FIGURE_HEADERS, FIGURE_DROPS)]
     if bars:
         columns.append(Column("" if kind in PERIOD_KINDS else "SHARE", drop=7))
     if machines:
@@ -57,7 +52,7 @@ def report_columns(kind: ReportKind, *, bars: bool, machines: bool) -> list[Colu
 
 
 def models_cell(names: Iterable[str]) -> str:
-    """The MODELS cell: the models' names without their provider, sorted by full name."""
+    """The MODELS cell: the models' names (`model_name`), sorted by full name."""
     return ", ".join([model_name(name) for name in sorted(names)])
 
 
@@ -91,50 +86,6 @@ def model_cells(model_sets: Sequence[tuple[str, ...]], tsv: bool) -> tuple[list[
     cells = [SAME_MODELS if not tsv and number and names == model_sets[number - 1] else models_cell(names)
              for number, names in enumerate(model_sets)]
     return cells, None
-
-
-def local_minute(ms: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms // 1000))
-
-
-def duration(ms: float) -> str:
-    """A span as `2h 13m` (minutes rounded down)."""
-    minutes = max(0, int(ms // MINUTE_MS))
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m"
-
-
-def block_state(block: UsageBlock, now_ms: int) -> str:
-    """What the TIME cell says of a block: how long it has left when active, else how long its messages spanned."""
-    if block.active:
-        return f"{duration(block.end_ms - now_ms)} left"
-    return duration(block.last_ms - block.first_ms)
-
-
-def blocks_table(blocks: Sequence[UsageBlock], now_ms: int, width: int | None, *, tsv: bool = False) -> str:
-    """`sessdex usage blocks`: a line per 5-hour block (its local start, how long it has left when active or
-    how long its messages spanned, its models and figures), the active block's projection under the table."""
-    cells, models_line = model_cells([tuple(sorted(block.models)) for block in blocks], tsv)
-    columns = [Column("BLOCK START"), Column("TIME")]
-    if cells is not None:
-        columns.append(Column("MODELS", flexible=True, drop=2, min_width=12))
-    columns += [Column(header, align_right=True, drop=drop) for header, drop in zip(_FIGURE_HEADERS, _FIGURE_DROPS)]
-    lines = []
-    for number, block in enumerate(blocks):
-        line = [local_minute(block.start_ms), block_state(block, now_ms)]
-        if cells is not None:
-            line.append(cells[number])
-        lines.append(line + figure_cells(block.totals))
-    table = render_table(columns, lines, width, tsv=tsv)
-    if models_line is not None:
-        table += f"\n{models_line}"
-    active = blocks[-1] if blocks[-1].active else None
-    projection = None if active is None else active.projection(now_ms)
-    if active is not None and projection is not None and not tsv:
-        table += (f"\nactive block: {format_cost(active.totals.cost)} so far, projected {format_cost(projection.cost)}"
-                  f" and {format_tokens(projection.total_tokens)} tokens by {local_minute(active.end_ms)[11:]}"
-                  f" ({format_cost(projection.cost_per_hour)}/h, {duration(active.end_ms - now_ms)} left)")
-    return table
 
 
 def usage_table(report: UsageReport, width: int | None, *, breakdown: bool, bars: bool, tsv: bool = False) -> str:

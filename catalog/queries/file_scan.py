@@ -176,3 +176,13 @@ class FileScan:
 
         folders = None if all_projects else [str(folder) for folder in self.paths.project_session_dirs(cwd)]
         return scan_usage_report(kind, os.path.abspath(self.paths.sessions_root), folders, days)
+
+    def timed_usage_facts(self, since_ms: int | None) -> list[tuple[Any, str]]:
+        """The 5-hour blocks' facts read from the files (`catalog.queries.usage.timed_facts`)."""
+        from sessdex.catalog.queries.usage import timed_facts
+
+        return timed_facts(os.path.abspath(self.paths.sessions_root), since_ms)
+
+    def remote_file_usage(self, info: SessionInfo) -> None:
+        """The files here are this machine's: no session is another's."""
+        return None

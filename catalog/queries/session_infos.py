@@ -53,14 +53,15 @@ class _LazyPath:
 class CatalogSessionInfo(SessionInfo):
     """A SessionInfo read from the catalog; its `path` is made and its `all_messages_text` fetched on first access.
 
-    `machine` names the machine whose file it is and `remote` tells that it is not this one (not fields of
-    SessionInfo: they stay out of comparisons and of the agent's JSON shape).
+    `machine` names the machine whose file it is, `remote` tells that it is not this one, and `file_id` is its
+    row in the catalog (not fields of SessionInfo: they stay out of comparisons and of the agent's JSON shape).
     """
 
     path = _LazyPath()
     all_messages_text = _LazyMessagesText()
     machine: str | None = None
     remote: bool = False
+    file_id: int | None = None
 
     @property
     def path_text(self) -> str:
@@ -117,4 +118,5 @@ def catalog_session_info(values: tuple[Any, ...], here: str, messages_text: Call
     info.__dict__["_load_messages_text"] = lambda: messages_text(file_id)
     info.__dict__["machine"] = machine  # not fields: SessionInfo itself is immutable
     info.__dict__["remote"] = machine != here
+    info.__dict__["file_id"] = file_id
     return info

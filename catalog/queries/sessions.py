@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from sessdex.catalog.index.content_index import ContentProgress
     from sessdex.catalog.queries.source import PickerRow
     from sessdex.core.summary import SessionInfo
-    from sessdex.core.usage import UsageReport
+    from sessdex.core.usage import FileUsage, UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
 
 ID_PREFIX_CEILING = "\U0010ffff"
@@ -808,6 +808,30 @@ class Catalog:
 
         scope_name, parts = self._usage_scope(cwd, all_projects)
         return catalog_usage_report(self._database(), kind, scope_name, parts, days)
+
+    def remote_file_usage(self, info: SessionInfo) -> FileUsage | None:
+        """Another machine's session (`info` from this catalog) with its counted usage facts as the catalog holds
+        them (its fork copies already left out, by the rule of its own machine); None for one of this machine."""
+        from sessdex.core.summary import NO_MESSAGES
+        from sessdex.core.usage import FileUsage, UsageFact
+
+        file_id = getattr(info, "file_id", None)
+        if not getattr(info, "remote", False) or file_id is None:
+            return None
+        facts = [UsageFact._make((*values[:-1], int(values[-1])))  # (a server may give nano-dollars as a Decimal)
+                 for values in self._database().fetch_tuples("counted_usage_facts_of_file", {"file_id": file_id})]
+        path = info.path_text
+        return FileUsage(path, os.path.dirname(path), info.id, info.cwd, info.title,
+                         None if info.first_message == NO_MESSAGES else info.first_message, None, facts,
+                         machine=getattr(info, "machine", None))
+
+    def timed_usage_facts(self, since_ms: int | None) -> list[tuple[Any, str]]:
+        """The 5-hour blocks' facts of every project (of this machine, or of every machine with all_machines),
+        from the catalog made fresh as for `usage --all` (`catalog.queries.usage.catalog_timed_facts`)."""
+        from sessdex.catalog.queries.usage import catalog_timed_facts
+
+        _scope_name, parts = self._usage_scope(self.sessions_root, True)
+        return catalog_timed_facts(self._database(), parts, since_ms)
 
     def _usage_scope(self, cwd: str | os.PathLike[str], all_projects: bool) -> tuple[str, list[dict[str, str]]]:
         """A usage report's scope, made fresh: ("under_root", every project's root on each machine) or

@@ -136,6 +136,15 @@ class SessionSource(Protocol):
                      days: DateRange) -> UsageReport:
         """`sessdex usage KIND`: tokens and cost of the project's sessions (or every project's) per row of KIND."""
 
+    def remote_file_usage(self, info: SessionInfo) -> Any:
+        """Another machine's session (a `sessdex.core.usage.FileUsage` with its counted facts, from a shared
+        catalog), or None for a session of this machine, whose file is read here."""
+
+    def timed_usage_facts(self, since_ms: int | None) -> list[tuple[Any, str]]:
+        """Every project's counted usage facts (`sessdex.core.usage.UsageFact`) with their session, in time order,
+        from `since_ms` on and before it from the last block's first message (`catalog.queries.usage.chained_facts`):
+        what the 5-hour billing blocks are made of."""
+
     def content_index_progress(self) -> Any:
         """How far the content (message text, usage facts) a first index left for later is, while it is
         incomplete (a `catalog.index.content_index.ContentProgress`), else None."""

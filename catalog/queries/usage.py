@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sessdex.core.paths import session_file_entries
@@ -36,6 +35,7 @@ from sessdex.core.usage import (
     session_fields,
 )
 from sessdex.core.usage_terms import DateRange
+from sessdex.core.values import Value
 
 _KEY_WIDTH = {"daily": 1, "weekly": 1, "monthly": 1, "session": 6, "project": 1, "model": 2, "total": 0}
 DAY_CEILING = "9999-12-31"
@@ -156,14 +156,21 @@ def _report_from_totals(db: Any, kind: ReportKind, scope_name: str, scope_params
         where = "under_root" if scope_name == "under_root" else "in_scopes"
         params = ({**scope_params, "root_dir": scope_params["root_lo"].rstrip("/")} if scope_name == "under_root"
                   else scopes)
-        for key, _model, *rest in db.fetch_tuples(f"usage_totals_sessions_{where}", params):
-            session_id, path, cwd, title, first_message = rest[7:]
-            row = rows[key] = UsageRow(session_id, UsageTotals(), session=session_fields(path, cwd, title, first_message))
-            _add_figures(row.totals, rest[:7])
+        # A session report has a row per session (10,000 of them): each row's figures are made in one step.
+        for (key, _model, input_tokens, output_tokens, cache_read, cache_write, cost, messages, sessions, session_id,
+             path, cwd, title, first_message) in db.fetch_tuples(f"usage_totals_sessions_{where}", params):
+            rows[key] = UsageRow(session_id, UsageTotals(input_tokens, output_tokens, cache_read, cache_write,
+                                                         int(cost), int(messages), int(sessions)),
+                                 session=session_fields(path, cwd, title, first_message))
         for key, model, *figures in db.fetch_tuples(f"usage_totals_session_models_{where}", params):
             owner = rows.get(key)
-            if owner is not None:
-                _add_figures(owner.models.setdefault(model, UsageTotals()), figures)
+            if owner is None:
+                continue
+            known = owner.models.get(model)
+            if known is None:
+                owner.models[model] = _totals(figures)
+            else:
+                _add_figures(known, figures)
     return UsageReport(kind, order_rows(kind, list(rows.values())), total)
 
 
@@ -251,28 +258,33 @@ FIRST_LOOKBACK_MS = 24 * HOUR_MS
 MTIME_SLACK_MS = 2000
 
 
-@dataclass(slots=True)
-class BlockProjection:
+class BlockProjection(Value):
     """Where the active block ends up if its burn rate holds until its end."""
 
-    tokens_per_minute: float
-    cost_per_hour: float
-    remaining_minutes: float
-    total_tokens: float
-    cost: float
+    __slots__ = ("tokens_per_minute", "cost_per_hour", "remaining_minutes", "total_tokens", "cost")
+
+    def __init__(self, tokens_per_minute: float, cost_per_hour: float, remaining_minutes: float,
+                 total_tokens: float, cost: float) -> None:
+        self.tokens_per_minute = tokens_per_minute
+        self.cost_per_hour = cost_per_hour
+        self.remaining_minutes = remaining_minutes
+        self.total_tokens = total_tokens
+        self.cost = cost
 
 
-@dataclass(slots=True)
-class UsageBlock:
+class UsageBlock(Value):
     """One 5-hour billing block: its start (floored to the hour), its first and last message, its figures."""
 
-    start_ms: int
-    first_ms: int
-    last_ms: int
-    totals: UsageTotals = field(default_factory=UsageTotals)
-    models: dict[str, UsageTotals] = field(default_factory=dict)
-    session_paths: set[str] = field(default_factory=set)
-    active: bool = False
+    __slots__ = ("start_ms", "first_ms", "last_ms", "totals", "models", "session_paths", "active")
+
+    def __init__(self, start_ms: int, first_ms: int, last_ms: int) -> None:
+        self.start_ms = start_ms
+        self.first_ms = first_ms
+        self.last_ms = last_ms
+        self.totals = UsageTotals()
+        self.models: dict[str, UsageTotals] = {}
+        self.session_paths: set[str] = set()
+        self.active = False
 
     @property
     def end_ms(self) -> int:
@@ -314,16 +326,34 @@ def usage_blocks(facts: Sequence[tuple[UsageFact, str]], now_ms: int) -> list[Us
     return blocks
 
 
-def timed_facts(sessions_root: str, since_ms: int | None) -> list[tuple[UsageFact, str]]:
-    """The counted facts (fork copies dropped) of the sessions below `sessions_root`, with their session's path, in
-    time order, read from the files alone: every fact from `since_ms` on (None: all of them), and before it only
-    from a message that starts a block whatever came before it, so that `usage_blocks` of the result gives the
-    blocks the whole history gives.
+# Reads the counted facts, with their session, in time order: those of files modified since a moment (None: every
+# file), from that moment on; and says whether that was every fact anyway (then nothing older is left to read).
+FactsReader = Callable[[int | None], tuple[list[tuple[UsageFact, str]], bool]]
+
+
+def chained_facts(read_from: FactsReader, since_ms: int | None) -> list[tuple[UsageFact, str]]:
+    """The counted facts (fork copies dropped) with their session, in time order: every fact from `since_ms` on
+    (None: all of them), and before it only from a message that starts a block whatever came before it, so that
+    `usage_blocks` of the result gives the blocks the whole history gives.
 
     Only files modified since the span read began are read: the agent stamps an entry before appending it, so an
     older file holds no later entry (and a fork's copied entry is in a parent at least as recent). The span starts
     a day before `since_ms` and doubles until it holds a gap of more than five hours before `since_ms`, or every
-    file."""
+    fact."""
+    lookback = FIRST_LOOKBACK_MS
+    while True:
+        start = None if since_ms is None or since_ms - lookback <= 0 else since_ms - lookback
+        facts, whole = read_from(start)
+        if start is None or whole or since_ms is None:
+            return facts
+        restart = _chain_restart(facts, start, since_ms)
+        if restart is not None:
+            return facts[restart:]
+        lookback *= 2
+
+
+def timed_facts(sessions_root: str, since_ms: int | None) -> list[tuple[UsageFact, str]]:
+    """`chained_facts` read from the session files below `sessions_root` alone (`--catalog off`)."""
     entries: list[tuple[str, int]] = []
     for entry in session_file_entries(sessions_root, recursive=True):
         try:
@@ -333,9 +363,8 @@ def timed_facts(sessions_root: str, since_ms: int | None) -> list[tuple[UsageFac
         if stat.S_ISREG(status.st_mode):  # never open a FIFO or a device: reading one could block
             entries.append((entry.path, status.st_mtime_ns // 1_000_000))
     read: dict[str, FileUsage | None] = {}
-    lookback = FIRST_LOOKBACK_MS
-    while True:
-        start = None if since_ms is None else since_ms - lookback
+
+    def read_from(start: int | None) -> tuple[list[tuple[UsageFact, str]], bool]:
         if start is not None and all(mtime_ms + MTIME_SLACK_MS >= start for _path, mtime_ms in entries):
             start = None  # every file is read anyway: take every fact
         wanted = [path for path, mtime_ms in entries if start is None or mtime_ms + MTIME_SLACK_MS >= start]
@@ -346,12 +375,34 @@ def timed_facts(sessions_root: str, since_ms: int | None) -> list[tuple[UsageFac
         mark_copies(files)
         facts = sorted(((fact, usage.path) for usage in files for fact in counted_facts(usage)
                         if start is None or fact.ts_ms >= start), key=lambda pair: pair[0].ts_ms)
-        if start is None or since_ms is None:
-            return facts
-        restart = _chain_restart(facts, start, since_ms)
-        if restart is not None:
-            return facts[restart:]
-        lookback *= 2
+        return facts, start is None
+
+    return chained_facts(read_from, since_ms)
+
+
+# Below any time a fact or a file can have: the lower bound of "every fact" in the catalog's query.
+_NO_LOWER_BOUND = -(2**62)
+
+
+def catalog_timed_facts(db: Any, roots: Sequence[dict[str, str]], since_ms: int | None) -> list[tuple[UsageFact, str]]:
+    """`chained_facts` read from the catalog: the facts the indexer stored (fork copies already marked) of the
+    files below each machine's sessions root (`roots`: its `machine`, `root_lo`, `root_hi`; this one first), with
+    the catalog's modification times. Another machine's session is named `machine:path` (paths may repeat)."""
+    here = roots[0]["machine"] if roots else ""
+
+    def read_from(start: int | None) -> tuple[list[tuple[UsageFact, str]], bool]:
+        bounds = ({"mtime_ns_lo": _NO_LOWER_BOUND, "ts_lo": _NO_LOWER_BOUND} if start is None
+                  else {"mtime_ns_lo": (start - MTIME_SLACK_MS) * 1_000_000, "ts_lo": start})
+        facts = []
+        for root in roots:
+            machine = root["machine"]
+            for path, *values in db.fetch_tuples("usage_facts_since_under_root", {**root, **bounds}):
+                values[-1] = int(values[-1])  # (a server may give the nano-dollars as a Decimal)
+                facts.append((UsageFact(*values), path if machine == here else f"{machine}:{path}"))
+        facts.sort(key=lambda pair: pair[0].ts_ms)
+        return facts, start is None
+
+    return chained_facts(read_from, since_ms)
 
 
 def _chain_restart(facts: Sequence[tuple[UsageFact, str]], start: int, since_ms: int) -> int | None:
@@ -372,6 +423,8 @@ def add_session_marks(report: UsageReport, marks: dict[str, Any]) -> None:
     """Each row of a session usage report says its session's marks (as every JSON session object does)."""
     from sessdex.core.marks import NO_MARKS
 
+    unmarked = NO_MARKS.to_json()  # one value for every unmarked row (most of them): it is only printed
     for row in report.rows:
         if row.session is not None:
-            row.session["marks"] = marks.get(row.key, NO_MARKS).to_json()
+            found = marks.get(row.key)
+            row.session["marks"] = unmarked if found is None else found.to_json()

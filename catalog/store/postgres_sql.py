@@ -239,6 +239,16 @@ SQL: dict[str, str] = {
         'SELECT count(*) AS count_1 \n'
         'FROM usage_facts'
     ),
+    'counted_usage_facts_of_file': (
+        'SELECT usage_facts.entry_id, usage_facts.entry_timestamp, usage_facts.ts_ms, usage_facts.day_utc, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, usage_facts.input_tokens, usage_facts.output_tokens, usage_facts.cache_read_tokens, usage_facts.cache_write_tokens, usage_facts.cost_nanos \n'
+        'FROM usage_facts \n'
+        'WHERE usage_facts.file_id = %(file_id)s::INTEGER AND usage_facts.copied = false'
+    ),
+    'usage_facts_since_under_root': (
+        'SELECT session_files.path, usage_facts.entry_id, usage_facts.entry_timestamp, usage_facts.ts_ms, usage_facts.day_utc, usage_facts.day_local, usage_facts.week_local, usage_facts.provider, usage_facts.model, usage_facts.input_tokens, usage_facts.output_tokens, usage_facts.cache_read_tokens, usage_facts.cache_write_tokens, usage_facts.cost_nanos \n'
+        'FROM usage_facts JOIN session_files ON session_files.id = usage_facts.file_id \n'
+        'WHERE session_files.machine = %(machine)s::VARCHAR AND session_files.path > %(root_lo)s::VARCHAR AND session_files.path < %(root_hi)s::VARCHAR AND session_files.mtime_ns >= %(mtime_ns_lo)s::BIGINT AND usage_facts.copied = false AND usage_facts.ts_ms >= %(ts_lo)s::BIGINT'
+    ),
     'usage_rollup_of_file': (
         'SELECT usage_rollup.machine, usage_rollup.directory, usage_rollup.cwd, usage_rollup.day_local, usage_rollup.week_local, usage_rollup.provider, usage_rollup.model, usage_rollup.input_tokens, usage_rollup.output_tokens, usage_rollup.cache_read_tokens, usage_rollup.cache_write_tokens, usage_rollup.cost_nanos, usage_rollup.messages \n'
         'FROM usage_rollup \n'

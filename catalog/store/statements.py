@@ -279,6 +279,15 @@ def _usage_statements() -> dict[str, ClauseElement]:
         "insert_machine_usage_rollups": insert(usage_rollup).from_select(
             rollup_columns, rollup_source.where(_mine()).group_by(*rollup_group)),
         "count_usage_facts": select(func.count()).select_from(usage_facts),
+        # The counted facts of one file (another machine's session in a report over marked sessions).
+        "counted_usage_facts_of_file": select(*(u[name] for name in USAGE_FACT_COLUMNS[3:]))
+        .where((u.file_id == bindparam("file_id")) & (u.copied == false())),
+        # The 5-hour billing blocks: the counted facts, in time, of one machine's files below its sessions root
+        # modified since a moment (an older file holds no later entry), from a time on.
+        "usage_facts_since_under_root": select(_f.path, *(u[name] for name in USAGE_FACT_COLUMNS[3:]))
+        .select_from(usage_facts.join(session_files, _f.id == u.file_id))
+        .where(_mine() & _under_root() & (_f.mtime_ns >= bindparam("mtime_ns_lo")) & (u.copied == false())
+               & (u.ts_ms >= bindparam("ts_lo"))),
         **_totals_statements(),
         "session_usage_by_model": select(_r.provider, _r.model, *(func.sum(_r[name]).label(name) for name in USAGE_FIGURES),
                                          func.sum(_r.messages).label("messages"))

@@ -6,7 +6,8 @@ when a picker opens; the CLI's hot paths never load prompt_toolkit.
 
 The screen: a header (scope, counts), the query line, column titles, the rows, a detail line for the
 selected row (its path, or the matching message text) and a key help line. Keys:
-Up/Down (Ctrl+P/Ctrl+N), PageUp/PageDown, Home/End move; Enter selects (nothing on an empty list);
+Up/Down (Ctrl+P/Ctrl+N), PageUp/PageDown, Home/End move; Enter selects (nothing on an empty list), Alt+Enter
+too, and a fork made of the choice (another project's session, resumed here) keeps its marks;
 Esc cancels; Ctrl+C is the hard exit (the caller exits with status 0); Tab switches between this
 project and all projects; Ctrl+O orders the rows by cost (and back to newest first); typing,
 Backspace, Ctrl+W and Ctrl+U edit the query.
@@ -143,10 +144,12 @@ class SessionActions:
 
 @dataclass(frozen=True)
 class PickerResult:
-    """How the picker ended: a session was chosen, the user cancelled (Esc), or asked for the hard exit (Ctrl+C)."""
+    """How the picker ended: a session was chosen, the user cancelled (Esc), or asked for the hard exit (Ctrl+C);
+    `keep_marks`: chosen with Alt+Enter, so that a fork made of it keeps its marks (as `resume --keep-marks`)."""
 
     outcome: Literal["selected", "cancelled", "exit"]
     row: PickerRow | None = None
+    keep_marks: bool = False
 
 
 class _Blank(Container):
@@ -377,6 +380,8 @@ class SessionPicker:
         on("c-home")(lambda: self._move(model.first))
         on("c-end")(lambda: self._move(model.last))
         on("enter")(self._select)
+        # Alt+Enter (Esc then Enter): choose, and a fork of the choice keeps its pins, stars, tags and note.
+        bindings.add("escape", "enter", filter=searching)(lambda _event: self._select(keep_marks=True))
         on("escape")(lambda: self.app.exit(result=PickerResult("cancelled")))
         on("tab")(self._toggle_scope)
         on("c-o")(self._toggle_cost_order)
@@ -428,10 +433,10 @@ class SessionPicker:
         move()
         self.screen.notice = ""
 
-    def _select(self) -> None:
+    def _select(self, keep_marks: bool = False) -> None:
         row = self.model.selected_row()
         if row is not None:  # Enter on an empty list does nothing
-            self.app.exit(result=PickerResult("selected", row))
+            self.app.exit(result=PickerResult("selected", row, keep_marks))
 
     def _toggle_scope(self) -> None:
         scope = self.model.toggle_scope()

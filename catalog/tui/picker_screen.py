@@ -425,8 +425,9 @@ class PickerScreen:
             return [("class:question", self.question[:width])]
         if self.notice:
             return [("class:notice", self.notice[:width])]
-        text = ("↑↓ move  Enter open  Tab scope  Ctrl+/ preview  Ctrl+R rename  Ctrl+D trash  Ctrl+O cost order  "
-                "Alt+P pin  Alt+S star  Alt+T tag  Alt+N note  Esc cancel  PgUp/PgDn page  Ctrl+Home/End first/last")
+        text = ("↑↓ move  Enter open  Tab scope  Ctrl+/ preview  Ctrl+R rename  Ctrl+D trash  "
+                "Alt+Enter open, a fork keeps marks  Ctrl+O cost order  Alt+P pin  Alt+S star  Alt+T tag  Alt+N note  "
+                "Esc cancel  PgUp/PgDn page  Ctrl+Home/End first/last")
         return [("class:dim", text[:width])]
 
 

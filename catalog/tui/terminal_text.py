@@ -8,6 +8,10 @@ one of these functions at the single place its kind of output is written: the CL
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing stays off the hot commands' imports
+if TYPE_CHECKING:
+    from typing import Any
+
 REPLACEMENT = "\ufffd"
 # Unsafe: C0 controls, DEL, C1 controls, and lone surrogates (undecodable bytes or damaged text). Replaced with
 # str.translate tables built on first use (no `re`: every hot command prints through here).
@@ -20,6 +24,7 @@ _LINE_BREAKS = "\t\n\r\x0b\x0c\x85\u2028\u2029"
 _BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _INVISIBLE = (0x180E, 0x200B, *range(0x2060, 0x2065), *range(0x206A, 0x2070), 0xFEFF, *range(0xFFF9, 0xFFFC))
 _TABLES: dict[str, dict[int, str]] = {}
+_JSON_UNSAFE_BYTES: list[Any] = []  # per UTF-8 lead byte, a search for the characters terminal_json escapes
 # Private-use characters a writer may put around highlighted text; `markup` turns them into bold on/off.
 HIGHLIGHT_START, HIGHLIGHT_END = "\ue000", "\ue001"
 # The same for an id's unique prefix in a listing table (bold colour).
@@ -73,3 +78,25 @@ def terminal_json(text: str) -> str:
         return text
     table = _table("json")
     return "\n".join(line if line.isprintable() else line.translate(table) for line in text.split("\n"))
+
+
+def terminal_json_bytes(data: bytes) -> bytes:
+    """UTF-8 JSON text as `terminal_json` makes it, for documents of megabytes (`usage session --json`): the same
+    bytes, uncopied, when they hold none of the characters it escapes (looked for in the bytes, one search per
+    UTF-8 lead byte, instead of decoding and encoding the whole text), else `terminal_json` of the text."""
+    if data.isascii() and b"\x7f" not in data:
+        return data
+    if not _JSON_UNSAFE_BYTES:
+        import re
+
+        tails: dict[int, list[bytes]] = {}
+        for code in _table("json"):
+            if not 0xD800 <= code < 0xE000:  # (lone surrogates cannot be in UTF-8 text)
+                encoded = chr(code).encode()
+                tails.setdefault(encoded[0], []).append(encoded[1:])
+        _JSON_UNSAFE_BYTES.extend(
+            re.compile(re.escape(bytes([lead])) + b"(?:" + b"|".join(map(re.escape, found)) + b")")
+            for lead, found in tails.items())
+    if not any(pattern.search(data) for pattern in _JSON_UNSAFE_BYTES):
+        return data
+    return terminal_json(data.decode()).encode()

@@ -45,6 +45,7 @@ from sessdex.catalog.web.security import Guard, allowed_hosts
 from sessdex.core.errors import UsageError
 from sessdex.core.marks import valid_tag
 from sessdex.core.secrets import might_hold_secret, redact
+from sessdex.core.usage import model_name
 from sessdex.core.usage_terms import PERIOD_KINDS, DateRange, parse_day
 
 HERE = Path(__file__).resolve().parent
@@ -68,6 +69,7 @@ def _environment(redact_text: bool) -> Environment:
     environment.filters["marked"] = lambda text: _marked(text, redact_text)
     environment.filters["money"] = lambda value: f"${value:,.4f}"
     environment.filters["count"] = lambda value: f"{value:,.0f}"
+    environment.filters["model"] = model_name  # a model as every usage report names it
     environment.filters["day"] = lambda when: when.astimezone().strftime("%Y-%m-%d %H:%M")
     environment.filters["name"] = session_name
     environment.filters["timestamp"] = lambda seconds: datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M")

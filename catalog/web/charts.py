@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 
-from sessdex.core.usage import UsageRow, UsageTotals
+from sessdex.core.usage import UsageRow, UsageTotals, model_name
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac")
@@ -68,7 +68,7 @@ def stacked_bars(rows: list[UsageRow], metric: str, colors: dict[str, str]) -> s
                 y -= height
                 parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{height:.1f}" '
                              f'fill="{colors.get(model, OTHER_COLOR)}"><title>{html.escape(row.key)} · '
-                             f"{html.escape(model)}: {html.escape(_figure(value, metric))}</title></rect>")
+                             f"{html.escape(model_name(model))}: {html.escape(_figure(value, metric))}</title></rect>")
             parts.append("</g>")
             if index % label_every == 0:
                 cx = LEFT + index * slot + slot / 2

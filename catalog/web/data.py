@@ -42,7 +42,7 @@ from sessdex.core.marks import marks_match
 from sessdex.core.runtime import SessionRuntime
 from sessdex.core.secrets import redact, redact_value
 from sessdex.core.summary import SessionInfo
-from sessdex.core.usage import UsageReport
+from sessdex.core.usage import UsageReport, model_name
 from sessdex.core.usage_terms import DateRange, ReportKind
 
 FRESH_SECONDS = 2.0
@@ -108,8 +108,8 @@ class SessionPage:
 @dataclass(slots=True)
 class SearchFilters:
     """What a search is narrowed to: a project (cwd), a git repository (a folder inside it), a machine, local
-    days of last activity (inclusive, YYYY-MM-DD), a model the session used ("provider/model", as the usage
-    reports name it), and marks: pinned, starred, a tag."""
+    days of last activity (inclusive, YYYY-MM-DD), a model the session used (named as the usage reports name it:
+    `sessdex.core.usage.model_name`), and marks: pinned, starred, a tag."""
 
     project: str | None = None
     repo: str | None = None
@@ -337,15 +337,15 @@ class WebCatalog:
             for row in self.usage("session", None, DateRange(None, None)).rows:
                 if row.session:
                     for name in row.models:
-                        found.setdefault(name, set()).add(str(row.session["path"]))
+                        found.setdefault(model_name(name), set()).add(str(row.session["path"]))
             return found
 
         return self._derived_value("sessions by model", by_model).get(model, set())
 
     def models(self) -> list[str]:
-        """Every model with a reply in the catalog ("provider/model"), the most used (by cost) first."""
-        return self._derived_value("models", lambda: [row.key for row in self.usage(
-            "model", None, DateRange(None, None)).rows])
+        """Every model with a reply in the catalog (by `model_name`), the most used (by cost) first."""
+        return self._derived_value("models", lambda: list(dict.fromkeys(model_name(row.key) for row in self.usage(
+            "model", None, DateRange(None, None)).rows)))
 
     def tags(self) -> list[str]:
         """Every tag a session carries, sorted."""

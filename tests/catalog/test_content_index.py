@@ -298,6 +298,8 @@ def test_usage_completes_a_small_backlog_and_says_how_far_an_unfinished_one_is(a
     unfinished = run_cli([*base, "usage", "daily", "--all", "--json"], capsys)
     assert unfinished.code == 0 and "usage figures are incomplete: 2% of the content index is built (1 of 40 " \
         "sessions)" in unfinished.err
+    blocks = run_cli([*base, "usage", "blocks", "--json"], capsys)  # the billing blocks are summed from it too
+    assert blocks.code == 0 and "usage figures are incomplete: " in blocks.err
     monkeypatch.setattr(sessions_module, "SEARCH_FILL_SECONDS", 60.0)
     finished = run_cli([*base, "usage", "daily", "--all", "--json"], capsys)
     assert finished.code == 0 and "incomplete" not in finished.err

@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessdex.catalog.tui.terminal_text import REPLACEMENT, terminal_json, terminal_text
+from sessdex.catalog.tui.terminal_text import REPLACEMENT, terminal_json, terminal_json_bytes, terminal_text
 
 _SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text()
 _KEYS = st.text() | st.integers() | st.floats() | st.booleans() | st.none()
@@ -43,3 +43,18 @@ def test_bidirectional_controls_are_replaced_and_invisible_format_characters_dro
     # the joiners of emoji sequences and of several scripts stay
     family = "\U0001f468\u200d\U0001f469\u200d\U0001f467 \u0645\u200c\u06cc"
     assert terminal_text(family) == family
+
+
+# Around and beside every character terminal_json escapes (but lone surrogates, which UTF-8 text cannot hold):
+# their neighbours in the code space, which share their UTF-8 lead bytes and must be left alone.
+_ESCAPED = [*range(0x7f, 0xa0), 0x061c, 0x180e, 0x200b, 0x200e, 0x200f, *range(0x202a, 0x202f),
+            *range(0x2060, 0x2065), *range(0x2066, 0x2070), 0xfeff, *range(0xfff9, 0xfffc)]
+_NEAR = st.text(alphabet=st.sampled_from(sorted({chr(code + step) for code in _ESCAPED for step in (-1, 0, 1)}
+                                                | set("ab\n\"é—…中😀"))))
+
+
+@settings(max_examples=1000)
+@given(_NEAR)
+def test_terminal_json_bytes_is_terminal_json_of_the_text(text: str) -> None:
+    data = text.encode()
+    assert terminal_json_bytes(data) == terminal_json(text).encode()

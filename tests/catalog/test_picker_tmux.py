@@ -341,3 +341,34 @@ def test_marks_keys_pin_star_tag_with_completion_and_note_in_a_real_terminal(run
     marks = current_marks(tree.paths)["bb22000000000002"]
     assert (marks.pinned, marks.starred, marks.tags, marks.note) == (True, True, ("backend", "urgent"),
                                                                      "check the deploy")
+
+
+def test_alt_enter_on_an_ambiguous_prefix_forks_the_choice_with_its_marks(run_in_tmux, tree: Tree) -> None:
+    """A fork made of the picker's choice starts unmarked after Enter, and keeps the session's pins, stars, tags and
+    note after Alt+Enter (as `resume --keep-marks`)."""
+    from sessdex.core.marks import append_events, current_marks, make_event
+
+    # Two sessions of another project match `ab`, none of this one: the chosen one is forked here.
+    tree.session(tree.project("other"), "ab10000000000001", [user("unmarked elsewhere"), assistant("ok")],
+                 mtime_ms=BASE_MS + 1000)
+    tree.session(tree.project("other"), "ab30000000000003", [user("marked elsewhere"), assistant("ok")],
+                 mtime_ms=BASE_MS + 3000)
+    append_events(tree.paths, [make_event("ab30000000000003", "desk", "pin"),
+                               make_event("ab30000000000003", "desk", "tag", add=["keep"], remove=[]),
+                               make_event("ab30000000000003", "desk", "note", text="carry me")])
+    for keys, kept in ((("Enter",), False), (("M-Enter",), True)):
+        pane = run_in_tmux('"$SESSDEX" resume --yes ab')
+        screen = pane.wait_for(lambda s: "Sessions matching “ab”" in s and "2 of 2" in s, "the picker on the candidates")
+        assert "Alt+Enter open, a fork keeps marks" in screen
+        assert title_of(row_lines(screen)[0]).endswith("marked elsewhere")  # the newest, of the other project
+        pane.keys(*keys)
+        code, out, err = pane.finished()
+        assert code == 0 and "Forked ab30000000000003" in err, err
+        fork_path = Path(out.strip())
+        assert fork_path.parent.name == tree.paths.project_session_dir(tree.home / "proj").name
+        fork_id = fork_path.stem.rsplit("_", 1)[-1]
+        marks = current_marks(tree.paths).get(fork_id)
+        if kept:
+            assert marks is not None and (marks.pinned, marks.tags, marks.note) == (True, ("keep",), "carry me")
+        else:
+            assert marks is None or marks.empty

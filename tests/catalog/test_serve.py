@@ -20,7 +20,7 @@ from sessdex.catalog.store.settings import Settings
 from sessdex.catalog.web.app import create_app
 from sessdex.catalog.web.data import CHUNK_BYTES, ENTRIES_PER_CHUNK, SEARCH_RESULTS, SESSIONS_PER_PAGE, WebCatalog
 from sessdex.catalog.web.security import cookie_name
-from tests.catalog.test_export import AWS_KEY, SESSION_ID, hostile_records, sessdex
+from tests.catalog.test_export import AWS_KEY, SESSDEX, SESSION_ID, hostile_records, sessdex
 from tests.core.sessiontree import BASE_MS, Tree, assistant, make_tree, message, user
 
 TOKEN = "test-token-0123456789"
@@ -117,7 +117,7 @@ def test_search_shows_highlighted_snippets_and_filters(client: TestClient, tree:
 
 
 def test_search_filters_by_model_and_marks(client: TestClient, web: WebCatalog, tree: Tree) -> None:
-    other_model = "openai/gpt-filter"
+    other_model = "gpt-filter"  # named as every usage report names it: without its provider
     tree.session(tree.project("models"), "ee00000000000001", [
         user("pelican of another model", "u0000001"),
         message("assistant", [{"type": "text", "text": "reply"}], "a0000001", "u0000001", provider="openai",
@@ -140,7 +140,7 @@ def test_search_filters_by_model_and_marks(client: TestClient, web: WebCatalog, 
         mtime_ms=BASE_MS + 60_000)
     web.refresh()  # the catalog changed: who used which model is asked again
     assert sorted(found(model=other_model)) == ["ee00000000000001", "ee00000000000002"]
-    assert "ee00000000000001" not in found(model="anthropic/claude-test")
+    assert "ee00000000000001" not in found(model="claude-test")
     assert len(found()) == SESSIONS_PER_PAGE + 7
     assert found(pinned="1") == ["cd00000000000003"]
     assert found(starred="1") == ["cd00000000000004"]
@@ -351,8 +351,6 @@ def test_a_remote_host_still_needs_the_token_and_its_own_name(tree: Tree) -> Non
     import http.client
     import subprocess
 
-    from tests.catalog.test_export import SESSDEX
-
     address = _outward_address()
     if address is None:
         pytest.skip("this machine has no address other than loopback")
@@ -393,3 +391,53 @@ def test_serve_refuses_unsafe_hosts_and_a_missing_catalog(tree: Tree) -> None:
         done = sessdex(tree, "serve", *args)
         assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_search_filters_by_git_repository_and_machine_keep_exactly_those_sessions(tmp_path: Path) -> None:
+    """The git repository filter keeps the sessions whose cwd is in any worktree of the repository holding the
+    folder given (a subfolder, the main worktree, a linked one), and nothing else; the machine filter keeps one
+    machine's sessions of a catalog shared with another."""
+    import subprocess
+
+    tree = make_tree(tmp_path / "laptop")
+    repo = tree.project("repo")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(repo)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], check=True)
+    linked = tree.home / "repo-linked"
+    subprocess.run([*git, "worktree", "add", "-q", str(linked)], check=True)
+    inside = {"ea00000000000001": repo, "ea00000000000002": tree.project("repo/sub"), "ea00000000000003": linked}
+    outside = {"eb00000000000004": tree.project("elsewhere"), "eb00000000000005": tree.project("repo-other")}
+    for number, (session_id, cwd) in enumerate({**inside, **outside}.items()):
+        tree.session(cwd, session_id, _costly(f"heron sighting {number}", 0.01, number + 1), mtime_ms=BASE_MS + number)
+    devbox = make_tree(tmp_path / "devbox")
+    devbox.session(devbox.project("repo"), "ec00000000000006", _costly("heron on the devbox", 0.02),
+                   mtime_ms=BASE_MS)
+    catalog = str(tree.paths.agent_dir / "catalog.db")
+    for agent, machine in ((tree, "laptop"), (devbox, "devbox")):
+        done = subprocess.run([str(SESSDEX), "--agent-dir", str(agent.paths.agent_dir), "--catalog", catalog,
+                               "--machine", machine, "index"], env={**os.environ, "HOME": str(agent.home)},
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    web = WebCatalog(Settings(paths=tree.paths, catalog=catalog, machine="laptop", machines="all"))
+    try:
+        with _client(web) as client:
+            assert client.get(f"/?token={TOKEN}", follow_redirects=False).status_code == 303
+
+            def found(**params: str) -> set[str]:
+                page = client.get("/search", params={"q": "heron", "partial": "1", "n": "200", **params})
+                assert page.status_code == 200, page.text
+                return set(re.findall(r'class="sx-title" href="/session/([0-9a-f]+)"', page.text))
+
+            every = set(inside) | set(outside) | {"ec00000000000006"}
+            assert found() == every
+            for folder in (repo, repo / "sub", linked):  # any folder of the repository: all its worktrees
+                assert found(repo=str(folder)) == set(inside), folder
+            assert found(repo=str(tree.home / "elsewhere")) == {"eb00000000000004"}  # not a repository: the folder
+            assert found(machine="devbox") == {"ec00000000000006"}
+            assert found(machine="laptop") == every - {"ec00000000000006"}
+            assert found(machine="devbox", repo=str(repo)) == set()  # both filters: the devbox has no such folder
+            form = client.get("/search", params={"q": "heron", "machine": "devbox"}).text
+            assert "<option>laptop</option>" in form and "<option selected>devbox</option>" in form
+    finally:
+        web.stop()

@@ -180,6 +180,7 @@ def _cases(corpus: Corpus) -> list[Case]:
         Case("outside", ("usage", "model", "--all", "--json")),
         Case("outside", ("usage", "session", "--all"), env=(("COLUMNS", "100"),)),
         Case("outside", ("usage", "project", "--all")),
+        Case("project", ("usage", "--line")),  # in a shell prompt: the budget of resume
         Case("project", ("usage", "weekly", "--since=2020-01-01", "--until", "20991231", "--breakdown"),
              env=(("COLUMNS", "120"),)),
         Case("project", ("usage", "--since", "yesterday")),  # usage error, exit 2
@@ -232,6 +233,15 @@ def test_no_hot_command_imports_a_heavy_module(runs) -> None:
     # The report names what the command imports once it runs, not only what the interpreter starts with.
     listed = next(run for case, run in runs if case.args == ("list",))
     assert {"_sqlite3", "sessdex.catalog.cli.session_commands", "sessdex.catalog.queries.sessions"} <= listed.modules
+
+
+def test_the_prompt_line_imports_only_the_usage_sums_beyond_what_resume_imports(runs) -> None:
+    """`usage --line` runs in a shell prompt, as often as `resume`: besides sessdex's own usage modules it imports
+    nothing `resume` does not (no dataclasses, inspect or ast, whose import costs more than the line's work)."""
+    line = next(run for case, run in runs if case.args == ("usage", "--line"))
+    resume = next(run for case, run in runs if case.args[0] == "resume" and len(case.args) == 2 and case.hot)
+    assert line.code == 0 and line.out.startswith("today $"), line.err
+    assert {name for name in line.modules - resume.modules if not name.startswith("sessdex.")} == set()
 
 
 def test_the_parser_imports_only_the_chosen_command_module(runs) -> None:

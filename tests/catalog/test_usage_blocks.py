@@ -120,7 +120,7 @@ def assert_blocks_match(printed: list[dict[str, Any]], expected: list[dict[str, 
         assert row["totalTokens"] == block["tokens"]
         assert row["messages"] == len(block["facts"])
         assert row["sessions"] == len({fact["path"] for fact in block["facts"]})
-        assert row["models"] == sorted({fact["model"] for fact in block["facts"]})
+        assert row["models"] == [name.split("/", 1)[1] for name in sorted({fact["model"] for fact in block["facts"]})]
         assert math.isclose(row["cost"], block["cost"], rel_tol=1e-9, abs_tol=1e-9)
         if "projected_cost" in block:
             minutes = (block["last"] - block["first"]).total_seconds() / 60
@@ -134,10 +134,12 @@ def assert_blocks_match(printed: list[dict[str, Any]], expected: list[dict[str, 
 # -- a hand-made history around the real clock ------------------------------------------------------------
 
 class History:
-    """Sessions written with entries at given times (hours before now), each file's mtime its last entry's."""
+    """Sessions written with entries at given times (hours before now), each file's mtime its last entry's; read
+    through a SQLite catalog (`catalog` "sqlite") or from the files (`catalog` "off")."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, catalog: str = "off") -> None:
         self.agent = root / "home" / ".xcsh" / "agent"
+        self.catalog = catalog if catalog == "off" else str(root / "catalog.db")
         self.now = time.time()
         self.count = 0
 
@@ -177,7 +179,7 @@ class History:
         return path
 
     def cli(self, *args: str) -> list[str]:
-        return ["--agent-dir", str(self.agent), "--catalog", "off", *args]
+        return ["--agent-dir", str(self.agent), "--catalog", self.catalog, *args]
 
 
 @pytest.fixture
@@ -189,9 +191,9 @@ def zone(monkeypatch: pytest.MonkeyPatch):
     time.tzset()
 
 
-@pytest.fixture
-def history(tmp_path: Path, zone: None) -> History:
-    made = History(tmp_path)
+@pytest.fixture(params=["off", "sqlite"])
+def history(tmp_path: Path, zone: None, request: pytest.FixtureRequest) -> History:
+    made = History(tmp_path, request.param)
     # Long ago: a block of two sessions, then a message 4h59m after the block's start (same block), then one past
     # the block's five hours (a new block although the gap is short).
     made.session([200.0, 199.5, 196.2], project="--work-old--")
@@ -274,20 +276,25 @@ def test_the_table_names_each_model_one_way_and_the_active_blocks_projection(his
     assert all(len(line) <= 60 for line in narrow[:-1])
 
 
-def test_blocks_of_a_generated_corpus_with_forks_equal_the_reference(tmp_path: Path, zone: None, capsys) -> None:
+@pytest.mark.parametrize("catalog", ["off", "catalog.db"])
+def test_blocks_of_a_generated_corpus_with_forks_equal_the_reference(tmp_path: Path, zone: None, capsys,
+                                                                     catalog: str) -> None:
     agent = tmp_path / "home" / ".xcsh" / "agent"
     generate_corpus(agent, sessions=40, projects=3, total_bytes=800_000, seed=11, home=tmp_path / "home",
                     now=time.time() - 600, fork_rate=0.3)
     before = time.time()
-    result = run_cli(["--agent-dir", str(agent), "--catalog", "off", "usage", "blocks", "--json"], capsys)
+    catalog = catalog if catalog == "off" else str(tmp_path / catalog)
+    result = run_cli(["--agent-dir", str(agent), "--catalog", catalog, "usage", "blocks", "--json"], capsys)
     printed = json.loads(result.out)["rows"]
     expected = reference_blocks(reference_facts(agent / "sessions"), datetime.fromtimestamp(time.time(), UTC))
     assert len(expected) > 5
     assert_blocks_match(printed, expected, time.time() - before)
 
 
-def test_a_chain_of_blocks_days_long_is_read_back_to_its_start(tmp_path: Path, zone: None, capsys) -> None:
-    history = History(tmp_path)
+@pytest.mark.parametrize("catalog", ["off", "sqlite"])
+def test_a_chain_of_blocks_days_long_is_read_back_to_its_start(tmp_path: Path, zone: None, capsys,
+                                                               catalog: str) -> None:
+    history = History(tmp_path, catalog)
     history.session([300.0, 299.0])
     # Three days of a message every 100 minutes in sessions of a few hours each, never a five-hour gap: where
     # each block starts depends on the first of them, read although its files are days old.
@@ -305,3 +312,25 @@ def test_a_chain_of_blocks_days_long_is_read_back_to_its_start(tmp_path: Path, z
     line = run_cli(history.cli("usage", "--line"), capsys).out
     active = reference_blocks(reference_facts(history.agent / "sessions"), datetime.fromtimestamp(time.time(), UTC))[-1]
     assert active["active"] and f"block ${active['cost']:,.2f} " in line
+
+
+def test_every_report_names_each_model_in_its_json_as_its_table_does(history: History, capsys, monkeypatch) -> None:
+    """One name per model in every report, JSON and table alike: the agent's model id without its provider."""
+    monkeypatch.setenv("COLUMNS", "200")
+    models = {"claude-opus-4-1", "gpt-5"}
+    for kind in ("daily", "weekly", "monthly", "session", "project", "model", "blocks"):
+        args = ("usage", kind) if kind == "blocks" else ("usage", kind, "--all")
+        extra = () if kind == "blocks" else ("--breakdown",)
+        printed = run_cli(history.cli(*args, "--json", *extra), capsys).out
+        report = json.loads(printed)
+        named = {name for row in report["rows"] for name in row["models"]}
+        named |= {split["model"] for row in report["rows"] for split in row.get("breakdown", ())}
+        if kind == "model":
+            named |= {row["model"] for row in report["rows"]}
+            assert [row["model"] for row in report["rows"]] == sorted(models, key=lambda name: name != "claude-opus-4-1")
+        assert named == models, kind
+        assert "anthropic/" not in printed and "openai/" not in printed, kind
+        table = run_cli(history.cli(*args), capsys).out
+        for name in models:
+            assert name in table, (kind, name)
+        assert "anthropic/" not in table and "openai/" not in table, kind

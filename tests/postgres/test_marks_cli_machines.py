@@ -26,13 +26,18 @@ def _project(paths: AgentPaths, session_id: str, text: str) -> Path:
     return project
 
 
+def _two_machines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[AgentPaths, AgentPaths]:
+    """The agent dirs of machines `laptop` and `devbox`, each under its own home, with no sessdex variables set."""
+    for variable in ("SESSDEX_CATALOG", "PI_CODING_AGENT_DIR", "SESSDEX_MACHINE", "SESSDEX_MACHINES"):
+        monkeypatch.delenv(variable, raising=False)
+    return (AgentPaths(agent_dir=tmp_path / "laptop" / "agent", home=tmp_path / "laptop"),
+            AgentPaths(agent_dir=tmp_path / "devbox" / "agent", home=tmp_path / "devbox"))
+
+
 def test_two_machines_marks_everywhere_and_after_a_rebuild(tmp_path: Path, postgres_url: str,
                                                            postgres_server: PostgresServer, capsys: Any,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    for variable in ("SESSDEX_CATALOG", "PI_CODING_AGENT_DIR", "SESSDEX_MACHINE", "SESSDEX_MACHINES"):
-        monkeypatch.delenv(variable, raising=False)
-    laptop = AgentPaths(agent_dir=tmp_path / "laptop" / "agent", home=tmp_path / "laptop")
-    devbox = AgentPaths(agent_dir=tmp_path / "devbox" / "agent", home=tmp_path / "devbox")
+    laptop, devbox = _two_machines(tmp_path, monkeypatch)
     project = _project(laptop, "1aaa000000000001", "tune the parser")
     _project(devbox, "2bbb000000000001", "deploy the parser")
     machine_of = {laptop: "laptop", devbox: "devbox"}
@@ -76,3 +81,63 @@ def test_two_machines_marks_everywhere_and_after_a_rebuild(tmp_path: Path, postg
         sessdex(paths, "index", "--rebuild", url=fresh)
     marks_seen(laptop, fresh)
     marks_seen(devbox, fresh)
+
+
+def _reference_usage(*files: Path) -> dict[str, dict[str, float]]:
+    """Per session id, the sums of its assistant messages' usage, read from its JSONL by this test."""
+    sums: dict[str, dict[str, float]] = {}
+    for path in files:
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        figures = sums.setdefault(records[0]["id"], {"input": 0, "output": 0, "cost": 0.0, "messages": 0})
+        for record in records[1:]:
+            message = record.get("message") or {}
+            if record.get("type") == "message" and message.get("role") == "assistant" and "usage" in message:
+                figures["input"] += message["usage"]["input"]
+                figures["output"] += message["usage"]["output"]
+                figures["cost"] += message["usage"]["cost"]["total"]
+                figures["messages"] += 1
+    return sums
+
+
+def test_usage_of_marked_sessions_counts_every_machines_sessions(tmp_path: Path, postgres_url: str, capsys: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`usage --tag/--starred` with --machines all counts the other machine's marked sessions too: their files are
+    not here, their usage is in the shared catalog."""
+    laptop, devbox = _two_machines(tmp_path, monkeypatch)
+    project = _project(laptop, "1aaa000000000001", "tune the parser")
+    _project(laptop, "1aaa000000000002", "untagged work")
+    _project(devbox, "2bbb000000000001", "deploy the parser")
+    files = {path.stem: path for paths in (laptop, devbox) for path in paths.sessions_root.rglob("*.jsonl")}
+    machine_of = {laptop: "laptop", devbox: "devbox"}
+
+    def sessdex(paths: AgentPaths, *args: str, every: bool = True) -> Any:
+        monkeypatch.chdir(project)
+        monkeypatch.setenv("HOME", str(paths.home))  # each machine's own home: where a project is on the other
+        done = run_cli(["--agent-dir", str(paths.agent_dir), "--catalog", postgres_url, "--machine",
+                        machine_of[paths], *(("--machines", "all") if every else ()), *args], capsys)
+        assert done.code == 0, (args, done.err)
+        return json.loads(done.out) if "--json" in args else done
+
+    for paths in (laptop, devbox):
+        sessdex(paths, "index")
+    sessdex(laptop, "tag", "1aaa000000000001", "+bug")
+    sessdex(laptop, "tag", "2bbb", "+bug")  # the laptop tags the devbox's session (kept in the laptop's marks file)
+    sessdex(devbox, "star", "2bbb")
+    reference = _reference_usage(*files.values())
+    for scope in (("--all",), ()):  # every project, and this project (the same place under each machine's home)
+        for filters, sessions in ((("--tag", "bug"), ["1aaa000000000001", "2bbb000000000001"]),
+                                  (("--starred",), ["2bbb000000000001"])):
+            report = sessdex(laptop, "usage", "session", *scope, *filters, "--json")
+            rows = {row["session"]: row for row in report["rows"]}
+            assert sorted(rows) == sessions, (scope, filters)
+            for session in sessions:
+                for name in ("input", "output", "messages"):
+                    assert rows[session][name] == reference[session][name], (session, name)
+            assert rows.get("2bbb000000000001", {}).get("machine", "devbox") == "devbox"
+            assert report["totals"]["sessions"] == len(sessions)
+            assert report["totals"]["output"] == sum(reference[session]["output"] for session in sessions)
+            daily = sessdex(laptop, "usage", *scope, *filters, "--json")
+            assert sum(row["messages"] for row in daily["rows"]) == sum(reference[s]["messages"] for s in sessions)
+    # Without --machines all the laptop's own sessions alone.
+    alone = sessdex(laptop, "usage", "session", "--all", "--tag", "bug", "--json", every=False)
+    assert [row["session"] for row in alone["rows"]] == ["1aaa000000000001"]

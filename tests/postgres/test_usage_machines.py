@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import time
 from typing import Any
 
 import pytest
@@ -184,3 +185,32 @@ def test_a_shared_catalog_of_an_older_sessdex_is_emptied_and_indexed_again(machi
         assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [(SCHEMA_REVISION,)]
         assert connection.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'usage_totals'"
                                   " AND column_name = 'json'").fetchone() == (0,)
+
+
+def test_blocks_and_the_line_on_a_shared_server_are_this_machines_or_every_machines(machines: Machines, capsys,
+                                                                                   monkeypatch, postgres_url: str):
+    """`usage blocks` and `usage --line` read the catalog `--catalog` names: this machine's sessions alone, or with
+    `--machines all` every machine's, whose files are not here; both equal the blocks this test cuts from the
+    JSONL of each machine's files (the devbox's copies of laptop forks count in full there: their parents are on
+    the laptop only)."""
+    from datetime import UTC, datetime
+
+    from tests.catalog.test_usage_blocks import assert_blocks_match, reference_blocks, reference_facts
+
+    machines.index(capsys, monkeypatch, catalog=postgres_url)
+    laptop = reference_facts(machines.laptop.sessions_root)
+    devbox = reference_facts(machines.devbox_root)
+    for every_machine, facts in ((False, laptop), (True, laptop + devbox)):
+        args = machines.cli("laptop", "usage", "blocks", "--json", catalog=postgres_url)
+        before = time.time()
+        result = run_cli(["--machines", "all", *args] if every_machine else args, capsys)
+        assert result.code == 0, result.err
+        expected = reference_blocks(sorted(facts, key=lambda fact: fact["when"]), datetime.fromtimestamp(time.time(), UTC))
+        assert len(expected) > 3
+        assert_blocks_match(json.loads(result.out)["rows"], expected, time.time() - before)
+    # The devbox's blocks are not the laptop's: without --machines all neither sees the other's.
+    alone = run_cli(machines.cli("devbox", "usage", "blocks", "--json", catalog=postgres_url), capsys)
+    assert_blocks_match(json.loads(alone.out)["rows"],
+                        reference_blocks(devbox, datetime.fromtimestamp(time.time(), UTC)), 60.0)
+    line = run_cli(["--machines", "all", *machines.cli("laptop", "usage", "--line", catalog=postgres_url)], capsys)
+    assert line.code == 0 and line.out.startswith("today $")
