@@ -50,10 +50,8 @@ def _refuse_symlinked_folders(target: Path, root: Path) -> None:
 def _copy_across_devices(source: Path, target: Path) -> None:
     """Move `source` to `target` on another file system: copy into a new file (never replacing one), fsync it
     and its folder, take in what was appended meanwhile, and only then unlink `source`."""
-    from sessdex.core.live_writers import refuse_if_written_elsewhere
     from sessdex.core.storage import fsync_directory
 
-    refuse_if_written_elsewhere(source)
     mode = stat.S_IMODE(os.stat(source).st_mode) & 0o700 or 0o600
     try:
         out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
@@ -81,9 +79,22 @@ def _copy_across_devices(source: Path, target: Path) -> None:
     fsync_directory(source.parent)
 
 
+# How long a move waits for a process that has the session open for writing to close it before refusing.
+MOVE_WAIT_SECONDS = 0.5
+MOVE_RISK = ("moving it now would leave that process writing into the moved file, or into a new file holding only "
+             "its next lines if it opens the path for each write (nothing was moved)")
+
+
 def _move_without_overwriting(source: Path, target: Path, target_root: Path) -> None:
     """Rename `source` to `target`, refusing when `target` exists (link + unlink: never replaces a file) or a
-    folder on the way under `target_root` is a symlink; across file systems the file is copied."""
+    folder on the way under `target_root` is a symlink; across file systems the file is copied.
+
+    Refused too while another process (the agent) has `source` open for writing: the move itself would lose
+    nothing (the inode moves, with what is written into it), but the agent would go on writing a session the
+    user put away, and an agent that opens the path for each write would start a headless file there."""
+    from sessdex.core.live_writers import refuse_if_written_elsewhere
+
+    refuse_if_written_elsewhere(source, wait_seconds=MOVE_WAIT_SECONDS, risk=MOVE_RISK)
     _refuse_symlinked_folders(target, target_root)
     make_private_dirs(target.parent)
     _refuse_symlinked_folders(target, target_root)  # a link planted while the folders were made
