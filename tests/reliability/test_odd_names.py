@@ -90,3 +90,17 @@ def test_a_read_command_indexes_an_odd_name_once_and_follows_its_appends(tree: T
     assert (ODD_ID, odd, 3) in listing(tree)
     os.unlink(odd)
     assert ODD_ID not in {id_ for id_, _, _ in listing(tree)}
+
+
+def test_watch_follows_appends_to_an_odd_name_and_a_new_odd_folder(tree: Tree) -> None:
+    from tests.reliability.test_catalog_follows import sessdex_watch, wait_for
+
+    odd = odd_session(tree)
+    with sessdex_watch(tree):
+        wait_for(lambda: (ODD_ID, odd, 2) in listing(tree))
+        with open(odd, "ab") as handle:
+            handle.write(jsonl([user("one more", "u0000002", "a0000001")]))
+        later = os.fsdecode(os.fsencode(str(tree.paths.sessions_root)) + b"/--later-\xfa--/x_0dd0000000000002.jsonl")
+        write_file(Path(later), jsonl([header("0dd0000000000002", "/p"), user("later"), assistant("ok")]))
+        wait_for(lambda: {(ODD_ID, odd, 3), ("0dd0000000000002", later, 2)} <= set(listing(tree)))
+        assert listing(tree) == listing(tree, "--catalog", "off")
