@@ -339,7 +339,8 @@ class Watcher:
                 raise
             with contextlib.suppress(Exception):
                 observer.stop()
-            self._say(INOTIFY_LIMIT_HELP.format(error=exc.strerror or exc, interval=POLL_INTERVAL_SECONDS))
+            if not self.stats.polling:  # said once, not again for a root made anew
+                self._say(INOTIFY_LIMIT_HELP.format(error=exc.strerror or exc, interval=POLL_INTERVAL_SECONDS))
         self.stats.polling = True
         observer = self._polling_factory()
         observer.schedule(handler, self.root, recursive=True)

@@ -272,6 +272,12 @@ def test_watch_polls_what_the_inotify_limit_leaves_unwatched_and_catches_appends
         expected = message_counts(tree, "--catalog", "off")
         assert expected != before and len(expected) == 35
         wait_for(lambda: message_counts(tree) == expected)
+        # The sessions folder moved away and made anew: watched again (polled again), not said again.
+        shutil.move(tree.paths.sessions_root, tree.root / "moved-away")
+        for number in range(12):  # more folders than watches again
+            new_sessions(tree, f"again{number:02d}", range(300 + number, 301 + number))
+        wait_for(lambda: message_counts(tree) == message_counts(tree, "--catalog", "off") and
+                 len(message_counts(tree)) == 12)
         assert process.poll() is None, process.communicate()
     finally:
         process.terminate()
