@@ -67,9 +67,16 @@ def writers_of_file(device: int, inode: int, *, proc: str = PROC) -> list[int]:
     return found
 
 
+# An open() of a path that looked the file up just before it was renamed or unlinked may show its descriptor a
+# moment later.
+OPEN_IN_FLIGHT_SECONDS = 0.01
+
+
 def wait_for_writers_to_leave(device: int, inode: int, *, wait_seconds: float) -> bool:
     """Wait until no other process has the file (device, inode) open for writing; False when one still has it
-    after `wait_seconds`."""
+    after `wait_seconds`. For a file that has just lost its name (replaced or unlinked): nobody can open it any
+    more, so once its writers have closed it, it holds all it will ever hold."""
+    time.sleep(OPEN_IN_FLIGHT_SECONDS)
     deadline = time.monotonic() + wait_seconds
     while writers_of_file(device, inode):
         if time.monotonic() >= deadline:

@@ -243,11 +243,8 @@ class ReplacedFile:
 
     def late_appends(self) -> bytes | None:
         """The old file's whole bytes when it grew since held (else None); call after the rename or unlink."""
-        import time
-
         from sessdex.core.live_writers import wait_for_writers_to_leave
 
-        time.sleep(OPEN_IN_FLIGHT_SECONDS)  # an open() that found the old file just before the rename completes
         wait_for_writers_to_leave(*self._identity, wait_seconds=REWRITE_WAIT_SECONDS)
         size = os.fstat(self._fd).st_size
         if size == self._size:
@@ -263,8 +260,6 @@ class ReplacedFile:
         os.close(self._fd)
 
 
-# An open() of the path that looked it up just before a rename may show its descriptor a moment later.
-OPEN_IN_FLIGHT_SECONDS = 0.01
 # How long a rewrite waits for another process to close the file before refusing: enough for a writer that
 # opens the file for each append to finish that append.
 REWRITE_WAIT_SECONDS = 0.5

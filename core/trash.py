@@ -9,6 +9,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from sessdex.core.errors import AmbiguousSessionError, SessdexError, SessionNotFoundError
 from sessdex.core.paths import AgentPaths, session_file_entries
@@ -49,7 +50,9 @@ def _refuse_symlinked_folders(target: Path, root: Path) -> None:
 
 def _copy_across_devices(source: Path, target: Path) -> None:
     """Move `source` to `target` on another file system: copy into a new file (never replacing one), fsync it
-    and its folder, take in what was appended meanwhile, and only then unlink `source`."""
+    and its folder, take in what was appended meanwhile, and only then unlink `source`; what a writer that had
+    opened `source` before the unlink writes into it after is added to `target` once that writer closed it."""
+    from sessdex.core.live_writers import wait_for_writers_to_leave
     from sessdex.core.storage import fsync_directory
 
     mode = stat.S_IMODE(os.stat(source).st_mode) & 0o700 or 0o600
@@ -57,26 +60,35 @@ def _copy_across_devices(source: Path, target: Path) -> None:
         out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     except FileExistsError:
         raise SessdexError(f"{target} already exists; nothing was moved") from None
+    unlinked = False
+
+    def copy_rest(reader: BinaryIO) -> None:
+        for chunk in iter(lambda: reader.read(1 << 20), b""):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(out, view):]
+        os.fsync(out)
+
     try:
         with open(source, "rb") as reader:
-            while True:
-                chunk = reader.read(1 << 20)
-                if not chunk:
-                    break
-                os.write(out, chunk)  # a regular file on a local disk: whole writes
-            os.fsync(out)
-            # Appended while copying (with no writer holding it open, a last append): copied too.
-            for chunk in iter(lambda: reader.read(1 << 20), b""):
-                os.write(out, chunk)
-            os.fsync(out)
+            copy_rest(reader)
+            copy_rest(reader)  # appended while copying (a last append of a writer that opens the file each time)
+            fsync_directory(target.parent)
+            os.unlink(source)
+            unlinked = True
+            fsync_directory(source.parent)
+            identity = os.fstat(reader.fileno())
+            wait_for_writers_to_leave(identity.st_dev, identity.st_ino, wait_seconds=MOVE_WAIT_SECONDS)
+            copy_rest(reader)
     except BaseException:
-        os.close(out)
-        target.unlink(missing_ok=True)
+        if not unlinked:
+            os.close(out)
+            out = -1
+            target.unlink(missing_ok=True)
         raise
-    os.close(out)
-    fsync_directory(target.parent)
-    os.unlink(source)
-    fsync_directory(source.parent)
+    finally:
+        if out >= 0:
+            os.close(out)
 
 
 # How long a move waits for a process that has the session open for writing to close it before refusing.

@@ -359,3 +359,39 @@ def test_resume_forks_lose_nothing_an_agent_appends(tmp_path: Path, role: str) -
         fork = Path(result.stdout.strip().splitlines()[-1])
         assert fork != session and fork.exists() and fork.parent != session.parent
     assert_none_lost(session, acknowledged)
+
+
+def test_trash_and_restore_across_file_systems_lose_nothing_an_agent_appends_opening_the_file_each_time(
+        tmp_path: Path) -> None:
+    """sessions/ on another file system (a tmpfs): trash and restore copy, fsync and unlink; what the agent
+    wrote into the file between the copy and the unlink is in the copy too."""
+    import shutil
+    import tempfile
+
+    shared_memory = Path("/dev/shm")
+    if not shared_memory.is_dir() or os.stat(shared_memory).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no tmpfs on another device than the test's folder")
+    agent_dir, session = new_session(tmp_path)
+    elsewhere = Path(tempfile.mkdtemp(dir=shared_memory))
+    try:
+        sessions = agent_dir / "sessions"
+        shutil.copytree(sessions, elsewhere / "sessions")
+        shutil.rmtree(sessions)
+        sessions.symlink_to(elsewhere / "sessions")
+        session_id = file_records(session)[0]["id"]
+        appender, stop = start_appender("agent-append-reopen", tmp_path, session)
+        try:
+            results = []
+            for _ in range(5):
+                results.append(sessdex(agent_dir, "trash", str(session)))
+                results.append(sessdex(agent_dir, "trash", "restore", session_id))
+        finally:
+            acknowledged = acknowledged_after_stop(appender, stop)
+        assert any(result.returncode == 0 for result in results)
+        for result in results:
+            assert result.returncode == 0 or len(result.stderr.strip().splitlines()) == 1, result.stderr
+        ids = ids_in_agent_dir(agent_dir) | ids_in_agent_dir(elsewhere)
+        lost = [entry_id for entry_id in acknowledged if entry_id not in ids]
+        assert acknowledged and not lost, f"{len(lost)} of {len(acknowledged)} acknowledged entries lost"
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
