@@ -318,6 +318,23 @@ def test_session_manager_rewrites_lose_nothing_an_agent_appends_opening_the_file
     finally:
         acknowledged = acknowledged_after_stop(appender, stop)
     assert_none_lost(session, acknowledged)
+    # A move while the agent appends: what it wrote into the old file before the unlink is in the moved one;
+    # what it writes after goes to a new file at the old path (it creates it), so nothing is lost either.
+    stop.unlink()
+    appender, stop = start_appender("agent-append-reopen", tmp_path, session)
+    try:
+        manager = SessionManager.open(session, runtime=runtime)
+        other = tmp_path / "home" / "other"
+        other.mkdir()
+        try:
+            manager.move_to(str(other))
+        except SessionBusyError:
+            pass
+        manager.close()
+    finally:
+        acknowledged = acknowledged_after_stop(appender, stop)
+    lost = [entry_id for entry_id in acknowledged if entry_id not in ids_in_agent_dir(agent_dir)]
+    assert acknowledged and not lost, f"{len(lost)} of {len(acknowledged)} acknowledged entries lost"
 
 
 @pytest.mark.parametrize("role", APPENDERS)
