@@ -98,6 +98,29 @@ def summarize_bytes(data: bytes) -> tuple[SessionSummary, str]:
     return summary, " ".join(summary.feed_all(parse_jsonl(data).values))
 
 
+def _summarize_file(path: Path, skipped: SkippedFiles | None) -> tuple[SessionSummary, str] | None:
+    """`summarize_bytes` of the whole file, read by chunks (memory bounded whatever its size); None when it
+    cannot be read (recorded in `skipped`)."""
+    from sessdex.core.jsonl import stream_jsonl
+    from sessdex.core.regular_files import open_regular
+
+    summary = SessionSummary()
+    texts: list[str] = []
+    try:
+        fd = open_regular(path)
+        try:
+            size = os.fstat(fd).st_size  # up to the size it had when opened, as a whole read
+            for parsed in stream_jsonl(fd, size):
+                texts += summary.feed_all(parsed.values)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        if skipped is not None and not isinstance(exc, FileNotFoundError):
+            skipped.append((path, exc.strerror or str(exc)))
+        return None
+    return summary, " ".join(texts)
+
+
 def read_session_info(path: str | os.PathLike[str], modified_ms: float | None = None, *,
                       skipped: SkippedFiles | None = None) -> SessionInfo | None:
     """The SessionInfo of one file read whole, or None when it is unreadable or not a session."""
@@ -106,10 +129,10 @@ def read_session_info(path: str | os.PathLike[str], modified_ms: float | None = 
         modified_ms = _regular_mtime_ms(path)
         if modified_ms is None:
             return None
-    data = _read_bytes(path, skipped=skipped)
-    if data is None:
+    folded = _summarize_file(path, skipped)
+    if folded is None:
         return None
-    summary, all_messages_text = summarize_bytes(data)
+    summary, all_messages_text = folded
     if not is_listable_session(path.name, summary.session_id if summary.header_valid else None):
         return None
     return session_info(path, summary, all_messages_text, modified_ms)

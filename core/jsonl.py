@@ -13,6 +13,8 @@ at the start of a file's bytes is ignored, as the agent's file reader ignores it
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,3 +173,55 @@ def dumps_line(value: Any) -> bytes:
     except TypeError:
         # orjson refuses lone surrogates that a lenient read can produce; the stdlib keeps them escaped.
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
+
+
+READ_CHUNK_BYTES = 4 << 20  # what a streaming read takes at once: memory is this plus one line at most
+
+
+def stream_jsonl(fd: int, limit: int | None = None, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[ParsedJsonl]:
+    """Read the JSONL of the descriptor `fd` (from its offset, at most `limit` bytes) by chunks: the values of
+    each run of complete lines, parsed by `parse_jsonl`, so memory stays bounded whatever the file's size.
+
+    The values and bad lines are those `parse_jsonl` finds in the whole bytes: a line longer than MAX_LINE_BYTES
+    is skipped without being held and counted as one bad line; a damaged value that may continue on the next
+    lines waits for them; a BOM counts only at the start of the file.
+    """
+    remaining = limit
+    buffer = b""
+    first = True
+    skipping = False  # inside a line over the cap: its bytes are dropped up to its newline
+
+    def parse(block: bytes) -> ParsedJsonl:
+        # A BOM is the file's mark only at its start; elsewhere it is content (a leading newline keeps it).
+        return parse_jsonl(block if first or not block.startswith(UTF8_BOM) else b"\n" + block)
+
+    while remaining is None or remaining > 0:
+        data = os.read(fd, chunk_bytes if remaining is None else min(chunk_bytes, remaining))
+        if not data:
+            break
+        if remaining is not None:
+            remaining -= len(data)
+        buffer = buffer + data if buffer else data
+        if skipping:
+            newline = buffer.find(b"\n")
+            if newline < 0:
+                buffer = b""
+                continue
+            buffer, skipping = buffer[newline + 1:], False
+            yield ParsedJsonl(bad_records=1)
+        last_newline = buffer.rfind(b"\n")
+        if last_newline < 0:
+            if len(buffer) > MAX_LINE_BYTES:
+                buffer, skipping, first = b"", True, False
+            continue
+        block = buffer[:last_newline + 1]
+        parsed = parse(block)
+        if parsed.torn_tail and len(block) <= MAX_LINE_BYTES:
+            continue  # a damaged value runs to the block's end: decided once more lines are in
+        buffer = buffer[last_newline + 1:]
+        first = False
+        yield parsed
+    if skipping:
+        yield ParsedJsonl(bad_records=1)
+    elif buffer:
+        yield parse(buffer)

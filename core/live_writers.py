@@ -54,12 +54,35 @@ def writers_of(path: str | os.PathLike[str], *, proc: str = PROC) -> list[int]:
         target = os.stat(path)
     except OSError:
         return []
+    return writers_of_file(target.st_dev, target.st_ino, proc=proc)
+
+
+def writers_of_file(device: int, inode: int, *, proc: str = PROC) -> list[int]:
+    """Pids of other processes that have the file (device, inode) open for writing, even once it has no name
+    any more (a file a rewrite replaced)."""
     found: list[int] = []
     for pid, info, fdinfo in _descriptors_of_others(proc):
-        if (info.st_ino == target.st_ino and info.st_dev == target.st_dev and pid not in found
-                and _opened_for_writing(fdinfo)):
+        if info.st_ino == inode and info.st_dev == device and pid not in found and _opened_for_writing(fdinfo):
             found.append(pid)
     return found
+
+
+# An open() of a path that looked the file up just before it was renamed or unlinked may show its descriptor a
+# moment later.
+OPEN_IN_FLIGHT_SECONDS = 0.01
+
+
+def wait_for_writers_to_leave(device: int, inode: int, *, wait_seconds: float) -> bool:
+    """Wait until no other process has the file (device, inode) open for writing; False when one still has it
+    after `wait_seconds`. For a file that has just lost its name (replaced or unlinked): nobody can open it any
+    more, so once its writers have closed it, it holds all it will ever hold."""
+    time.sleep(OPEN_IN_FLIGHT_SECONDS)
+    deadline = time.monotonic() + wait_seconds
+    while writers_of_file(device, inode):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def _opened_for_writing(fdinfo_path: str) -> bool:
@@ -76,11 +99,15 @@ def _opened_for_writing(fdinfo_path: str) -> bool:
     return False
 
 
-def refuse_if_written_elsewhere(path: str | os.PathLike[str], *, wait_seconds: float = 0.0) -> None:
+REWRITE_RISK = "rewriting it now would lose what that process writes next"
+
+
+def refuse_if_written_elsewhere(path: str | os.PathLike[str], *, wait_seconds: float = 0.0,
+                                risk: str = REWRITE_RISK) -> None:
     """Raise SessionBusyError when another process keeps `path` open for writing after `wait_seconds`.
 
     The wait lets a writer that opens the file for each append finish; an agent that keeps the file open
-    is still running, and the user is told to retry once it has exited.
+    is still running, and the user is told (`risk`: what would go wrong) to retry once it has exited.
     """
     deadline = time.monotonic() + wait_seconds
     while True:
@@ -90,8 +117,8 @@ def refuse_if_written_elsewhere(path: str | os.PathLike[str], *, wait_seconds: f
         if time.monotonic() >= deadline:
             listed = ", ".join(str(pid) for pid in pids[:5])
             raise SessionBusyError(
-                f"{os.fspath(path)} is open for writing by process {listed} (the agent?); "
-                "rewriting it now would lose what that process writes next. Retry once it has exited.")
+                f"{os.fspath(path)} is open for writing by process {listed} (the agent?); {risk}. "
+                "Retry once it has exited.")
         time.sleep(0.05)
 
 

@@ -272,3 +272,59 @@ def session_file_entries(directory: str | os.PathLike[str], *, recursive: bool =
     for subfolder in subfolders:
         yield from session_file_entries(subfolder, recursive=True, ordered=ordered)
 
+
+
+# -- paths as text a database holds -------------------------------------------------------------------------
+
+# A file name is bytes; Python reads one that is not valid UTF-8 with each bad byte as a lone surrogate
+# (U+DC80..U+DCFF, os.fsdecode's "surrogateescape"), which neither SQLite's nor PostgreSQL's text can hold.
+# The stored form writes such a byte as PATH_ESCAPE and two hex digits, and a PATH_ESCAPE of the name itself
+# as two of them: every path round-trips, a valid UTF-8 path without PATH_ESCAPE (all real ones) is stored as
+# it is, and the form keeps prefixes and "/" so that folder ranges and dirname work on it unchanged.
+PATH_ESCAPE = "\ufffe"  # a Unicode noncharacter: valid UTF-8, never in a real name
+
+
+def path_to_text(path: str) -> str:
+    """The stored form of a path (see above); the path itself unless it holds an undecodable byte."""
+    if path.isascii():
+        return path
+    if PATH_ESCAPE not in path:
+        try:
+            path.encode("utf-8")
+            return path
+        except UnicodeEncodeError:
+            pass
+    parts = []
+    for char in path:
+        if char == PATH_ESCAPE:
+            parts.append(PATH_ESCAPE * 2)
+        elif "\udc80" <= char <= "\udcff":
+            parts.append(f"{PATH_ESCAPE}{ord(char) - 0xDC00:02x}")
+        else:
+            parts.append(char)
+    return "".join(parts)
+
+
+def path_from_text(text: str) -> str:
+    """The path of a stored form made by `path_to_text` (os.fsdecode's form: bad bytes as lone surrogates)."""
+    if PATH_ESCAPE not in text:
+        return text
+    parts = []
+    position = 0
+    while position < len(text):
+        char = text[position]
+        if char != PATH_ESCAPE:
+            parts.append(char)
+            position += 1
+        elif text[position + 1:position + 2] == PATH_ESCAPE:
+            parts.append(PATH_ESCAPE)
+            position += 2
+        else:
+            try:
+                parts.append(chr(0xDC00 + int(text[position + 1:position + 3], 16)))
+            except ValueError:  # not a form path_to_text makes: kept as it is
+                parts.append(char)
+                position += 1
+                continue
+            position += 3
+    return "".join(parts)

@@ -431,9 +431,13 @@ class SessionManager:
                     def move() -> None:
                         with self._storage.exclusive(old_file):
                             self._storage.refuse_if_written_elsewhere(old_file)
-                            self._adopt_entries_appended_elsewhere(old_file)
-                            self._write_whole_file()
-                            self._storage.unlink(old_file)
+
+                            def copy_and_unlink() -> None:
+                                self._adopt_entries_appended_elsewhere(old_file)
+                                self._write_whole_file()
+                                self._storage.unlink(old_file)
+
+                            self._taking_in_late_appends(old_file, target, copy_and_unlink)
 
                     self._guard(move)
                 elif self._on_disk:
@@ -748,28 +752,69 @@ class SessionManager:
             self._storage.ensure_dir_sync(target.parent)
             with self._storage.exclusive(target):
                 self._storage.refuse_if_written_elsewhere(target)
-                self._adopt_entries_appended_elsewhere(target)
-                head = (dumps_line(self._title_line) if self._title_line is not None else b"") + dumps_line(self._header)
-                data = head + b"".join(self._disk_line(entry) for entry in self._entries)
-                self._written_state = self._storage.write_atomic(target, data)
+                self._replace_taking_in_late_appends(target)
 
         self._guard(write)
         self._on_disk = True
 
-    def _adopt_entries_appended_elsewhere(self, target: Path) -> None:
-        """Take into memory the entries of this session's file (same header id) that memory does not know.
+    def _replace_taking_in_late_appends(self, target: Path) -> None:
+        """Write the whole file over `target`, then add to it what a writer without the lock put into the old
+        file between the read and the rename."""
+
+        def replace() -> None:
+            self._adopt_entries_appended_elsewhere(target)
+            head = (dumps_line(self._title_line) if self._title_line is not None else b"") + dumps_line(self._header)
+            data = head + b"".join(self._disk_line(entry) for entry in self._entries)
+            self._written_state = self._storage.write_atomic(target, data)
+
+        self._taking_in_late_appends(target, target, replace)
+
+    def _taking_in_late_appends(self, old_file: Path, target: Path, replace: Callable[[], None]) -> None:
+        """Run `replace` (which reads `old_file`, then replaces or unlinks it), holding the old file open from
+        before; then append to `target` what was written into the old file after it was read (see
+        storage.ReplacedFile)."""
+        replaced = self._storage.hold_replaced(old_file)
+        try:
+            replace()
+            late = replaced.late_appends() if replaced is not None else None
+        finally:
+            if replaced is not None:
+                replaced.close()
+        if late is not None:
+            self._append_late_entries(target, late)
+
+    def _append_late_entries(self, target: Path, late: bytes) -> None:
+        """Take in the entries of `late` (the bytes of a file just replaced or unlinked) that memory does not
+        know, and append them to `target`: appends, like the writer's own, lose nothing it wrote there since."""
+        adopted = self._adopt_entries_appended_elsewhere(target, late)
+        if not adopted:
+            return
+        writer = self._storage.open_writer(target)
+        try:
+            for entry in adopted:
+                writer.write_line(self._disk_line(entry))
+            writer.fsync()
+            self._written_state = writer.written_state()
+        finally:
+            writer.close()
+
+    def _adopt_entries_appended_elsewhere(self, target: Path, data: bytes | None = None) -> list[dict[str, Any]]:
+        """Take into memory the entries of this session's file (same header id) that memory does not know;
+        return them (in file order). `data`: the file's bytes, already read (else they are read from `target`).
 
         Each is placed after the known entry it follows in the file; the leaf does not move. When the file
         is exactly as this manager left it, nobody else wrote to it and nothing is read.
         """
-        if self._written_state is not None and self._written_state.same_file_and_size(self._storage.stat_sync(target)):
-            return
-        data = self._storage.read_bytes(target)
         if data is None:
-            return
+            if self._written_state is not None and self._written_state.same_file_and_size(
+                    self._storage.stat_sync(target)):
+                return []
+            data = self._storage.read_bytes(target)
+            if data is None:
+                return []
         records = split_session_records(parse_jsonl(data).values)
         if records is None or records.header.get("id") != self._header.get("id"):
-            return
+            return []
         after: dict[str | None, list[dict[str, Any]]] = {}
         anchor: str | None = None
         loaded_last = next((e.get("id") for e in reversed(self._entries) if isinstance(e.get("id"), str)), None)
@@ -789,7 +834,7 @@ class SessionManager:
                 adopted.add(entry_id)
                 after.setdefault(anchor, []).append(project_loaded_entry(entry, self._blobs))
         if not after:
-            return
+            return []
         merged = list(after.get(None, []))
         for entry in self._entries:
             merged.append(entry)
@@ -797,6 +842,7 @@ class SessionManager:
         leaf = self._leaf_id
         self._set_entries(merged)
         self._leaf_id = leaf
+        return [entry for entries in after.values() for entry in entries]
 
     def rewrite_entries(self) -> None:
         """Rewrite the whole file from memory (atomic)."""

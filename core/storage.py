@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import secrets
@@ -107,6 +108,10 @@ class SessionStorage(Protocol):
         """Raise SessionBusyError when another process keeps `path` open for writing (before a rewrite)."""
         ...
 
+    def hold_replaced(self, path: Path) -> ReplacedFile | None:
+        """The file now at `path`, held open before a rewrite reads it (None when there is none, or in memory)."""
+        ...
+
     async def exists(self, path: Path) -> bool: ...
 
     async def read_text(self, path: Path) -> str | None: ...
@@ -180,7 +185,10 @@ class FileWriter:
             view = memoryview(data)
             while view:
                 view = view[os.write(self._fd, view):]
-            self._written = FileStat.of(os.fstat(self._fd))
+            # The length as this write left it (the descriptor's offset): a writer without the lock may have
+            # appended since, and its line must not look like one of ours to the next rewrite.
+            self._written = dataclasses.replace(FileStat.of(os.fstat(self._fd)),
+                                                size=os.lseek(self._fd, 0, os.SEEK_CUR))
         finally:
             flock_release(self._fd)
 
@@ -216,6 +224,40 @@ class FileWriter:
         except OSError as exc:
             self._error = exc
             raise
+
+
+class ReplacedFile:
+    """The file a rewrite is about to replace (or a move to unlink), held open from before the rewrite reads it.
+
+    A writer that opens the path for each append (as the agent may, without sessdex's lock) can open the old
+    file just before the rename and write into it just after: that line would be in no file with a name.
+    `late_appends` waits until no other process has the old file open for writing any more (nobody can open
+    it by its name now) and returns its bytes when it grew since it was held, so the rewrite takes them in.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        status = os.fstat(fd)
+        self._identity = (status.st_dev, status.st_ino)
+        self._size = status.st_size
+
+    def late_appends(self) -> bytes | None:
+        """The old file's whole bytes when it grew since held (else None); call after the rename or unlink."""
+        from sessdex.core.live_writers import wait_for_writers_to_leave
+
+        wait_for_writers_to_leave(*self._identity, wait_seconds=REWRITE_WAIT_SECONDS)
+        size = os.fstat(self._fd).st_size
+        if size == self._size:
+            return None  # everything it holds was there before the rewrite read the file
+        chunks = []
+        offset = 0
+        while chunk := os.pread(self._fd, 1 << 20, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 # How long a rewrite waits for another process to close the file before refusing: enough for a writer that
@@ -355,9 +397,10 @@ class FileSessionStorage(_AsyncTwins):
                 handle.write(data)
                 handle.flush()
                 os.fsync(fd)
+                written = FileStat.of(os.fstat(fd))  # before the rename: nobody else can have appended yet
                 os.replace(temporary, path)
                 fsync_directory(path.parent)
-                return FileStat.of(os.fstat(fd))
+                return written
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
@@ -379,6 +422,20 @@ class FileSessionStorage(_AsyncTwins):
         from sessdex.core.live_writers import refuse_if_written_elsewhere  # scans /proc: only before rewrites
 
         refuse_if_written_elsewhere(path, wait_seconds=REWRITE_WAIT_SECONDS)
+
+    def hold_replaced(self, path: Path) -> ReplacedFile | None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        try:
+            if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                return None
+            return ReplacedFile(fd)
+        except BaseException:
+            os.close(fd)
+            raise
 
     def remove_stale_temporaries(self, path: Path) -> list[Path]:
         path = Path(path)
@@ -487,6 +544,9 @@ class MemorySessionStorage(_AsyncTwins):
 
     def refuse_if_written_elsewhere(self, path: Path) -> None:
         return None  # nothing outside this process can hold a file that lives in memory
+
+    def hold_replaced(self, path: Path) -> ReplacedFile | None:
+        return None  # only this process writes to memory, under the session manager's lock
 
 
 class OverlaySessionStorage(MemorySessionStorage):

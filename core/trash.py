@@ -9,6 +9,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from sessdex.core.errors import AmbiguousSessionError, SessdexError, SessionNotFoundError
 from sessdex.core.paths import AgentPaths, session_file_entries
@@ -49,41 +50,63 @@ def _refuse_symlinked_folders(target: Path, root: Path) -> None:
 
 def _copy_across_devices(source: Path, target: Path) -> None:
     """Move `source` to `target` on another file system: copy into a new file (never replacing one), fsync it
-    and its folder, take in what was appended meanwhile, and only then unlink `source`."""
-    from sessdex.core.live_writers import refuse_if_written_elsewhere
+    and its folder, take in what was appended meanwhile, and only then unlink `source`; what a writer that had
+    opened `source` before the unlink writes into it after is added to `target` once that writer closed it."""
+    from sessdex.core.live_writers import wait_for_writers_to_leave
     from sessdex.core.storage import fsync_directory
 
-    refuse_if_written_elsewhere(source)
     mode = stat.S_IMODE(os.stat(source).st_mode) & 0o700 or 0o600
     try:
         out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
     except FileExistsError:
         raise SessdexError(f"{target} already exists; nothing was moved") from None
+    unlinked = False
+
+    def copy_rest(reader: BinaryIO) -> None:
+        for chunk in iter(lambda: reader.read(1 << 20), b""):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(out, view):]
+        os.fsync(out)
+
     try:
         with open(source, "rb") as reader:
-            while True:
-                chunk = reader.read(1 << 20)
-                if not chunk:
-                    break
-                os.write(out, chunk)  # a regular file on a local disk: whole writes
-            os.fsync(out)
-            # Appended while copying (with no writer holding it open, a last append): copied too.
-            for chunk in iter(lambda: reader.read(1 << 20), b""):
-                os.write(out, chunk)
-            os.fsync(out)
+            copy_rest(reader)
+            copy_rest(reader)  # appended while copying (a last append of a writer that opens the file each time)
+            fsync_directory(target.parent)
+            os.unlink(source)
+            unlinked = True
+            fsync_directory(source.parent)
+            identity = os.fstat(reader.fileno())
+            wait_for_writers_to_leave(identity.st_dev, identity.st_ino, wait_seconds=MOVE_WAIT_SECONDS)
+            copy_rest(reader)
     except BaseException:
-        os.close(out)
-        target.unlink(missing_ok=True)
+        if not unlinked:
+            os.close(out)
+            out = -1
+            target.unlink(missing_ok=True)
         raise
-    os.close(out)
-    fsync_directory(target.parent)
-    os.unlink(source)
-    fsync_directory(source.parent)
+    finally:
+        if out >= 0:
+            os.close(out)
+
+
+# How long a move waits for a process that has the session open for writing to close it before refusing.
+MOVE_WAIT_SECONDS = 0.5
+MOVE_RISK = ("moving it now would leave that process writing into the moved file, or into a new file holding only "
+             "its next lines if it opens the path for each write (nothing was moved)")
 
 
 def _move_without_overwriting(source: Path, target: Path, target_root: Path) -> None:
     """Rename `source` to `target`, refusing when `target` exists (link + unlink: never replaces a file) or a
-    folder on the way under `target_root` is a symlink; across file systems the file is copied."""
+    folder on the way under `target_root` is a symlink; across file systems the file is copied.
+
+    Refused too while another process (the agent) has `source` open for writing: the move itself would lose
+    nothing (the inode moves, with what is written into it), but the agent would go on writing a session the
+    user put away, and an agent that opens the path for each write would start a headless file there."""
+    from sessdex.core.live_writers import refuse_if_written_elsewhere
+
+    refuse_if_written_elsewhere(source, wait_seconds=MOVE_WAIT_SECONDS, risk=MOVE_RISK)
     _refuse_symlinked_folders(target, target_root)
     make_private_dirs(target.parent)
     _refuse_symlinked_folders(target, target_root)  # a link planted while the folders were made

@@ -250,10 +250,6 @@ def _print_report(report: DoctorReport, check_only: bool) -> None:
         echo(f"unreadable files: {len(report.unreadable)}")
         for path in report.unreadable:
             echo(f"  {path}")
-    if report.undecodable_names:
-        echo(f"names that are not valid UTF-8 (skipped): {len(report.undecodable_names)}")
-        for path in report.undecodable_names:
-            echo(f"  {path}")
     if report.unindexable:
         echo(f"files sessdex cannot read (skipped): {len(report.unindexable)}")
         for path, reason in report.unindexable.items():

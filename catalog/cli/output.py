@@ -118,6 +118,32 @@ def _ascii_only(stream: Any) -> bool:
         return False
 
 
+def echo_paths(*paths: str) -> None:
+    """Write file paths, one a line, for a program to open (`resume`, `continue`, a shell function).
+
+    A name that is not valid UTF-8 holds bytes that `echo` would show as U+FFFD, naming another file. When stdout
+    is not a terminal and those bytes are all that `echo` would change, the paths' own bytes are written; on a
+    terminal, or with control characters in a path, they go through `echo` (terminal-safe) as any text does.
+    """
+    stream = sys.stdout
+    if stream is None:
+        return
+    text = "\n".join(paths)
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None or stream.isatty() or text.isascii() or not _only_bad_bytes_unsafe(text):
+        echo(text)
+        return
+    stream.flush()
+    buffer.write(os.fsencode(text) + b"\n")
+    buffer.flush()
+
+
+def _only_bad_bytes_unsafe(text: str) -> bool:
+    """True when terminal_text changes nothing in `text` but its undecodable bytes (os.fsdecode's lone surrogates)."""
+    bad_bytes_replaced = "".join("\ufffd" if "\udc80" <= char <= "\udcff" else char for char in text)
+    return terminal_text(text, keep_newlines=True) == bad_bytes_replaced
+
+
 def echo_json(value: Any, fields: Sequence[str] = ()) -> None:
     """Print `value` as indented JSON, non-ASCII characters kept (those a terminal acts on escaped); with
     `fields` (`--json FIELDS`), each object of it (or of the array it is) holds only those, in that order."""

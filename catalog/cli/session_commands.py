@@ -18,6 +18,7 @@ from sessdex.catalog.cli.output import (
     current_directory,
     echo,
     echo_json,
+    echo_paths,
     output_width,
     resume_id_width,
     resume_json,
@@ -194,7 +195,7 @@ def run_resume(open_source: ResumeSourceOpener, paths: AgentPaths, value: str | 
     elif shell:
         print_shell_target(run_in, result.path_text)
     else:
-        echo(result.path_text)
+        echo_paths(result.path_text)
     return 0
 
 
@@ -272,7 +273,7 @@ def print_shell_target(directory: str, path: str) -> None:
     """Two lines for a shell function: the directory to run the agent in, then the session file."""
     if "\n" in directory or "\n" in path:
         raise UsageError("a path holds a line break; use --json instead of --shell")
-    echo(f"{directory}\n{path}")
+    echo_paths(directory, path)
 
 
 def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool, session_dir: Path | None,
@@ -298,5 +299,5 @@ def run_continue(open_source: SourceOpener, paths: AgentPaths, *, as_json: bool,
         echo_json(session_json(info, marks.get(info.id, NO_MARKS)) if info is not None else {"path": target},
                   fields=json_fields)
     else:
-        echo(target)
+        echo_paths(target)
     return 0

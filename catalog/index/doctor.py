@@ -22,7 +22,7 @@ from sessdex.catalog.index.watcher import refuse_while_watched
 from sessdex.catalog.store.db import CatalogDatabase, CatalogNotWritableError, open_catalog
 from sessdex.catalog.store.location import CatalogLocation
 from sessdex.core.errors import CatalogError, CatalogUnavailableError
-from sessdex.core.paths import AgentPaths
+from sessdex.core.paths import AgentPaths, path_from_text
 from sessdex.core.summary import SessionSummary
 
 
@@ -41,7 +41,6 @@ class DoctorReport:
     damaged: dict[str, int] = field(default_factory=dict)
     unreadable: list[str] = field(default_factory=list)
     unindexable: dict[str, str] = field(default_factory=dict)  # path -> why reading it fails
-    undecodable_names: list[str] = field(default_factory=list)  # folders and files whose name is not UTF-8
     files: int = 0
     marks_stale: bool = False  # this machine's marks rows differ from its marks file
     repaired: list[str] = field(default_factory=list)
@@ -82,7 +81,7 @@ def diagnose(db: CatalogDatabase, paths: AgentPaths, *, reread: bool) -> DoctorR
     fill_content_index(db)
     report = DoctorReport(db.location.display, integrity_errors=db.integrity_errors())
     scope = Scope.of(root=paths.sessions_root)
-    on_disk = scan_files(scope, skipped=report.undecodable_names)
+    on_disk = scan_files(scope)
     in_catalog = catalog_files(db, scope)
     report.files = len(on_disk)
     report.marks_stale = marks_disagree(db, paths)
@@ -90,10 +89,10 @@ def diagnose(db: CatalogDatabase, paths: AgentPaths, *, reread: bool) -> DoctorR
     report.missing = [path for path in changed if path not in in_catalog]
     report.stale = [path for path in changed if path in in_catalog]
     for stats_row in db.fetchall("stats_under_root", root_range(os.path.abspath(paths.sessions_root))):
-        path = stats_row["path"]
+        path = path_from_text(stats_row["path"])  # the catalog's stored form, as the scan names the file
         if path in changed or path not in on_disk:
             continue
-        row = db.fetchall("file_by_path", {"path": path})[0]
+        row = db.fetchall("file_by_path", {"path": stats_row["path"]})[0]
         if not os.access(path, os.R_OK):
             report.unreadable.append(path)
             continue

@@ -24,6 +24,7 @@ import orjson
 
 from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
 from sessdex.core.jsonl import MAX_LINE_BYTES, ParsedJsonl, parse_jsonl, too_deep
+from sessdex.core.paths import path_from_text
 from sessdex.core.secrets import redact, redact_value
 from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
@@ -44,9 +45,10 @@ def clamp_int64(value: int) -> int:
 
 
 def stat_session_file(path: str | os.PathLike[str]) -> FileStat | None:
-    """The FileStat of a regular file (symlinks followed), or None when it is missing or not a file."""
+    """The FileStat of the regular file a catalog key (or path) names (symlinks followed), or None when it is
+    missing or not a file."""
     try:
-        result = os.stat(path)
+        result = os.stat(path_from_text(os.fspath(path)))
     except OSError:  # missing, a component not a directory, unreadable
         return None
     if not stat_module.S_ISREG(result.st_mode):
@@ -57,12 +59,13 @@ def stat_session_file(path: str | os.PathLike[str]) -> FileStat | None:
 
 
 def open_session_file(path: str | os.PathLike[str]) -> BinaryIO:
-    """`path` opened for reading without blocking; IsADirectoryError-like OSError unless it is a regular file.
+    """The file a catalog key (or path) names, opened for reading without blocking; IsADirectoryError-like
+    OSError unless it is a regular file.
 
     Between the stat that found a regular file and this open, it may have become a FIFO (whose open
     would block) or a device (whose read would never end): both are refused here.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = os.open(path_from_text(os.fspath(path)), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat_module.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))

@@ -21,7 +21,8 @@ almost always tool output; the session file keeps them whole and the viewer read
 One bad file never stops the others: a file whose reading raises (a value SQLite cannot hold, a parser
 limit) is recorded like an unreadable one (listed nowhere, not read again until its stat changes,
 reported by `doctor`) and named in `Indexer.failures`; its batch is rolled back and done again without
-it. A path that is not valid UTF-8 is skipped (`Indexer.skipped_names`). Every searchable text becomes a `messages` row,
+it. A path that is not valid UTF-8 is stored in a reversible text form (core.paths.path_to_text). Every searchable
+text becomes a `messages` row,
 and the FTS5 indexes are written alongside by `_Writer`.
 
 Into an empty SQLite catalog (a first index, a rebuild) the files go through a
@@ -83,6 +84,7 @@ from sessdex.catalog.index.usage_writer import (
 )
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase
+from sessdex.core.paths import path_to_text
 from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
 
@@ -135,8 +137,9 @@ class FileFailure(NamedTuple):
 
 
 def catalog_path(path: str | os.PathLike[str]) -> str:
-    """The key a file is stored under: its absolute path, symlinks kept (as a directory scan names it)."""
-    return os.path.abspath(os.fspath(path))
+    """The key a file is stored under: its absolute path, symlinks kept (as a directory scan names it), in the
+    stored form of core.paths.path_to_text (the path itself unless a name in it is not valid UTF-8)."""
+    return path_to_text(os.path.abspath(os.fspath(path)))
 
 
 # insert(file_id, first_seq, texts, pending): store texts as message rows numbered from first_seq.

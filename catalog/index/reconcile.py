@@ -34,7 +34,7 @@ import time
 
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.location import CatalogLocation
-from sessdex.core.paths import session_file_entries
+from sessdex.core.paths import path_from_text, path_to_text, session_file_entries
 from sessdex.core.values import Value
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports
@@ -103,29 +103,13 @@ def stat_key(result: os.stat_result) -> StatKey:
     return result.st_dev, result.st_ino, result.st_size, mtime_ns if mtime_ns <= _INT64_MAX else _INT64_MAX
 
 
-def _storable_name(name: str) -> bool:
-    # A name that is not valid UTF-8 (decoded with surrogate escapes) cannot be a catalog key: skipped.
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _scan_directory(directory: str, found: dict[str, StatKey | None], recursive: bool, with_stat: bool,
-                    skipped: list[str] | None = None) -> None:
+def _scan_directory(directory: str, found: dict[str, StatKey | None], recursive: bool, with_stat: bool) -> None:
     """Add the `*.jsonl` regular files of `directory` (symlinks to files followed; subfolders if recursive).
 
     With `with_stat`, each gets its stat key; without, None (a listing costs no stat for regular files).
-    Paths that are not valid UTF-8 are skipped (and added to `skipped` when given).
     """
     is_regular = stat_module.S_ISREG
     for entry in session_file_entries(directory, recursive=recursive):
-        # A path that is not valid UTF-8 (in its name or a folder's) cannot be a catalog key.
-        if not (entry.path.isascii() or _storable_name(entry.path)):
-            if skipped is not None:
-                skipped.append(entry.path)
-            continue
         try:
             if with_stat:
                 result = entry.stat()
@@ -137,30 +121,20 @@ def _scan_directory(directory: str, found: dict[str, StatKey | None], recursive:
             continue
 
 
-def scan_files(scope: Scope, *, with_stat: bool = True, skipped: list[str] | None = None) -> dict[str, StatKey | None]:
-    """The session files on disk in `scope`, by absolute path, with their stat keys (None without `with_stat`).
-
-    Names that are not valid UTF-8 cannot be catalog keys: they are skipped, and listed in `skipped` if given.
-    """
+def scan_files(scope: Scope, *, with_stat: bool = True) -> dict[str, StatKey | None]:
+    """The session files on disk in `scope`, by absolute path (a name that is not valid UTF-8 as os.fsdecode
+    gives it), with their stat keys (None without `with_stat`)."""
     found: dict[str, StatKey | None] = {}
     for directory in scope.directories:
-        _scan_directory(directory, found, False, with_stat, skipped)
+        _scan_directory(directory, found, False, with_stat)
     if scope.root is not None:
-        _scan_directory(scope.root, found, True, with_stat, skipped)
+        _scan_directory(scope.root, found, True, with_stat)
     return found
 
 
-def _storable_scope(scope: Scope) -> Scope:
-    """`scope` without the folders whose path is not valid UTF-8 (nothing under them can be in the catalog)."""
-    if all(folder.isascii() for folder in scope.folders()):
-        return scope
-    return Scope(tuple(d for d in scope.directories if _storable_name(d)),
-                 scope.root if scope.root is not None and _storable_name(scope.root) else None)
-
-
 def root_range(root: str) -> dict[str, str]:
-    """Parameters selecting every path below `root` by a range on the path column (index friendly)."""
-    prefix = root.rstrip("/") + "/"
+    """Parameters selecting every path below the folder `root` by a range on the path column (index friendly)."""
+    prefix = path_to_text(root.rstrip("/") + "/")
     return {"root_lo": prefix, "root_hi": prefix + "\U0010ffff"}
 
 
@@ -174,7 +148,7 @@ def _fetch_all(db: CatalogDatabase, statements: list[tuple[str, dict[str, str]]]
 
 def _files_statements(scope: Scope, id_range: dict[str, str] | None = None) -> list[tuple[str, dict[str, str]]]:
     suffix = "" if id_range is None else "_with_id"
-    statements = [("stats_in_directory" + suffix, {"directory": directory, **(id_range or {})})
+    statements = [("stats_in_directory" + suffix, {"directory": path_to_text(directory), **(id_range or {})})
                   for directory in scope.directories]
     if scope.root is not None:
         statements.append(("stats_under_root" + suffix, {**root_range(scope.root), **(id_range or {})}))
@@ -182,7 +156,7 @@ def _files_statements(scope: Scope, id_range: dict[str, str] | None = None) -> l
 
 
 def _paths_statements(scope: Scope) -> list[tuple[str, dict[str, str]]]:
-    statements = [("paths_in_directory", {"directory": directory}) for directory in scope.directories]
+    statements = [("paths_in_directory", {"directory": path_to_text(directory)}) for directory in scope.directories]
     if scope.root is not None:
         statements.append(("paths_under_root", root_range(scope.root)))
     return statements
@@ -190,12 +164,13 @@ def _paths_statements(scope: Scope) -> list[tuple[str, dict[str, str]]]:
 
 def catalog_files(db: CatalogDatabase, scope: Scope, id_range: dict[str, str] | None = None) -> dict[str, StatKey]:
     """The files the catalog holds in `scope` (only those with an id in `id_range`), with their last stat."""
-    return {row[0]: row[1:] for rows in _fetch_all(db, _files_statements(scope, id_range)) for row in rows}
+    return {path_from_text(row[0]): row[1:] for rows in _fetch_all(db, _files_statements(scope, id_range))
+            for row in rows}
 
 
 def catalog_paths(db: CatalogDatabase, scope: Scope) -> set[str]:
     """The paths the catalog holds in `scope`."""
-    return {row[0] for rows in _fetch_all(db, _paths_statements(scope)) for row in rows}
+    return {path_from_text(row[0]) for rows in _fetch_all(db, _paths_statements(scope)) for row in rows}
 
 
 def diff(on_disk: Mapping[str, StatKey | None], in_catalog: Mapping[str, StatKey]) -> tuple[list[str], list[str]]:
@@ -262,8 +237,8 @@ class FailedFiles:
 
                 with open(fd, "rb", closefd=False) as handle:
                     data = orjson.loads(handle.read())
-                if isinstance(data, dict):
-                    entries = {path: ctime for path, ctime in data.items()
+                if isinstance(data, dict):  # paths in the catalog's stored form (core.paths.path_to_text)
+                    entries = {path_from_text(path): ctime for path, ctime in data.items()
                                if isinstance(path, str) and type(ctime) is int}
         except (OSError, ValueError):
             entries = {}
@@ -287,7 +262,7 @@ class FailedFiles:
 
     def note(self, indexed: Iterable[str], failures: Iterable[Any]) -> None:
         """After indexing `indexed`: remember those now recorded as failed or unreadable, forget the others."""
-        failed = {failure.path for failure in failures}
+        failed = {path_from_text(failure.path) for failure in failures}  # the indexer names them by catalog key
         for path in indexed:
             self.entries.pop(path, None)
             try:
@@ -310,7 +285,8 @@ class FailedFiles:
 
                 from sessdex.core.private_files import write_private_text
 
-                write_private_text(path, orjson.dumps(self.entries).decode())
+                write_private_text(path, orjson.dumps({path_to_text(failed): ctime
+                                                       for failed, ctime in self.entries.items()}).decode())
             self._loaded = dict(self.entries)
         except OSError:
             pass  # a read-only folder, another user's file: the failures are retried when their stat changes
@@ -364,7 +340,6 @@ def reconcile(db: CatalogDatabase, scope: Scope, *, progress: Callable[[str, obj
     """Index what changed in `scope` since the catalog last saw it; new files first so renames are followed.
 
     Without `wait`, a pass that finds another process indexing leaves the changes to it (a `deferred` report)."""
-    scope = _storable_scope(scope)
     on_disk = scan_files(scope)
     changed, vanished = diff(on_disk, catalog_files(db, scope))
     failures = _index(db, [*sorted(changed), *vanished], progress, wait=wait, retry_among=on_disk)
@@ -377,16 +352,15 @@ def reconcile_for_ids(db: CatalogDatabase, scope: Scope, id_range: dict[str, str
 
     Falls back to `reconcile` when a file vanished (see the module docstring for the one blind spot).
     """
-    scope = _storable_scope(scope)
     listed = scan_files(scope, with_stat=False)
     # Both questions at once: one round trip to a catalog server.
     paths_statements = _paths_statements(scope)
     found = _fetch_all(db, [*paths_statements, *_files_statements(scope, id_range)])
-    known = {row[0] for rows in found[:len(paths_statements)] for row in rows}
+    known = {path_from_text(row[0]) for rows in found[:len(paths_statements)] for row in rows}
     if not known.issubset(listed):
         return reconcile(db, scope, wait=wait)
     changed = sorted(path for path in listed if path not in known)
-    in_range = {row[0]: row[1:] for rows in found[len(paths_statements):] for row in rows}
+    in_range = {path_from_text(row[0]): row[1:] for rows in found[len(paths_statements):] for row in rows}
     for path, key in in_range.items():
         try:
             result = os.stat(path)

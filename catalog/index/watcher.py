@@ -339,7 +339,8 @@ class Watcher:
                 raise
             with contextlib.suppress(Exception):
                 observer.stop()
-            self._say(INOTIFY_LIMIT_HELP.format(error=exc.strerror or exc, interval=POLL_INTERVAL_SECONDS))
+            if not self.stats.polling:  # said once, not again for a root made anew
+                self._say(INOTIFY_LIMIT_HELP.format(error=exc.strerror or exc, interval=POLL_INTERVAL_SECONDS))
         self.stats.polling = True
         observer = self._polling_factory()
         observer.schedule(handler, self.root, recursive=True)
@@ -373,6 +374,8 @@ class Watcher:
             self._say(f"sessdex watch: {self.root} is a new folder; watching it and indexing what it holds")
         if self._db is None or self._behind_since is not None:
             return True  # the catch-up's pass reconciles the root
+        self._symlinks = {}
+        self._note_symlinks(_symlinked_sessions(self.root))
         if current is None:
             self._drop_root_rows()
         elif self._catalog_file_now() != self._file_identity:
@@ -420,17 +423,19 @@ class Watcher:
 
     def apply(self, db: CatalogDatabase, changes: Changes) -> None:
         """Index what a batch changed: rescanned folders first (so moves are followed), then single files."""
+        # The symlinked sessions this batch indexes, with their target's stat taken before it is read: a target
+        # changed after that is seen at a heartbeat, one unchanged is never read again.
+        for folder in changes.rescan:
+            self._note_symlinks(_symlinked_sessions(folder))
+        self._note_symlinks(path for path, action in changes.files.items()
+                            if action is Action.INDEX and os.path.islink(path))
         # Folders that exist go first: a moved folder's files are then adopted by inode, not read again.
         for folder in sorted(changes.rescan, key=lambda folder: not os.path.isdir(folder)):
             self._report_skipped(reconcile(db, Scope.of(root=folder)).failures)
-        for folder in changes.rescan:
-            self._symlinks.update(dict.fromkeys(_symlinked_sessions(folder)))
         ordered = [p for p, a in changes.files.items() if a is Action.INDEX]
         ordered += [p for p, a in changes.files.items() if a is Action.REMOVE]
         for path, action in changes.files.items():
-            if action is Action.INDEX and os.path.islink(path):
-                self._symlinks[path] = None
-            elif action is Action.REMOVE:
+            if action is Action.REMOVE:
                 self._symlinks.pop(path, None)
         if ordered:
             # An event for a file that failed before (a chmod, an attribute change) reads it again from the start.
@@ -600,9 +605,8 @@ class Watcher:
             try:
                 # Before the initial scan: nothing written during it is missed.
                 self._observer = self._start_observer()
+                self._note_symlinks(_symlinked_sessions(self.root))  # their targets' stat before the scan reads them
                 report = self._first_scan()
-                self._symlinks = dict.fromkeys(_symlinked_sessions(self.root))
-                self._changed_symlinks()  # remember their targets' stat as indexed
                 self.ready.set()
                 if report is not None:
                     mode = "polling" if self.stats.polling else "watching"
@@ -671,14 +675,16 @@ class Watcher:
             except queue.Empty:
                 pass
 
+    def _note_symlinks(self, paths: Iterable[str]) -> None:
+        """Remember the target's stat of each symlinked session in `paths`, as about to be indexed."""
+        for path in paths:
+            self._symlinks[path] = _target_key(path)
+
     def _changed_symlinks(self) -> list[str]:
         """The symlinked session files whose target's stat changed since last looked at (forgotten when gone)."""
         changed = []
         for path, known in list(self._symlinks.items()):
-            try:
-                current = stat_key(os.stat(path))
-            except OSError:
-                current = None
+            current = _target_key(path)
             if not os.path.islink(path):
                 del self._symlinks[path]  # replaced by a regular file or removed: events cover it now
             else:
@@ -754,6 +760,14 @@ def disk_full(exc: BaseException) -> bool:
 
 
 _SQLITE_FULL = 13  # sqlite3.SQLITE_FULL
+
+
+def _target_key(path: str) -> StatKey | None:
+    """The stat key of what the symlink at `path` points to now (None when it points nowhere)."""
+    try:
+        return stat_key(os.stat(path))
+    except OSError:
+        return None
 
 
 def _symlinked_sessions(root: str) -> list[str]:

@@ -9,7 +9,7 @@ import os
 import sqlite3
 from operator import itemgetter
 
-from sessdex.core.paths import as_path
+from sessdex.core.paths import as_path, path_from_text
 from sessdex.core.summary import NO_MESSAGES, SessionInfo, datetime_from_ms, parse_iso_timestamp
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports
@@ -103,7 +103,7 @@ def catalog_session_info(values: tuple[Any, ...], here: str, messages_text: Call
     info = _new_info(CatalogSessionInfo)
     # SessionInfo's fields set as its __init__ sets them (it is immutable), without its twelve
     # object.__setattr__ calls: a listing builds hundreds.
-    info.__dict__["_path"] = path  # (CatalogSessionInfo.path: a Path on first access)
+    info.__dict__["_path"] = path_from_text(path)  # (CatalogSessionInfo.path: a Path on first access)
     _set_id(info, session_id)
     _set_cwd(info, cwd or "")
     _set_title(info, title)

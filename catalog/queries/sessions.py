@@ -41,7 +41,7 @@ from sessdex.catalog.store.location import CatalogLocation, resolve_location
 from sessdex.catalog.store.machine import resolve_machine, wants_all_machines
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import CatalogError
-from sessdex.core.paths import AgentPaths, as_path
+from sessdex.core.paths import AgentPaths, as_path, path_from_text, path_to_text
 from sessdex.core.values import Value
 
 TYPE_CHECKING = False  # typing stays off the hot commands' imports
@@ -81,7 +81,7 @@ def _newest_first_key(row: Any) -> tuple[float, str]:
 def _scope_params(directories: Sequence[str]) -> dict[str, str]:
     if not 1 <= len(directories) <= 3:
         raise ValueError("a project scope has one to three folders")
-    padded = [*directories, *[directories[0]] * (3 - len(directories))]
+    padded = [path_to_text(directory) for directory in [*directories, *[directories[0]] * (3 - len(directories))]]
     return {"dir0": padded[0], "dir1": padded[1], "dir2": padded[2]}
 
 
@@ -104,7 +104,7 @@ def _read_infos(paths: Iterable[str], include_empty: bool) -> list[SessionInfo]:
 
     infos = []
     for path in paths:
-        info = read_session_info(path)
+        info = read_session_info(path_from_text(path))  # a catalog key: the path in its stored form
         if info is not None and (include_empty or info.message_count > 0):
             infos.append(info)
     return infos
@@ -482,7 +482,7 @@ class Catalog:
             from sessdex.core.discovery import recent_sessions_in
 
             return recent_sessions_in(directories, limit, now_ms=now_ms)
-        return [RecentSessionInfo(row["path"], row["mtime_ns"] / 1_000_000,
+        return [RecentSessionInfo(path_from_text(row["path"]), row["mtime_ns"] / 1_000_000,
                                   SessionSummary.from_state(_json_loads(row["prefix_state"])), now_ms)
                 for row in rows]
 
@@ -515,7 +515,7 @@ class Catalog:
 
             found = most_recent_session_in(directories)
             return None if found is None else os.fspath(found)
-        return rows[0]["path"] if rows else None
+        return path_from_text(rows[0]["path"]) if rows else None
 
     # -- search -----------------------------------------------------------------------------------------
 

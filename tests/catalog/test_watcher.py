@@ -232,3 +232,34 @@ def test_sessdex_watch_stops_cleanly_on_signals(tmp_path: Path, signum: int):
     assert process.returncode == 0, err
     assert "watching" in err and "stopped" in err
     assert not location.watcher_path.exists()
+
+
+def test_symlinked_sessions_are_read_again_only_when_their_target_changes(tmp_path: Path, watching):
+    """Each heartbeat re-stats the symlinked sessions (their targets get no event); it reads only the one
+    whose target grew, once, whatever else happened in their folder meanwhile."""
+    folder = tmp_path / "agent" / "sessions" / "--p--"
+    folder.mkdir(parents=True)
+    targets = [write_file(tmp_path / "elsewhere" / f"t{n}.jsonl", jsonl([header(f"s{n}", "/p"), user("a")]))
+               for n in range(4)]
+    for n, target in enumerate(targets):
+        (folder / f"link{n}.jsonl").symlink_to(target)
+    running = watching()
+    stats = running.watcher.stats
+
+    def heartbeats(count: int) -> None:
+        seen = stats.batches
+        time.sleep(count * 0.1)
+        wait_for(lambda: stats.batches >= seen)  # the watcher is alive and answering
+
+    heartbeats(5)
+    assert stats.files_indexed == 0
+    (folder / "subfolder").mkdir()  # a folder event: that folder is rescanned, the links are not read again
+    write_file(folder / "real.jsonl", jsonl([header("r", "/p"), user("b")]))
+    wait_for(lambda: running.row(folder / "real.jsonl") is not None)
+    heartbeats(5)
+    after_events = stats.files_indexed
+    append_bytes(targets[1], jsonl([assistant("grown")]))
+    wait_for(lambda: running.row(folder / "link1.jsonl")["message_count"] == 2)
+    heartbeats(8)
+    assert stats.files_indexed == after_events + 1
+    assert running.row(folder / "link0.jsonl")["message_count"] == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import resource
 from pathlib import Path
 
@@ -49,3 +50,34 @@ def test_the_index_reader_skips_a_sparse_gigabyte_line_in_bounded_memory(tmp_pat
     assert result.committed_bad == 1
     assert fold.message_count == 2
     assert grown_kib < 300 * 1024, f"reading grew the peak memory by {grown_kib} KiB"
+
+
+def streamed(data: bytes, tmp_path: Path, chunk_bytes: int) -> tuple[list, int]:
+    from sessdex.core.jsonl import stream_jsonl
+
+    path = tmp_path / f"streamed-{chunk_bytes}.jsonl"
+    path.write_bytes(data)
+    values, bad = [], 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for parsed in stream_jsonl(fd, chunk_bytes=chunk_bytes):
+            values += parsed.values
+            bad += parsed.bad_records
+    finally:
+        os.close(fd)
+    return values, bad
+
+
+def test_the_streaming_read_finds_what_the_whole_file_parser_finds_whatever_the_chunk_size(tmp_path: Path) -> None:
+    """Values and bad lines by chunks equal those of the whole bytes: a value spanning lines across a chunk's end,
+    damaged lines, a BOM at the start and one inside, an over-long line, a torn last line."""
+    pretty = b'{"type": "message",\n "id": "spans0001",\n "message": {"role": "user", "content": "two lines"}}\n'
+    small = (b"\xef\xbb\xbf" + line(HEADER) + line(message("m0000001", "before")) + pretty + b"{not json\n"
+             + b"\xef\xbb\xbf" + line(message("m0000002", "after a bom")) + b"\n\n")
+    end = line(message("m0000003", "last whole")) + b'{"type": "message", "id": "torn'
+    for data, chunk_sizes in ((small + end, (7, 64, 1 << 20)),
+                              (small + line(message("long0001", "y" * (MAX_LINE_BYTES + 5))) + end,
+                               (1 << 20, 64 << 20))):
+        whole = parse_jsonl(data)
+        for chunk_bytes in chunk_sizes:
+            assert streamed(data, tmp_path, chunk_bytes) == (whole.values, whole.bad_records), chunk_bytes

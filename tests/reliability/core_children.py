@@ -7,6 +7,7 @@
     python -m tests.reliability.core_children die-mid-rewrite AGENT_DIR FILE # SIGKILLed between temp file and rename
     python -m tests.reliability.core_children slow-rewrite AGENT_DIR FILE STOP # a rewrite paused before its rename
     python -m tests.reliability.core_children agent-append FILE STOP           # like the agent: no lock, fd kept open
+    python -m tests.reliability.core_children agent-append-reopen FILE STOP    # the same, opening the path per append
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ def slow_rewrite(agent_dir: str, file: str, stop: str) -> None:
     manager.close()
 
 
-def agent_append(file: str, stop: str) -> None:
-    """Append as the agent does: one write-only append descriptor kept open, fsync per entry, no sessdex lock.
+def agent_append(file: str, stop: str, *, reopen: bool = False) -> None:
+    """Append as the agent does: one write-only append descriptor kept open, fsync per entry, no sessdex lock
+    (with `reopen`: the path opened, or created, for each append and closed after its fsync).
 
     Prints READY once the file is open, "ACK <id>" per fsynced entry, and stops at the first append after
     STOP exists.
@@ -102,24 +104,35 @@ def agent_append(file: str, stop: str) -> None:
     with open(file, "rb") as handle:
         parent = [line for line in handle.read().splitlines() if line.strip()][-1]
     parent_id = json.loads(parent).get("id")
-    fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+    fd = -1 if reopen else os.open(file, flags)
     print("READY", flush=True)
     n = 0
     while not os.path.exists(stop):
         entry_id = f"agent{n:05d}"
         entry = {"type": "message", "id": entry_id, "parentId": parent_id, "timestamp": "2025-01-01T00:00:00.000Z",
                  "message": {"role": "user", "content": f"agent append {n}", "timestamp": n}}
+        if reopen:
+            fd = os.open(file, flags | os.O_CREAT, 0o600)
         os.write(fd, (json.dumps(entry) + "\n").encode())
         os.fsync(fd)
+        if reopen:
+            os.close(fd)
         print(f"ACK {entry_id}", flush=True)
         parent_id = entry_id
         n += 1
         time.sleep(0.002)
-    os.close(fd)
+    if not reopen:
+        os.close(fd)
 
 
-ROLES = {"agent-append": agent_append, "append": append, "rewrite": rewrite, "rename": rename, "create": create,
-         "die-mid-rewrite": die_mid_rewrite, "slow-rewrite": slow_rewrite}
+def agent_append_reopen(file: str, stop: str) -> None:
+    agent_append(file, stop, reopen=True)
+
+
+ROLES = {"agent-append": agent_append, "agent-append-reopen": agent_append_reopen, "append": append,
+         "rewrite": rewrite, "rename": rename, "create": create, "die-mid-rewrite": die_mid_rewrite,
+         "slow-rewrite": slow_rewrite}
 
 if __name__ == "__main__":
     os.umask(int(os.environ.get("TRIAL_UMASK", "022"), 8))

@@ -90,8 +90,8 @@ def test_index_doctor_list_and_search_survive_a_bad_file(tree: Tree, kind: str) 
         assert f"bad-{kind}" in run_sessdex(tree, "list", "--all", "--json", cwd=project).out
     report = json.loads(run_sessdex(tree, "doctor", "--json", cwd=project).out)
     assert report["needs_repair"] is False
-    if kind == "undecodable":
-        assert len(report["undecodable_names"]) == 1
+    if kind == "undecodable":  # in the catalog like any other session (tests/reliability/test_odd_names.py)
+        assert report["files"] == 2 and not report["missing"] and not report["orphaned"]
     elif kind == "deep":
         # Unless the parser takes the line as unparseable, the file is reported as one sessdex cannot read.
         assert report["unindexable"] or report["damaged"]

@@ -228,3 +228,59 @@ def test_watch_waits_out_a_full_disk_and_catches_up_once_there_is_room(tree: Tre
     assert process.returncode == 0 and "Traceback" not in err, err
     assert err.count("sessdex watch: the disk is full") == 1, err  # said once
     assert "the catalog is back; indexed 20 file(s)" in err, err  # and caught up
+
+
+# -- more project folders than the kernel gives inotify watches ----------------------------------------------
+
+def message_counts(tree: Tree, *extra: str) -> dict[str, int]:
+    result = run_sessdex(tree, *extra, "list", "--all", "--json")
+    assert result.code == 0 and "Traceback" not in result.err, result.err
+    return {item["id"]: item["messageCount"] for item in json.loads(result.out)}
+
+
+def test_watch_polls_what_the_inotify_limit_leaves_unwatched_and_catches_appends_there(tree: Tree) -> None:
+    """The real limit, lowered for the watcher alone: fs.inotify.max_user_watches is per user namespace (Linux
+    5.11 and later), so `sessdex watch` runs in a user namespace whose limit is 8 watches, with 30 project
+    folders. It says once that it polls, and the catalog follows appends in every folder and a new folder."""
+    limit = "/proc/sys/fs/inotify/max_user_watches"
+    probe = subprocess.run(["unshare", "-Ur", "sh", "-c", f"echo 8 > {limit} && cat {limit}"], capture_output=True,
+                           text=True)
+    if probe.returncode != 0 or probe.stdout.strip() != "8":
+        pytest.skip(f"the inotify limit cannot be lowered in a user namespace here: {probe.stderr!r}")
+    files = []
+    for number in range(30):
+        project = tree.project(f"proj{number:02d}")
+        files.append(tree.session(project, session_id(100 + number), [user(f"task {number}"), assistant("ok")],
+                                  mtime_ms=BASE_MS + number))
+    watch = shlex.join([str(SESSDEX), "--agent-dir", str(tree.paths.agent_dir), "watch"])
+    process = subprocess.Popen(["unshare", "-Ur", "sh", "-c", f"echo 8 > {limit} && exec {watch}"], cwd=tree.home,
+                               env=trial_env(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        heartbeat = resolve_location(tree.paths.agent_dir).watcher_path
+        wait_for(lambda: heartbeat.exists() or process.poll() is not None)
+        assert process.poll() is None, process.communicate()
+        from sessdex.catalog.index.reconcile import read_heartbeat
+
+        live = read_heartbeat(resolve_location(tree.paths.agent_dir))
+        assert live is not None and live.pid == process.pid  # readers trust the watcher: the catalog answers
+        before = message_counts(tree)
+        assert len(before) == 33
+        for file in (files[0], files[15], files[29]):
+            with open(file, "ab") as handle:
+                handle.write(json.dumps(user("one more", "u0000002", "a0000001")).encode() + b"\n")
+        new_sessions(tree, "late project", range(200, 202))
+        expected = message_counts(tree, "--catalog", "off")
+        assert expected != before and len(expected) == 35
+        wait_for(lambda: message_counts(tree) == expected)
+        # The sessions folder moved away and made anew: watched again (polled again), not said again.
+        shutil.move(tree.paths.sessions_root, tree.root / "moved-away")
+        for number in range(12):  # more folders than watches again
+            new_sessions(tree, f"again{number:02d}", range(300 + number, 301 + number))
+        wait_for(lambda: message_counts(tree) == message_counts(tree, "--catalog", "off") and
+                 len(message_counts(tree)) == 12)
+        assert process.poll() is None, process.communicate()
+    finally:
+        process.terminate()
+        _out, err = process.communicate(timeout=30)
+    assert process.returncode == 0 and "Traceback" not in err, err
+    assert err.count("Falling back to polling") == 1 and "max_user_watches" in err, err

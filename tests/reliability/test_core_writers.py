@@ -247,3 +247,168 @@ def test_every_session_manager_rewrite_refuses_while_the_agent_keeps_the_file_op
     manager.close()
     assert not session.exists()
     assert_none_lost(moved, acknowledged)
+
+
+# -- the same appender against trash, restore and forks, and an appender that opens the path for each append ---
+
+SESSDEX = str(REPO / ".venv" / "bin" / "sessdex")
+APPENDERS = ["agent-append", "agent-append-reopen"]
+
+
+def sessdex(agent_dir: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SESSDEX, "--agent-dir", str(agent_dir), *args], capture_output=True, text=True,
+                          timeout=TIMEOUT, cwd=cwd, env={**os.environ, "NO_COLOR": "1", "SESSDEX_AUTOWATCH": "0"})
+
+
+def ids_in_agent_dir(agent_dir: Path) -> set[str]:
+    """The entry ids of every session file under the agent dir (its sessions and its trash), any line read."""
+    ids: set[str] = set()
+    for file in agent_dir.rglob("*.jsonl"):
+        ids.update(record.get("id") for record in parse_jsonl(file.read_bytes()).values
+                   if isinstance(record, dict))
+    return ids
+
+
+def start_appender(role: str, tmp_path: Path, session: Path) -> tuple[subprocess.Popen[str], Path]:
+    stop = tmp_path / "stop-agent"
+    appender = child(role, str(session), str(stop))
+    wait_for_line(appender, "READY")
+    return appender, stop
+
+
+def one_line_refusal(result: subprocess.CompletedProcess[str]) -> bool:
+    return (result.returncode != 0 and len(result.stderr.strip().splitlines()) == 1
+            and "open for writing" in result.stderr)
+
+
+@pytest.mark.parametrize("role", APPENDERS)
+def test_renames_lose_nothing_an_agent_appends_with_either_way_of_opening(tmp_path: Path, role: str) -> None:
+    agent_dir, session = new_session(tmp_path)
+    appender, stop = start_appender(role, tmp_path, session)
+    try:
+        results = [sessdex(agent_dir, "rename", str(session), f"title {n}") for n in range(10)]
+    finally:
+        acknowledged = acknowledged_after_stop(appender, stop)
+    for result in results:
+        assert result.returncode == 0 or one_line_refusal(result), result.stderr
+    if role == "agent-append":
+        assert all(result.returncode != 0 for result in results)
+    assert_none_lost(session, acknowledged)
+
+
+def test_session_manager_rewrites_lose_nothing_an_agent_appends_opening_the_file_each_time(tmp_path: Path) -> None:
+    from sessdex.core.errors import SessionBusyError
+    from sessdex.core.paths import AgentPaths
+    from sessdex.core.runtime import SessionRuntime
+    from sessdex.core.session_manager import SessionManager
+
+    agent_dir, session = new_session(tmp_path)
+    runtime = SessionRuntime(paths=AgentPaths(agent_dir=agent_dir, home=agent_dir.parent.parent),
+                             environ={}, tty_path=lambda: None)
+    appender, stop = start_appender("agent-append-reopen", tmp_path, session)
+    try:
+        manager = SessionManager.open(session, runtime=runtime)
+        for n in range(40):
+            try:
+                manager.set_session_name(f"title {n}")
+                manager.rewrite_entries()
+            except SessionBusyError:
+                pass
+        manager.close()
+    finally:
+        acknowledged = acknowledged_after_stop(appender, stop)
+    assert_none_lost(session, acknowledged)
+    # A move while the agent appends: what it wrote into the old file before the unlink is in the moved one;
+    # what it writes after goes to a new file at the old path (it creates it), so nothing is lost either.
+    stop.unlink()
+    appender, stop = start_appender("agent-append-reopen", tmp_path, session)
+    try:
+        manager = SessionManager.open(session, runtime=runtime)
+        other = tmp_path / "home" / "other"
+        other.mkdir()
+        try:
+            manager.move_to(str(other))
+        except SessionBusyError:
+            pass
+        manager.close()
+    finally:
+        acknowledged = acknowledged_after_stop(appender, stop)
+    lost = [entry_id for entry_id in acknowledged if entry_id not in ids_in_agent_dir(agent_dir)]
+    assert acknowledged and not lost, f"{len(lost)} of {len(acknowledged)} acknowledged entries lost"
+
+
+@pytest.mark.parametrize("role", APPENDERS)
+def test_trash_and_restore_lose_nothing_an_agent_appends(tmp_path: Path, role: str) -> None:
+    """Trash refuses with one line while the agent keeps the file open; whatever went through, every
+    acknowledged entry is in a session file of the agent dir (its sessions folder or its trash)."""
+    agent_dir, session = new_session(tmp_path)
+    session_id = file_records(session)[0]["id"]
+    appender, stop = start_appender(role, tmp_path, session)
+    try:
+        trashed = [sessdex(agent_dir, "trash", str(session)) for _ in range(3)]
+        restored = [sessdex(agent_dir, "trash", "restore", session_id) for _ in range(3)]
+    finally:
+        acknowledged = acknowledged_after_stop(appender, stop)
+    for result in [*trashed, *restored]:
+        assert result.returncode == 0 or len(result.stderr.strip().splitlines()) == 1, result.stderr
+    if role == "agent-append":
+        assert all(one_line_refusal(result) for result in trashed)
+        assert session.exists()
+    lost = [entry_id for entry_id in acknowledged if entry_id not in ids_in_agent_dir(agent_dir)]
+    assert acknowledged and not lost, f"{len(lost)} of {len(acknowledged)} acknowledged entries lost"
+
+
+@pytest.mark.parametrize("role", APPENDERS)
+def test_resume_forks_lose_nothing_an_agent_appends(tmp_path: Path, role: str) -> None:
+    """`resume ID --yes` from another project forks the session: the source, still written by the agent, keeps
+    every acknowledged entry, and each fork holds the source's entries as they were when it was made."""
+    agent_dir, session = new_session(tmp_path)
+    session_id = file_records(session)[0]["id"]
+    elsewhere = tmp_path / "home" / "elsewhere"
+    elsewhere.mkdir()
+    appender, stop = start_appender(role, tmp_path, session)
+    try:
+        forks = [sessdex(agent_dir, "resume", session_id, "--yes", cwd=elsewhere) for _ in range(3)]
+    finally:
+        acknowledged = acknowledged_after_stop(appender, stop)
+    for result in forks:
+        assert result.returncode == 0, result.stderr
+        fork = Path(result.stdout.strip().splitlines()[-1])
+        assert fork != session and fork.exists() and fork.parent != session.parent
+    assert_none_lost(session, acknowledged)
+
+
+def test_trash_and_restore_across_file_systems_lose_nothing_an_agent_appends_opening_the_file_each_time(
+        tmp_path: Path) -> None:
+    """sessions/ on another file system (a tmpfs): trash and restore copy, fsync and unlink; what the agent
+    wrote into the file between the copy and the unlink is in the copy too."""
+    import shutil
+    import tempfile
+
+    shared_memory = Path("/dev/shm")
+    if not shared_memory.is_dir() or os.stat(shared_memory).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no tmpfs on another device than the test's folder")
+    agent_dir, session = new_session(tmp_path)
+    elsewhere = Path(tempfile.mkdtemp(dir=shared_memory))
+    try:
+        sessions = agent_dir / "sessions"
+        shutil.copytree(sessions, elsewhere / "sessions")
+        shutil.rmtree(sessions)
+        sessions.symlink_to(elsewhere / "sessions")
+        session_id = file_records(session)[0]["id"]
+        appender, stop = start_appender("agent-append-reopen", tmp_path, session)
+        try:
+            results = []
+            for _ in range(5):
+                results.append(sessdex(agent_dir, "trash", str(session)))
+                results.append(sessdex(agent_dir, "trash", "restore", session_id))
+        finally:
+            acknowledged = acknowledged_after_stop(appender, stop)
+        assert any(result.returncode == 0 for result in results)
+        for result in results:
+            assert result.returncode == 0 or len(result.stderr.strip().splitlines()) == 1, result.stderr
+        ids = ids_in_agent_dir(agent_dir) | ids_in_agent_dir(elsewhere)
+        lost = [entry_id for entry_id in acknowledged if entry_id not in ids]
+        assert acknowledged and not lost, f"{len(lost)} of {len(acknowledged)} acknowledged entries lost"
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
