@@ -1,7 +1,9 @@
 """Where a session file holds secrets: entry id, field path and kind of each finding, never the secret itself.
 
-The file is read raw (no blob resolution: blobs hold images) line by line, so memory stays bounded by the longest
-line; a line that is not JSON is skipped.
+The file is read raw (no blob resolution: blobs hold images) in blocks of whole lines, so memory stays bounded by the
+block and the longest line (a line over MAX_LINE_BYTES is skipped, as every reader skips it); a line that is not
+JSON is skipped. A block in which no rule keyword occurs is done with after one pass of the keyword matcher, and
+only the lines holding a keyword are parsed: most of a session is never parsed at all.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from typing import Any
 
 import orjson
 
+from sessdex.catalog.export.lines import line_blocks, lines_of
+from sessdex.catalog.secrets import find_secrets, keywords_in
 from sessdex.core.regular_files import open_regular
-from sessdex.core.secrets import find_secrets, keywords_in_json
 
 
 @dataclass(slots=True, frozen=True)
@@ -64,14 +67,18 @@ def scan_session_file(path: Path) -> list[SecretFinding] | None:
         return None
     found: list[SecretFinding] = []
     with open(fd, "rb") as handle:
-        for line in handle:
-            # A line without any rule's keyword cannot hold a secret: it is not even parsed.
-            keywords = keywords_in_json(line)
-            if not keywords or not line.strip():
+        for _offset, block in line_blocks(handle):
+            if not keywords_in(block):
                 continue
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            found.extend(scan_record(path, record, keywords))
+            for start, end in lines_of(block):
+                line = block[start:end]
+                # A line without any rule's keyword cannot hold a secret: it is not even parsed.
+                keywords = keywords_in(line)
+                if not keywords or not line.strip():
+                    continue
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                found.extend(scan_record(path, record, keywords))
     return found

@@ -1,16 +1,22 @@
 """Find credentials in session text and redact them before the text leaves the machine.
 
 The rules follow the token shapes published in the gitleaks default rule table (a maintained, public list of
-vendor token formats): each vendor prefix with its documented length and alphabet. They are kept here as plain
-regular expressions (stdlib only) so every output that leaves the machine — exported pages, a shared catalog, answers
-to other programs — calls the same `redact(text)`. Rules are anchored on vendor prefixes or on explicit syntax
-(PEM armour, `user:pass@`, `Authorization:` headers, `api_key = "..."`), so ordinary prose, code and hex digests
-(git SHAs, sha256 sums) are not matched.
+vendor token formats): each vendor prefix with its documented length and alphabet. They are kept here as Python
+regular expressions so every output that leaves the machine — exported pages, a shared catalog, answers to other
+programs — calls the same `redact(text)`. Rules are anchored on vendor prefixes or on explicit syntax (PEM armour,
+`user:pass@`, `Authorization:` headers, `api_key = "..."`), so ordinary prose, code and hex digests (git SHAs,
+sha256 sums) are not matched.
+
+Each rule also names keywords that every match contains. Text holding none of them cannot hold a secret, and most
+session text holds none, so the cost of a scan is the cost of `keywords_in`: one pass of a compiled multi-literal
+matcher (Hyperscan) over the raw bytes, before anything is parsed.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,60 +77,71 @@ _RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str], int], ...] = (
         r"|SECRET|PASSWORD|PASSWD|TOKEN)[ \t]*=[ \t]*([^\s\"'#]{8,256})"), 1),
 )
 
-# Every rule's keyword, for the pre-check. Python's `re` tries each alternative of a keyword alternation at every
-# position (about twenty times slower than this on prose), so the pre-check is plain substring searches of the
-# lower-cased text instead.
+# Every rule's keyword, for the pre-check.
 _KEYWORDS = tuple(sorted({keyword for _, keywords, _, _ in _RULES for keyword in keywords}))
-
-
-def might_hold_secret(text: str) -> bool:
-    """False when `text` holds no rule's keyword, so no rule can match it (a quick pre-check for large scans)."""
-    lower = text.lower()
-    return any(keyword in lower for keyword in _KEYWORDS)
-
-
-# The pre-check of raw lines looks for a smaller set of keywords: those that hold no other keyword ("key" stands for
-# "private key", "accountkey=" and "private_key_id"). Each keyword is tried when one of the ones it holds is found.
-_MINIMAL = tuple(keyword for keyword in _KEYWORDS if not any(other != keyword and other in keyword for other in _KEYWORDS))
-_MINIMAL_BYTES = tuple(keyword.encode("ascii") for keyword in _MINIMAL)
-_COVERS = tuple((keyword, frozenset(small for small in _MINIMAL if small in keyword)) for keyword in _KEYWORDS)
-# Raw JSON in which a keyword could hide from a byte search: a `\u` escape can spell any character, and the Kelvin
-# sign (U+212A, UTF-8 e2 84 aa) lower-cases to an ASCII "k" (the only character outside ASCII whose lower case
-# completes an ASCII keyword).
+# Text in which a keyword could hide from a byte search: in raw JSON a `\u` escape can spell any character, and the
+# Kelvin sign (U+212A, UTF-8 e2 84 aa) lower-cases to an ASCII "k". No other character outside ASCII lower-cases to
+# text that could complete an ASCII keyword (U+0130 becomes "i" followed by a combining dot, and no keyword ends in
+# "i"). Finding one of these makes every keyword count.
 _HIDING = (b"\\u", "\u212a".encode("utf-8"))
-# Lower-cases ASCII letters and turns every byte that neither a minimal keyword nor a hiding sequence holds into a
-# space, in one pass: each occurrence of one of them then lies inside one space-separated word.
-_KEPT = frozenset(b"".join((*_MINIMAL_BYTES, *_HIDING)))
-_WORDS = bytes((byte | 0x20 if 65 <= byte <= 90 else byte) if (byte | 0x20 if 65 <= byte <= 90 else byte) in _KEPT
-               else 0x20 for byte in range(256))
-_SEARCHED = (*_MINIMAL_BYTES, *_HIDING)
-# Whether any of them occurs in a short line, in one call (there the overhead of a call per keyword is what costs;
-# on long text an alternation is slow wherever a keyword's first letter is frequent, as in `xxxx`).
-_ANY_WORD = re.compile(b"|".join(re.escape(word) for word in sorted(_SEARCHED, key=len, reverse=True)))
-# Lines longer than this are searched in their distinct words only: long tool output repeats its words a lot, and
-# a search per keyword over every byte would cost many times the parse of the line.
-_DISTINCT_WORDS_FROM = 2048
 
 
-def keywords_in_json(raw: bytes) -> tuple[str, ...]:
-    """The rules' keywords that may occur in any string of the JSON value `raw` is the text of (a superset: key
-    names, numbers and escapes count too); () when none can, so the value needs no redaction at all.
+class _KeywordMatcher:
+    """Every keyword and hiding sequence compiled into one Hyperscan database (ASCII case ignored, each reported
+    at most once): a single pass over the bytes at several GB/s, where Python's own searches cost one pass per
+    keyword (or, as one alternation, a try of every keyword at every position).
 
-    This is the pre-check of whole session lines, run on the raw bytes before (or instead of) parsing: one pass maps
-    the line to its lower-cased words, and only the few minimal keywords are searched for there. A line with an
-    escape that could spell a keyword gets every keyword, to be decided string by string.
+    Hyperscan needs a scratch space per concurrent scan (it releases the GIL while scanning), so each thread gets
+    its own; the database itself is shared.
     """
-    words = raw.translate(_WORDS)
-    if len(words) > _DISTINCT_WORDS_FROM:
-        words = b" ".join(set(words.split()))
-        if not any(word in words for word in _SEARCHED):
-            return ()
-    elif _ANY_WORD.search(words) is None:
+
+    def __init__(self) -> None:
+        import hyperscan  # here, not at import time: most commands never look for secrets
+
+        self._hyperscan = hyperscan
+        patterns = (*(keyword.encode("ascii") for keyword in _KEYWORDS), *_HIDING)
+        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._database.compile(expressions=list(patterns), ids=list(range(len(patterns))), literal=True,
+                               flags=hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH)
+        self._local = threading.local()
+
+    def found(self, data: bytes) -> list[int]:
+        """The ids (indexes into _KEYWORDS, then _HIDING) of the patterns occurring in `data`."""
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._hyperscan.Scratch(self._database)
+        found: list[int] = []
+        self._database.scan(data, scratch=scratch, match_event_handler=_note_match, context=found)
+        return found
+
+
+def _note_match(pattern: int, _start: int, _end: int, _flags: int, found: object) -> None:
+    assert isinstance(found, list)
+    found.append(pattern)
+
+
+@functools.cache
+def _matcher() -> _KeywordMatcher:
+    return _KeywordMatcher()
+
+
+def keywords_in(data: bytes | str) -> tuple[str, ...]:
+    """The rules' keywords that may occur in `data` (a superset): () when none can, so nothing in it needs redaction.
+
+    `data` is text, or the raw bytes of a JSON value (a session line): then the answer covers every string inside
+    it (key names, numbers and escapes count too), and the line need not even be parsed when it is (). This is the
+    one pre-check of every caller: the exported pages, the secret scan, the catalog's `--redact`, the web pages and
+    the MCP answers.
+    """
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if not raw:
         return ()
-    if any(hiding in words for hiding in _HIDING):
+    found = _matcher().found(raw)
+    if not found:
+        return ()
+    if any(pattern >= len(_KEYWORDS) for pattern in found):
         return _KEYWORDS
-    found = frozenset(keyword for keyword, encoded in zip(_MINIMAL, _MINIMAL_BYTES) if encoded in words)
-    return tuple(keyword for keyword, covers in _COVERS if not covers.isdisjoint(found))
+    return tuple(_KEYWORDS[pattern] for pattern in sorted(found))
 
 
 # Values that assignment-style rules would match but which are placeholders, not secrets.
@@ -132,18 +149,17 @@ _PLACEHOLDER = re.compile(r"(?i)^(?:\$\{?[A-Z_]+\}?|<[^>]*>|x{6,}|\*{6,}|\.{3,}|
                           r"|\[REDACTED:[a-z-]+\])$")
 
 
-def _keywords_in(lower: str) -> tuple[str, ...]:
-    """The rules' keywords that occur in `lower` (lower-cased text)."""
-    return tuple(keyword for keyword in _KEYWORDS if keyword in lower)
-
-
 def find_secrets(text: str, keywords: tuple[str, ...] | None = None) -> list[SecretMatch]:
     """Every secret found in `text`, sorted by position, overlapping findings merged (the earlier rule's kind kept).
 
     `keywords`, when given, are the keywords known to occur in a larger text holding `text`: only they are tried.
     """
+    if keywords is None:
+        keywords = keywords_in(text)
+    if not keywords:
+        return []
     lower = text.lower()
-    present = _keywords_in(lower) if keywords is None else tuple(keyword for keyword in keywords if keyword in lower)
+    present = tuple(keyword for keyword in keywords if keyword in lower)
     if not present:
         return []
     found: list[SecretMatch] = []
@@ -188,7 +204,7 @@ def redact_value(value: Any, keywords: tuple[str, ...] | None = None) -> Any:
 
     The keyword pre-check runs once on the whole value serialized (fast, in C); the strings inside are then only
     searched for the keywords found there. `keywords`, when given, are those known to be the only ones that can
-    occur in `value` (say, from `keywords_in_json` on the line it was parsed from): the serialization is skipped.
+    occur in `value` (say, from `keywords_in` on the line it was parsed from): the serialization is skipped.
     """
     if isinstance(value, str):
         return redact(value, keywords)
@@ -197,11 +213,11 @@ def redact_value(value: Any, keywords: tuple[str, ...] | None = None) -> Any:
     if keywords is not None:
         return _redact_within(value, keywords) if keywords else value
     try:
-        serialized = orjson.dumps(value).decode("utf-8")
+        serialized = orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         keywords = _KEYWORDS  # not plain JSON (say, an int beyond 64 bits): try every keyword
     else:
-        keywords = _keywords_in(serialized.lower())
+        keywords = keywords_in(serialized)
         if not keywords:
             return value
     return _redact_within(value, keywords)

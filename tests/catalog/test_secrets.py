@@ -7,8 +7,11 @@ import json
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from sessdex.core.secrets import SecretMatch, find_secrets, keywords_in_json, redact, redact_value
+from sessdex.catalog import secrets as secrets_module
+from sessdex.catalog.secrets import SecretMatch, find_secrets, keywords_in, redact, redact_value
 
 # Fake credentials, assembled from parts so that no scanner mistakes this file for a leak.
 A40 = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -122,7 +125,7 @@ def _lines_of(text: str) -> list[bytes]:
 @pytest.mark.parametrize(("kind", "text", "secret"), POSITIVE, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(POSITIVE)])
 def test_the_raw_line_pre_check_lets_every_secret_through(kind: str, text: str, secret: str) -> None:
     for line in _lines_of(text):
-        keywords = keywords_in_json(line)
+        keywords = keywords_in(line)
         assert keywords, line
         value = orjson.loads(line)
         assert redact_value(value, keywords) == redact_value(value)
@@ -135,12 +138,34 @@ def test_a_keyword_spelled_with_escapes_or_the_kelvin_sign_is_not_missed() -> No
     kelvin = orjson.dumps({"text": 'api_\u212aey = "' + secret + '"'})  # KELVIN SIGN lower-cases to "k"
     for line in (escaped, kelvin):
         value = orjson.loads(line)
-        assert secret not in redact_value(value, keywords_in_json(line))["text"]
+        assert secret not in redact_value(value, keywords_in(line))["text"]
 
 
 def test_a_line_without_any_keyword_needs_no_redaction() -> None:
     line = orjson.dumps({"type": "message", "id": "e1", "message": {"role": "toolResult", "content": [
         {"type": "text", "text": "  12  src/module_3.py: collected 700 items\n" * 50}]}})
-    assert keywords_in_json(line) == ()
+    assert keywords_in(line) == ()
     value = orjson.loads(line)
     assert redact_value(value, ()) is value
+
+
+# Pieces random text is made of: every planted secret and its surroundings, every rule keyword in several cases,
+# characters that a byte search could miss (the Kelvin sign, dotted capital I) and ones JSON escapes.
+_PIECES = ([text for _, text, _ in POSITIVE] + [text for text in NEGATIVE]
+           + [keyword for keyword in secrets_module._KEYWORDS] + [keyword.upper() for keyword in secrets_module._KEYWORDS]
+           + ["\u212aey", "api_\u212aey = \"q8Zr2LmN4pX7\"", "\u0130", "\n", " ", "=", '"', "\\", "\t", "\x00", "é",
+              "password", "Bearer ", "://user:", "@host", "AKIA", "IOSFODNN7EXAMPLE"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES) | st.text(max_size=8), max_size=12).map("".join))
+def test_the_pre_check_never_changes_the_findings(text: str) -> None:
+    # Every rule tried on the text, as if there were no pre-check at all, against the pre-checked detector.
+    unchecked = find_secrets(text, secrets_module._KEYWORDS)
+    assert find_secrets(text) == unchecked
+    value = {"type": "message", "id": "e1", "message": {"role": "user", "content": [{"type": "text", "text": text}],
+                                                        text[:20]: [text, 1]}}
+    unchecked_value = redact_value(value, secrets_module._KEYWORDS)
+    assert redact_value(value) == unchecked_value
+    for line in (orjson.dumps(value), json.dumps(value).encode("ascii"), json.dumps(value, ensure_ascii=False).encode()):
+        assert redact_value(orjson.loads(line), keywords_in(line)) == unchecked_value
