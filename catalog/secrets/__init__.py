@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,53 +33,68 @@ class SecretMatch:
     kind: str
 
 
-# (kind, keywords, pattern, group). `keywords` are lower-case literals one of which every match contains (as in
-# gitleaks' rule table): a rule's regular expression only runs on text holding one, which keeps the scan of ordinary
-# text to a few substring searches. `group` names the part of the match that is the secret itself (0 = whole
-# match), so that `password=` or `Bearer ` stays readable around the redaction marker.
-_RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str], int], ...] = (
-    ("private-key", ("private key",), re.compile(
+@dataclass(slots=True, frozen=True)
+class _Rule:
+    """One detector rule.
+
+    `keywords` are lower-case literals one of which every match contains (as in gitleaks' rule table): the rule's
+    regular expression only runs on text holding one, which keeps the scan of ordinary text to a few substring
+    searches. `group` names the part of the match that is the secret itself (0 = whole match), so that `password=`
+    or `Bearer ` stays readable around the redaction marker. `lead`, when set, bounds how far into a match its
+    keyword starts: the expression is then tried only at the few places that close to a keyword, not at every
+    position of the text (what a case-insensitive alternation costs on long tool output).
+    """
+
+    kind: str
+    keywords: tuple[str, ...]
+    pattern: re.Pattern[str]
+    group: int
+    lead: int | None = None
+
+
+_RULES: tuple[_Rule, ...] = (
+    _Rule("private-key", ("private key",), re.compile(
         r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]{1,16384}?-----END[ A-Z0-9]{0,40}PRIVATE KEY"
-        r"(?: BLOCK)?-----"), 0),
-    ("aws-access-key", ("akia", "asia", "abia", "acca", "a3t"),
-     re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0),
-    ("aws-secret-key", ("secret",), re.compile(
-        r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), 1),
-    ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-     re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b"), 0),
-    ("github-token", ("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{82}\b"), 0),
-    ("gitlab-token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), 0),
-    ("anthropic-key", ("sk-ant-",), re.compile(r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{80,}"), 0),
-    ("openai-key", ("t3blbkfj",),
+        r"(?: BLOCK)?-----"), 0, lead=50),
+    _Rule("aws-access-key", ("akia", "asia", "abia", "acca", "a3t"),
+     re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0, lead=0),
+    _Rule("aws-secret-key", ("secret",), re.compile(
+        r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), 1, lead=4),
+    _Rule("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+     re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b"), 0, lead=0),
+    _Rule("github-token", ("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{82}\b"), 0, lead=0),
+    _Rule("gitlab-token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), 0, lead=0),
+    _Rule("anthropic-key", ("sk-ant-",), re.compile(r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{80,}"), 0, lead=0),
+    _Rule("openai-key", ("t3blbkfj",),
      re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}"), 0),
-    ("openai-key", ("sk-proj-", "sk-svcacct-", "sk-admin-"),
-     re.compile(r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"), 0),
-    ("openai-key", ("sk-",), re.compile(r"\bsk-[A-Za-z0-9]{48}\b"), 0),
-    ("slack-token", ("xox",), re.compile(r"\bxox[baprse]-[A-Za-z0-9-]{10,250}"), 0),
-    ("slack-webhook", ("hooks.slack.com",),
-     re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}"), 0),
-    ("google-api-key", ("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), 0),
-    ("gcp-service-account", ("private_key_id",), re.compile(r"\"private_key_id\"\s*:\s*\"([a-f0-9]{40})\""), 1),
-    ("azure-storage-key", ("accountkey=",), re.compile(r"AccountKey=([A-Za-z0-9+/]{86}==)"), 1),
-    ("azure-client-secret", ("q~",),
-     re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"), 0),
-    ("stripe-key", ("_live_", "_test_"), re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,99}\b"), 0),
-    ("jwt", ("eyj",), re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
-    ("url-password", ("@",),
+    _Rule("openai-key", ("sk-proj-", "sk-svcacct-", "sk-admin-"),
+     re.compile(r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"), 0, lead=0),
+    _Rule("openai-key", ("sk-",), re.compile(r"\bsk-[A-Za-z0-9]{48}\b"), 0, lead=0),
+    _Rule("slack-token", ("xox",), re.compile(r"\bxox[baprse]-[A-Za-z0-9-]{10,250}"), 0, lead=0),
+    _Rule("slack-webhook", ("hooks.slack.com",),
+     re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}"), 0, lead=8),
+    _Rule("google-api-key", ("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), 0, lead=0),
+    _Rule("gcp-service-account", ("private_key_id",), re.compile(r"\"private_key_id\"\s*:\s*\"([a-f0-9]{40})\""), 1, lead=1),
+    _Rule("azure-storage-key", ("accountkey=",), re.compile(r"AccountKey=([A-Za-z0-9+/]{86}==)"), 1, lead=0),
+    _Rule("azure-client-secret", ("q~",),
+     re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"), 0, lead=4),
+    _Rule("stripe-key", ("_live_", "_test_"), re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,99}\b"), 0, lead=2),
+    _Rule("jwt", ("eyj",), re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0, lead=0),
+    _Rule("url-password", ("@",),
      re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@"), 1),
-    ("auth-header", ("bearer", "basic", "token"),
-     re.compile(r"(?i)\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1),
-    ("secret-assignment", ("key", "secret", "passw", "pwd", "token"), re.compile(
+    _Rule("auth-header", ("bearer", "basic", "token"),
+     re.compile(r"(?i)\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1, lead=0),
+    _Rule("secret-assignment", ("key", "secret", "passw", "pwd", "token"), re.compile(
         r"(?i)(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token"
         r"|auth[_-]?token|secret|passwd|password|pwd|token)\b[\"']?\s*(?::=|=>|[:=])\s*"
-        r"[\"']([^\"'\s]{8,256})[\"']"), 1),
-    ("secret-assignment", ("key", "secret", "passw", "token"), re.compile(
+        r"[\"']([^\"'\s]{8,256})[\"']"), 1, lead=7),
+    _Rule("secret-assignment", ("key", "secret", "passw", "token"), re.compile(
         r"(?m)^[ \t]*(?:export[ \t]+)?[A-Z0-9_]{0,40}(?:API_KEY|APIKEY|SECRET_KEY|CLIENT_SECRET|ACCESS_TOKEN|AUTH_TOKEN"
         r"|SECRET|PASSWORD|PASSWD|TOKEN)[ \t]*=[ \t]*([^\s\"'#]{8,256})"), 1),
 )
 
 # Every rule's keyword, for the pre-check.
-_KEYWORDS = tuple(sorted({keyword for _, keywords, _, _ in _RULES for keyword in keywords}))
+_KEYWORDS = tuple(sorted({keyword for rule in _RULES for keyword in rule.keywords}))
 # Text in which a keyword could hide from a byte search: in raw JSON a `\u` escape can spell any character, and the
 # Kelvin sign (U+212A, UTF-8 e2 84 aa) lower-cases to an ASCII "k". No other character outside ASCII lower-cases to
 # text that could complete an ASCII keyword (U+0130 becomes "i" followed by a combining dot, and no keyword ends in
@@ -149,6 +165,35 @@ _PLACEHOLDER = re.compile(r"(?i)^(?:\$\{?[A-Z_]+\}?|<[^>]*>|x{6,}|\*{6,}|\.{3,}|
                           r"|\[REDACTED:[a-z-]+\])$")
 
 
+# Characters outside ASCII that a case-insensitive expression matches to an ASCII letter (dotted and dotless i, the
+# Kelvin sign, the long s): in text holding one, a match may spell its keyword with it, where a search of the
+# lower-cased text does not find the keyword.
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u212a", "\u017f")
+
+
+def _rule_matches(rule: _Rule, text: str, lower: str, keywords: list[str]) -> Iterator[re.Match[str]]:
+    """What `rule.pattern.finditer(text)` yields, where `keywords` (those of the rule's keywords `lower` holds) and
+    the rule's `lead` say where a match can start: only there is the expression tried, each place in order and none
+    inside a match already found, so the matches are the same ones."""
+    if rule.lead is None or any(odd in text for odd in _FOLDS_TO_ASCII):
+        yield from rule.pattern.finditer(text)
+        return
+    starts: set[int] = set()
+    for keyword in keywords:
+        at = lower.find(keyword)
+        while at >= 0:
+            starts.update(range(max(0, at - rule.lead), at + 1))
+            at = lower.find(keyword, at + 1)
+    done = 0
+    for start in sorted(starts):
+        if start < done:
+            continue
+        match = rule.pattern.match(text, start)
+        if match is not None:
+            yield match
+            done = max(match.end(), start + 1)
+
+
 def find_secrets(text: str, keywords: tuple[str, ...] | None = None) -> list[SecretMatch]:
     """Every secret found in `text`, sorted by position, overlapping findings merged (the earlier rule's kind kept).
 
@@ -163,14 +208,15 @@ def find_secrets(text: str, keywords: tuple[str, ...] | None = None) -> list[Sec
     if not present:
         return []
     found: list[SecretMatch] = []
-    for kind, rule_keywords, pattern, group in _RULES:
-        if not any(keyword in present for keyword in rule_keywords):
+    for rule in _RULES:
+        keywords_here = [keyword for keyword in rule.keywords if keyword in present]
+        if not keywords_here:
             continue
-        for match in pattern.finditer(text):
-            start, end = match.span(group)
-            if group and _PLACEHOLDER.match(match.group(group)):
+        for match in _rule_matches(rule, text, lower, keywords_here):
+            start, end = match.span(rule.group)
+            if rule.group and _PLACEHOLDER.match(match.group(rule.group)):
                 continue
-            found.append(SecretMatch(start, end, kind))
+            found.append(SecretMatch(start, end, rule.kind))
     found.sort(key=lambda item: (item.start, -item.end))
     merged: list[SecretMatch] = []
     for item in found:

@@ -169,3 +169,16 @@ def test_the_pre_check_never_changes_the_findings(text: str) -> None:
     assert redact_value(value) == unchecked_value
     for line in (orjson.dumps(value), json.dumps(value).encode("ascii"), json.dumps(value, ensure_ascii=False).encode()):
         assert redact_value(orjson.loads(line), keywords_in(line)) == unchecked_value
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES + ["ſecret", "ı", "\u0130", "AWS_SECRET_ACCESS_KEY=", "client-secret: ",
+                                           "'" + A40 + "'", "x" * 30])
+                | st.text(max_size=8), max_size=16).map("".join))
+def test_each_rule_is_tried_where_a_match_can_start_and_finds_what_trying_everywhere_finds(text: str) -> None:
+    lower = text.lower()
+    for rule in secrets_module._RULES:
+        present = [keyword for keyword in rule.keywords if keyword in lower]
+        if present:
+            assert ([match.span() for match in secrets_module._rule_matches(rule, text, lower, present)]
+                    == [match.span() for match in rule.pattern.finditer(text)]), rule.kind
