@@ -182,3 +182,25 @@ def test_each_rule_is_tried_where_a_match_can_start_and_finds_what_trying_everyw
         if present:
             assert ([match.span() for match in secrets_module._rule_matches(rule, text, lower, present)]
                     == [match.span() for match in rule.pattern.finditer(text)]), rule.kind
+
+
+def test_the_keyword_matcher_answers_threads_scanning_at_once() -> None:
+    # The matcher scans without holding the GIL, so threads (the web server's) scan at the same time.
+    import threading
+
+    text = ("ordinary tool output line\n" * 20_000 + "token " + "AKIA" + "IOSFODNN7EXAMPLE").encode()
+    answers: list[tuple[str, ...]] = []
+    errors: list[BaseException] = []
+
+    def scan() -> None:
+        try:
+            answers.extend(keywords_in(text) for _ in range(50))
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=scan) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and set(answers) == {("akia", "token")}
