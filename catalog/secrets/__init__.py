@@ -42,7 +42,8 @@ class _Rule:
     searches. `group` names the part of the match that is the secret itself (0 = whole match), so that `password=`
     or `Bearer ` stays readable around the redaction marker. `lead`, when set, bounds how far into a match its
     keyword starts: the expression is then tried only at the few places that close to a keyword, not at every
-    position of the text (what a case-insensitive alternation costs on long tool output).
+    position of the text (what a case-insensitive alternation costs on long tool output). `line_start`: every match
+    starts a line and holds no newline, so it is tried only at the start of each line holding a keyword.
     """
 
     kind: str
@@ -50,6 +51,7 @@ class _Rule:
     pattern: re.Pattern[str]
     group: int
     lead: int | None = None
+    line_start: bool = False
 
 
 _RULES: tuple[_Rule, ...] = (
@@ -90,16 +92,17 @@ _RULES: tuple[_Rule, ...] = (
         r"[\"']([^\"'\s]{8,256})[\"']"), 1, lead=7),
     _Rule("secret-assignment", ("key", "secret", "passw", "token"), re.compile(
         r"(?m)^[ \t]*(?:export[ \t]+)?[A-Z0-9_]{0,40}(?:API_KEY|APIKEY|SECRET_KEY|CLIENT_SECRET|ACCESS_TOKEN|AUTH_TOKEN"
-        r"|SECRET|PASSWORD|PASSWD|TOKEN)[ \t]*=[ \t]*([^\s\"'#]{8,256})"), 1),
+        r"|SECRET|PASSWORD|PASSWD|TOKEN)[ \t]*=[ \t]*([^\s\"'#]{8,256})"), 1, line_start=True),
 )
 
 # Every rule's keyword, for the pre-check.
 _KEYWORDS = tuple(sorted({keyword for rule in _RULES for keyword in rule.keywords}))
-# Text in which a keyword could hide from a byte search: in raw JSON a `\u` escape can spell any character, and the
-# Kelvin sign (U+212A, UTF-8 e2 84 aa) lower-cases to an ASCII "k". No other character outside ASCII lower-cases to
-# text that could complete an ASCII keyword (U+0130 becomes "i" followed by a combining dot, and no keyword ends in
-# "i"). Finding one of these makes every keyword count.
-_HIDING = (b"\\u", "\u212a".encode("utf-8"))
+# Text in which a keyword could hide from a byte search, as expressions: in raw JSON a `\u` escape of a printable
+# ASCII character or of the Kelvin sign (U+212A, which lower-cases to an ASCII "k"), and the Kelvin sign itself
+# (UTF-8 e2 84 aa). No other character lower-cases to text that could complete an ASCII keyword (U+0130 becomes "i"
+# followed by a combining dot, and no keyword ends in "i"); escapes of control characters (ANSI colours in tool
+# output) spell none. Finding one of these makes every keyword count.
+_HIDING = (rb"\\u00[2-7][0-9A-Fa-f]", rb"\\u212[Aa]", re.escape("\u212a".encode("utf-8")))
 
 
 class _KeywordMatcher:
@@ -115,9 +118,9 @@ class _KeywordMatcher:
         import hyperscan  # here, not at import time: most commands never look for secrets
 
         self._hyperscan = hyperscan
-        patterns = (*(keyword.encode("ascii") for keyword in _KEYWORDS), *_HIDING)
+        patterns = (*(re.escape(keyword.encode("ascii")) for keyword in _KEYWORDS), *_HIDING)
         self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._database.compile(expressions=list(patterns), ids=list(range(len(patterns))), literal=True,
+        self._database.compile(expressions=list(patterns), ids=list(range(len(patterns))),
                                flags=hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH)
         self._local = threading.local()
 
@@ -171,18 +174,27 @@ _PLACEHOLDER = re.compile(r"(?i)^(?:\$\{?[A-Z_]+\}?|<[^>]*>|x{6,}|\*{6,}|\.{3,}|
 _FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u212a", "\u017f")
 
 
-def _rule_matches(rule: _Rule, text: str, lower: str, keywords: list[str]) -> Iterator[re.Match[str]]:
+def _folds_to_ascii(text: str) -> bool:
+    """Whether `text` holds one of _FOLDS_TO_ASCII (never when it is ASCII, which Python knows without a scan)."""
+    return not text.isascii() and any(odd in text for odd in _FOLDS_TO_ASCII)
+
+
+def _rule_matches(rule: _Rule, text: str, lower: str, keywords: list[str],
+                  folds: bool = True) -> Iterator[re.Match[str]]:
     """What `rule.pattern.finditer(text)` yields, where `keywords` (those of the rule's keywords `lower` holds) and
     the rule's `lead` say where a match can start: only there is the expression tried, each place in order and none
-    inside a match already found, so the matches are the same ones."""
-    if rule.lead is None or any(odd in text for odd in _FOLDS_TO_ASCII):
+    inside a match already found, so the matches are the same ones. `folds`: whether `_folds_to_ascii(text)`."""
+    if (rule.lead is None and not rule.line_start) or folds:
         yield from rule.pattern.finditer(text)
         return
     starts: set[int] = set()
     for keyword in keywords:
         at = lower.find(keyword)
         while at >= 0:
-            starts.update(range(max(0, at - rule.lead), at + 1))
+            if rule.lead is None:
+                starts.add(lower.rfind("\n", 0, at) + 1)
+            else:
+                starts.update(range(max(0, at - rule.lead), at + 1))
             at = lower.find(keyword, at + 1)
     done = 0
     for start in sorted(starts):
@@ -192,6 +204,22 @@ def _rule_matches(rule: _Rule, text: str, lower: str, keywords: list[str]) -> It
         if match is not None:
             yield match
             done = max(match.end(), start + 1)
+
+
+# Above this many characters (or outside ASCII, where Python's substring search is slower), which keywords occur is
+# asked of the compiled matcher in one pass rather than of one substring search per keyword.
+_SEARCHED_ONE_BY_ONE = 2048
+
+
+def _present(lower: str, keywords: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of `keywords` that occur in `lower` (lower-cased text): `keyword in lower` for each, as one pass."""
+    if len(lower) <= _SEARCHED_ONE_BY_ONE and lower.isascii():
+        return tuple(keyword for keyword in keywords if keyword in lower)
+    # Lower-cased, the text holds no ASCII capital, so the matcher's ignoring of case changes nothing; an ASCII
+    # keyword occurs in the text exactly where it occurs in its UTF-8 bytes. (The hiding sequences do not count.)
+    found = {_KEYWORDS[pattern] for pattern in _matcher().found(lower.encode("utf-8", "surrogatepass"))
+             if pattern < len(_KEYWORDS)}
+    return tuple(keyword for keyword in keywords if keyword in found)
 
 
 def find_secrets(text: str, keywords: tuple[str, ...] | None = None) -> list[SecretMatch]:
@@ -204,15 +232,16 @@ def find_secrets(text: str, keywords: tuple[str, ...] | None = None) -> list[Sec
     if not keywords:
         return []
     lower = text.lower()
-    present = tuple(keyword for keyword in keywords if keyword in lower)
+    present = _present(lower, keywords)
     if not present:
         return []
+    folds = _folds_to_ascii(text)
     found: list[SecretMatch] = []
     for rule in _RULES:
         keywords_here = [keyword for keyword in rule.keywords if keyword in present]
         if not keywords_here:
             continue
-        for match in _rule_matches(rule, text, lower, keywords_here):
+        for match in _rule_matches(rule, text, lower, keywords_here, folds):
             start, end = match.span(rule.group)
             if rule.group and _PLACEHOLDER.match(match.group(rule.group)):
                 continue

@@ -173,14 +173,15 @@ def test_the_pre_check_never_changes_the_findings(text: str) -> None:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(_PIECES + ["ſecret", "ı", "\u0130", "AWS_SECRET_ACCESS_KEY=", "client-secret: ",
-                                           "'" + A40 + "'", "x" * 30])
+                                           "'" + A40 + "'", "x" * 30, "\n  export MY_API_TOKEN=", "\t AUTH_TOKEN = "])
                 | st.text(max_size=8), max_size=16).map("".join))
 def test_each_rule_is_tried_where_a_match_can_start_and_finds_what_trying_everywhere_finds(text: str) -> None:
     lower = text.lower()
     for rule in secrets_module._RULES:
         present = [keyword for keyword in rule.keywords if keyword in lower]
         if present:
-            assert ([match.span() for match in secrets_module._rule_matches(rule, text, lower, present)]
+            folds = secrets_module._folds_to_ascii(text)
+            assert ([match.span() for match in secrets_module._rule_matches(rule, text, lower, present, folds)]
                     == [match.span() for match in rule.pattern.finditer(text)]), rule.kind
 
 
@@ -204,3 +205,20 @@ def test_the_keyword_matcher_answers_threads_scanning_at_once() -> None:
     for thread in threads:
         thread.join()
     assert errors == [] and set(answers) == {("akia", "token")}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES) | st.text(max_size=8), max_size=12).map("".join), st.sampled_from([1, 300]))
+def test_which_keywords_a_text_holds_is_what_substring_searches_say(text: str, copies: int) -> None:
+    lower = (text * copies).lower()  # short text is searched keyword by keyword, long or non-ASCII text in one pass
+    assert (secrets_module._present(lower, secrets_module._KEYWORDS)
+            == tuple(keyword for keyword in secrets_module._KEYWORDS if keyword in lower))
+
+
+def test_escapes_that_spell_no_keyword_letter_do_not_defeat_the_pre_check() -> None:
+    # Colour codes in tool output are written as \u001b escapes: they cannot spell a keyword, so such a line is
+    # still known to hold none (and is neither parsed nor searched by any rule).
+    line = orjson.dumps({"type": "message", "message": {"role": "toolResult", "content": [
+        {"type": "text", "text": "\x1b[32mPASSED\x1b[0m tests/test_parser.py é ü\n" * 50}]}})
+    assert b"\\u001b" in line and keywords_in(line) == ()
+    assert keywords_in(b'{"t": "api_\\u004Bey"}') and keywords_in(b'{"t": "api_\\u212Aey"}')
