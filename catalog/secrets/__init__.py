@@ -122,21 +122,42 @@ class _KeywordMatcher:
         self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._database.compile(expressions=list(patterns), ids=list(range(len(patterns))),
                                flags=hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH)
+        # Every occurrence of each keyword (ASCII case ignored), for where the rules may match.
+        self._occurrences = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._occurrences.compile(expressions=[re.escape(keyword.encode("ascii")) for keyword in _KEYWORDS],
+                                  ids=list(range(len(_KEYWORDS))), flags=hyperscan.HS_FLAG_CASELESS)
         self._local = threading.local()
+
+    def _scan(self, database: Any, data: bytes, found: list[Any], handler: Any) -> None:
+        scratches = getattr(self._local, "scratches", None)
+        if scratches is None:
+            scratches = self._local.scratches = {}
+        scratch = scratches.get(id(database))
+        if scratch is None:
+            scratch = scratches[id(database)] = self._hyperscan.Scratch(database)
+        database.scan(data, scratch=scratch, match_event_handler=handler, context=found)
 
     def found(self, data: bytes) -> list[int]:
         """The ids (indexes into _KEYWORDS, then _HIDING) of the patterns occurring in `data`."""
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = self._hyperscan.Scratch(self._database)
         found: list[int] = []
-        self._database.scan(data, scratch=scratch, match_event_handler=_note_match, context=found)
+        self._scan(self._database, data, found, _note_match)
+        return found
+
+    def occurrences(self, data: bytes) -> list[tuple[int, int]]:
+        """(keyword index, end offset) of every occurrence of a keyword in `data`, ASCII case ignored."""
+        found: list[tuple[int, int]] = []
+        self._scan(self._occurrences, data, found, _note_occurrence)
         return found
 
 
 def _note_match(pattern: int, _start: int, _end: int, _flags: int, found: object) -> None:
     assert isinstance(found, list)
     found.append(pattern)
+
+
+def _note_occurrence(pattern: int, _start: int, end: int, _flags: int, found: object) -> None:
+    assert isinstance(found, list)
+    found.append((pattern, end))
 
 
 @functools.cache
@@ -179,23 +200,21 @@ def _folds_to_ascii(text: str) -> bool:
     return not text.isascii() and any(odd in text for odd in _FOLDS_TO_ASCII)
 
 
-def _rule_matches(rule: _Rule, text: str, lower: str, keywords: list[str],
-                  folds: bool = True) -> Iterator[re.Match[str]]:
-    """What `rule.pattern.finditer(text)` yields, where `keywords` (those of the rule's keywords `lower` holds) and
-    the rule's `lead` say where a match can start: only there is the expression tried, each place in order and none
-    inside a match already found, so the matches are the same ones. `folds`: whether `_folds_to_ascii(text)`."""
-    if (rule.lead is None and not rule.line_start) or folds:
+def _rule_matches(rule: _Rule, text: str, places: list[list[int]] | None) -> Iterator[re.Match[str]]:
+    """What `rule.pattern.finditer(text)` yields. `places`: where each of the rule's keywords that `text` holds
+    occurs in it (None when unknown). With them and the rule's `lead` (or `line_start`), which say where a match
+    can start, the expression is tried only there, each place in order and none inside a match already found, so
+    the matches are the same ones."""
+    if places is None or (rule.lead is None and not rule.line_start):
         yield from rule.pattern.finditer(text)
         return
     starts: set[int] = set()
-    for keyword in keywords:
-        at = lower.find(keyword)
-        while at >= 0:
+    for occurrences in places:
+        for at in occurrences:
             if rule.lead is None:
-                starts.add(lower.rfind("\n", 0, at) + 1)
+                starts.add(text.rfind("\n", 0, at) + 1)
             else:
                 starts.update(range(max(0, at - rule.lead), at + 1))
-            at = lower.find(keyword, at + 1)
     done = 0
     for start in sorted(starts):
         if start < done:
@@ -206,20 +225,51 @@ def _rule_matches(rule: _Rule, text: str, lower: str, keywords: list[str],
             done = max(match.end(), start + 1)
 
 
-# Above this many characters (or outside ASCII, where Python's substring search is slower), which keywords occur is
-# asked of the compiled matcher in one pass rather than of one substring search per keyword.
+# Up to this many characters, ASCII text is searched for each keyword by Python (faster than a call of the matcher
+# when the text is short); longer or non-ASCII text in one pass of the matcher.
 _SEARCHED_ONE_BY_ONE = 2048
 
 
-def _present(lower: str, keywords: tuple[str, ...]) -> tuple[str, ...]:
-    """Those of `keywords` that occur in `lower` (lower-cased text): `keyword in lower` for each, as one pass."""
-    if len(lower) <= _SEARCHED_ONE_BY_ONE and lower.isascii():
-        return tuple(keyword for keyword in keywords if keyword in lower)
-    # Lower-cased, the text holds no ASCII capital, so the matcher's ignoring of case changes nothing; an ASCII
-    # keyword occurs in the text exactly where it occurs in its UTF-8 bytes. (The hiding sequences do not count.)
-    found = {_KEYWORDS[pattern] for pattern in _matcher().found(lower.encode("utf-8", "surrogatepass"))
-             if pattern < len(_KEYWORDS)}
-    return tuple(keyword for keyword in keywords if keyword in found)
+def _keyword_places(text: str, keywords: tuple[str, ...]) -> dict[str, list[int] | None]:
+    """Those of `keywords` that occur in `text.lower()`, each with the indexes in `text` where it starts — or with
+    None when `text` holds a character of _FOLDS_TO_ASCII (its lower-cased form may then be shorter or longer, and
+    a case-insensitive expression may match it where its keyword is spelled otherwise)."""
+    if _folds_to_ascii(text):
+        lower = text.lower()
+        return {keyword: None for keyword in keywords if keyword in lower}
+    if len(text) <= _SEARCHED_ONE_BY_ONE and text.isascii():
+        lower = text.lower()
+        places: dict[str, list[int] | None] = {}
+        for keyword in keywords:
+            at = lower.find(keyword)
+            if at >= 0:
+                found = places[keyword] = []
+                while at >= 0:
+                    found.append(at)
+                    at = lower.find(keyword, at + 1)
+        return places
+    # Without those characters, a keyword occurs in the lower-cased text exactly where it occurs in the text with
+    # ASCII case ignored, and so in its UTF-8 bytes, where the matcher finds it; a keyword's byte offset becomes an
+    # index of the text by counting the characters before it (decoding from the previous one's).
+    data = text.encode("utf-8", "surrogatepass")
+    one_byte_each = len(data) == len(text)
+    wanted = set(keywords)
+    every: dict[str, list[int] | None] = {}
+    byte_at = char_at = 0
+    for pattern, end in sorted(_matcher().occurrences(data), key=lambda found: found[1] - len(_KEYWORDS[found[0]])):
+        keyword = _KEYWORDS[pattern]
+        if keyword not in wanted:
+            continue
+        start = end - len(keyword)
+        if one_byte_each:
+            char_at = start
+        elif start > byte_at:
+            char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
+            byte_at = start
+        places_of = every.setdefault(keyword, [])
+        assert places_of is not None
+        places_of.append(char_at)
+    return every
 
 
 def find_secrets(text: str, keywords: tuple[str, ...] | None = None) -> list[SecretMatch]:
@@ -231,17 +281,17 @@ def find_secrets(text: str, keywords: tuple[str, ...] | None = None) -> list[Sec
         keywords = keywords_in(text)
     if not keywords:
         return []
-    lower = text.lower()
-    present = _present(lower, keywords)
+    present = _keyword_places(text, keywords)
     if not present:
         return []
-    folds = _folds_to_ascii(text)
     found: list[SecretMatch] = []
     for rule in _RULES:
         keywords_here = [keyword for keyword in rule.keywords if keyword in present]
         if not keywords_here:
             continue
-        for match in _rule_matches(rule, text, lower, keywords_here, folds):
+        places = [present[keyword] for keyword in keywords_here]
+        known = None if any(where is None for where in places) else [where for where in places if where is not None]
+        for match in _rule_matches(rule, text, known):
             start, end = match.span(rule.group)
             if rule.group and _PLACEHOLDER.match(match.group(rule.group)):
                 continue

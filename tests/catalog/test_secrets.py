@@ -176,12 +176,12 @@ def test_the_pre_check_never_changes_the_findings(text: str) -> None:
                                            "'" + A40 + "'", "x" * 30, "\n  export MY_API_TOKEN=", "\t AUTH_TOKEN = "])
                 | st.text(max_size=8), max_size=16).map("".join))
 def test_each_rule_is_tried_where_a_match_can_start_and_finds_what_trying_everywhere_finds(text: str) -> None:
-    lower = text.lower()
+    places = secrets_module._keyword_places(text, secrets_module._KEYWORDS)
     for rule in secrets_module._RULES:
-        present = [keyword for keyword in rule.keywords if keyword in lower]
-        if present:
-            folds = secrets_module._folds_to_ascii(text)
-            assert ([match.span() for match in secrets_module._rule_matches(rule, text, lower, present, folds)]
+        here = [places[keyword] for keyword in rule.keywords if keyword in places]
+        if here:
+            known = None if None in here else [where for where in here if where is not None]
+            assert ([match.span() for match in secrets_module._rule_matches(rule, text, known)]
                     == [match.span() for match in rule.pattern.finditer(text)]), rule.kind
 
 
@@ -208,11 +208,17 @@ def test_the_keyword_matcher_answers_threads_scanning_at_once() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES) | st.text(max_size=8), max_size=12).map("".join), st.sampled_from([1, 300]))
-def test_which_keywords_a_text_holds_is_what_substring_searches_say(text: str, copies: int) -> None:
-    lower = (text * copies).lower()  # short text is searched keyword by keyword, long or non-ASCII text in one pass
-    assert (secrets_module._present(lower, secrets_module._KEYWORDS)
-            == tuple(keyword for keyword in secrets_module._KEYWORDS if keyword in lower))
+@given(st.lists(st.sampled_from(_PIECES) | st.text(max_size=8), max_size=12).map("".join), st.sampled_from([1, 300]),
+       st.sampled_from(["", "\u00e9", "\U0001f600"]))
+def test_which_keywords_a_text_holds_and_where_is_what_substring_searches_say(text: str, copies: int,
+                                                                               wide: str) -> None:
+    text = (text * copies) + wide  # short ASCII text is searched keyword by keyword, other text by the matcher
+    lower = text.lower()
+    places = secrets_module._keyword_places(text, secrets_module._KEYWORDS)
+    assert sorted(places) == [keyword for keyword in secrets_module._KEYWORDS if keyword in lower]
+    for keyword, where in places.items():
+        if where is not None:
+            assert sorted(where) == [at for at in range(len(lower)) if lower.startswith(keyword, at)], keyword
 
 
 def test_escapes_that_spell_no_keyword_letter_do_not_defeat_the_pre_check() -> None:
