@@ -27,7 +27,7 @@ from sessdex.catalog.secrets import keywords_in, redact, redact_value
 from sessdex.core.blobs import BlobStore
 from sessdex.core.context import path_to_leaf
 from sessdex.core.errors import SessionFileError
-from sessdex.core.jsonl import MAX_LINE_BYTES, UTF8_BOM, parse_jsonl, parse_line
+from sessdex.core.jsonl import UTF8_BOM, parse_jsonl, parse_line
 from sessdex.core.records import CURRENT_SESSION_VERSION, is_session_header, is_title_line
 from sessdex.core.regular_files import open_regular
 from sessdex.core.runtime import SessionRuntime
@@ -117,6 +117,7 @@ class _Outline:
     header: dict[str, Any]
     title_line: dict[str, Any] | None
     offsets: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)  # where each entry's line ends (past its newline)
     skeletons: list[dict[str, Any]] = field(default_factory=list)  # {"id", "parentId", "index"} per entry
     assistants: dict[int, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # index -> (model, usage)
     session_name: str | None = None
@@ -150,6 +151,7 @@ def _outline(handle: BinaryIO) -> _Outline | None:
                 if found is not None:
                     entry_id, parent_id, timestamp = found.group(1, 2, 3)
                     outline.offsets.append(block_offset + start)
+                    outline.ends.append(block_offset + end)
                     outline.skeletons.append({"index": len(outline.skeletons), "id": entry_id.decode("ascii"),
                                               "parentId": parent_id.decode("ascii") if parent_id else None})
                     if timestamp != b"null":
@@ -174,15 +176,16 @@ def _outline(handle: BinaryIO) -> _Outline | None:
                     raise _NeedsWholeLoad
                 outline = _Outline(dict(value), title_line)
                 continue
-            _see(outline, block_offset + start, value)
+            _see(outline, block_offset + start, block_offset + end, value)
     return outline
 
 
-def _see(outline: _Outline, offset: int, value: Any) -> None:
+def _see(outline: _Outline, offset: int, end: int, value: Any) -> None:
     if not isinstance(value, dict):
         return  # not an entry a renderer could show
     index = len(outline.offsets)
     outline.offsets.append(offset)
+    outline.ends.append(end)
     skeleton: dict[str, Any] = {"index": index}
     if "id" in value:
         skeleton["id"] = value["id"]
@@ -237,7 +240,7 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
     if outline is None:
         raise ValueError(f"{path} is not a session file (no valid session header)")
     blobs = BlobStore(runtime.paths.blobs_dir, runtime.file_storage())
-    offsets = outline.offsets
+    offsets, ends = outline.offsets, outline.ends
     skeletons = outline.skeletons
 
     def prepare(line: bytes, value: Any) -> dict[str, Any]:
@@ -253,7 +256,7 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
         with open(open_regular(path), "rb") as handle:
             for index in indexes:
                 handle.seek(offsets[index])
-                line = handle.readline(MAX_LINE_BYTES + 1)
+                line = handle.read(ends[index] - offsets[index])  # (one read: readline gathers a long line slowly)
                 value = _entry_of(line)
                 # The file is append-only: the entry is still where the outline saw it, unless the file was
                 # replaced meanwhile (an agent rewrite); then an empty entry stands in rather than a wrong one.

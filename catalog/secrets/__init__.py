@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,8 @@ class _Rule:
     keyword starts: the expression is then tried only at the few places that close to a keyword, not at every
     position of the text (what a case-insensitive alternation costs on long tool output). `line_start`: every match
     starts a line and holds no newline, so it is tried only at the start of each line holding a keyword.
+    `offsets`, when set, says more exactly than `lead` where a match starts: every match holds one of the keywords
+    this many characters from its start (one of the offsets listed for that keyword).
     """
 
     kind: str
@@ -52,6 +54,14 @@ class _Rule:
     group: int
     lead: int | None = None
     line_start: bool = False
+    offsets: dict[str, tuple[int, ...]] | None = None
+
+    def back(self, keyword: str) -> Sequence[int]:
+        """How far before an occurrence of `keyword` a match may start (with `lead` or `offsets` set)."""
+        if self.offsets is not None:
+            return self.offsets.get(keyword, ())
+        assert self.lead is not None
+        return range(self.lead + 1)
 
 
 _RULES: tuple[_Rule, ...] = (
@@ -61,7 +71,8 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("aws-access-key", ("akia", "asia", "abia", "acca", "a3t"),
      re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0, lead=0),
     _Rule("aws-secret-key", ("secret",), re.compile(
-        r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), 1, lead=4),
+        r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), 1, lead=4,
+          offsets={"secret": (3, 4)}),  # aws_secret, awssecret
     _Rule("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
      re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b"), 0, lead=0),
     _Rule("github-token", ("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{82}\b"), 0, lead=0),
@@ -89,7 +100,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("secret-assignment", ("key", "secret", "passw", "pwd", "token"), re.compile(
         r"(?i)(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token"
         r"|auth[_-]?token|secret|passwd|password|pwd|token)\b[\"']?\s*(?::=|=>|[:=])\s*"
-        r"[\"']([^\"'\s]{8,256})[\"']"), 1, lead=7),
+        r"[\"']([^\"'\s]{8,256})[\"']"), 1, lead=7,
+          # apikey/api_key; secret..., clientsecret/client_secret; token, authtoken/auth_token, accesstoken/access_token
+          offsets={"key": (3, 4), "secret": (0, 6, 7), "token": (0, 4, 5, 6, 7), "passw": (0,), "pwd": (0,)}),
     _Rule("secret-assignment", ("key", "secret", "passw", "token"), re.compile(
         r"(?m)^[ \t]*(?:export[ \t]+)?[A-Z0-9_]{0,40}(?:API_KEY|APIKEY|SECRET_KEY|CLIENT_SECRET|ACCESS_TOKEN|AUTH_TOKEN"
         r"|SECRET|PASSWORD|PASSWD|TOKEN)[ \t]*=[ \t]*([^\s\"'#]{8,256})"), 1, line_start=True),
@@ -200,21 +213,21 @@ def _folds_to_ascii(text: str) -> bool:
     return not text.isascii() and any(odd in text for odd in _FOLDS_TO_ASCII)
 
 
-def _rule_matches(rule: _Rule, text: str, places: list[list[int]] | None) -> Iterator[re.Match[str]]:
+def _rule_matches(rule: _Rule, text: str, places: dict[str, list[int]] | None) -> Iterator[re.Match[str]]:
     """What `rule.pattern.finditer(text)` yields. `places`: where each of the rule's keywords that `text` holds
-    occurs in it (None when unknown). With them and the rule's `lead` (or `line_start`), which say where a match
-    can start, the expression is tried only there, each place in order and none inside a match already found, so
-    the matches are the same ones."""
+    occurs in it (None when unknown). With them and what the rule says of where a match starts (`lead`, `offsets`
+    or `line_start`), the expression is tried only there, each place in order and none inside a match already
+    found, so the matches are the same ones."""
     if places is None or (rule.lead is None and not rule.line_start):
         yield from rule.pattern.finditer(text)
         return
     starts: set[int] = set()
-    for occurrences in places:
-        for at in occurrences:
-            if rule.lead is None:
-                starts.add(text.rfind("\n", 0, at) + 1)
-            else:
-                starts.update(range(max(0, at - rule.lead), at + 1))
+    for keyword, occurrences in places.items():
+        if rule.line_start:
+            starts.update(text.rfind("\n", 0, at) + 1 for at in occurrences)
+            continue
+        for back in rule.back(keyword):
+            starts.update(at - back for at in occurrences if at >= back)
     done = 0
     for start in sorted(starts):
         if start < done:
@@ -289,9 +302,9 @@ def find_secrets(text: str, keywords: tuple[str, ...] | None = None) -> list[Sec
         keywords_here = [keyword for keyword in rule.keywords if keyword in present]
         if not keywords_here:
             continue
-        places = [present[keyword] for keyword in keywords_here]
-        known = None if any(where is None for where in places) else [where for where in places if where is not None]
-        for match in _rule_matches(rule, text, known):
+        places = {keyword: present[keyword] for keyword in keywords_here}
+        known = {keyword: where for keyword, where in places.items() if where is not None}
+        for match in _rule_matches(rule, text, known if len(known) == len(places) else None):
             start, end = match.span(rule.group)
             if rule.group and _PLACEHOLDER.match(match.group(rule.group)):
                 continue

@@ -171,6 +171,28 @@ def test_the_pre_check_never_changes_the_findings(text: str) -> None:
         assert redact_value(orjson.loads(line), keywords_in(line)) == unchecked_value
 
 
+
+# Every spelling each rule's expression allows at the start of a match (where the rules say a match starts).
+_NAMES = [f"{head}{joint}{tail}" for head, tail in (("api", "key"), ("secret", "key"), ("client", "secret"),
+                                                    ("access", "token"), ("auth", "token")) for joint in ("", "_", "-")]
+_SPELLINGS = ([f'{name} = "q8Zr2LmN4pX7"' for name in [*_NAMES, "secret", "passwd", "password", "pwd", "token"]]
+              + [f"aws{a}secret{b}{c}key = {A40}" for a in ("", "_") for b in ("", "_") for c in ("", "access", "access_")]
+              + ["Bearer " + "abcDEF123456ghiJKL789", "token " + "abcDEF123456ghiJKL789"])
+
+
+@pytest.mark.parametrize("spelling", [*_SPELLINGS, *(spelling.upper() for spelling in _SPELLINGS)])
+def test_every_spelling_a_rule_allows_is_found_where_the_rule_is_tried(spelling: str) -> None:
+    for text in (spelling, "x " + spelling + " y", "line\n  " + spelling + "\n"):
+        places = secrets_module._keyword_places(text, secrets_module._KEYWORDS)
+        found = [match for match in find_secrets(text) if match.kind != "secret-assignment" or "=" in spelling]
+        assert found, text
+        for rule in secrets_module._RULES:
+            here = {keyword: places[keyword] for keyword in rule.keywords if keyword in places}
+            if here and None not in here.values():
+                known = {keyword: where for keyword, where in here.items() if where is not None}
+                assert ([match.span() for match in secrets_module._rule_matches(rule, text, known)]
+                        == [match.span() for match in rule.pattern.finditer(text)]), (rule.kind, text)
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(_PIECES + ["ſecret", "ı", "\u0130", "AWS_SECRET_ACCESS_KEY=", "client-secret: ",
                                            "'" + A40 + "'", "x" * 30, "\n  export MY_API_TOKEN=", "\t AUTH_TOKEN = "])
@@ -178,10 +200,11 @@ def test_the_pre_check_never_changes_the_findings(text: str) -> None:
 def test_each_rule_is_tried_where_a_match_can_start_and_finds_what_trying_everywhere_finds(text: str) -> None:
     places = secrets_module._keyword_places(text, secrets_module._KEYWORDS)
     for rule in secrets_module._RULES:
-        here = [places[keyword] for keyword in rule.keywords if keyword in places]
+        here = {keyword: places[keyword] for keyword in rule.keywords if keyword in places}
         if here:
-            known = None if None in here else [where for where in here if where is not None]
-            assert ([match.span() for match in secrets_module._rule_matches(rule, text, known)]
+            known = {keyword: where for keyword, where in here.items() if where is not None}
+            tried = secrets_module._rule_matches(rule, text, known if len(known) == len(here) else None)
+            assert ([match.span() for match in tried]
                     == [match.span() for match in rule.pattern.finditer(text)]), rule.kind
 
 
