@@ -33,17 +33,34 @@ class SecretFinding:
         return {"path": str(self.path), "entryId": self.entry_id, "field": self.field, "kind": self.kind}
 
 
-def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
-    """Every string inside `value` with its field path (`message.content[0].text`), iteratively."""
-    stack: list[tuple[Any, str]] = [(value, where)]
+def _field(place: str, key: Any, in_list: bool) -> str:
+    """The field path of a container's child: `message.content` then `message.content[0]`."""
+    if in_list:
+        return f"{place}[{key}]"
+    return f"{place}.{key}" if place else str(key)
+
+
+def _strings(value: Any) -> Iterator[tuple[str, Any, bool, str]]:
+    """Every string inside the container `value`, in document order, iteratively: the field path of the container
+    holding it, its key (or index, when `in_list`) there, and the string. A string's own path is only written out
+    for a finding."""
+    stack: list[tuple[Iterator[tuple[Any, Any]], str, bool]] = []
+
+    def opened(container: Any, place: str) -> tuple[Iterator[tuple[Any, Any]], str, bool]:
+        is_list = isinstance(container, list)
+        return (iter(enumerate(container) if is_list else container.items()), place, is_list)
+
+    stack.append(opened(value, ""))
     while stack:
-        item, place = stack.pop()
-        if isinstance(item, str):
-            yield place, item
-        elif isinstance(item, dict):
-            stack.extend((child, f"{place}.{key}" if place else str(key)) for key, child in reversed(item.items()))
-        elif isinstance(item, list):
-            stack.extend((child, f"{place}[{index}]") for index, child in reversed(list(enumerate(item))))
+        children, place, in_list = stack[-1]
+        for key, child in children:
+            if isinstance(child, str):
+                yield place, key, in_list, child
+            elif isinstance(child, (dict, list)):
+                stack.append(opened(child, _field(place, key, in_list)))
+                break
+        else:
+            stack.pop()
 
 
 def scan_record(path: Path, record: Any, keywords: tuple[str, ...] | None = None) -> list[SecretFinding]:
@@ -53,9 +70,9 @@ def scan_record(path: Path, record: Any, keywords: tuple[str, ...] | None = None
     entry_id = record.get("id") if record.get("type") != "session" else "header"
     entry_id = str(entry_id) if entry_id is not None else "?"
     found = []
-    for place, text in _strings(record, ""):
+    for place, key, in_list, text in _strings(record):
         for match in find_secrets(text, keywords):
-            found.append(SecretFinding(path, entry_id, place, match.kind))
+            found.append(SecretFinding(path, entry_id, _field(place, key, in_list), match.kind))
     return found
 
 

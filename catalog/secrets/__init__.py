@@ -118,6 +118,13 @@ _KEYWORDS = tuple(sorted({keyword for rule in _RULES for keyword in rule.keyword
 _HIDING = (rb"\\u00[2-7][0-9A-Fa-f]", rb"\\u212[Aa]", re.escape("\u212a".encode("utf-8")))
 
 
+# Key names of the agent's entries that hold a keyword ("token"): on nearly every assistant message (its usage) and
+# compaction. Key names are never searched (only string values are session text), and these three, quote to colon,
+# can only be key names in raw JSON (in a string value their quotes would be escaped), so a line's keywords are
+# counted without them.
+_KEY_NAMES = (b'"totalTokens":', b'"tokensBefore":', b'"tokensAfter":')
+
+
 class _KeywordMatcher:
     """Every keyword and hiding sequence compiled into one Hyperscan database (ASCII case ignored, each reported
     at most once): a single pass over the bytes at several GB/s, where Python's own searches cost one pass per
@@ -131,7 +138,8 @@ class _KeywordMatcher:
         import hyperscan  # here, not at import time: most commands never look for secrets
 
         self._hyperscan = hyperscan
-        patterns = (*(re.escape(keyword.encode("ascii")) for keyword in _KEYWORDS), *_HIDING)
+        patterns = (*(re.escape(keyword.encode("ascii")) for keyword in _KEYWORDS), *_HIDING,
+                    *(re.escape(name) for name in _KEY_NAMES))
         self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._database.compile(expressions=list(patterns), ids=list(range(len(patterns))),
                                flags=hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH)
@@ -151,7 +159,7 @@ class _KeywordMatcher:
         database.scan(data, scratch=scratch, match_event_handler=handler, context=found)
 
     def found(self, data: bytes) -> list[int]:
-        """The ids (indexes into _KEYWORDS, then _HIDING) of the patterns occurring in `data`."""
+        """The ids (indexes into _KEYWORDS, then _HIDING, then _KEY_NAMES) of the patterns occurring in `data`."""
         found: list[int] = []
         self._scan(self._database, data, found, _note_match)
         return found
@@ -190,11 +198,13 @@ def keywords_in(data: bytes | str) -> tuple[str, ...]:
     if not raw:
         return ()
     found = _matcher().found(raw)
-    if not found:
-        return ()
-    if any(pattern >= len(_KEYWORDS) for pattern in found):
+    if isinstance(data, bytes) and any(pattern >= len(_KEYWORDS) + len(_HIDING) for pattern in found):
+        for name in _KEY_NAMES:
+            raw = raw.replace(name, b'"":')
+        found = _matcher().found(raw)
+    if any(len(_KEYWORDS) <= pattern < len(_KEYWORDS) + len(_HIDING) for pattern in found):
         return _KEYWORDS
-    return tuple(_KEYWORDS[pattern] for pattern in sorted(found))
+    return tuple(_KEYWORDS[pattern] for pattern in sorted(found) if pattern < len(_KEYWORDS))
 
 
 # Values that assignment-style rules would match but which are placeholders, not secrets.
@@ -294,6 +304,10 @@ def find_secrets(text: str, keywords: tuple[str, ...] | None = None) -> list[Sec
         keywords = keywords_in(text)
     if not keywords:
         return []
+    if len(text) <= _SEARCHED_ONE_BY_ONE and text.isascii():
+        lower = text.lower()  # (most strings of an entry are short and hold none: said at once)
+        if not any(keyword in lower for keyword in keywords):
+            return []
     present = _keyword_places(text, keywords)
     if not present:
         return []

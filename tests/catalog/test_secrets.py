@@ -154,7 +154,7 @@ def test_a_line_without_any_keyword_needs_no_redaction() -> None:
 _PIECES = ([text for _, text, _ in POSITIVE] + [text for text in NEGATIVE]
            + [keyword for keyword in secrets_module._KEYWORDS] + [keyword.upper() for keyword in secrets_module._KEYWORDS]
            + ["\u212aey", "api_\u212aey = \"q8Zr2LmN4pX7\"", "\u0130", "\n", " ", "=", '"', "\\", "\t", "\x00", "é",
-              "password", "Bearer ", "://user:", "@host", "AKIA", "IOSFODNN7EXAMPLE"])
+              "password", "Bearer ", "://user:", "@host", "AKIA", "IOSFODNN7EXAMPLE", "\"totalTokens\":", "tokensAfter"])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -251,3 +251,15 @@ def test_escapes_that_spell_no_keyword_letter_do_not_defeat_the_pre_check() -> N
         {"type": "text", "text": "\x1b[32mPASSED\x1b[0m tests/test_parser.py é ü\n" * 50}]}})
     assert b"\\u001b" in line and keywords_in(line) == ()
     assert keywords_in(b'{"t": "api_\\u004Bey"}') and keywords_in(b'{"t": "api_\\u212Aey"}')
+
+
+def test_key_names_of_the_agents_entries_do_not_count_as_keywords() -> None:
+    # Every assistant message carries "totalTokens" in its usage: a key name, never searched, so the line is known
+    # to hold no keyword (and is not parsed by the secret scan); the same word in a value still counts.
+    usage = {"input": 10, "output": 5, "totalTokens": 15, "cost": {"total": 0.01}}
+    line = orjson.dumps({"type": "message", "id": "a1", "message": {"role": "assistant", "usage": usage,
+                                                                     "content": [{"type": "text", "text": "done"}]}})
+    assert keywords_in(line) == ()
+    assert keywords_in(orjson.dumps({"usage": usage, "text": "my token"})) == ("token",)
+    assert keywords_in(orjson.dumps({"text": '"totalTokens": is how the field is written'})) == ("token",)
+    assert keywords_in('"totalTokens": 15') == ("token",)  # text, not JSON: every word counts
