@@ -4,6 +4,7 @@ being held, as every reader skips them)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -17,6 +18,9 @@ def line_blocks(handle: BinaryIO, block_bytes: int = BLOCK_BYTES) -> Iterator[tu
     """The file from its current position as (offset, block) pairs: each block is whole lines (the last block of the
     file may end without a newline), and a line over MAX_LINE_BYTES is left out."""
     offset = handle.tell()  # where `rest` starts in the file
+    # No bigger than the file (and a little more, for what is appended meanwhile): each read allocates its whole
+    # size first, which for the many small sessions of a scan would cost more than reading them.
+    block_bytes = max(1, min(block_bytes, os.fstat(handle.fileno()).st_size - offset + 4096))
     rest = b""
     skipping = False  # inside a line over MAX_LINE_BYTES: dropped up to its newline
     while chunk := handle.read(block_bytes):

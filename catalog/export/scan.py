@@ -76,6 +76,10 @@ def scan_record(path: Path, record: Any, keywords: tuple[str, ...] | None = None
     return found
 
 
+# From how many lines on a block is checked whole for keywords before its lines are.
+WHOLE_BLOCK_CHECK_LINES = 64
+
+
 def scan_session_file(path: Path) -> list[SecretFinding] | None:
     """Every finding in the session file at `path`, or None when it is not a readable regular file."""
     try:
@@ -85,7 +89,9 @@ def scan_session_file(path: Path) -> list[SecretFinding] | None:
     found: list[SecretFinding] = []
     with open(fd, "rb") as handle:
         for _offset, block in line_blocks(handle):
-            if not keywords_in(block):
+            # A block of many short lines is first checked whole (one call instead of one per line); one of a few
+            # long lines is checked line by line at once (checking it whole too would read it twice).
+            if block.count(b"\n") >= WHOLE_BLOCK_CHECK_LINES and not keywords_in(block):
                 continue
             for start, end in lines_of(block):
                 line = block[start:end]
