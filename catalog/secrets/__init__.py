@@ -126,9 +126,10 @@ _KEY_NAMES = (b'"totalTokens":', b'"tokensBefore":', b'"tokensAfter":')
 
 
 class _KeywordMatcher:
-    """Every keyword and hiding sequence compiled into one Hyperscan database (ASCII case ignored, each reported
-    at most once): a single pass over the bytes at several GB/s, where Python's own searches cost one pass per
-    keyword (or, as one alternation, a try of every keyword at every position).
+    """Every keyword, hiding sequence and key name compiled into one Hyperscan database (ASCII case ignored, each
+    reported at most once): a single pass over the bytes at several hundred MB/s to GB/s, where Python's own
+    searches cost one pass per keyword (or, as one alternation, a try of every keyword at every position). A second
+    database reports every occurrence of each keyword, for the places the rules are tried at.
 
     Hyperscan needs a scratch space per concurrent scan (it releases the GIL while scanning), so each thread gets
     its own; the database itself is shared.
