@@ -118,6 +118,11 @@ _KEYWORDS = tuple(sorted({keyword for rule in _RULES for keyword in rule.keyword
 _HIDING = (rb"\\u00[2-7][0-9A-Fa-f]", rb"\\u212[Aa]", re.escape("\u212a".encode("utf-8")))
 
 
+# Characters outside ASCII that a case-insensitive expression matches to an ASCII letter (dotted and dotless i, the
+# Kelvin sign, the long s): in text holding one, a match may spell its keyword with it, where a search of the
+# lower-cased text does not find the keyword.
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u212a", "\u017f")
+
 # Key names of the agent's entries that hold a keyword ("token"): on nearly every assistant message (its usage) and
 # compaction. Key names are never searched (only string values are session text), and these three, quote to colon,
 # can only be key names in raw JSON (in a string value their quotes would be escaped), so a line's keywords are
@@ -144,10 +149,13 @@ class _KeywordMatcher:
         self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._database.compile(expressions=list(patterns), ids=list(range(len(patterns))),
                                flags=hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH)
-        # Every occurrence of each keyword (ASCII case ignored), for where the rules may match.
+        # Every occurrence of each keyword (ASCII case ignored), for where the rules may match, and of each
+        # character of _FOLDS_TO_ASCII (in UTF-8: bytes the ignoring of ASCII case leaves alone).
+        occurring = (*(re.escape(keyword.encode("ascii")) for keyword in _KEYWORDS),
+                     *(re.escape(char.encode("utf-8")) for char in _FOLDS_TO_ASCII))
         self._occurrences = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._occurrences.compile(expressions=[re.escape(keyword.encode("ascii")) for keyword in _KEYWORDS],
-                                  ids=list(range(len(_KEYWORDS))), flags=hyperscan.HS_FLAG_CASELESS)
+        self._occurrences.compile(expressions=list(occurring), ids=list(range(len(occurring))),
+                                  flags=hyperscan.HS_FLAG_CASELESS)
         self._local = threading.local()
 
     def _scan(self, database: Any, data: bytes, found: list[Any], handler: Any) -> None:
@@ -166,7 +174,8 @@ class _KeywordMatcher:
         return found
 
     def occurrences(self, data: bytes) -> list[tuple[int, int]]:
-        """(keyword index, end offset) of every occurrence of a keyword in `data`, ASCII case ignored."""
+        """(pattern index, end offset) of every occurrence of a keyword in `data` (ASCII case ignored), then of
+        the characters of _FOLDS_TO_ASCII (indexes from len(_KEYWORDS) on)."""
         found: list[tuple[int, int]] = []
         self._scan(self._occurrences, data, found, _note_occurrence)
         return found
@@ -213,15 +222,7 @@ _PLACEHOLDER = re.compile(r"(?i)^(?:\$\{?[A-Z_]+\}?|<[^>]*>|x{6,}|\*{6,}|\.{3,}|
                           r"|\[REDACTED:[a-z-]+\])$")
 
 
-# Characters outside ASCII that a case-insensitive expression matches to an ASCII letter (dotted and dotless i, the
-# Kelvin sign, the long s): in text holding one, a match may spell its keyword with it, where a search of the
-# lower-cased text does not find the keyword.
-_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u212a", "\u017f")
 
-
-def _folds_to_ascii(text: str) -> bool:
-    """Whether `text` holds one of _FOLDS_TO_ASCII (never when it is ASCII, which Python knows without a scan)."""
-    return not text.isascii() and any(odd in text for odd in _FOLDS_TO_ASCII)
 
 
 def _rule_matches(rule: _Rule, text: str, places: dict[str, list[int]] | None) -> Iterator[re.Match[str]]:
@@ -258,9 +259,6 @@ def _keyword_places(text: str, keywords: tuple[str, ...]) -> dict[str, list[int]
     """Those of `keywords` that occur in `text.lower()`, each with the indexes in `text` where it starts — or with
     None when `text` holds a character of _FOLDS_TO_ASCII (its lower-cased form may then be shorter or longer, and
     a case-insensitive expression may match it where its keyword is spelled otherwise)."""
-    if _folds_to_ascii(text):
-        lower = text.lower()
-        return {keyword: None for keyword in keywords if keyword in lower}
     if len(text) <= _SEARCHED_ONE_BY_ONE and text.isascii():
         lower = text.lower()
         places: dict[str, list[int] | None] = {}
@@ -276,11 +274,15 @@ def _keyword_places(text: str, keywords: tuple[str, ...]) -> dict[str, list[int]
     # ASCII case ignored, and so in its UTF-8 bytes, where the matcher finds it; a keyword's byte offset becomes an
     # index of the text by counting the characters before it (decoding from the previous one's).
     data = text.encode("utf-8", "surrogatepass")
+    occurrences = _matcher().occurrences(data)
+    if any(pattern >= len(_KEYWORDS) for pattern, _end in occurrences):  # a character of _FOLDS_TO_ASCII
+        lower = text.lower()
+        return {keyword: None for keyword in keywords if keyword in lower}
     one_byte_each = len(data) == len(text)
     wanted = set(keywords)
     every: dict[str, list[int] | None] = {}
     byte_at = char_at = 0
-    for pattern, end in sorted(_matcher().occurrences(data), key=lambda found: found[1] - len(_KEYWORDS[found[0]])):
+    for pattern, end in sorted(occurrences, key=lambda found: found[1] - len(_KEYWORDS[found[0]])):
         keyword = _KEYWORDS[pattern]
         if keyword not in wanted:
             continue
