@@ -66,6 +66,15 @@ class Client:
         return elapsed, body
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds the process `pid` has used so far (from /proc: Linux only), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
@@ -143,20 +152,25 @@ def main(argv: list[str] | None = None) -> int:
                       f"median {_median_ms(filtered):.1f} ms, max {max(filtered) * 1000:.1f} ms")
             biggest = max((path for path in (agent_dir / "sessions").rglob("*.jsonl")), key=lambda p: p.stat().st_size)
             session_id = biggest.stem.rsplit("_", 1)[1]
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             with open(biggest, "rb") as handle:
                 for line in handle:
                     try:
                         orjson.loads(line)
                     except orjson.JSONDecodeError:
                         pass
-            parse = time.perf_counter() - started
+            parse, parse_cpu = time.perf_counter() - started, time.process_time() - started_cpu
+            server_cpu = _cpu_seconds(server.pid)
             first, _page = client.get(f"/session/{session_id}")
+            after = _cpu_seconds(server.pid)
             again, _page = client.get(f"/session/{session_id}")
             size_mb = biggest.stat().st_size / 1_000_000
             print(f"transcript of the biggest session ({size_mb:.1f} MB): first screen {first * 1000:.0f} ms "
                   f"({first / parse:.1f}x reading + parsing its lines, {parse * 1000:.0f} ms); "
-                  f"again (cached) {again * 1000:.0f} ms")
+                  f"again (cached) {again * 1000:.0f} ms; load average {os.getloadavg()[0]:.2f}")
+            if server_cpu is not None and after is not None:
+                print(f"  CPU time (user + system): the server's for the first screen {(after - server_cpu) * 1000:.0f} ms, "
+                      f"reading + parsing the lines {parse_cpu * 1000:.0f} ms")
         finally:
             server.terminate()
             server.wait(timeout=10)

@@ -12,7 +12,6 @@ import base64
 import binascii
 import functools
 import hashlib
-import html
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -87,9 +86,23 @@ def clean(text: str) -> str:
     return _UNSAFE_CHARS.sub("", text)
 
 
+# What `html.escape(text, quote=True)` replaces, in its order ("&" first).
+_HTML_SPECIALS = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("'", "&#x27;"))
+
+
+def _escape_html(text: str) -> str:
+    """`html.escape(text, quote=True)`, done as fast on text that holds few of its characters: each is looked for
+    first (a search many times faster than a `replace` that finds nothing), so tool output without any costs a few
+    searches instead of five copies."""
+    for special, entity in _HTML_SPECIALS:
+        if special in text:
+            text = text.replace(special, entity)
+    return text
+
+
 def escape(text: Any) -> str:
     """Any value as cleaned, escaped HTML text."""
-    return html.escape(clean(text if isinstance(text, str) else str(text)), quote=True)
+    return _escape_html(clean(text if isinstance(text, str) else str(text)))
 
 
 def _cut(text: str, limit: int) -> tuple[str, str]:
@@ -160,7 +173,7 @@ def render_markdown(text: str) -> str:
 
 def _pre(text: str, limit: int = OUTPUT_LIMIT) -> str:
     shown, note = _cut(clean(text), limit)
-    return f"<pre>{html.escape(shown)}</pre>{note}"
+    return f"<pre>{_escape_html(shown)}</pre>{note}"
 
 
 def _image(block: dict[str, Any]) -> str:

@@ -1,7 +1,9 @@
 """Where a session file holds secrets: entry id, field path and kind of each finding, never the secret itself.
 
-The file is read raw (no blob resolution: blobs hold images) line by line, so memory stays bounded by the longest
-line; a line that is not JSON is skipped.
+The file is read raw (no blob resolution: blobs hold images) in blocks of whole lines, so memory stays bounded by the
+block and the longest line (a line over MAX_LINE_BYTES is skipped, as every reader skips it); a line that is not
+JSON is skipped. A block in which no rule keyword occurs is done with after one pass of the keyword matcher, and
+only the lines holding a keyword are parsed: most of a session is never parsed at all.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from typing import Any
 
 import orjson
 
+from sessdex.catalog.export.lines import line_blocks, lines_of
+from sessdex.catalog.secrets import find_secrets, keywords_in
 from sessdex.core.regular_files import open_regular
-from sessdex.core.secrets import find_secrets, keywords_in_json
 
 
 @dataclass(slots=True, frozen=True)
@@ -30,17 +33,34 @@ class SecretFinding:
         return {"path": str(self.path), "entryId": self.entry_id, "field": self.field, "kind": self.kind}
 
 
-def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
-    """Every string inside `value` with its field path (`message.content[0].text`), iteratively."""
-    stack: list[tuple[Any, str]] = [(value, where)]
+def _field(place: str, key: Any, in_list: bool) -> str:
+    """The field path of a container's child: `message.content` then `message.content[0]`."""
+    if in_list:
+        return f"{place}[{key}]"
+    return f"{place}.{key}" if place else str(key)
+
+
+def _strings(value: Any) -> Iterator[tuple[str, Any, bool, str]]:
+    """Every string inside the container `value`, in document order, iteratively: the field path of the container
+    holding it, its key (or index, when `in_list`) there, and the string. A string's own path is only written out
+    for a finding."""
+    stack: list[tuple[Iterator[tuple[Any, Any]], str, bool]] = []
+
+    def opened(container: Any, place: str) -> tuple[Iterator[tuple[Any, Any]], str, bool]:
+        is_list = isinstance(container, list)
+        return (iter(enumerate(container) if is_list else container.items()), place, is_list)
+
+    stack.append(opened(value, ""))
     while stack:
-        item, place = stack.pop()
-        if isinstance(item, str):
-            yield place, item
-        elif isinstance(item, dict):
-            stack.extend((child, f"{place}.{key}" if place else str(key)) for key, child in reversed(item.items()))
-        elif isinstance(item, list):
-            stack.extend((child, f"{place}[{index}]") for index, child in reversed(list(enumerate(item))))
+        children, place, in_list = stack[-1]
+        for key, child in children:
+            if isinstance(child, str):
+                yield place, key, in_list, child
+            elif isinstance(child, (dict, list)):
+                stack.append(opened(child, _field(place, key, in_list)))
+                break
+        else:
+            stack.pop()
 
 
 def scan_record(path: Path, record: Any, keywords: tuple[str, ...] | None = None) -> list[SecretFinding]:
@@ -50,10 +70,14 @@ def scan_record(path: Path, record: Any, keywords: tuple[str, ...] | None = None
     entry_id = record.get("id") if record.get("type") != "session" else "header"
     entry_id = str(entry_id) if entry_id is not None else "?"
     found = []
-    for place, text in _strings(record, ""):
+    for place, key, in_list, text in _strings(record):
         for match in find_secrets(text, keywords):
-            found.append(SecretFinding(path, entry_id, place, match.kind))
+            found.append(SecretFinding(path, entry_id, _field(place, key, in_list), match.kind))
     return found
+
+
+# From how many lines on a block is checked whole for keywords before its lines are.
+WHOLE_BLOCK_CHECK_LINES = 64
 
 
 def scan_session_file(path: Path) -> list[SecretFinding] | None:
@@ -64,14 +88,20 @@ def scan_session_file(path: Path) -> list[SecretFinding] | None:
         return None
     found: list[SecretFinding] = []
     with open(fd, "rb") as handle:
-        for line in handle:
-            # A line without any rule's keyword cannot hold a secret: it is not even parsed.
-            keywords = keywords_in_json(line)
-            if not keywords or not line.strip():
+        for _offset, block in line_blocks(handle):
+            # A block of many short lines is first checked whole (one call instead of one per line); one of a few
+            # long lines is checked line by line at once (checking it whole too would read it twice).
+            if block.count(b"\n") >= WHOLE_BLOCK_CHECK_LINES and not keywords_in(block):
                 continue
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            found.extend(scan_record(path, record, keywords))
+            for start, end in lines_of(block):
+                line = block[start:end]
+                # A line without any rule's keyword cannot hold a secret: it is not even parsed.
+                keywords = keywords_in(line)
+                if not keywords or not line.strip():
+                    continue
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                found.extend(scan_record(path, record, keywords))
     return found

@@ -1,10 +1,13 @@
 """A session read for export: header, title, the chosen path (or the whole tree), per-model totals, and the entries
 themselves read back from the file one at a time as a renderer asks for them.
 
-A session can be hundreds of megabytes, so an export never holds it whole. A first pass reads the file line by line
-and keeps, per entry, only its place in the file, its id and parent id, and what the page's header needs (title,
-per-model totals, last time). Renderers then iterate `Transcript.shown` (or walk `tree_order()`), which reads each
-entry again at its offset, resolves its blobs and redacts it: memory stays bounded by the longest line.
+A session can be hundreds of megabytes, so an export never holds it whole. A first pass reads the file in large
+blocks and keeps, per entry, only its place in the file, its id and parent id, and what the page's header needs
+(title, per-model totals, last time). Most of a large session's bytes are tool results and prompts, whose lines that
+pass reads by their first bytes without parsing them (see `_MESSAGE_START`), so it costs little more than reading
+the file: a web page shows a transcript's first screen soon after. Renderers then iterate `Transcript.shown` (or
+walk `tree_order()`), which reads each entry again at its offset, resolves its blobs and redacts it: memory stays
+bounded by the longest line.
 
 Files that need more than that first pass — an older version the agent would migrate on load, or a damaged line the
 lenient parser must read across lines — are loaded whole with `load_session_file`, exactly as the agent would load
@@ -13,19 +16,21 @@ them (such files are old or broken, and small in practice). Nothing is ever writ
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, overload
 
+from sessdex.catalog.export.lines import line_blocks, lines_of
+from sessdex.catalog.secrets import keywords_in, redact, redact_value
 from sessdex.core.blobs import BlobStore
 from sessdex.core.context import path_to_leaf
 from sessdex.core.errors import SessionFileError
-from sessdex.core.jsonl import MAX_LINE_BYTES, UTF8_BOM, parse_line
+from sessdex.core.jsonl import UTF8_BOM, parse_jsonl, parse_line
 from sessdex.core.records import CURRENT_SESSION_VERSION, is_session_header, is_title_line
 from sessdex.core.regular_files import open_regular
 from sessdex.core.runtime import SessionRuntime
-from sessdex.core.secrets import keywords_in_json, redact, redact_value
 from sessdex.core.session_manager import load_session_file, project_loaded_entry
 
 _WHITESPACE = b" \t\r\n"
@@ -112,6 +117,7 @@ class _Outline:
     header: dict[str, Any]
     title_line: dict[str, Any] | None
     offsets: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)  # where each entry's line ends (past its newline)
     skeletons: list[dict[str, Any]] = field(default_factory=list)  # {"id", "parentId", "index"} per entry
     assistants: dict[int, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # index -> (model, usage)
     session_name: str | None = None
@@ -122,59 +128,64 @@ class _NeedsWholeLoad(Exception):
     """The file needs the whole-file loader (an older version, or damage the line-by-line pass cannot decide)."""
 
 
-def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
-    """(offset, line) for each non-blank line; a line over MAX_LINE_BYTES is skipped without being held."""
-    offset = 0
-    first = True
-    while True:
-        line = handle.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        start = offset
-        offset += len(line)
-        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):  # the rest of an over-long line: dropped, like a bad line
-                line = handle.readline(MAX_LINE_BYTES + 1)
-                offset += len(line)
-            first = False
-            continue
-        if first and line.startswith(UTF8_BOM):
-            line, start = line[len(UTF8_BOM):], start + len(UTF8_BOM)
-        first = False
-        if line.strip(_WHITESPACE):
-            yield start, line
+# The start of a message line as the agent writes it (compact JSON, keys in this order): its type, id, parent id,
+# time and role are read here without parsing the line. The outline needs nothing else of a user message, a tool
+# result or a shell run, which hold nearly all the bytes of a large session; every other line is parsed.
+_MESSAGE_START = re.compile(rb'\{"type":"message","id":"([\w-]{1,128})","parentId":(?:null|"([\w-]{1,128})"),'
+                            rb'"timestamp":("[\w:.+-]{1,64}"|null),"message":\{"role":"(?:user|toolResult|bashExecution)"')
 
 
 def _outline(handle: BinaryIO) -> _Outline | None:
-    """Read the file once; None when it has no valid session header."""
+    """Read the file once; None when it has no valid session header.
+
+    A line `_MESSAGE_START` recognises is not parsed when it ends the way a whole line does (`}` and a newline):
+    a damaged line that still looks whole is found when the entry is read (see `_read_entry`)."""
     outline: _Outline | None = None
     title_line = None
-    for offset, line in _lines(handle):
-        ok, value = parse_line(line)
-        if not ok:
-            if not line.endswith(b"\n"):
-                continue  # a torn last line: the agent drops it too
-            raise _NeedsWholeLoad  # the lenient parser may read a damaged value across lines
-        if outline is None:
-            if title_line is None and is_title_line(value):
-                title_line = value
+    for block_offset, block in line_blocks(handle):
+        for start, end in lines_of(block):
+            if block_offset == 0 and start == 0 and block.startswith(UTF8_BOM):
+                start += len(UTF8_BOM)
+            if outline is not None and block[end - 2:end] == b"}\n":
+                found = _MESSAGE_START.match(block, start)
+                if found is not None:
+                    entry_id, parent_id, timestamp = found.group(1, 2, 3)
+                    outline.offsets.append(block_offset + start)
+                    outline.ends.append(block_offset + end)
+                    outline.skeletons.append({"index": len(outline.skeletons), "id": entry_id.decode("ascii"),
+                                              "parentId": parent_id.decode("ascii") if parent_id else None})
+                    if timestamp != b"null":
+                        outline.last_timestamp = timestamp[1:-1].decode("ascii")
+                    continue
+            line = block[start:end]
+            if not line.strip(_WHITESPACE):
                 continue
-            if not is_session_header(value):
-                return None
-            version = value.get("version")
-            if not isinstance(version, int) or version < CURRENT_SESSION_VERSION:
-                raise _NeedsWholeLoad
-            outline = _Outline(dict(value), title_line)
-            continue
-        _see(outline, offset, value)
+            ok, value = parse_line(line)
+            if not ok:
+                if not line.endswith(b"\n"):
+                    continue  # a torn last line: the agent drops it too
+                raise _NeedsWholeLoad  # the lenient parser may read a damaged value across lines
+            if outline is None:
+                if title_line is None and is_title_line(value):
+                    title_line = value
+                    continue
+                if not is_session_header(value):
+                    return None
+                version = value.get("version")
+                if not isinstance(version, int) or version < CURRENT_SESSION_VERSION:
+                    raise _NeedsWholeLoad
+                outline = _Outline(dict(value), title_line)
+                continue
+            _see(outline, block_offset + start, block_offset + end, value)
     return outline
 
 
-def _see(outline: _Outline, offset: int, value: Any) -> None:
+def _see(outline: _Outline, offset: int, end: int, value: Any) -> None:
     if not isinstance(value, dict):
         return  # not an entry a renderer could show
     index = len(outline.offsets)
     outline.offsets.append(offset)
+    outline.ends.append(end)
     skeleton: dict[str, Any] = {"index": index}
     if "id" in value:
         skeleton["id"] = value["id"]
@@ -229,7 +240,7 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
     if outline is None:
         raise ValueError(f"{path} is not a session file (no valid session header)")
     blobs = BlobStore(runtime.paths.blobs_dir, runtime.file_storage())
-    offsets = outline.offsets
+    offsets, ends = outline.offsets, outline.ends
     skeletons = outline.skeletons
 
     def prepare(line: bytes, value: Any) -> dict[str, Any]:
@@ -238,18 +249,18 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
             return entry
         # Which keywords the raw line holds decides which rules run, and on a line holding none (most of them)
         # nothing runs at all. Resolved blobs are images (base64), not session text.
-        keywords = keywords_in_json(line)
+        keywords = keywords_in(line)
         return redact_value(entry, keywords) if keywords else entry
 
     def read(indexes: Iterable[int]) -> Iterator[dict[str, Any]]:
         with open(open_regular(path), "rb") as handle:
             for index in indexes:
                 handle.seek(offsets[index])
-                line = handle.readline(MAX_LINE_BYTES + 1)
-                ok, value = parse_line(line)
+                line = handle.read(ends[index] - offsets[index])  # (one read: readline gathers a long line slowly)
+                value = _entry_of(line)
                 # The file is append-only: the entry is still where the outline saw it, unless the file was
                 # replaced meanwhile (an agent rewrite); then an empty entry stands in rather than a wrong one.
-                same = ok and isinstance(value, dict) and value.get("id") == skeletons[index].get("id")
+                same = isinstance(value, dict) and value.get("id") == skeletons[index].get("id")
                 yield prepare(line, value) if same else {}
 
     def entry_at(index: int) -> dict[str, Any]:
@@ -270,6 +281,17 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
                       leaf_id, all_branches,
                       title, models, outline.last_timestamp, [s.get("id") for s in skeletons],
                       [s.get("parentId") for s in skeletons], entry_at)
+
+
+def _entry_of(line: bytes) -> Any:
+    """The value of an entry's line as the lenient parser reads it (None when it reads none). The outline does not
+    parse every line, so a line may turn out damaged only here — say, two entries run together by a torn write —
+    and then its first value counts, as in a whole-file load."""
+    ok, value = parse_line(line)
+    if ok:
+        return value
+    values = parse_jsonl(line).values
+    return values[0] if values else None
 
 
 def _chosen_leaf(leaf_id: str | None, by_id: dict[str, dict[str, Any]], entries: list[dict[str, Any]]) -> str | None:

@@ -22,10 +22,10 @@ from typing import Any, BinaryIO, overload
 
 import orjson
 
+from sessdex.catalog.secrets import redact, redact_value
 from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
 from sessdex.core.jsonl import MAX_LINE_BYTES, ParsedJsonl, parse_jsonl, too_deep
 from sessdex.core.paths import path_from_text
-from sessdex.core.secrets import redact, redact_value
 from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
 from sessdex.core.text import without_lone_surrogates

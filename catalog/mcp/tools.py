@@ -2,7 +2,7 @@
 
 Plain Python on purpose: the server (`sessdex.catalog.mcp.server`) only declares these methods to the MCP SDK, and
 the benchmark calls them the same way. Every answer is JSON-ready, bounded in size and passed through the secret
-detector (`sessdex.core.secrets`) last, so nothing a session holds leaves unredacted. Errors are sessdex's own
+detector (`sessdex.catalog.secrets`) last, so nothing a session holds leaves unredacted. Errors are sessdex's own
 one-line errors (`SessdexError`); the server turns them into MCP tool errors.
 
 The session objects, search hits and prompts have the shapes of the CLI's `--json` output: the CLI hands its
@@ -20,10 +20,10 @@ from typing import Any
 import orjson
 
 from sessdex.catalog.queries.source import MATCH_CLOSE, MATCH_OPEN, content_terms, substring_snippet
+from sessdex.catalog.secrets import keywords_in, redact, redact_value
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.errors import SessionFileError, SessionNotFoundError, UsageError
 from sessdex.core.marks import NO_MARKS, Marks
-from sessdex.core.secrets import might_hold_secret, redact, redact_value
 from sessdex.core.summary import SessionInfo
 from sessdex.core.usage_terms import REPORT_KINDS, DateRange, ReportKind, parse_day
 
@@ -237,7 +237,7 @@ class SessionTools:
         found_in = info.title if hit.field == "title" else info.first_message if hit.field == "first_message" \
             else info.all_messages_text
         found_in = found_in or ""
-        if not might_hold_secret(found_in):
+        if not keywords_in(found_in):
             return str(hit.snippet)
         clean = redact(found_in)
         lowered = clean.lower()

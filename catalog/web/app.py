@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from sessdex.catalog.export.html import TRANSCRIPT_CSS, clean, render_entry_html, render_transcript_html
 from sessdex.catalog.history.search import HistoryEntry
+from sessdex.catalog.secrets import keywords_in, redact
 from sessdex.catalog.web import charts
 from sessdex.catalog.web.data import (
     MATCH_CLOSE,
@@ -44,7 +45,6 @@ from sessdex.catalog.web.data import (
 from sessdex.catalog.web.security import Guard, allowed_hosts
 from sessdex.core.errors import UsageError
 from sessdex.core.marks import valid_tag
-from sessdex.core.secrets import might_hold_secret, redact
 from sessdex.core.usage import model_name
 from sessdex.core.usage_terms import PERIOD_KINDS, DateRange, parse_day
 
@@ -93,7 +93,7 @@ def _marked(snippet: str, redact_text: bool) -> Markup:
     """A snippet with its matched words in <mark>, everything else escaped (and redacted: a snippet whose secret
     the markers would hide from the detector is shown redacted, without marks)."""
     text = clean(snippet)
-    if redact_text and might_hold_secret(text):
+    if redact_text and keywords_in(text):
         plain = text.replace(MATCH_OPEN, "").replace(MATCH_CLOSE, "")
         redacted = redact(text)
         if redact(plain) != plain and redacted.replace(MATCH_OPEN, "").replace(MATCH_CLOSE, "") != redact(plain):

@@ -35,12 +35,12 @@ from sessdex.catalog.index.reconcile import ReconcileReport, Scope
 from sessdex.catalog.queries.git_repo import repository_dirs, under_any
 from sessdex.catalog.queries.naming import display_name
 from sessdex.catalog.queries.sessions import Catalog, SearchHit
+from sessdex.catalog.secrets import redact, redact_value
 from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.context import build_session_context
 from sessdex.core.marks import marks_match
 from sessdex.core.runtime import SessionRuntime
-from sessdex.core.secrets import redact, redact_value
 from sessdex.core.summary import SessionInfo
 from sessdex.core.usage import UsageReport, model_name
 from sessdex.core.usage_terms import DateRange, ReportKind

@@ -138,3 +138,17 @@ def test_an_export_stopped_part_way_leaves_no_output_file(tmp_path: Path) -> Non
     with pytest.raises(UsageError):
         write_output(str(target), chunks_then_failure(), force=True)
     assert target.read_text() == "kept" and sorted(os.listdir(tmp_path)) == ["page.html"]
+
+
+def test_a_damaged_line_the_first_pass_did_not_parse_is_read_as_a_whole_load_reads_it(tmp_path: Path) -> None:
+    # A torn write followed by the next append: two entries on one line, which the first pass takes by its first
+    # bytes without parsing. The lenient parser keeps the line's first value; the streamed export must too.
+    tree = make_tree(tmp_path)
+    runtime = SessionRuntime(paths=tree.paths)
+    lines = session_lines(6, 10)
+    glued = lines[3] + lines[4]
+    path = tmp_path / "glued.jsonl"
+    path.write_bytes(b"\n".join([*lines[:3], glued, *lines[5:]]) + b"\n")
+    streamed = outputs(path, runtime, whole=False, all_branches=True)
+    assert streamed == outputs(path, runtime, whole=True, all_branches=True)
+    assert "question 2 key" in streamed[1]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessdex.catalog.export.html import _MD, _UNSAFE_CHARS, _plain_paragraphs, clean
+from sessdex.catalog.export.html import _MD, _UNSAFE_CHARS, _escape_html, _plain_paragraphs, clean
 from sessdex.catalog.export.markdown import fence
 
 CONTROLS = "".join(chr(code) for code in (*range(0x00, 0x20), 0x7f, 0x85, 0x9b, 0x202e, 0x2066, 0x200f, 0x061c))
@@ -56,3 +57,9 @@ def test_mostly_plain_text_renders_exactly_as_markdown_it_renders_it(text: str) 
     plain = _plain_paragraphs(text)
     if plain is not None:
         assert plain == _MD.render(text)
+
+
+
+@given(st.text(alphabet=st.sampled_from("&<>\"'ab \n\u00e9") | st.characters(), max_size=200))
+def test_html_escaping_is_the_standard_librarys(text: str) -> None:
+    assert _escape_html(text) == html.escape(text, quote=True)

@@ -21,6 +21,7 @@ ROOM_RANKS = {
     "sessdex.catalog.store": 1,
     "sessdex.migrations": 1,
     "sessdex.catalog.history": 1,
+    "sessdex.catalog.secrets": 1,
     "sessdex.catalog.index": 2,
     "sessdex.catalog.queries": 3,
     "sessdex.catalog.export": 4,
