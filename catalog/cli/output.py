@@ -547,7 +547,7 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
                    marks: dict[str, Marks] | None = None) -> str:
     """The human listing of every listing command: id prefix, modified, message count, cost, tokens, name, cwd.
 
-    `id_width`: how much of each id to show (`resume_id_width`: unique among what `resume` looks at), else what
+    `id_width`: how much of each id to show (`session_ids.resume_id_width`: unique among what `resume` looks at), else what
     tells these ids apart. The CWD column is left out when every session has the same one (one project's
     listing). `extra`: more columns after these (a search's field and snippet, in tab-separated output).
     With `tsv`, tab-separated lines without a header (`tab_separated`). `marks`: a MARKS column before the
@@ -593,11 +593,3 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
         cells_by_column.append(cells)
     emphasis = unique_prefix_lengths(ids) if color else None
     return render_columns(columns, cells_by_column, width, emphasis=emphasis, tsv=tsv)
-
-
-def resume_id_width(source: Any, ids: Sequence[str]) -> int:
-    """The id width at which every session `resume` looks at (every project's; and `ids`) has its own prefix."""
-    from sessdex.catalog.queries.session_ids import known_session_ids
-    from sessdex.core.discovery import id_prefix_length
-
-    return id_prefix_length([*known_session_ids(source), *ids])
