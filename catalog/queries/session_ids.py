@@ -21,7 +21,7 @@ def resume_id_width(source: Any, ids: Sequence[str]) -> int:
     from sessdex.core.discovery import id_prefix_length
 
     if isinstance(source, Catalog):
-        width = source.watched_id_width(ids)
+        width = source.watched_id_width()  # the listing's ids are among the catalog's then
         if width is not None:
             return width
     return id_prefix_length([*known_session_ids(source), *ids])

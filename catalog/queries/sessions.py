@@ -153,11 +153,12 @@ _PICKER_IDS_SQL = ("SELECT session_id FROM session_files "
 _UNDER_ROOT_SQL = "path > ? AND path < ?"
 _IN_FOLDERS_SQL = "directory IN ({marks})"
 # Every session id of this machine's rows, in one string (from the index on machine, session_id: no row is read,
-# no row object made), with their number; the files whose header holds none; whether any row lies outside the
-# sessions root (a --session-dir elsewhere).
+# no row object made), with their number; the ids that start with a prefix; the files whose header holds none;
+# whether any row lies outside the sessions root (a --session-dir elsewhere).
 _ID_SEPARATOR = "\x1f"
-_SESSION_IDS_SQL = ("SELECT count(*), group_concat(session_id, char(31)) FROM (SELECT session_id FROM session_files "
-                    "WHERE machine = ? AND session_id > '' ORDER BY session_id)")
+_SESSION_IDS_SQL = ("SELECT count(*), group_concat(session_id, char(31)) FROM session_files "
+                    "WHERE machine = ? AND session_id > ''")
+_IDS_WITH_PREFIX_SQL = "SELECT session_id FROM session_files WHERE machine = ? AND session_id >= ? AND session_id < ?"
 _WITHOUT_ID_SQL = ("SELECT path FROM session_files WHERE machine = ? AND session_id IS NULL UNION ALL "
                    "SELECT path FROM session_files WHERE machine = ? AND session_id = ''")
 _OUTSIDE_ROOT_SQL = ("SELECT EXISTS (SELECT 1 FROM session_files WHERE machine = ? AND path <= ?) "
@@ -507,15 +508,17 @@ class Catalog:
 
     # -- the id width of listings ---------------------------------------------------------------------------
 
-    def watched_id_width(self, ids: Sequence[str]) -> int | None:
-        """The id width at which every session `resume` looks at (this machine's, every project's) and `ids` have
-        their own prefixes, from the catalog's rows: the ids of their headers, and for a file whose header holds
-        none the id its name holds (core.paths.session_ids_of_names).
+    def watched_id_width(self) -> int | None:
+        """The id width at which every session `resume` looks at (this machine's, every project's) has its own
+        prefix, from the catalog's rows: the ids of their headers, and for a file whose header holds none the id
+        its name holds (core.paths.session_ids_of_names). A listing of this catalog shows some of these ids.
 
         None unless a live watcher keeps the whole sessions root current (only then does the catalog hold every
         project's files), the catalog is SQLite, it answers for this machine only and holds no file outside the
         sessions root: the caller then reads the file names.
         """
+        import operator
+
         from sessdex.core.discovery import MIN_ID_PREFIX, id_prefix_length
         from sessdex.core.paths import session_ids_of_names
 
@@ -530,16 +533,27 @@ class Catalog:
         count, joined = reader.execute(_SESSION_IDS_SQL, (here,)).fetchone()
         known = joined.split(_ID_SEPARATOR) if joined else []
         if len(known) != count:  # an id that holds the separator
-            known = [row[0] for row in reader.execute("SELECT session_id FROM session_files WHERE machine = ? "
-                                                      "AND session_id > ''", (here,))]
-        unnamed = [row[0] for row in reader.execute(_WITHOUT_ID_SQL, (here, here))]
-        known += [*session_ids_of_names(unnamed), *ids]
-        known.sort()  # (nearly sorted already: fast)
-        # Only ids that share their first MIN_ID_PREFIX characters with a neighbour can need a longer prefix:
-        # the width of those few is the width of them all.
-        close = {value for before, after in zip(known, known[1:])
-                 if before != after and before[:MIN_ID_PREFIX] == after[:MIN_ID_PREFIX] for value in (before, after)}
-        return id_prefix_length(sorted(close))
+            known = [row[0] for row in reader.execute(
+                "SELECT session_id FROM session_files WHERE machine = ? AND session_id > ''", (here,))]
+        unnamed = session_ids_of_names(row[0] for row in reader.execute(_WITHOUT_ID_SQL, (here, here)))
+        # Only the ids whose first MIN_ID_PREFIX characters another id shares can need a longer prefix: the width of
+        # those few is the width of them all. Ten thousand ids: the prefixes are cut, sorted and compared in C
+        # (map, list.sort, list.index), only the shared ones are looked at in Python.
+        prefixes = sorted(map(operator.itemgetter(slice(None, MIN_ID_PREFIX)), [*known, *unnamed]))
+        same_as_next = list(map(operator.eq, prefixes, prefixes[1:]))
+        shared: list[str] = []
+        position = 0
+        while True:
+            try:
+                position = same_as_next.index(True, position) + 1
+            except ValueError:
+                break
+            if not shared or shared[-1] != prefixes[position]:
+                shared.append(prefixes[position])
+        close = [value for value in unnamed if value[:MIN_ID_PREFIX] in shared]
+        for prefix in shared:
+            close += [row[0] for row in reader.execute(_IDS_WITH_PREFIX_SQL, (here, prefix, prefix + ID_PREFIX_CEILING))]
+        return id_prefix_length(close)
 
     # -- recent sessions / newest session -------------------------------------------------------------------
 

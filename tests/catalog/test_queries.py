@@ -140,21 +140,22 @@ def test_under_a_live_watcher_the_id_width_comes_from_the_catalog_not_from_walki
             raise AssertionError("the session files were walked")
 
         monkeypatch.setattr(session_ids, "ids_from_file_names", no_walk)
-        assert catalog.watched_id_width(["abcdefgh10000001"]) == walked
+        assert catalog.watched_id_width() == walked
         assert session_ids.resume_id_width(catalog, ["abcdefgh10000001"]) == walked
-        assert catalog.watched_id_width(["abcdefgh10000001z42"]) == 18
 
 
-def test_without_a_watcher_of_the_whole_root_the_id_width_is_not_the_catalogs(paths: AgentPaths):
+def test_without_a_watcher_of_the_whole_root_the_id_width_is_not_the_catalogs_one(paths: AgentPaths):
     # A listing refreshes only its project's folders: another project's files may be missing from the catalog.
     here = project(paths, "here")
     session(paths, here, "abcdefgh10000001", user("one"))
     with open_catalog_for(paths) as catalog:
         catalog.list_sessions(here)
-        assert catalog.watched_id_width([]) is None
+        assert catalog.watched_id_width() is None
         catalog.location.watcher_path.write_text(f"{os.getpid()}\n{paths.project_session_dir(here)}\n",
                                                  encoding="utf-8")
-        assert catalog.watched_id_width([]) is None
+        assert catalog.watched_id_width() is None
+        catalog.location.watcher_path.write_text(f"{os.getpid()}\n{paths.sessions_root}\n", encoding="utf-8")
+        assert catalog.watched_id_width() == 8  # one session, and a watcher of every project
 
 
 # -- resume by id ---------------------------------------------------------------------------------------
