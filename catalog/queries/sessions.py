@@ -156,7 +156,8 @@ _IN_FOLDERS_SQL = "directory IN ({marks})"
 # no row object made), with their number; the ids that start with a prefix; the files whose header holds none;
 # whether any row lies outside the sessions root (a --session-dir elsewhere).
 _ID_SEPARATOR = "\x1f"
-_SESSION_IDS_SQL = ("SELECT count(*), group_concat(session_id, char(31)) FROM session_files "
+# (The separator is a literal: an expression such as char(31) would be evaluated again for every row.)
+_SESSION_IDS_SQL = (f"SELECT count(*), group_concat(session_id, '{_ID_SEPARATOR}') FROM session_files "
                     "WHERE machine = ? AND session_id > ''")
 _IDS_WITH_PREFIX_SQL = "SELECT session_id FROM session_files WHERE machine = ? AND session_id >= ? AND session_id < ?"
 _WITHOUT_ID_SQL = ("SELECT path FROM session_files WHERE machine = ? AND session_id IS NULL UNION ALL "
@@ -539,7 +540,8 @@ class Catalog:
         # Only the ids whose first MIN_ID_PREFIX characters another id shares can need a longer prefix: the width of
         # those few is the width of them all. Ten thousand ids: the prefixes are cut, sorted and compared in C
         # (map, list.sort, list.index), only the shared ones are looked at in Python.
-        prefixes = sorted(map(operator.itemgetter(slice(None, MIN_ID_PREFIX)), [*known, *unnamed]))
+        known += unnamed
+        prefixes = sorted(map(operator.itemgetter(slice(None, MIN_ID_PREFIX)), known))
         same_as_next = list(map(operator.eq, prefixes, prefixes[1:]))
         shared: list[str] = []
         position = 0
