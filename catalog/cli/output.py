@@ -389,7 +389,9 @@ def add_table_option(parser: argparse.ArgumentParser) -> None:
 
 def tsv_lines(cells_by_column: Sequence[Sequence[str]]) -> list[str]:
     """The rows as tab-separated lines: each cell one line of terminal-safe text, a tab in it a space."""
-    return ["\t".join(terminal_text(cell) for cell in row) for row in zip(*cells_by_column)]
+    # A row whose cells are all printable (most: checked on them together, at C speed) is joined as it is.
+    return ["\t".join(row) if "".join(row).isprintable() else "\t".join(terminal_text(cell) for cell in row)
+            for row in zip(*cells_by_column)]
 
 
 def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None,
