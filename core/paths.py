@@ -10,7 +10,7 @@ from sessdex.core.errors import UsageError
 # this module (the README's start-up budget). The Path values of the API are made on first use.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
     from pathlib import Path
     from typing import Literal
 
@@ -232,6 +232,18 @@ class AgentPaths:
     def project_session_dirs(self, cwd: str | os.PathLike[str]) -> list[Path]:
         """Every directory that may hold the project's sessions: both naming schemes, writing one first."""
         return [as_path(folder) for folder in self.project_session_folders(cwd)]
+
+
+def session_ids_of_names(names: Iterable[str]) -> list[str]:
+    """The session ids session file names (or paths) carry: `<timestamp>_<sessionId>.jsonl`, the part after the
+    last `_` of the name; a name without one carries none."""
+    ids = []
+    for name in names:
+        stem = name.rpartition("/")[2][:-len(SESSION_SUFFIX)]
+        _timestamp, separator, session_id = stem.rpartition("_")
+        if separator and session_id:
+            ids.append(session_id)
+    return ids
 
 
 def is_session_file_name(name: str) -> bool:

@@ -20,12 +20,13 @@ from sessdex.catalog.index.content_index import ContentProgress, content_backlog
 from sessdex.catalog.index.marks_index import index_marks
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, index_files, index_lock, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
-from sessdex.catalog.store.db import CatalogDatabase, open_catalog, remove_catalog_files
+from sessdex.catalog.store.db import open_catalog, remove_catalog_files
 from sessdex.catalog.store.settings import Settings
 from sessdex.catalog.tui.terminal_text import terminal_text
 
 if TYPE_CHECKING:
     from sessdex.catalog.index.doctor import DoctorReport
+    from sessdex.catalog.store.db import CatalogDatabase
 
 
 # -- index ----------------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ them (and their environment variables) into the `Settings` every command receive
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 
@@ -192,7 +191,9 @@ def _top_parser() -> CommandParser:
 
 def command_function(name: str, kind: str) -> Callable[..., Any]:
     """`add_NAME_arguments` (kind "add") or `run_NAME` (kind "run") of the command `name`."""
-    module = importlib.import_module(f"{__package__}.{COMMANDS[name][0]}")
+    module_name = f"{__package__}.{COMMANDS[name][0]}"
+    __import__(module_name)
+    module = sys.modules[module_name]
     attribute = name.replace("-", "_")
     return getattr(module, f"add_{attribute}_arguments" if kind == "add" else f"run_{attribute}")
 

@@ -415,7 +415,9 @@ def add_table_option(parser: argparse.ArgumentParser) -> None:
 
 def tsv_lines(cells_by_column: Sequence[Sequence[str]]) -> list[str]:
     """The rows as tab-separated lines: each cell one line of terminal-safe text, a tab in it a space."""
-    return ["\t".join(terminal_text(cell) for cell in row) for row in zip(*cells_by_column)]
+    # A row whose cells are all printable (most: checked on them together, at C speed) is joined as it is.
+    return ["\t".join(row) if "".join(row).isprintable() else "\t".join(terminal_text(cell) for cell in row)
+            for row in zip(*cells_by_column)]
 
 
 def render_table(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None,
@@ -573,7 +575,7 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
                    marks: dict[str, Marks] | None = None) -> str:
     """The human listing of every listing command: id prefix, modified, message count, cost, tokens, name, cwd.
 
-    `id_width`: how much of each id to show (`resume_id_width`: unique among what `resume` looks at), else what
+    `id_width`: how much of each id to show (`session_ids.resume_id_width`: unique among what `resume` looks at), else what
     tells these ids apart. The CWD column is left out when every session has the same one (one project's
     listing). `extra`: more columns after these (a search's field and snippet, in tab-separated output).
     With `tsv`, tab-separated lines without a header (`tab_separated`). `marks`: a MARKS column before the
@@ -619,11 +621,3 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None, now_ms: f
         cells_by_column.append(cells)
     emphasis = unique_prefix_lengths(ids) if color else None
     return render_columns(columns, cells_by_column, width, emphasis=emphasis, tsv=tsv)
-
-
-def resume_id_width(source: Any, ids: Sequence[str]) -> int:
-    """The id width at which every session `resume` looks at (every project's; and `ids`) has its own prefix."""
-    from sessdex.catalog.queries.session_ids import known_session_ids
-    from sessdex.core.discovery import id_prefix_length
-
-    return id_prefix_length([*known_session_ids(source), *ids])

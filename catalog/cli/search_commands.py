@@ -20,7 +20,6 @@ from sessdex.catalog.cli.output import (
     echo_json,
     iso_utc_from_seconds,
     output_width,
-    resume_id_width,
     search_query,
     session_json,
     sessions_table,
@@ -89,6 +88,7 @@ The words are taken literally: quotes, parentheses, AND/OR/NEAR and * have no sp
 
 def run_search(args: argparse.Namespace, settings: Settings) -> int:
     from sessdex.catalog.cli.read_guard import json_refusal, require_agent_dir
+    from sessdex.catalog.queries.open_source import ready_catalog
     from sessdex.catalog.queries.sessions import Catalog
     from sessdex.core.errors import CatalogError, CatalogUnavailableError, UsageError
 
@@ -99,7 +99,8 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
         require_agent_dir(settings.paths, agent_dir_named(args))
     text, cwd = " ".join(args.words), None if args.all_projects else current_directory()
     try:
-        catalog = Catalog.from_settings(settings)
+        # A current SQLite catalog opens as it is; anything else is checked (and created or upgraded) by from_settings.
+        catalog = ready_catalog(settings) or Catalog.from_settings(settings)
     except CatalogUnavailableError:
         raise
     except CatalogError as exc:
@@ -152,6 +153,8 @@ def print_search(catalog: Catalog | FileScan, text: str, *, cwd: str | None,
     if not hits:
         echo("No matching sessions", err=True)
         return 0
+    from sessdex.catalog.queries.session_ids import resume_id_width
+
     id_width = resume_id_width(catalog, [hit.session.id for hit in hits])
     echo(search_table(hits, styled, id_width=id_width, tsv=tab_separated(table),
                       marks=marks), markup=styled)

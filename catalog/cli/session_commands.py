@@ -20,7 +20,6 @@ from sessdex.catalog.cli.output import (
     echo_json,
     echo_paths,
     output_width,
-    resume_id_width,
     resume_json,
     session_json,
     session_label,
@@ -102,6 +101,8 @@ def print_sessions(source: SessionSource, sessions: list[SessionInfo], output: L
     elif not sessions:
         echo("No sessions found", err=True)
     else:
+        from sessdex.catalog.queries.session_ids import resume_id_width
+
         id_width = resume_id_width(source, [info.id for info in sessions])
         echo(sessions_table(sessions, output_width(), color=color_enabled(), tsv=tab_separated(output.table),
                             id_width=id_width, marks=marks), markup=True, sanitized=True)

@@ -21,7 +21,11 @@ import time
 from collections.abc import Callable
 
 from sessdex.catalog.store import fts
-from sessdex.catalog.store.db import CatalogDatabase, SqliteCatalog
+from sessdex.catalog.store.db import SqliteCatalog
+
+TYPE_CHECKING = False  # see the README's start-up budget
+if TYPE_CHECKING:
+    from sessdex.catalog.store.db import CatalogDatabase
 
 CHUNK_ROWS = 20_000  # message rows per transaction of the message-text backlog: about 0.1-0.3 s of FTS5 work
 CHUNK_BYTES = 8 << 20  # bytes of session files read per transaction of the content backlog: about 0.1-0.3 s

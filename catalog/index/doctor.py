@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.file_reader import catalog_text
@@ -19,11 +19,14 @@ from sessdex.catalog.index.indexer import Indexer, open_session_file, read_fold,
 from sessdex.catalog.index.marks_index import index_marks, marks_disagree
 from sessdex.catalog.index.reconcile import Scope, catalog_files, diff, root_range, scan_files
 from sessdex.catalog.index.watcher import refuse_while_watched
-from sessdex.catalog.store.db import CatalogDatabase, CatalogNotWritableError, open_catalog
+from sessdex.catalog.store.db import CatalogNotWritableError, open_catalog
 from sessdex.catalog.store.location import CatalogLocation
 from sessdex.core.errors import CatalogError, CatalogUnavailableError
 from sessdex.core.paths import AgentPaths, path_from_text
 from sessdex.core.summary import SessionSummary
+
+if TYPE_CHECKING:
+    from sessdex.catalog.store.db import CatalogDatabase
 
 
 @dataclass

@@ -83,7 +83,6 @@ from sessdex.catalog.index.usage_writer import (
     refresh_usage_around,
 )
 from sessdex.catalog.store import fts
-from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.core.paths import path_to_text
 from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
@@ -91,6 +90,7 @@ from sessdex.core.summary import SessionSummary
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from sessdex.catalog.index.postgres_bulk import PostgresBulkWriter
+    from sessdex.catalog.store.db import CatalogDatabase
 
 # Names of the file-reading half (catalog.index.file_reader) that callers of this module use.
 __all__ = ["CHUNK_BYTES", "HEAD_BYTES", "INT64_MAX", "MESSAGE_TEXT_MAX_CHARS", "HeadValues", "clamp_int64",

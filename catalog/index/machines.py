@@ -8,12 +8,14 @@ metadata only (`--no-content`): its rows then carry no message text, which is de
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessdex.catalog.index.indexer import delete_files_texts
 from sessdex.catalog.store import fts
-from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.machine import host_name
+
+if TYPE_CHECKING:
+    from sessdex.catalog.store.db import CatalogDatabase
 
 
 def machine_row(db: CatalogDatabase) -> Any:

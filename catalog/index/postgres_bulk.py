@@ -29,12 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessdex.catalog.index.bulk_writer import MESSAGE_COLUMNS, PART_CHARS, CatalogChanged, WriterThread
-from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.postgres_reads import WRITE_LOCK_KEY, PostgresCatalog
 from sessdex.core.usage import USAGE_FACT_COLUMNS
+
+if TYPE_CHECKING:
+    from sessdex.catalog.store.db import CatalogDatabase
 
 # Largest ids, and this machine's file count (to notice another writer of this machine), in one statement.
 _STATE_SQL = ("SELECT (SELECT coalesce(max(id), 0) FROM session_files), (SELECT coalesce(max(id), 0) FROM messages), "

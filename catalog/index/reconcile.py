@@ -32,7 +32,6 @@ import os
 import stat as stat_module
 import time
 
-from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.location import CatalogLocation
 from sessdex.core.paths import path_from_text, path_to_text, session_file_entries
 from sessdex.core.values import Value
@@ -41,6 +40,8 @@ TYPE_CHECKING = False  # typing stays off the hot commands' imports
 if TYPE_CHECKING:
     from collections.abc import Callable, Container, Iterable, Iterator, Mapping
     from typing import Any
+
+    from sessdex.catalog.store.db import CatalogDatabase
 
 HEARTBEAT_MAX_AGE_SECONDS = 2.0
 INDEX_LOCK_SUFFIX = ".index.lock"

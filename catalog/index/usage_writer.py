@@ -14,10 +14,12 @@ machine never reads or writes another machine's usage rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.core.usage import USAGE_FACT_COLUMNS, UsageFact
+
+if TYPE_CHECKING:
+    from sessdex.catalog.store.db import CatalogDatabase
 
 # The largest integer a usage figure is stored as: JavaScript's Number.MAX_SAFE_INTEGER (the agent cannot
 # write a larger one exactly). A file claiming more (10**400 tokens) must not make SQLite's INTEGER, or the

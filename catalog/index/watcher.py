@@ -60,7 +60,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sessdex.catalog.index.content_index import fill_content_index
 from sessdex.catalog.index.reconcile import (
@@ -73,11 +73,14 @@ from sessdex.catalog.index.reconcile import (
     stat_key,
 )
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
-from sessdex.catalog.store.db import CatalogDatabase, open_catalog
+from sessdex.catalog.store.db import open_catalog
 from sessdex.catalog.store.location import CatalogLocation, exclusive_lock
 from sessdex.core.errors import CatalogError, CatalogUnavailableError
 from sessdex.core.paths import SESSION_SUFFIX, is_session_file_name
 from sessdex.core.private_files import write_private_text
+
+if TYPE_CHECKING:
+    from sessdex.catalog.store.db import CatalogDatabase
 
 DEBOUNCE_SECONDS = 0.05
 MAX_DELAY_SECONDS = 0.2

@@ -46,7 +46,7 @@ def open_session_source(settings: Settings, *, warn: Callable[[str], None] | Non
     """
     if settings.catalog_off:
         return _file_scan(settings)
-    ready = _ready_catalog(settings)
+    ready = ready_catalog(settings)
     if ready is not None or only_if_ready:
         if ready is not None and not only_if_ready:
             _ensure_watcher(ready)
@@ -63,7 +63,7 @@ def open_session_source(settings: Settings, *, warn: Callable[[str], None] | Non
         return _file_scan(settings)
 
 
-def _ready_catalog(settings: Settings) -> Catalog | None:
+def ready_catalog(settings: Settings) -> Catalog | None:
     """The catalog when it is a SQLite file at the current schema revision, else None."""
     try:
         # A named file is not opened a second time to look for another program's tables: a catalog at the current

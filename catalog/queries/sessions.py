@@ -35,7 +35,6 @@ from sessdex.catalog.index.reconcile import (
     root_range,
     scan_files,
 )
-from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.db import open_catalog as open_database
 from sessdex.catalog.store.location import CatalogLocation, resolve_location
 from sessdex.catalog.store.machine import resolve_machine, wants_all_machines
@@ -52,6 +51,7 @@ if TYPE_CHECKING:
 
     from sessdex.catalog.index.content_index import ContentProgress
     from sessdex.catalog.queries.source import PickerRow
+    from sessdex.catalog.store.db import CatalogDatabase
     from sessdex.core.summary import SessionInfo
     from sessdex.core.usage import FileUsage, UsageReport
     from sessdex.core.usage_terms import DateRange, ReportKind
@@ -152,6 +152,18 @@ _PICKER_IDS_SQL = ("SELECT session_id FROM session_files "
                    "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
 _UNDER_ROOT_SQL = "path > ? AND path < ?"
 _IN_FOLDERS_SQL = "directory IN ({marks})"
+# Every session id of this machine's rows, in one string (from the index on machine, session_id: no row is read,
+# no row object made), with their number; the ids that start with a prefix; the files whose header holds none;
+# whether any row lies outside the sessions root (a --session-dir elsewhere).
+_ID_SEPARATOR = "\x1f"
+# (The separator is a literal: an expression such as char(31) would be evaluated again for every row.)
+_SESSION_IDS_SQL = (f"SELECT count(*), group_concat(session_id, '{_ID_SEPARATOR}') FROM session_files "
+                    "WHERE machine = ? AND session_id > ''")
+_IDS_WITH_PREFIX_SQL = "SELECT session_id FROM session_files WHERE machine = ? AND session_id >= ? AND session_id < ?"
+_WITHOUT_ID_SQL = ("SELECT path FROM session_files WHERE machine = ? AND session_id IS NULL UNION ALL "
+                   "SELECT path FROM session_files WHERE machine = ? AND session_id = ''")
+_OUTSIDE_ROOT_SQL = ("SELECT EXISTS (SELECT 1 FROM session_files WHERE machine = ? AND path <= ?) "
+                     "OR EXISTS (SELECT 1 FROM session_files WHERE machine = ? AND path >= ?)")
 _INFOS_BY_ID_SQL = ("SELECT id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, "
                     "created, parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
                     "cost_total FROM session_files WHERE id IN ({placeholders})")
@@ -174,6 +186,35 @@ def _snippets(reader: sqlite3.Connection, sql: str, marks: tuple[Any, ...], quer
         return []
     return reader.execute(sql.format(marks=", ".join("?" * len(rowids))),
                           (*marks, query, min(rowids), max(rowids), *rowids)).fetchall()
+
+
+# How many more of the best title/first-message matches than asked for are ranked at a time (see
+# fts.RANKED_SESSIONS): a few may be out of scope (no message, another machine's).
+RANKED_PAGE_MARGIN = 16
+
+
+def _best_sessions_in_scope(reader: sqlite3.Connection, query: str, scope_sql: str, scope_params: dict[str, Any],
+                            limit: int) -> list[dict[str, Any]]:
+    """The `limit` best title/first-message matches in the scope, best first, as fts.SEARCH_SESSIONS finds them:
+    ranked in the full-text index a page at a time, each page's rows kept when session_files puts them in scope."""
+    from sessdex.catalog.store import fts
+
+    found: list[dict[str, Any]] = []
+    page, skip = limit + RANKED_PAGE_MARGIN, 0
+    while len(found) < limit:
+        ranked = reader.execute(fts.RANKED_SESSIONS, {"query": query, "rows": page, "skip": skip}).fetchall()
+        if not ranked:
+            break
+        marks = {f"file{index}": row["file_id"] for index, row in enumerate(ranked)}
+        in_scope = {file_id for file_id, in reader.execute(
+            fts.SESSIONS_IN_SCOPE.format(marks=", ".join(f":{name}" for name in marks), scope=scope_sql),
+            {**marks, **scope_params}).fetchall()}
+        found += [{"file_id": row["file_id"], "score": row["score"]} for row in ranked if row["file_id"] in in_scope]
+        if len(ranked) < page:
+            break
+        skip += page
+        page *= 4  # a scope that holds few of the matches: larger pages
+    return found[:limit]
 
 
 class Catalog:
@@ -466,6 +507,56 @@ class Catalog:
         raise SessionOnOtherMachineError(f'Session "{info.id}" is on machine {machine}; resume it there with: '
                                          f"ssh {shlex.quote(host)} xcsh --resume {shlex.quote(str(info.path))}")
 
+    # -- the id width of listings ---------------------------------------------------------------------------
+
+    def watched_id_width(self) -> int | None:
+        """The id width at which every session `resume` looks at (this machine's, every project's) has its own
+        prefix, from the catalog's rows: the ids of their headers, and for a file whose header holds none the id
+        its name holds (core.paths.session_ids_of_names). A listing of this catalog shows some of these ids.
+
+        None unless a live watcher keeps the whole sessions root current (only then does the catalog hold every
+        project's files), the catalog is SQLite, it answers for this machine only and holds no file outside the
+        sessions root: the caller then reads the file names.
+        """
+        import operator
+
+        from sessdex.core.discovery import MIN_ID_PREFIX, id_prefix_length
+        from sessdex.core.paths import session_ids_of_names
+
+        reader = self._database().sqlite_reader()
+        if reader is None or self.all_machines:
+            return None
+        if not covered_by(read_heartbeat(self.location), Scope.of(root=self.sessions_root)):
+            return None
+        bounds, here = root_range(self.sessions_root), self.machine
+        if reader.execute(_OUTSIDE_ROOT_SQL, (here, bounds["root_lo"], here, bounds["root_hi"])).fetchone()[0]:
+            return None
+        count, joined = reader.execute(_SESSION_IDS_SQL, (here,)).fetchone()
+        known = joined.split(_ID_SEPARATOR) if joined else []
+        if len(known) != count:  # an id that holds the separator
+            known = [row[0] for row in reader.execute(
+                "SELECT session_id FROM session_files WHERE machine = ? AND session_id > ''", (here,))]
+        unnamed = session_ids_of_names(row[0] for row in reader.execute(_WITHOUT_ID_SQL, (here, here)))
+        # Only the ids whose first MIN_ID_PREFIX characters another id shares can need a longer prefix: the width of
+        # those few is the width of them all. Ten thousand ids: the prefixes are cut, sorted and compared in C
+        # (map, list.sort, list.index), only the shared ones are looked at in Python.
+        known += unnamed
+        prefixes = sorted(map(operator.itemgetter(slice(None, MIN_ID_PREFIX)), known))
+        same_as_next = list(map(operator.eq, prefixes, prefixes[1:]))
+        shared: list[str] = []
+        position = 0
+        while True:
+            try:
+                position = same_as_next.index(True, position) + 1
+            except ValueError:
+                break
+            if not shared or shared[-1] != prefixes[position]:
+                shared.append(prefixes[position])
+        close = [value for value in unnamed if value[:MIN_ID_PREFIX] in shared]
+        for prefix in shared:
+            close += [row[0] for row in reader.execute(_IDS_WITH_PREFIX_SQL, (here, prefix, prefix + ID_PREFIX_CEILING))]
+        return id_prefix_length(close)
+
     # -- recent sessions / newest session -------------------------------------------------------------------
 
     def recent_sessions_in(self, directories: Iterable[str | os.PathLike[str]],
@@ -628,9 +719,11 @@ class Catalog:
         ranked: dict[int, tuple[str, int, float]] = {}  # file id -> (kind, FTS rowid, score), best first
         session_rows: list[Any] = []
         for kind, scope_params in scopes:
-            scope_sql = fts.SCOPE_ROOT if kind == "root" else fts.SCOPE_DIRECTORIES
-            session_rows += reader.execute(fts.SEARCH_SESSIONS.format(scope=scope_sql),
-                                           {"query": query, "rows": limit, **scope_params}).fetchall()
+            if kind == "root":
+                session_rows += _best_sessions_in_scope(reader, query, fts.SCOPE_ROOT, scope_params, limit)
+            else:
+                session_rows += reader.execute(fts.SEARCH_SESSIONS.format(scope=fts.SCOPE_DIRECTORIES),
+                                               {"query": query, "rows": limit, **scope_params}).fetchall()
         for row in sorted(session_rows, key=lambda row: row["score"])[:limit]:
             ranked[row["file_id"]] = ("session", row["file_id"], row["score"])
         if len(ranked) < limit:

@@ -22,8 +22,6 @@ import contextlib
 import errno
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
 
 from sessdex.catalog.store.compiled_sql import SCHEMA_OBJECTS, SCHEMA_REVISION, SQL
 from sessdex.catalog.store.location import BUSY_TIMEOUT_MS, MMAP_BYTES, CatalogLocation
@@ -31,61 +29,69 @@ from sessdex.catalog.store.machine import host_name, with_machine
 from sessdex.core.errors import CatalogError
 from sessdex.core.paths import as_path
 
+TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping, Sequence
     from pathlib import Path
+    from typing import Any, Protocol
 
 # -- the seam ------------------------------------------------------------------------------------------
 
-class CatalogDatabase(Protocol):
-    """What the indexer and queries need from a catalog database, whatever the backend."""
+if TYPE_CHECKING:
+    class CatalogDatabase(Protocol):
+        """What the indexer and queries need from a catalog database, whatever the backend.
 
-    location: CatalogLocation
-    dialect: str
-    # This machine: the `machine` parameter of every statement unless the caller passes another one.
-    machine: str
+        Defined for the type checker only (importing `typing` would cost every command a few milliseconds): modules
+        import it under TYPE_CHECKING, for their annotations.
+        """
 
-    def fetchall(self, name: str, params: Mapping[str, Any] | None = None) -> list[Any]:
-        """Rows of the named statement; each row is indexable by column name."""
+        location: CatalogLocation
+        dialect: str
+        # This machine: the `machine` parameter of every statement unless the caller passes another one.
+        machine: str
 
-    def scalar(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
-        """The first column of the first row of the named statement, or None."""
+        def fetchall(self, name: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+            """Rows of the named statement; each row is indexable by column name."""
 
-    def fetch_tuples(self, name: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
-        """Rows of the named statement as plain tuples, in the statement's column order (the fast way)."""
+        def scalar(self, name: str, params: Mapping[str, Any] | None = None) -> Any:
+            """The first column of the first row of the named statement, or None."""
 
-    def execute(self, name: str, params: Mapping[str, Any] | None = None) -> None:
-        """Run the named statement (inside `write()`)."""
+        def fetch_tuples(self, name: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+            """Rows of the named statement as plain tuples, in the statement's column order (the fast way)."""
 
-    def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Run the named statement once per parameter set (inside `write()`)."""
+        def execute(self, name: str, params: Mapping[str, Any] | None = None) -> None:
+            """Run the named statement (inside `write()`)."""
 
-    def insert_returning_id(self, name: str, params: Mapping[str, Any]) -> int:
-        """Run a single-row INSERT (inside `write()`) and return the new row's id."""
+        def executemany(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+            """Run the named statement once per parameter set (inside `write()`)."""
 
-    def fts_executemany(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Run one SQLite FTS5 statement (from sessdex.catalog.store.fts) per row, inside `write()`; a no-op without FTS5."""
+        def insert_returning_id(self, name: str, params: Mapping[str, Any]) -> int:
+            """Run a single-row INSERT (inside `write()`) and return the new row's id."""
 
-    def write(self) -> contextlib.AbstractContextManager[None]:
-        """One write transaction; writes from other processes wait on the database lock."""
+        def fts_executemany(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+            """Run one SQLite FTS5 statement (from sessdex.catalog.store.fts) per row, inside `write()`; a no-op without FTS5."""
 
-    def sqlite_reader(self) -> sqlite3.Connection | None:
-        """The read connection when the backend is the stdlib SQLite one (for FTS), else None."""
+        def write(self) -> contextlib.AbstractContextManager[None]:
+            """One write transaction; writes from other processes wait on the database lock."""
 
-    def sqlite_writer(self) -> sqlite3.Connection | None:
-        """The read-write connection when the backend is the stdlib SQLite one (bulk loads), else None."""
+        def sqlite_reader(self) -> sqlite3.Connection | None:
+            """The read connection when the backend is the stdlib SQLite one (for FTS), else None."""
 
-    def revision(self) -> str | None:
-        """The Alembic revision the catalog is at (None: none yet)."""
+        def sqlite_writer(self) -> sqlite3.Connection | None:
+            """The read-write connection when the backend is the stdlib SQLite one (bulk loads), else None."""
 
-    def integrity_errors(self) -> list[str]:
-        """What the database's own integrity checks (and the FTS indexes') report; [] when all is well
-        or the backend has no such check."""
+        def revision(self) -> str | None:
+            """The Alembic revision the catalog is at (None: none yet)."""
 
-    def rebuild_full_text(self) -> bool:
-        """Rebuild the FTS indexes from their content tables; False when the backend has none."""
+        def integrity_errors(self) -> list[str]:
+            """What the database's own integrity checks (and the FTS indexes') report; [] when all is well
+            or the backend has no such check."""
 
-    def close(self) -> None:
-        """Close every connection."""
+        def rebuild_full_text(self) -> bool:
+            """Rebuild the FTS indexes from their content tables; False when the backend has none."""
+
+        def close(self) -> None:
+            """Close every connection."""
 
 
 def _uri_path(path: str | os.PathLike[str]) -> str:
@@ -319,7 +325,7 @@ def open_catalog(location: CatalogLocation, *, backend: str = "auto", machine: s
     machine whose rows the database reads and writes by default (default: the host name).
     """
     try:
-        if location.sqlite_path is not None:
+        if location.sqlite_file is not None:
             current = current_sqlite_catalog(location, machine)
             if current is None:
                 from sessdex.catalog.store.migrate import upgrade_catalog

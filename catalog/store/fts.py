@@ -36,6 +36,18 @@ FROM session_fts JOIN session_files ON session_files.id = session_fts.rowid
 WHERE session_fts MATCH :query AND session_files.header_valid = 1 AND session_files.message_count > 0 {scope}
 ORDER BY score LIMIT :rows
 """
+# Every project's sessions (a root scope, where nearly every match is in scope): the best matches ranked in the
+# full-text index alone, a page at a time, then only those looked up in session_files for the scope's filter (by
+# rowid: NOT INDEXED keeps the planner from walking the scope's path index instead). The join of SEARCH_SESSIONS
+# would read the wide session_files row of every match (thousands for a common word).
+RANKED_SESSIONS = """
+SELECT rowid AS file_id, bm25(session_fts, 10.0, 1.0) AS score FROM session_fts WHERE session_fts MATCH :query
+ORDER BY score LIMIT :rows OFFSET :skip
+"""
+SESSIONS_IN_SCOPE = """
+SELECT session_files.id FROM session_files NOT INDEXED
+WHERE session_files.id IN ({marks}) AND session_files.header_valid = 1 AND session_files.message_count > 0 {scope}
+"""
 SEARCH_MESSAGES = """
 SELECT messages.file_id AS file_id, message_fts.rowid AS message_id, min(message_fts.rank) AS score
 FROM message_fts JOIN messages ON messages.id = message_fts.rowid

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -36,7 +36,6 @@ from sessdex.catalog.queries.git_repo import repository_dirs, under_any
 from sessdex.catalog.queries.naming import display_name
 from sessdex.catalog.queries.sessions import Catalog, SearchHit
 from sessdex.catalog.secrets import redact, redact_value
-from sessdex.catalog.store.db import CatalogDatabase
 from sessdex.catalog.store.settings import Settings
 from sessdex.core.context import build_session_context
 from sessdex.core.marks import marks_match
@@ -44,6 +43,9 @@ from sessdex.core.runtime import SessionRuntime
 from sessdex.core.summary import SessionInfo
 from sessdex.core.usage import UsageReport, model_name
 from sessdex.core.usage_terms import DateRange, ReportKind
+
+if TYPE_CHECKING:
+    from sessdex.catalog.store.db import CatalogDatabase
 
 FRESH_SECONDS = 2.0
 # How long one background pass may spend on the message-text index a first index left unfinished (the lock is

@@ -116,6 +116,48 @@ def test_all_messages_text_is_loaded_only_when_read_and_even_after_close(paths: 
     assert info.all_messages_text == "alpha beta"
 
 
+# -- the id width of listings --------------------------------------------------------------------------
+
+def test_under_a_live_watcher_the_id_width_comes_from_the_catalog_not_from_walking_the_files(paths: AgentPaths,
+                                                                                             monkeypatch):
+    # Ids of two projects that share their first 15 characters (one session has no message: resume looks at it
+    # too), and a file without a header whose name holds an id sharing 16 with one of them: 17 tell them apart.
+    from sessdex.catalog.queries import session_ids
+
+    here, there = project(paths, "here"), project(paths, "there")
+    session(paths, here, "abcdefgh10000001", user("one"), name="2025-01-01T00-00-00-000Z_abcdefgh10000001.jsonl")
+    session(paths, there, "abcdefgh20000001", user("two"), name="2025-01-01T00-00-01-000Z_abcdefgh20000001.jsonl")
+    session(paths, there, "abcdefgh2000000x", name="2025-01-01T00-00-02-000Z_abcdefgh2000000x.jsonl")
+    write_file(paths.project_session_dir(there) / "2025-01-01T00-00-03-000Z_abcdefgh10000001z.jsonl",
+               jsonl([user("no header")]), BASE_MS)
+    with open_catalog_for(paths) as catalog:
+        catalog.list_all_sessions()
+        walked = session_ids.resume_id_width(catalog, ["abcdefgh10000001"])
+        assert walked == 17
+        catalog.location.watcher_path.write_text(f"{os.getpid()}\n{paths.sessions_root}\n", encoding="utf-8")
+
+        def no_walk(_root: str) -> list[str]:
+            raise AssertionError("the session files were walked")
+
+        monkeypatch.setattr(session_ids, "ids_from_file_names", no_walk)
+        assert catalog.watched_id_width() == walked
+        assert session_ids.resume_id_width(catalog, ["abcdefgh10000001"]) == walked
+
+
+def test_without_a_watcher_of_the_whole_root_the_id_width_is_not_the_catalogs_one(paths: AgentPaths):
+    # A listing refreshes only its project's folders: another project's files may be missing from the catalog.
+    here = project(paths, "here")
+    session(paths, here, "abcdefgh10000001", user("one"))
+    with open_catalog_for(paths) as catalog:
+        catalog.list_sessions(here)
+        assert catalog.watched_id_width() is None
+        catalog.location.watcher_path.write_text(f"{os.getpid()}\n{paths.project_session_dir(here)}\n",
+                                                 encoding="utf-8")
+        assert catalog.watched_id_width() is None
+        catalog.location.watcher_path.write_text(f"{os.getpid()}\n{paths.sessions_root}\n", encoding="utf-8")
+        assert catalog.watched_id_width() == 8  # one session, and a watcher of every project
+
+
 # -- resume by id ---------------------------------------------------------------------------------------
 
 def test_resume_lookup_reports_ambiguity_with_every_candidate(paths: AgentPaths):
@@ -180,6 +222,36 @@ def test_search_returns_limit_sessions_however_many_messages_of_one_session_matc
         assert len({hit.session.id for hit in hits}) == 3
         assert all(hit.field == "message" and "[zeppelin]" in hit.snippet for hit in hits)
         assert len(catalog.search("zeppelin", cwd, limit=10)) == 4
+
+
+def test_every_projects_search_ranks_in_the_index_first_and_skips_matches_out_of_scope(paths: AgentPaths):
+    # Every project's search ranks title matches in the full-text index a page at a time and keeps those in scope:
+    # here the best 60 matches (their titles say "orbit" the most) are sessions without a message, never listed,
+    # so several pages are ranked; the answer is the join's (fts.SEARCH_SESSIONS), in its order.
+    from sessdex.catalog.index.reconcile import root_range
+    from sessdex.catalog.queries.sessions import _best_sessions_in_scope
+    from sessdex.catalog.store import fts
+
+    cwd = project(paths, "proj")
+    folder = paths.project_session_dir(cwd)
+    for number in range(60):
+        write_file(folder / f"2{number:015d}.jsonl", jsonl([header(f"2{number:015d}", cwd, title="orbit orbit")]),
+                   BASE_MS + number)
+    for number in range(30):
+        title = f"orbit {'and more words ' * (number % 4)}"
+        write_file(folder / f"3{number:015d}.jsonl", jsonl([header(f"3{number:015d}", cwd, title=title),
+                                                            user("hello")]), BASE_MS + number)
+    with open_catalog_for(paths) as catalog:
+        hits = catalog.search("orbit", None)
+        assert len(hits) == 20 and all(hit.session.id.startswith("3") for hit in hits)
+        reader = catalog.db.sqlite_reader()
+        scope = {**root_range(catalog.sessions_root), "machine": catalog.machine}
+        for limit in (1, 20, 40):
+            joined = [(row["file_id"], row["score"]) for row in reader.execute(
+                fts.SEARCH_SESSIONS.format(scope=fts.SCOPE_ROOT), {"query": '"orbit"*', "rows": limit, **scope})]
+            ranked = [(row["file_id"], row["score"])
+                      for row in _best_sessions_in_scope(reader, '"orbit"*', fts.SCOPE_ROOT, scope, limit)]
+            assert ranked == joined and len(ranked) == min(limit, 30)
 
 
 def test_search_sees_deleted_and_appended_sessions_at_once(paths: AgentPaths):
