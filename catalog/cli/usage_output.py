@@ -67,7 +67,7 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
             from sessdex.catalog.queries.usage import add_session_marks
 
             add_session_marks(report, source.marks())
-        progress = source.content_index_progress()
+        progress = source.content_index_progress(text=False)
     if progress is not None:
         echo(f"sessdex: the usage figures are incomplete: {progress.percent}% of the content index is built "
              f"({progress.done} of {progress.total} {progress.unit}) until `sessdex index` or `sessdex watch` "

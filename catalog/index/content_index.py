@@ -9,8 +9,12 @@ stores their message rows, full-text entries and usage facts; after the last, it
 Readers and the watcher are never blocked for long, and an interrupted fill resumes where it stopped.
 A file that changed since its row was written is indexed again from the start the ordinary way.
 
-A catalog written by an earlier version may instead hold message rows without their `message_fts`
-entries (`sessdex.catalog.store.fts.BACKLOG_KEY`): those are copied into `message_fts` afterwards.
+A bulk run of a full first index (`sessdex.catalog.index.bulk_writer`), like a catalog written by an earlier
+version, leaves message rows without their `message_fts` entries (`sessdex.catalog.store.fts.BACKLOG_KEY`): those
+are copied into `message_fts` afterwards, CHUNK_ROWS rows per statement and transaction. FTS5 writes its pending
+terms out as a new segment whenever they pass its `hashsize` (1 MiB by default), and every segment is merged again
+later; a fill transaction raises it (FILL_HASH_BYTES) so that a chunk becomes one segment, which makes the fill
+about a quarter cheaper.
 Once both backlogs are gone the catalog holds exactly what a single full index writes (tests compare
 the two). SQLite catalogs only: only they have FTS5 and bulk runs.
 """
@@ -25,6 +29,8 @@ from sessdex.catalog.store.db import CatalogDatabase, SqliteCatalog
 
 CHUNK_ROWS = 20_000  # message rows per transaction of the message-text backlog: about 0.1-0.3 s of FTS5 work
 CHUNK_BYTES = 8 << 20  # bytes of session files read per transaction of the content backlog: about 0.1-0.3 s
+FILL_HASH_BYTES = 128 << 20  # FTS5's pending-terms limit while a chunk of the message-text backlog is copied
+DEFAULT_HASH_BYTES = 1 << 20  # FTS5's own default, put back before each fill transaction commits
 
 
 class ContentProgress:
@@ -44,8 +50,9 @@ class ContentProgress:
         return 100 * self.done // max(self.total, 1)
 
 
-def content_backlog(db: CatalogDatabase) -> ContentProgress | None:
-    """How far the content (message rows, full-text entries, usage facts) is while incomplete, else None."""
+def content_backlog(db: CatalogDatabase, *, text: bool = True) -> ContentProgress | None:
+    """How far the content (message rows, full-text entries, usage facts) is while incomplete, else None.
+    `text=False`: None once only message-text entries are left (message rows and usage facts are complete)."""
     if not isinstance(db, SqliteCatalog):
         return None
     reader = db.sqlite_reader()
@@ -53,6 +60,8 @@ def content_backlog(db: CatalogDatabase) -> ContentProgress | None:
     if files is not None:
         first, done, end = files
         return ContentProgress(done - first + 1, end - first + 1, "sessions")
+    if not text:
+        return None
     progress = fts.backlog_progress(reader)
     return None if progress is None else ContentProgress(*progress, "messages")
 
@@ -101,6 +110,15 @@ def fill_content_index(db: CatalogDatabase, *, deadline: float | None = None,
     return _fill_message_fts(db, deadline, progress, chunk_rows or CHUNK_ROWS)
 
 
+def fill_message_text(db: CatalogDatabase, *, deadline: float | None = None,
+                      progress: Callable[[ContentProgress], None] | None = None) -> bool:
+    """Complete the message-text backlog only (the `message_fts` entries of message rows written without them),
+    as `fill_content_index` would: True when none is left, False when `deadline` passed first."""
+    if not isinstance(db, SqliteCatalog) or fts.read_backlog(db.sqlite_reader()) is None:
+        return True
+    return _fill_message_fts(db, deadline, progress, CHUNK_ROWS)
+
+
 def _fill_files(db: SqliteCatalog, deadline: float | None, progress: Callable[[ContentProgress], None] | None,
                 chunk_bytes: int) -> bool:
     from sessdex.catalog.index.indexer import Indexer
@@ -136,7 +154,9 @@ def _fill_message_fts(db: SqliteCatalog, deadline: float | None, progress: Calla
                 return True
             first, done, end = backlog
             upto = min(done + chunk_rows, end)
+            connection.execute(fts.SET_MESSAGE_HASH_SIZE, (FILL_HASH_BYTES,))
             connection.execute(fts.FILL_BACKLOG, (done, upto))
+            connection.execute(fts.SET_MESSAGE_HASH_SIZE, (DEFAULT_HASH_BYTES,))
             fts.write_backlog(connection, first, upto, end)
         if progress is not None:
             progress(ContentProgress(upto - first + 1, end - first + 1, "messages"))

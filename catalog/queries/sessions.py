@@ -420,7 +420,8 @@ class Catalog:
         listed = scan_files(scope, with_stat=False)
         if catalog_paths(db, scope).issuperset(listed):
             return None
-        named = [path for path in listed if _name_id(path).startswith(value)]
+        marker = "_" + value  # in every path whose name's id starts with `value`: a cheap first filter
+        named = [path for path in listed if marker in path and _name_id(path).startswith(value)]
         infos = sorted(_read_infos(named, include_empty=True), key=lambda info: info.modified, reverse=True)
         return match_session_id(value, infos)  # newest first, as every listing of candidates
 
@@ -624,7 +625,7 @@ class Catalog:
         from sessdex.catalog.store import fts  # search only: the listings never use it
 
         reader.execute("PRAGMA mmap_size = 0")
-        self._fill_content_index()
+        self._fill_content_index(text=True)
         ranked: dict[int, tuple[str, int, float]] = {}  # file id -> (kind, FTS rowid, score), best first
         session_rows: list[Any] = []
         for kind, scope_params in scopes:
@@ -661,19 +662,36 @@ class Catalog:
             found.append((file_id, field, snippet or "", score))
         return found
 
-    def _fill_content_index(self) -> None:
-        """Spend up to SEARCH_FILL_SECONDS completing a message-text index a first index left unfinished.
+    def _fill_content_index(self, *, text: bool) -> None:
+        """Spend up to SEARCH_FILL_SECONDS on the content a first index left for later (files read again for
+        their message rows and usage facts); with `text` (a search), then complete the message-text index if
+        only that is left: its rows are in the catalog already, and copying them into the full-text index is
+        what a search needs to answer exactly as it will once the index is complete.
 
         At least one chunk is indexed, so a small backlog is always completed. A catalog that cannot be
         written to (read-only file, a busy writer) is searched as it is: `content_index_progress` says how far.
         """
-        if not self._content_incomplete():
+        if not self._content_incomplete(text=text):
             return
-        from sessdex.catalog.index.content_index import fill_content_index
+        from sessdex.catalog.index import pass_progress
+        from sessdex.catalog.index.content_index import content_backlog, fill_content_index, fill_message_text
 
         db = self._database()
         try:
-            fill_content_index(db, deadline=time.monotonic() + SEARCH_FILL_SECONDS)
+            if fill_content_index(db, deadline=time.monotonic() + SEARCH_FILL_SECONDS) or not text:
+                return
+            backlog = content_backlog(db)
+            if backlog is None or backlog.unit != "messages":
+                return  # files are still to be read: searched as they are, and said so
+            done = [backlog.done]
+            with pass_progress.reporting("Indexing message text", backlog.total - backlog.done) as advance:
+
+                def report(progress: ContentProgress) -> None:
+                    if advance is not None:
+                        advance(progress.done - done[0])
+                    done[0] = progress.done
+
+                fill_message_text(db, progress=report)
         except sqlite3.Error:
             pass
 
@@ -683,22 +701,24 @@ class Catalog:
 
         return fresh_marks(self._database(), self.paths)
 
-    def content_index_progress(self) -> ContentProgress | None:
-        """How far the content index (message text, usage facts) is while it is still being filled, else None."""
-        if not self._content_incomplete():
+    def content_index_progress(self, *, text: bool = True) -> ContentProgress | None:
+        """How far the content index (message text, usage facts) is while it is still being filled, else None.
+        `text=False` (usage): only the files whose usage facts are still to be read count."""
+        if not self._content_incomplete(text=text):
             return None
         from sessdex.catalog.index.content_index import content_backlog
 
-        return content_backlog(self._database())
+        return content_backlog(self._database(), text=text)
 
-    def _content_incomplete(self) -> bool:
+    def _content_incomplete(self, *, text: bool = True) -> bool:
         """Whether a first index left content for later (catalog.index.content_index), asked without importing it:
-        `usage` and `search` ask on every run."""
+        `usage` and `search` ask on every run. `text=False`: files still to be read (not message text only)."""
         from sessdex.catalog.store import fts
 
         reader = self._database().sqlite_reader()
+        keys = (fts.BACKLOG_KEY, fts.FILES_BACKLOG_KEY) if text else (fts.FILES_BACKLOG_KEY, fts.FILES_BACKLOG_KEY)
         return reader is not None and reader.execute(
-            "SELECT 1 FROM catalog_meta WHERE key IN (?, ?)", (fts.BACKLOG_KEY, fts.FILES_BACKLOG_KEY)).fetchone() is not None
+            "SELECT 1 FROM catalog_meta WHERE key IN (?, ?)", keys).fetchone() is not None
 
     # -- the picker --------------------------------------------------------------------------------------
 
@@ -822,7 +842,7 @@ class Catalog:
             folders = self.project_dirs(cwd, None)
             self.refresh(Scope.of(folders))
             scope_name, parts = "in_directories", self.machine_scopes(folders, cwd)
-        self._fill_content_index()
+        self._fill_content_index(text=False)
         return scope_name, parts
 
 

@@ -136,9 +136,10 @@ class SessionSource(Protocol):
                      days: DateRange) -> UsageReport:
         """`sessdex usage KIND`: tokens and cost of the project's sessions (or every project's) per row of KIND."""
 
-    def content_index_progress(self) -> Any:
+    def content_index_progress(self, *, text: bool = True) -> Any:
         """How far the content (message text, usage facts) a first index left for later is, while it is
-        incomplete (a `catalog.index.content_index.ContentProgress`), else None."""
+        incomplete (a `catalog.index.content_index.ContentProgress`), else None. `text=False` (usage): None once
+        only the message-text index is left (usage facts are complete)."""
 
     def marks(self) -> dict[str, Any]:
         """Session id -> its current marks (`sessdex.core.marks.Marks`): pins, stars, tags, notes."""
