@@ -111,8 +111,29 @@ def _read_infos(paths: Iterable[str], include_empty: bool) -> list[SessionInfo]:
 
 
 def _newest_first(infos: list[SessionInfo]) -> list[SessionInfo]:
-    """`infos` in the file scan's order: newest modification first, ties by path."""
-    return sorted(infos, key=lambda info: (-info.modified.timestamp(), info.path_text))
+    """`infos` in the file scan's order: newest modification first, ties by path.
+
+    The file scan orders by the fractional milliseconds of the files' mtimes, finer than `modified` (whole
+    milliseconds): files modified within the same millisecond are ordered by their stat, looked at for those
+    files only."""
+    ordered = sorted(infos, key=lambda info: (-info.modified.timestamp(), info.path_text))
+    start = 0
+    while start < len(ordered):
+        end = start + 1
+        while end < len(ordered) and ordered[end].modified == ordered[start].modified:
+            end += 1
+        if end - start > 1:
+            ordered[start:end] = sorted(ordered[start:end], key=lambda info: (-_mtime_ms(info), info.path_text))
+        start = end
+    return ordered
+
+
+def _mtime_ms(info: SessionInfo) -> float:
+    """The file's mtime in fractional milliseconds, as the file scan orders by; `modified` when it cannot be read."""
+    try:
+        return os.stat(info.path_text).st_mtime_ns / 1_000_000
+    except OSError:
+        return info.modified.timestamp() * 1000
 
 
 class SearchHit(Value):
