@@ -142,6 +142,21 @@ def concurrent_scenarios(cli: list[str], env: dict[str, str], cwd: str, agent: P
           f"same sessions as --catalog off: {same}", flush=True)
 
 
+def wait_for_heartbeat(agent: Path, pid: int, timeout: float = 600.0) -> None:
+    """Wait until the watcher `pid` published its heartbeat (its initial scan is done: reads may trust it)."""
+    heartbeat = agent / "catalog.db.watcher"
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        try:
+            if heartbeat.read_text(encoding="utf-8").split("\n", 1)[0] == str(pid):
+                print(f"watcher ready after {time.monotonic() - started:.1f} s", flush=True)
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    print("the watcher published no heartbeat: the figures with it are without one", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agent-dir", type=Path, required=True)
@@ -149,6 +164,9 @@ def main() -> int:
     parser.add_argument("--word", default="parser")
     parser.add_argument("--skip-concurrent", action="store_true",
                         help="leave out resume/list --all while a first index or watch runs")
+    parser.add_argument("--commands-only", action="store_true",
+                        help="keep the catalog (it must be complete) and measure only the commands without and with "
+                             "a watcher")
     args = parser.parse_args()
     agent = args.agent_dir.resolve()
     root = agent / "sessions"
@@ -168,6 +186,14 @@ def main() -> int:
     print(f"corpus {agent}: {files} files; python -c pass {floor * 1000:.1f} ms (CPU {FLOOR_CPU_SECONDS[0] * 1000:.1f} "
           f"ms); read + parse {raw:.2f} s (CPU {raw_cpu:.2f} s); load average {os.getloadavg()[0]:.2f}", flush=True)
 
+    if not args.commands_only:
+        measure_first_index(cli, env, cwd, agent, raw, raw_cpu, prefix, floor, args.skip_concurrent)
+    measure_commands(cli, env, cwd, agent, prefix, floor, args)
+    return 0
+
+
+def measure_first_index(cli: list[str], env: dict[str, str], cwd: str, agent: Path, raw: float, raw_cpu: float,
+                        prefix: str, floor: float, skip_concurrent: bool) -> None:
     index_alone, index_rss, figures = first_index(cli, env, cwd, agent)
     index_cpu = LAST_CPU_SECONDS[0]
     print(f"first index alone: {index_alone:.2f} s = {index_alone / raw:.2f}x read + parse; peak RSS {index_rss} MB; "
@@ -178,9 +204,12 @@ def main() -> int:
               f"CPU {rows_cpu:.2f} s = {rows_cpu / raw_cpu:.2f}x; then the full-text entries: "
               f"{index_alone - rows:.2f} s, CPU {index_cpu - rows_cpu:.2f} s", flush=True)
 
-    if not args.skip_concurrent:  # each ends with a complete catalog, as the index alone left it
+    if not skip_concurrent:  # each ends with a complete catalog, as the index alone left it
         concurrent_scenarios(cli, env, cwd, agent, prefix, floor, index_alone)
 
+
+def measure_commands(cli: list[str], env: dict[str, str], cwd: str, agent: Path, prefix: str, floor: float,
+                     args: argparse.Namespace) -> None:
     commands = {"resume": ["resume", prefix, "--own-dir"], "list": ["list"], "recent": ["recent"],
                 "continue": ["continue"], "search --all": ["search", args.word, "--all"],
                 "usage daily --all": ["usage", "daily", "--all"]}
@@ -188,7 +217,7 @@ def main() -> int:
     watcher = subprocess.Popen([*cli, "watch"], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        time.sleep(3.0)
+        wait_for_heartbeat(agent, watcher.pid)
         with_watcher = {name: median_time([*cli, *argv], env, cwd, args.runs) for name, argv in commands.items()}
     finally:
         os.killpg(watcher.pid, signal.SIGTERM)
@@ -196,7 +225,7 @@ def main() -> int:
     for name in commands:
         print(f"{name}: without a watcher {without[name] * 1000:.0f} ms = {without[name] / floor:.1f}x, with one "
               f"{with_watcher[name] * 1000:.0f} ms = {with_watcher[name] / floor:.1f}x python -c pass", flush=True)
-    return 0
+    print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
 
 
 if __name__ == "__main__":
