@@ -11,10 +11,7 @@ A file that changed since its row was written is indexed again from the start th
 
 A bulk run of a full first index (`sessdex.catalog.index.bulk_writer`), like a catalog written by an earlier
 version, leaves message rows without their `message_fts` entries (`sessdex.catalog.store.fts.BACKLOG_KEY`): those
-are copied into `message_fts` afterwards, CHUNK_ROWS rows per statement and transaction. FTS5 writes its pending
-terms out as a new segment whenever they pass its `hashsize` (1 MiB by default), and every segment is merged again
-later; a fill transaction raises it (FILL_HASH_BYTES) so that a chunk becomes one segment, which makes the fill
-about a quarter cheaper.
+are copied into `message_fts` afterwards (`sessdex.catalog.index.text_fill`).
 Once both backlogs are gone the catalog holds exactly what a single full index writes (tests compare
 the two). SQLite catalogs only: only they have FTS5 and bulk runs.
 """
@@ -24,30 +21,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from sessdex.catalog.index.text_fill import CHUNK_ROWS, ContentProgress, fill_message_fts, fill_message_text
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import CatalogDatabase, SqliteCatalog
 
-CHUNK_ROWS = 20_000  # message rows per transaction of the message-text backlog: about 0.1-0.3 s of FTS5 work
+# Names of the message-text half (catalog.index.text_fill) that callers of this module use.
+__all__ = ["CHUNK_ROWS", "ContentProgress", "content_backlog", "fill_content_index", "fill_message_text"]
+
 CHUNK_BYTES = 8 << 20  # bytes of session files read per transaction of the content backlog: about 0.1-0.3 s
-FILL_HASH_BYTES = 128 << 20  # FTS5's pending-terms limit while a chunk of the message-text backlog is copied
-DEFAULT_HASH_BYTES = 1 << 20  # FTS5's own default, put back before each fill transaction commits
-
-
-class ContentProgress:
-    """How far the content of a first index is: `done` of `total` sessions read, or (an earlier version's
-    backlog) message rows indexed."""
-
-    __slots__ = ("done", "total", "unit")
-
-    def __init__(self, done: int, total: int, unit: str) -> None:
-        self.done = done
-        self.total = total
-        self.unit = unit  # "sessions" or "messages"
-
-    @property
-    def percent(self) -> int:
-        """The share done, rounded down."""
-        return 100 * self.done // max(self.total, 1)
 
 
 def content_backlog(db: CatalogDatabase, *, text: bool = True) -> ContentProgress | None:
@@ -107,16 +88,7 @@ def fill_content_index(db: CatalogDatabase, *, deadline: float | None = None,
         return True  # the common case, answered without a write transaction
     if not _fill_files(db, deadline, progress, chunk_bytes or CHUNK_BYTES):
         return False
-    return _fill_message_fts(db, deadline, progress, chunk_rows or CHUNK_ROWS)
-
-
-def fill_message_text(db: CatalogDatabase, *, deadline: float | None = None,
-                      progress: Callable[[ContentProgress], None] | None = None) -> bool:
-    """Complete the message-text backlog only (the `message_fts` entries of message rows written without them),
-    as `fill_content_index` would: True when none is left, False when `deadline` passed first."""
-    if not isinstance(db, SqliteCatalog) or fts.read_backlog(db.sqlite_reader()) is None:
-        return True
-    return _fill_message_fts(db, deadline, progress, CHUNK_ROWS)
+    return fill_message_fts(db, deadline, progress, chunk_rows or CHUNK_ROWS)
 
 
 def _fill_files(db: SqliteCatalog, deadline: float | None, progress: Callable[[ContentProgress], None] | None,
@@ -140,27 +112,5 @@ def _fill_files(db: SqliteCatalog, deadline: float | None, progress: Callable[[C
             fts.write_files_backlog(connection, (first, upto, end))
         if progress is not None:
             progress(ContentProgress(upto - first + 1, end - first + 1, "sessions"))
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
-
-
-def _fill_message_fts(db: SqliteCatalog, deadline: float | None, progress: Callable[[ContentProgress], None] | None,
-                      chunk_rows: int) -> bool:
-    connection = db.writer_connection()
-    while True:
-        with db.write():
-            backlog = fts.read_backlog(connection)
-            if backlog is None:
-                return True
-            first, done, end = backlog
-            upto = min(done + chunk_rows, end)
-            connection.execute(fts.SET_MESSAGE_HASH_SIZE, (FILL_HASH_BYTES,))
-            connection.execute(fts.FILL_BACKLOG, (done, upto))
-            connection.execute(fts.SET_MESSAGE_HASH_SIZE, (DEFAULT_HASH_BYTES,))
-            fts.write_backlog(connection, first, upto, end)
-        if progress is not None:
-            progress(ContentProgress(upto - first + 1, end - first + 1, "messages"))
-        if upto >= end:
-            return True
         if deadline is not None and time.monotonic() >= deadline:
             return False

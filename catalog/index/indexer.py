@@ -347,7 +347,7 @@ class Indexer:
         while position < len(keys):
             _, position, reported = self._index_batch(keys, position, counts, progress, reported)
         if bulk_connection is not None and not self._defer_text and fts.read_backlog(bulk_connection) is not None:
-            from sessdex.catalog.index.content_index import fill_message_text
+            from sessdex.catalog.index.text_fill import fill_message_text
 
             fill_message_text(self.db)
         return counts

@@ -172,6 +172,9 @@ _PICKER_ROWS_SQL = (
 _PICKER_IDS_SQL = ("SELECT session_id FROM session_files "
                    "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
 _UNDER_ROOT_SQL = "path > ? AND path < ?"
+# The same for the first screen's rows: the unary plus keeps SQLite from walking the path index (and sorting every
+# row of the root by mtime) instead of the mtime index, newest first, up to the screen's last row.
+_UNDER_ROOT_NEWEST_SQL = "+path > ? AND +path < ?"
 _IN_FOLDERS_SQL = "directory IN ({marks})"
 _INFOS_BY_ID_SQL = ("SELECT id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, "
                     "created, parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
@@ -793,7 +796,8 @@ class Catalog:
             if reader is None or self.other_machines():
                 return None
         where, params = self._picker_where(cwd, session_dir, all_projects)
-        rows = _picker_rows(reader.execute(_PICKER_ROWS_SQL.format(where=where) + " LIMIT ?",
+        newest = _UNDER_ROOT_NEWEST_SQL if where == _UNDER_ROOT_SQL else where
+        rows = _picker_rows(reader.execute(_PICKER_ROWS_SQL.format(where=newest) + " LIMIT ?",
                                            (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params, limit)))
         ids = [session_id for session_id, in reader.execute(_PICKER_IDS_SQL.format(where=where),
                                                              (self.machine, *params))]
