@@ -5,7 +5,8 @@
 DIR is a generated corpus (scripts/gen_corpus.py; e.g. 10,000 sessions, or 100,000 in 1,000 projects with
 --shape small-messages). The catalog is `DIR/catalog.db`, deleted before each first-index scenario. Figures:
 - baselines: `python -c pass` (median of --runs) and reading + orjson-parsing every line of every session file;
-- first index alone (`sessdex index` on an empty catalog): wall time, ratio to read + parse, peak RSS;
+- first index alone (`sessdex index` on an empty catalog): wall and CPU time, ratios to read + parse's, peak RSS;
+  and when its rows were committed (listings, resume and usage complete; the full-text entries follow);
 - `resume PREFIX` issued 1 s after a first `index`, and 1 s after a first `watch`, starts on an empty catalog;
 - `list --all` issued 1 s after a first `index` starts: wall time, ratio to the index alone, and whether it lists
   the same sessions as `--catalog off`;
@@ -34,6 +35,7 @@ SESSDEX = str(Path(sys.executable).parent / "sessdex")
 
 LAST_CPU_SECONDS = [0.0]  # user + system CPU time of the last `timed` child
 READ_PARSE_CPU_SECONDS = [0.0]  # CPU time of the last read_and_parse
+FLOOR_CPU_SECONDS = [0.0]  # median CPU time of `python -c pass`
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int, str]:
@@ -52,20 +54,48 @@ def median_time(argv: list[str], env: dict[str, str], cwd: str, runs: int) -> fl
     return statistics.median(timed(argv, env, cwd)[0] for _ in range(runs))
 
 
+# Run in a child of its own: a parent that had read the corpus would pass its peak RSS on to every child it forks
+# (Linux keeps the high-water mark across exec), and the children's peak RSS is a figure of this benchmark.
+READ_AND_PARSE = """
+import sys
+from pathlib import Path
+import orjson
+files = 0
+for path in Path(sys.argv[1]).rglob("*.jsonl"):
+    files += 1
+    for line in path.read_bytes().splitlines():
+        try:
+            orjson.loads(line)
+        except orjson.JSONDecodeError:
+            pass
+print(files)
+"""
+
+
 def read_and_parse(root: Path) -> tuple[float, int]:
-    """Seconds to read and orjson-parse every line of every session file; the number of files."""
-    started = time.perf_counter()
-    cpu_started = time.process_time()
-    files = 0
-    for path in root.rglob("*.jsonl"):
-        files += 1
-        for line in path.read_bytes().splitlines():
-            try:
-                orjson.loads(line)
-            except orjson.JSONDecodeError:
-                pass
-    READ_PARSE_CPU_SECONDS[0] = time.process_time() - cpu_started
-    return time.perf_counter() - started, files
+    """Seconds to read and orjson-parse every line of every session file (CPU time in READ_PARSE_CPU_SECONDS);
+    the number of files."""
+    seconds, _rss, out = timed([sys.executable, "-c", READ_AND_PARSE, str(root)], dict(os.environ), str(root))
+    READ_PARSE_CPU_SECONDS[0] = LAST_CPU_SECONDS[0]
+    return seconds, int(out)
+
+
+def first_index(cli: list[str], env: dict[str, str], cwd: str, agent: Path) -> tuple[float, int, dict | None]:
+    """A first index on an empty catalog: (seconds, peak RSS in MB, the figures of its bulk run or None).
+
+    The bulk run's figures (SESSDEX_INDEX_STATS) say when its rows were committed: from then on listings, resume
+    and usage are complete, and only the full-text entries of the message rows are still being written."""
+    remove_catalog(agent)
+    stats = agent / "bench-index-stats.json"
+    stats.unlink(missing_ok=True)
+    started = time.time()
+    seconds, rss, _ = timed([*cli, "index"], {**env, "SESSDEX_INDEX_STATS": str(stats)}, cwd)
+    figures = None
+    if stats.exists():
+        figures = orjson.loads(stats.read_bytes().splitlines()[0])
+        figures["rows_seconds"] = figures["ended_at"] - started
+        stats.unlink()
+    return seconds, rss, figures
 
 
 def remove_catalog(agent: Path) -> None:
@@ -89,8 +119,10 @@ def concurrent_scenarios(cli: list[str], env: dict[str, str], cwd: str, agent: P
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         time.sleep(1.0)
         seconds, _rss, out = timed([*cli, "resume", prefix, "--own-dir"], env, cwd)
+        cpu = LAST_CPU_SECONDS[0]
         print(f"resume {prefix} 1 s after a first `{writer}`: {seconds * 1000:.0f} ms = {seconds / floor:.1f}x "
-              f"python -c pass ({'found' if out.strip() else 'NOT FOUND'})", flush=True)
+              f"python -c pass; CPU {cpu * 1000:.0f} ms = {cpu / FLOOR_CPU_SECONDS[0]:.1f}x python -c pass's "
+              f"({'found' if out.strip() else 'NOT FOUND'})", flush=True)
         if writer == "index":
             background.wait()
         else:
@@ -110,6 +142,21 @@ def concurrent_scenarios(cli: list[str], env: dict[str, str], cwd: str, agent: P
           f"same sessions as --catalog off: {same}", flush=True)
 
 
+def wait_for_heartbeat(agent: Path, pid: int, timeout: float = 600.0) -> None:
+    """Wait until the watcher `pid` published its heartbeat (its initial scan is done: reads may trust it)."""
+    heartbeat = agent / "catalog.db.watcher"
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        try:
+            if heartbeat.read_text(encoding="utf-8").split("\n", 1)[0] == str(pid):
+                print(f"watcher ready after {time.monotonic() - started:.1f} s", flush=True)
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    print("the watcher published no heartbeat: the figures with it are without one", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agent-dir", type=Path, required=True)
@@ -117,6 +164,9 @@ def main() -> int:
     parser.add_argument("--word", default="parser")
     parser.add_argument("--skip-concurrent", action="store_true",
                         help="leave out resume/list --all while a first index or watch runs")
+    parser.add_argument("--commands-only", action="store_true",
+                        help="keep the catalog (it must be complete) and measure only the commands without and with "
+                             "a watcher")
     args = parser.parse_args()
     agent = args.agent_dir.resolve()
     root = agent / "sessions"
@@ -125,19 +175,41 @@ def main() -> int:
     cwd = str(Path.home())
     cli = [SESSDEX]
     prefix, _folder = one_session(root)
+    floor_cpu = []
+    for _ in range(max(5, args.runs)):
+        timed([sys.executable, "-c", "pass"], env, cwd)
+        floor_cpu.append(LAST_CPU_SECONDS[0])
+    FLOOR_CPU_SECONDS[0] = statistics.median(floor_cpu)
     floor = median_time([sys.executable, "-c", "pass"], env, cwd, max(5, args.runs))
     raw, files = read_and_parse(root)
-    print(f"corpus {agent}: {files} files; python -c pass {floor * 1000:.1f} ms; read + parse {raw:.2f} s", flush=True)
+    raw_cpu = READ_PARSE_CPU_SECONDS[0]
+    print(f"corpus {agent}: {files} files; python -c pass {floor * 1000:.1f} ms (CPU {FLOOR_CPU_SECONDS[0] * 1000:.1f} "
+          f"ms); read + parse {raw:.2f} s (CPU {raw_cpu:.2f} s); load average {os.getloadavg()[0]:.2f}", flush=True)
 
-    remove_catalog(agent)
-    index_alone, index_rss, _ = timed([*cli, "index"], env, cwd)
+    if not args.commands_only:
+        measure_first_index(cli, env, cwd, agent, raw, raw_cpu, prefix, floor, args.skip_concurrent)
+    measure_commands(cli, env, cwd, agent, prefix, floor, args)
+    return 0
+
+
+def measure_first_index(cli: list[str], env: dict[str, str], cwd: str, agent: Path, raw: float, raw_cpu: float,
+                        prefix: str, floor: float, skip_concurrent: bool) -> None:
+    index_alone, index_rss, figures = first_index(cli, env, cwd, agent)
+    index_cpu = LAST_CPU_SECONDS[0]
     print(f"first index alone: {index_alone:.2f} s = {index_alone / raw:.2f}x read + parse; peak RSS {index_rss} MB; "
-          f"CPU {LAST_CPU_SECONDS[0]:.2f} s = {LAST_CPU_SECONDS[0] / READ_PARSE_CPU_SECONDS[0]:.2f}x read + parse's "
-          f"{READ_PARSE_CPU_SECONDS[0]:.2f} s", flush=True)
+          f"CPU {index_cpu:.2f} s = {index_cpu / raw_cpu:.2f}x read + parse's", flush=True)
+    if figures is not None:
+        rows, rows_cpu = figures["rows_seconds"], figures["main_cpu_seconds"]
+        print(f"  of which its rows (listings, resume, usage complete): {rows:.2f} s = {rows / raw:.2f}x read + parse, "
+              f"CPU {rows_cpu:.2f} s = {rows_cpu / raw_cpu:.2f}x; then the full-text entries: "
+              f"{index_alone - rows:.2f} s, CPU {index_cpu - rows_cpu:.2f} s", flush=True)
 
-    if not args.skip_concurrent:  # each ends with a complete catalog, as the index alone left it
+    if not skip_concurrent:  # each ends with a complete catalog, as the index alone left it
         concurrent_scenarios(cli, env, cwd, agent, prefix, floor, index_alone)
 
+
+def measure_commands(cli: list[str], env: dict[str, str], cwd: str, agent: Path, prefix: str, floor: float,
+                     args: argparse.Namespace) -> None:
     commands = {"resume": ["resume", prefix, "--own-dir"], "list": ["list"], "recent": ["recent"],
                 "continue": ["continue"], "search --all": ["search", args.word, "--all"],
                 "usage daily --all": ["usage", "daily", "--all"]}
@@ -145,7 +217,7 @@ def main() -> int:
     watcher = subprocess.Popen([*cli, "watch"], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        time.sleep(3.0)
+        wait_for_heartbeat(agent, watcher.pid)
         with_watcher = {name: median_time([*cli, *argv], env, cwd, args.runs) for name, argv in commands.items()}
     finally:
         os.killpg(watcher.pid, signal.SIGTERM)
@@ -153,7 +225,7 @@ def main() -> int:
     for name in commands:
         print(f"{name}: without a watcher {without[name] * 1000:.0f} ms = {without[name] / floor:.1f}x, with one "
               f"{with_watcher[name] * 1000:.0f} ms = {with_watcher[name] / floor:.1f}x python -c pass", flush=True)
-    return 0
+    print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ def index_changes(db: CatalogDatabase, scope: Scope, *, show_progress: bool) -> 
     sizes = {path: key[2] for path in changed if (key := on_disk[path]) is not None}
     total = sum(sizes.values())
     with index_lock(db.location), ProgressBar(total, "Indexing", hidden=not show_progress) as bar:
-        failures = index_files(db, [*sorted(changed), *vanished], retry_among=on_disk,
+        failures = index_files(db, [*sorted(changed), *vanished], retry_among=on_disk, defer_text=True,
                                progress=lambda path, _outcome: bar.update(sizes.get(path, 0)))
     return len(changed), total, len(vanished), len(failures)
 

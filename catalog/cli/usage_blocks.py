@@ -65,7 +65,7 @@ def run_blocks(source: SessionSource, days: DateRange, *, as_json: bool, json_fi
     blocks = blocks_in(source, days, now_ms)
     from sessdex.catalog.cli.usage_output import warn_if_incomplete
 
-    warn_if_incomplete(source.content_index_progress())
+    warn_if_incomplete(source.content_index_progress(text=False))
     if as_json:
         from sessdex.catalog.cli.usage_output import print_json_text, report_text
 

@@ -67,7 +67,7 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
             from sessdex.catalog.queries.usage import add_session_marks
 
             add_session_marks(report, source.marks())
-        progress = source.content_index_progress()
+        progress = source.content_index_progress(text=False)
     warn_if_incomplete(progress)
     if as_json:
         print_json_text(report_json(report, breakdown, json_fields))

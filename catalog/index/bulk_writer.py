@@ -8,9 +8,13 @@ waits for the interpreter's switch interval (5 ms), so row-by-row inserts from a
 slower than inline ones. Rows therefore travel as one JSON array per statement, unpacked by SQLite's
 `json_each`; a row JSON cannot carry exactly (a NUL character, a non-finite number, an integer
 beyond 64 bits) is bound as parameters of a statement of its own, as the ordinary writer binds it.
-The FTS5 rows of a part are copied from the rows just inserted, one statement per index: FTS5
-flushes its pending terms at the end of such a statement (see catalog.indexer._Writer), which costs
-little once per PART_CHARS of text.
+The `session_fts` rows of a part are copied from the file rows just inserted, one statement per part.
+The message texts' `message_fts` entries are not written here: every commit records the run's message
+rows as the catalog's message-text backlog (`sessdex.catalog.store.fts.BACKLOG_KEY`), and
+`sessdex.catalog.index.content_index` fills `message_fts` from them afterwards in a few large
+statements. Building the full-text index set-based costs far less than interleaving it with the row
+inserts (FTS5 flushes and merges its pending terms at the end of every statement), and listings,
+resume and usage do not need it, so they are complete sooner.
 
 With `listing_only` the run writes the files' rows only (its reader sends no texts and no usage facts), and
 every commit records them as the catalog's content backlog (`sessdex.catalog.store.fts.FILES_BACKLOG_KEY`):
@@ -240,6 +244,8 @@ class BulkWriter(WriterThread):
         self.listing_only = listing_only
         self._first_file_id = self._next_file_id
         self._last_written_file_id = self._next_file_id - 1  # written by the writer thread
+        self._first_message_id = self._next_message_id
+        self._last_written_message_id = self._next_message_id - 1  # written by the writer thread
         self._part = _Part()
         super().__init__()
 
@@ -322,12 +328,15 @@ class BulkWriter(WriterThread):
         if part.odd_messages:
             connection.executemany(INSERT_MESSAGE, part.odd_messages)
         if part.message_ids:
-            connection.execute(MESSAGE_FTS_FROM_ROWS, part.message_ids)
+            self._last_written_message_id = part.message_ids[1]
 
     def _commit(self) -> None:
         if self._connection.in_transaction:
             if self.listing_only:
                 first = self._first_file_id
                 fts.write_files_backlog(self._connection, (first, first - 1, self._last_written_file_id))
+            if self._last_written_message_id >= self._first_message_id:
+                first = self._first_message_id
+                fts.write_backlog(self._connection, first, first - 1, self._last_written_message_id)
             self._connection.commit()  # data_version stays: it counts other connections' commits only
         self.committed_batches += 1

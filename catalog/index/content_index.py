@@ -9,8 +9,9 @@ stores their message rows, full-text entries and usage facts; after the last, it
 Readers and the watcher are never blocked for long, and an interrupted fill resumes where it stopped.
 A file that changed since its row was written is indexed again from the start the ordinary way.
 
-A catalog written by an earlier version may instead hold message rows without their `message_fts`
-entries (`sessdex.catalog.store.fts.BACKLOG_KEY`): those are copied into `message_fts` afterwards.
+A bulk run of a full first index (`sessdex.catalog.index.bulk_writer`), like a catalog written by an earlier
+version, leaves message rows without their `message_fts` entries (`sessdex.catalog.store.fts.BACKLOG_KEY`): those
+are copied into `message_fts` afterwards (`sessdex.catalog.index.text_fill`).
 Once both backlogs are gone the catalog holds exactly what a single full index writes (tests compare
 the two). SQLite catalogs only: only they have FTS5 and bulk runs.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from sessdex.catalog.index.text_fill import CHUNK_ROWS, ContentProgress, fill_message_fts, fill_message_text
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import SqliteCatalog
 
@@ -27,29 +29,15 @@ TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from sessdex.catalog.store.db import CatalogDatabase
 
-CHUNK_ROWS = 20_000  # message rows per transaction of the message-text backlog: about 0.1-0.3 s of FTS5 work
+# Names of the message-text half (catalog.index.text_fill) that callers of this module use.
+__all__ = ["CHUNK_ROWS", "ContentProgress", "content_backlog", "fill_content_index", "fill_message_text"]
+
 CHUNK_BYTES = 8 << 20  # bytes of session files read per transaction of the content backlog: about 0.1-0.3 s
 
 
-class ContentProgress:
-    """How far the content of a first index is: `done` of `total` sessions read, or (an earlier version's
-    backlog) message rows indexed."""
-
-    __slots__ = ("done", "total", "unit")
-
-    def __init__(self, done: int, total: int, unit: str) -> None:
-        self.done = done
-        self.total = total
-        self.unit = unit  # "sessions" or "messages"
-
-    @property
-    def percent(self) -> int:
-        """The share done, rounded down."""
-        return 100 * self.done // max(self.total, 1)
-
-
-def content_backlog(db: CatalogDatabase) -> ContentProgress | None:
-    """How far the content (message rows, full-text entries, usage facts) is while incomplete, else None."""
+def content_backlog(db: CatalogDatabase, *, text: bool = True) -> ContentProgress | None:
+    """How far the content (message rows, full-text entries, usage facts) is while incomplete, else None.
+    `text=False`: None once only message-text entries are left (message rows and usage facts are complete)."""
     if not isinstance(db, SqliteCatalog):
         return None
     reader = db.sqlite_reader()
@@ -57,6 +45,8 @@ def content_backlog(db: CatalogDatabase) -> ContentProgress | None:
     if files is not None:
         first, done, end = files
         return ContentProgress(done - first + 1, end - first + 1, "sessions")
+    if not text:
+        return None
     progress = fts.backlog_progress(reader)
     return None if progress is None else ContentProgress(*progress, "messages")
 
@@ -102,7 +92,7 @@ def fill_content_index(db: CatalogDatabase, *, deadline: float | None = None,
         return True  # the common case, answered without a write transaction
     if not _fill_files(db, deadline, progress, chunk_bytes or CHUNK_BYTES):
         return False
-    return _fill_message_fts(db, deadline, progress, chunk_rows or CHUNK_ROWS)
+    return fill_message_fts(db, deadline, progress, chunk_rows or CHUNK_ROWS)
 
 
 def _fill_files(db: SqliteCatalog, deadline: float | None, progress: Callable[[ContentProgress], None] | None,
@@ -126,25 +116,5 @@ def _fill_files(db: SqliteCatalog, deadline: float | None, progress: Callable[[C
             fts.write_files_backlog(connection, (first, upto, end))
         if progress is not None:
             progress(ContentProgress(upto - first + 1, end - first + 1, "sessions"))
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
-
-
-def _fill_message_fts(db: SqliteCatalog, deadline: float | None, progress: Callable[[ContentProgress], None] | None,
-                      chunk_rows: int) -> bool:
-    connection = db.writer_connection()
-    while True:
-        with db.write():
-            backlog = fts.read_backlog(connection)
-            if backlog is None:
-                return True
-            first, done, end = backlog
-            upto = min(done + chunk_rows, end)
-            connection.execute(fts.FILL_BACKLOG, (done, upto))
-            fts.write_backlog(connection, first, upto, end)
-        if progress is not None:
-            progress(ContentProgress(upto - first + 1, end - first + 1, "messages"))
-        if upto >= end:
-            return True
         if deadline is not None and time.monotonic() >= deadline:
             return False

@@ -282,10 +282,13 @@ class Indexer:
     """Brings catalog rows up to date with session files; every method writes inside its own transaction."""
 
     def __init__(self, db: CatalogDatabase, *, clock: Callable[[], float] = time.time,
-                 defer_content: bool = False, content: bool | None = None) -> None:
+                 defer_content: bool = False, defer_text: bool = False, content: bool | None = None) -> None:
         """`defer_content`: a bulk run into an empty catalog writes the files' rows only (listing first) and leaves
         their message rows, full-text entries and usage facts to
         `sessdex.catalog.index.content_index.fill_content_index`, so that listings are visible sooner.
+        A bulk run always leaves the `message_fts` entries of its message rows for afterwards (see
+        `sessdex.catalog.index.bulk_writer`); `index_paths` writes them before it returns unless `defer_text`
+        (the caller then runs `fill_content_index` itself, e.g. with a progress bar of its own).
         `content=False` indexes metadata only (no message text); None: as this machine is registered."""
         self.db = db
         self._clock = clock
@@ -295,6 +298,7 @@ class Indexer:
             os.environ[REDACT_VARIABLE] = "1"
         self._writer = _Writer(db, content=self.content)
         self._defer_content = defer_content
+        self._defer_text = defer_text
         self.failures: list[FileFailure] = []  # files whose indexing raised (recorded as unreadable), oldest first
         self.skipped_names: list[str] = []  # paths that are not valid UTF-8, never stored
 
@@ -345,6 +349,10 @@ class Indexer:
             position, reported = self._index_into_empty_catalog(bulk_connection, keys, counts, progress)
         while position < len(keys):
             _, position, reported = self._index_batch(keys, position, counts, progress, reported)
+        if bulk_connection is not None and not self._defer_text and fts.read_backlog(bulk_connection) is not None:
+            from sessdex.catalog.index.text_fill import fill_message_text
+
+            fill_message_text(self.db)
         return counts
 
     def _index_batch(self, keys: list[str], start: int, counts: dict[Outcome, int],
@@ -794,6 +802,7 @@ def _report_bulk_run(bulk: BulkWriter | PostgresBulkWriter, files: int, refresh_
                "usage_refresh_cpu_seconds": refresh_cpu_seconds,
                "main_cpu_seconds": time.process_time(),
                "main_peak_rss_kb": _peak_rss_kb(),
+               "ended_at": time.time(),  # when the run's rows were all committed (its full-text entries may follow)
                "main_peak_rss_kb_while_reading": bulk_peak_rss_kb}
     with open(stats_path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(figures) + "\n")

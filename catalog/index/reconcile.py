@@ -294,22 +294,25 @@ class FailedFiles:
 
 
 def index_files(db: CatalogDatabase, paths: list[str], *, retry_among: Container[str] = (),
-                progress: Callable[[str, object], None] | None = None, defer_content: bool = False) -> list:
+                progress: Callable[[str, object], None] | None = None, defer_content: bool = False,
+                defer_text: bool = False) -> list:
     """Index `paths`, and read again from the start the recorded failures among `retry_among` whose ctime
     changed (see FailedFiles); remember which are failures now. Returns the indexer's failures.
+    `defer_content`, `defer_text`: as `Indexer` takes them.
 
     The caller holds the index lock if it needs it."""
     failed = FailedFiles.load(db.location)
-    return _index_noting(db, failed, paths, failed.due(retry_among), progress, defer_content)
+    return _index_noting(db, failed, paths, failed.due(retry_among), progress, defer_content, defer_text)
 
 
 def _index_noting(db: CatalogDatabase, failed: FailedFiles, paths: list[str], retry: list[str],
-                  progress: Callable[[str, object], None] | None, defer_content: bool) -> list:
+                  progress: Callable[[str, object], None] | None, defer_content: bool,
+                  defer_text: bool = False) -> list:
     if not paths and not retry:
         return []
     from sessdex.catalog.index.indexer import Indexer
 
-    indexer = Indexer(db, defer_content=defer_content)
+    indexer = Indexer(db, defer_content=defer_content, defer_text=defer_text)
     if retry:  # read whole below, even if an event or a changed stat named them too
         paths = [path for path in paths if path not in set(retry)]
     if paths:

@@ -165,7 +165,7 @@ class FileScan:
         except (MarksFileError, OSError):
             return {}
 
-    def content_index_progress(self) -> None:
+    def content_index_progress(self, *, text: bool = True) -> None:
         """Files are read whole: nothing is ever left for later."""
         return None
 

@@ -111,8 +111,29 @@ def _read_infos(paths: Iterable[str], include_empty: bool) -> list[SessionInfo]:
 
 
 def _newest_first(infos: list[SessionInfo]) -> list[SessionInfo]:
-    """`infos` in the file scan's order: newest modification first, ties by path."""
-    return sorted(infos, key=lambda info: (-info.modified.timestamp(), info.path_text))
+    """`infos` in the file scan's order: newest modification first, ties by path.
+
+    The file scan orders by the fractional milliseconds of the files' mtimes, finer than `modified` (whole
+    milliseconds): files modified within the same millisecond are ordered by their stat, looked at for those
+    files only."""
+    ordered = sorted(infos, key=lambda info: (-info.modified.timestamp(), info.path_text))
+    start = 0
+    while start < len(ordered):
+        end = start + 1
+        while end < len(ordered) and ordered[end].modified == ordered[start].modified:
+            end += 1
+        if end - start > 1:
+            ordered[start:end] = sorted(ordered[start:end], key=lambda info: (-_mtime_ms(info), info.path_text))
+        start = end
+    return ordered
+
+
+def _mtime_ms(info: SessionInfo) -> float:
+    """The file's mtime in fractional milliseconds, as the file scan orders by; `modified` when it cannot be read."""
+    try:
+        return os.stat(info.path_text).st_mtime_ns / 1_000_000
+    except OSError:
+        return info.modified.timestamp() * 1000
 
 
 class SearchHit(Value):
@@ -151,6 +172,9 @@ _PICKER_ROWS_SQL = (
 _PICKER_IDS_SQL = ("SELECT session_id FROM session_files "
                    "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
 _UNDER_ROOT_SQL = "path > ? AND path < ?"
+# The same for the first screen's rows: the unary plus keeps SQLite from walking the path index (and sorting every
+# row of the root by mtime) instead of the mtime index, newest first, up to the screen's last row.
+_UNDER_ROOT_NEWEST_SQL = "+path > ? AND +path < ?"
 _IN_FOLDERS_SQL = "directory IN ({marks})"
 # Every session id of this machine's rows, in one string (from the index on machine, session_id: no row is read,
 # no row object made), with their number; the ids that start with a prefix; the files whose header holds none;
@@ -461,7 +485,8 @@ class Catalog:
         listed = scan_files(scope, with_stat=False)
         if catalog_paths(db, scope).issuperset(listed):
             return None
-        named = [path for path in listed if _name_id(path).startswith(value)]
+        marker = "_" + value  # in every path whose name's id starts with `value`: a cheap first filter
+        named = [path for path in listed if marker in path and _name_id(path).startswith(value)]
         infos = sorted(_read_infos(named, include_empty=True), key=lambda info: info.modified, reverse=True)
         return match_session_id(value, infos)  # newest first, as every listing of candidates
 
@@ -715,7 +740,7 @@ class Catalog:
         from sessdex.catalog.store import fts  # search only: the listings never use it
 
         reader.execute("PRAGMA mmap_size = 0")
-        self._fill_content_index()
+        self._fill_content_index(text=True)
         ranked: dict[int, tuple[str, int, float]] = {}  # file id -> (kind, FTS rowid, score), best first
         session_rows: list[Any] = []
         for kind, scope_params in scopes:
@@ -754,19 +779,36 @@ class Catalog:
             found.append((file_id, field, snippet or "", score))
         return found
 
-    def _fill_content_index(self) -> None:
-        """Spend up to SEARCH_FILL_SECONDS completing a message-text index a first index left unfinished.
+    def _fill_content_index(self, *, text: bool) -> None:
+        """Spend up to SEARCH_FILL_SECONDS on the content a first index left for later (files read again for
+        their message rows and usage facts); with `text` (a search), then complete the message-text index if
+        only that is left: its rows are in the catalog already, and copying them into the full-text index is
+        what a search needs to answer exactly as it will once the index is complete.
 
         At least one chunk is indexed, so a small backlog is always completed. A catalog that cannot be
         written to (read-only file, a busy writer) is searched as it is: `content_index_progress` says how far.
         """
-        if not self._content_incomplete():
+        if not self._content_incomplete(text=text):
             return
-        from sessdex.catalog.index.content_index import fill_content_index
+        from sessdex.catalog.index import pass_progress
+        from sessdex.catalog.index.content_index import content_backlog, fill_content_index, fill_message_text
 
         db = self._database()
         try:
-            fill_content_index(db, deadline=time.monotonic() + SEARCH_FILL_SECONDS)
+            if fill_content_index(db, deadline=time.monotonic() + SEARCH_FILL_SECONDS) or not text:
+                return
+            backlog = content_backlog(db)
+            if backlog is None or backlog.unit != "messages":
+                return  # files are still to be read: searched as they are, and said so
+            done = [backlog.done]
+            with pass_progress.reporting("Indexing message text", backlog.total - backlog.done) as advance:
+
+                def report(progress: ContentProgress) -> None:
+                    if advance is not None:
+                        advance(progress.done - done[0])
+                    done[0] = progress.done
+
+                fill_message_text(db, progress=report)
         except sqlite3.Error:
             pass
 
@@ -776,22 +818,24 @@ class Catalog:
 
         return fresh_marks(self._database(), self.paths)
 
-    def content_index_progress(self) -> ContentProgress | None:
-        """How far the content index (message text, usage facts) is while it is still being filled, else None."""
-        if not self._content_incomplete():
+    def content_index_progress(self, *, text: bool = True) -> ContentProgress | None:
+        """How far the content index (message text, usage facts) is while it is still being filled, else None.
+        `text=False` (usage): only the files whose usage facts are still to be read count."""
+        if not self._content_incomplete(text=text):
             return None
         from sessdex.catalog.index.content_index import content_backlog
 
-        return content_backlog(self._database())
+        return content_backlog(self._database(), text=text)
 
-    def _content_incomplete(self) -> bool:
+    def _content_incomplete(self, *, text: bool = True) -> bool:
         """Whether a first index left content for later (catalog.index.content_index), asked without importing it:
-        `usage` and `search` ask on every run."""
+        `usage` and `search` ask on every run. `text=False`: files still to be read (not message text only)."""
         from sessdex.catalog.store import fts
 
         reader = self._database().sqlite_reader()
+        keys = (fts.BACKLOG_KEY, fts.FILES_BACKLOG_KEY) if text else (fts.FILES_BACKLOG_KEY, fts.FILES_BACKLOG_KEY)
         return reader is not None and reader.execute(
-            "SELECT 1 FROM catalog_meta WHERE key IN (?, ?)", (fts.BACKLOG_KEY, fts.FILES_BACKLOG_KEY)).fetchone() is not None
+            "SELECT 1 FROM catalog_meta WHERE key IN (?, ?)", keys).fetchone() is not None
 
     # -- the picker --------------------------------------------------------------------------------------
 
@@ -845,7 +889,8 @@ class Catalog:
             if reader is None or self.other_machines():
                 return None
         where, params = self._picker_where(cwd, session_dir, all_projects)
-        rows = _picker_rows(reader.execute(_PICKER_ROWS_SQL.format(where=where) + " LIMIT ?",
+        newest = _UNDER_ROOT_NEWEST_SQL if where == _UNDER_ROOT_SQL else where
+        rows = _picker_rows(reader.execute(_PICKER_ROWS_SQL.format(where=newest) + " LIMIT ?",
                                            (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params, limit)))
         ids = [session_id for session_id, in reader.execute(_PICKER_IDS_SQL.format(where=where),
                                                              (self.machine, *params))]
@@ -939,7 +984,7 @@ class Catalog:
             folders = self.project_dirs(cwd, None)
             self.refresh(Scope.of(folders))
             scope_name, parts = "in_directories", self.machine_scopes(folders, cwd)
-        self._fill_content_index()
+        self._fill_content_index(text=False)
         return scope_name, parts
 
 

@@ -145,9 +145,10 @@ class SessionSource(Protocol):
         from `since_ms` on and before it from the last block's first message (`catalog.queries.usage.chained_facts`):
         what the 5-hour billing blocks are made of."""
 
-    def content_index_progress(self) -> Any:
+    def content_index_progress(self, *, text: bool = True) -> Any:
         """How far the content (message text, usage facts) a first index left for later is, while it is
-        incomplete (a `catalog.index.content_index.ContentProgress`), else None."""
+        incomplete (a `catalog.index.content_index.ContentProgress`), else None. `text=False` (usage): None once
+        only the message-text index is left (usage facts are complete)."""
 
     def marks(self) -> dict[str, Any]:
         """Session id -> its current marks (`sessdex.core.marks.Marks`): pins, stars, tags, notes."""

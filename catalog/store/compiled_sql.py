@@ -4,7 +4,7 @@ The SQLite fast path runs these strings with the stdlib sqlite3 module so that r
 catalog never imports SQLAlchemy or Alembic; tests/catalog/test_schema.py checks they still match.
 """
 
-SCHEMA_REVISION = '0002_marks'
+SCHEMA_REVISION = '0003_picker_indexes'
 
 SQL: dict[str, str] = {
     'file_by_path': (
@@ -597,8 +597,10 @@ FRESH_CATALOG_SCRIPT: tuple[str, ...] = (
     "CREATE VIRTUAL TABLE session_fts USING fts5(title, first_message, content='session_files', content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
     'CREATE TABLE session_marks (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tsession_id TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tactive BOOLEAN NOT NULL, \n\tnote TEXT, \n\ttime_ms BIGINT NOT NULL, \n\tseq INTEGER NOT NULL, \n\tCONSTRAINT pk_session_marks PRIMARY KEY (id)\n)',
     'CREATE UNIQUE INDEX ix_session_marks_machine_session_id_kind_key ON session_marks (machine, session_id, kind, "key")',
+    'CREATE INDEX ix_session_files_machine_mtime_ns ON session_files (machine, mtime_ns, path)',
+    'CREATE INDEX ix_session_files_machine_path_listable ON session_files (machine, path, header_valid, message_count, session_id)',
     "INSERT INTO message_fts(message_fts, rank) VALUES ('automerge', 16)",
-    'INSERT INTO "alembic_version" VALUES (\'0002_marks\')',
+    'INSERT INTO "alembic_version" VALUES (\'0003_picker_indexes\')',
 )
 
 # The schema objects (type, name, SQL) of a SQLite catalog at SCHEMA_REVISION.
@@ -606,8 +608,10 @@ SCHEMA_OBJECTS: frozenset[tuple[str, str, str]] = frozenset({
     ('index', 'ix_messages_file_id_seq', 'CREATE INDEX ix_messages_file_id_seq ON messages (file_id, seq)'),
     ('index', 'ix_session_files_machine_device_inode', 'CREATE INDEX ix_session_files_machine_device_inode ON session_files (machine, device, inode)'),
     ('index', 'ix_session_files_machine_directory', 'CREATE INDEX ix_session_files_machine_directory ON session_files (machine, directory, mtime_ns, path, device, inode, size)'),
+    ('index', 'ix_session_files_machine_mtime_ns', 'CREATE INDEX ix_session_files_machine_mtime_ns ON session_files (machine, mtime_ns, path)'),
     ('index', 'ix_session_files_machine_parent_session', 'CREATE INDEX ix_session_files_machine_parent_session ON session_files (machine, parent_session)'),
     ('index', 'ix_session_files_machine_path', 'CREATE INDEX ix_session_files_machine_path ON session_files (machine, path, device, inode, size, mtime_ns)'),
+    ('index', 'ix_session_files_machine_path_listable', 'CREATE INDEX ix_session_files_machine_path_listable ON session_files (machine, path, header_valid, message_count, session_id)'),
     ('index', 'ix_session_files_machine_session_id', 'CREATE INDEX ix_session_files_machine_session_id ON session_files (machine, session_id)'),
     ('index', 'ix_session_marks_machine_session_id_kind_key', 'CREATE UNIQUE INDEX ix_session_marks_machine_session_id_kind_key ON session_marks (machine, session_id, kind, "key")'),
     ('index', 'ix_usage_facts_file_id_entry_id', 'CREATE INDEX ix_usage_facts_file_id_entry_id ON usage_facts (file_id, entry_id)'),

@@ -20,6 +20,8 @@ FTS_TABLES = ("message_fts", "session_fts")
 # content index); the entries of FIRST..DONE exist. No key: message_fts covers every message row.
 BACKLOG_KEY = "message_fts_backlog"
 FILL_BACKLOG = "INSERT INTO message_fts(rowid, text) SELECT id, text FROM messages WHERE id > ? AND id <= ?"
+# FTS5's limit (bytes) on the pending terms it holds in memory before writing them out as a segment.
+SET_MESSAGE_HASH_SIZE = "INSERT INTO message_fts(message_fts, rank) VALUES ('hashsize', ?)"
 # The catalog_meta key of the content backlog: "FIRST DONE END" (session_files ids) while the files FIRST..END were
 # indexed listing first (their rows only: a first index by a read command) and those of DONE+1..END still lack
 # their message rows, full-text entries and usage facts (see catalog.index.content_index). DONE = END: every file

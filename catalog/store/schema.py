@@ -86,6 +86,10 @@ session_files = Table(
     Index("ix_session_files_machine_session_id", "machine", "session_id"),
     Index("ix_session_files_machine_device_inode", "machine", "device", "inode"),
     Index(None, "machine", "parent_session"),  # a file's forks, whose copied usage depends on it
+    # The picker's first screen: the newest rows of a machine without sorting (and reading) every row.
+    Index("ix_session_files_machine_mtime_ns", "machine", "mtime_ns", "path"),
+    # The picker's count and id prefix length: every listable row's id without reading the (large) rows.
+    Index("ix_session_files_machine_path_listable", "machine", "path", "header_valid", "message_count", "session_id"),
 )
 
 # The searchable text of every record, in file order. Rows with `pending` set come from an

@@ -246,7 +246,7 @@ def test_an_unopenable_file_is_recorded_as_the_ordinary_way_records_it(tmp_path,
 
 def test_a_database_error_in_the_writer_reaches_the_caller_and_nothing_is_half_written(tmp_path, corpus,
                                                                                        monkeypatch):
-    monkeypatch.setattr(bulk_module, "MESSAGE_FTS_FROM_ROWS", "INSERT INTO no_such_table VALUES (?, ?)")
+    monkeypatch.setattr(bulk_module, "INSERT_MESSAGES_JSON", "INSERT INTO no_such_table VALUES (?)")
     location = resolve_location(tmp_path / "bulk")
     database = open_catalog(location)
     try:

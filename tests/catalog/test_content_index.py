@@ -335,3 +335,63 @@ def test_content_after_no_content_is_read_in_chunks_from_the_backlog_and_equals_
     inline_index(agent, reference_file)
     assert content_index(catalog_file) == content_index(reference_file)
     assert usage_by_path(catalog_file) == usage_by_path(reference_file)
+
+
+def test_a_full_first_index_leaves_the_full_text_entries_for_after_and_search_answers_as_the_full_index(
+        agent: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    import sessdex.catalog.index.content_index as content_module
+    import sessdex.catalog.index.text_fill as text_fill
+    import sessdex.catalog.queries.sessions as sessions_module
+
+    monkeypatch.chdir(tmp_path)
+    reference_file = tmp_path / "reference.db"
+    inline_index(agent, reference_file)
+    reference = ["--agent-dir", str(agent), "--catalog", str(reference_file)]
+    catalog_file = tmp_path / "catalog.db"
+    base = ["--agent-dir", str(agent), "--catalog", str(catalog_file)]
+    db = _open(catalog_file)
+    try:
+        Indexer(db, defer_text=True).index_paths(_session_files(agent))  # as `sessdex index` runs its first pass
+        total = db.scalar("count_messages")
+        progress = content_backlog(db)
+        assert (progress.done, progress.total, progress.unit) == (0, total, "messages")
+        assert content_backlog(db, text=False) is None  # message rows and usage facts are all there
+        assert db.sqlite_reader().execute("SELECT count(*) FROM message_fts_idx").fetchone()[0] == 0
+    finally:
+        db.close()
+    assert usage_by_path(catalog_file) == usage_by_path(reference_file)
+    usage = run_cli([*base, "usage", "daily", "--all", "--json"], capsys)
+    assert usage.code == 0 and "incomplete" not in usage.err
+    assert usage.out == run_cli([*reference, "usage", "daily", "--all", "--json"], capsys).out
+    db = _open(catalog_file)
+    try:
+        assert content_backlog(db).done == 0  # usage left the full-text entries alone
+    finally:
+        db.close()
+    # A search in that phase finishes the full-text entries before it answers, whatever its time slice.
+    monkeypatch.setattr(sessions_module, "SEARCH_FILL_SECONDS", 0.0)
+    monkeypatch.setattr(content_module, "CHUNK_ROWS", 10)
+    expected = run_cli([*reference, "search", "--all", "the", "--json"], capsys)
+    assert expected.code == 0 and '"message"' in expected.out
+    found = run_cli([*base, "search", "--all", "the", "--json"], capsys)
+    assert found.code == 0 and "message-text index" not in found.err
+    assert found.out == expected.out
+    db = _open(catalog_file)
+    try:
+        assert content_backlog(db) is None
+        config = dict(db.sqlite_reader().execute("SELECT k, v FROM message_fts_config").fetchall())
+        assert config.get("hashsize", text_fill.DEFAULT_HASH_BYTES) == text_fill.DEFAULT_HASH_BYTES
+    finally:
+        db.close()
+    assert content_index(catalog_file) == content_index(reference_file)
+
+
+def test_index_alone_leaves_no_full_text_backlog(agent: Path, tmp_path: Path) -> None:
+    catalog_file = tmp_path / "catalog.db"
+    inline_index(agent, catalog_file)  # Indexer.index_paths without defer_text fills message_fts itself
+    db = _open(catalog_file)
+    try:
+        assert fts.read_backlog(db.sqlite_reader()) is None
+        assert db.sqlite_reader().execute("SELECT count(*) FROM message_fts_idx").fetchone()[0] > 0
+    finally:
+        db.close()

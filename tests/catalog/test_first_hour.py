@@ -237,3 +237,41 @@ def test_a_quick_pass_says_nothing_even_on_a_terminal(tree: Tree) -> None:
     populate(tree)
     out, err = _list_all_with_stderr(tree, terminal=True, delay="30")
     assert "Reading new session files" not in err and "fix the parser" in out
+
+
+def test_files_modified_within_one_millisecond_are_listed_in_the_file_scans_order_while_another_process_indexes(
+        tree: Tree, sessdex) -> None:
+    proj = tree.project("proj")
+    sub_ms = {"aa00000000000001": 100, "bb00000000000002": 500, "cc00000000000003": 200, "dd00000000000004": 900}
+    paths = {session_id: tree.session(proj, session_id, [user(f"task {session_id}"), assistant("ok")])
+             for session_id in sub_ms}
+
+    def set_times(ids: list[str]) -> None:
+        for session_id in ids:  # the same millisecond, apart in its fraction
+            nanoseconds = BASE_MS * 1_000_000 + sub_ms[session_id] * 1_000
+            os.utime(paths[session_id], ns=(nanoseconds, nanoseconds))
+
+    set_times(["aa00000000000001", "bb00000000000002"])
+    for session_id in ("cc00000000000003", "dd00000000000004"):  # written after the catalog's first index
+        paths[session_id].rename(paths[session_id].with_suffix(".later"))
+    assert sessdex(proj, "index").code == 0
+    for session_id in ("cc00000000000003", "dd00000000000004"):
+        paths[session_id].with_suffix(".later").rename(paths[session_id])
+    set_times(["cc00000000000003", "dd00000000000004"])
+    lock = str(catalog_file(tree)) + INDEX_LOCK_SUFFIX
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, lock, str(catalog_file(tree))], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        answer = sessdex(proj, "list", "--all", "--json")
+        reference = sessdex(proj, "--catalog", "off", "list", "--all", "--json")
+    finally:
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()
+        holder.wait(timeout=10)
+        holder.stdout.close()
+    assert [session["id"] for session in json.loads(reference.out)] == [
+        "dd00000000000004", "bb00000000000002", "cc00000000000003", "aa00000000000001"]
+    listed = [(session["id"], session["path"], session["modified"]) for session in json.loads(answer.out)]
+    assert listed == [(session["id"], session["path"], session["modified"]) for session in json.loads(reference.out)]
+    assert rows_in_catalog(tree) == 2  # answered from two rows and two files read directly

@@ -374,3 +374,32 @@ def test_starred_and_tagged_sessions_look_the_same_in_both_frames(tree: Tree) ->
     assert early.display == application.display and cells(early) == cells(application)
     assert "○ Starred" in early.display[0] and any("★ Deploy the API" in line for line in early.display)
     assert "#bug" in early.display[18]  # the selected (newest) row's tag on the detail line
+
+
+def test_the_first_screen_of_every_project_reads_the_newest_rows_and_the_ids_from_indexes(tree: Tree) -> None:
+    """At 100,000 sessions reading every (several KB) row of the root took about a second: the newest rows come
+    from the mtime index up to the screen's last row, the ids and the count from an index alone."""
+    populate(tree)
+    many(tree, 40)
+    catalog = Catalog(tree.paths)
+    try:
+        PickerSource(catalog, tree.project("proj")).rows("all")  # brought up to date first
+        reader = catalog._database().sqlite_reader()
+        assert reader is not None
+        statements: list[str] = []
+        reader.set_trace_callback(statements.append)
+        try:
+            assert catalog.picker_first_screen(str(tree.project("proj")), None, all_projects=True, limit=7)
+        finally:
+            reader.set_trace_callback(None)
+        plans = {}
+        for statement in statements:
+            if statement.lstrip().upper().startswith("SELECT") and "session_files" in statement:
+                plans[statement] = " | ".join(row[3] for row in reader.execute("EXPLAIN QUERY PLAN " + statement))
+    finally:
+        catalog.close()
+    newest = [plan for statement, plan in plans.items() if "LIMIT" in statement]
+    ids = [plan for statement, plan in plans.items() if "LIMIT" not in statement]
+    assert len(newest) == 1 and len(ids) == 1, plans
+    assert "ix_session_files_machine_mtime_ns" in newest[0] and "TEMP B-TREE FOR ORDER BY" not in newest[0]
+    assert "COVERING INDEX ix_session_files_machine_path_listable" in ids[0]
