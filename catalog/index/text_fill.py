@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from sessdex.catalog.store import fts
-from sessdex.catalog.store.db import CatalogDatabase, SqliteCatalog
+from sessdex.catalog.store.db import SqliteCatalog
+
+if TYPE_CHECKING:
+    from sessdex.catalog.store.db import CatalogDatabase
 
 CHUNK_ROWS = 20_000  # message rows per transaction of the message-text backlog: about 0.1-0.3 s of FTS5 work
 FILL_HASH_BYTES = 128 << 20  # FTS5's pending-terms limit while a chunk of the message-text backlog is copied
