@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
 
 from sessdex.core.values import FrozenValue
 
-ReportKind = Literal["daily", "weekly", "monthly", "session", "project", "model"]
+TYPE_CHECKING = False  # see the README's start-up budget: typing stays off the prompt line
+if TYPE_CHECKING:
+    from typing import Literal
+
+    ReportKind = Literal["daily", "weekly", "monthly", "session", "project", "model"]
+else:
+    ReportKind = str
 
 REPORT_KINDS: tuple[ReportKind, ...] = ("daily", "weekly", "monthly", "session", "project", "model")
 PERIOD_KINDS = ("daily", "weekly", "monthly")

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from sessdex.catalog.store import fts
 from sessdex.catalog.store.db import SqliteCatalog
 
+TYPE_CHECKING = False  # see the README's start-up budget
 if TYPE_CHECKING:
     from sessdex.catalog.store.db import CatalogDatabase
 

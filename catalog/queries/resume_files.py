@@ -44,16 +44,6 @@ def files_settle_resume(settings: Settings) -> bool:
             and not settings.all_machines)
 
 
-def _catalog_key(path: os.PathLike[str]) -> bool:
-    """Whether the catalog can hold the file at `path`: not when the path is not valid UTF-8 (its name decoded with
-    surrogate escapes), which the catalog's scan skips (and `doctor` reports), so its answers never hold it."""
-    try:
-        os.fspath(path).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 class _OverBudget(Exception):
     """The files of a scope would cost more to read than the catalog's answer."""
 
@@ -101,7 +91,7 @@ class FilesFirst:
                        session_dir: str | os.PathLike[str] | None) -> list[SessionInfo]:
         from sessdex.core.discovery import id_prefix_files, sessions_in_files
 
-        files = [file for file in id_prefix_files(prefix, cwd, session_dir, paths=self.paths) if _catalog_key(file[0])]
+        files = list(id_prefix_files(prefix, cwd, session_dir, paths=self.paths))
         if sum(size for _path, _mtime, size in files) > WHOLE_READ_BUDGET:
             raise _OverBudget
         return sessions_in_files(files, prefix)

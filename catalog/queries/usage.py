@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from sessdex.core.paths import session_file_entries
 from sessdex.core.usage import (
@@ -36,6 +35,10 @@ from sessdex.core.usage import (
 )
 from sessdex.core.usage_terms import DateRange
 from sessdex.core.values import Value
+
+TYPE_CHECKING = False  # see the README's start-up budget
+if TYPE_CHECKING:
+    from typing import Any
 
 _KEY_WIDTH = {"daily": 1, "weekly": 1, "monthly": 1, "session": 6, "project": 1, "model": 2, "total": 0}
 DAY_CEILING = "9999-12-31"

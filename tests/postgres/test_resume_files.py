@@ -48,7 +48,8 @@ def _cli(paths: AgentPaths, catalog: str, *args: str, cwd: Path, machine: str = 
     for variable in ("SESSDEX_CATALOG", "SESSDEX_MACHINES", "PI_CODING_AGENT_DIR"):
         env.pop(variable, None)
     run = subprocess.run([sys.executable, "-c", PROBE, "sessdex", "--agent-dir", str(paths.agent_dir),
-                          "--catalog", catalog, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+                          "--catalog", catalog, *args], capture_output=True, text=True, errors="surrogateescape",
+                         cwd=cwd, env=env, timeout=120)
     *err, imported = run.stderr.splitlines(keepends=True)
     return run.returncode, run.stdout, "".join(err), json.loads(imported)
 
