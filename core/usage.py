@@ -221,15 +221,23 @@ class UsageTotals(Value):
 
     def to_json(self) -> dict[str, Any]:
         """The figures with the JSON names of `sessdex usage --json`."""
-        input_tokens, output, cache_read, cache_write = self.input, self.output, self.cache_read, self.cache_write
-        return {"input": _plain(input_tokens), "output": _plain(output), "cacheRead": _plain(cache_read),
-                "cacheWrite": _plain(cache_write), "totalTokens": _plain(input_tokens + output + cache_read + cache_write),
-                "cost": dollars(self.cost_nanos), "messages": self.messages, "sessions": self.sessions}
+        return _figures_json(self, {})
 
 
-def _plain(value: float) -> float | int:
-    """Token counts are whole numbers in practice: print them as integers when they are."""
-    return int(value) if value.__class__ is float and value.is_integer() else value
+def _figures_json(totals: UsageTotals, into: dict[str, Any]) -> dict[str, Any]:
+    """Add `totals`' figures to the JSON object `into` (after its own keys) and return it: token counts whole
+    numbers as integers, the cost in dollars. (Written out once per figure: a session report makes 10,000.)"""
+    input_tokens, output, cache_read, cache_write = totals.input, totals.output, totals.cache_read, totals.cache_write
+    total = input_tokens + output + cache_read + cache_write
+    into["input"] = int(input_tokens) if input_tokens.__class__ is float and input_tokens.is_integer() else input_tokens
+    into["output"] = int(output) if output.__class__ is float and output.is_integer() else output
+    into["cacheRead"] = int(cache_read) if cache_read.__class__ is float and cache_read.is_integer() else cache_read
+    into["cacheWrite"] = int(cache_write) if cache_write.__class__ is float and cache_write.is_integer() else cache_write
+    into["totalTokens"] = int(total) if total.__class__ is float and total.is_integer() else total
+    into["cost"] = int(totals.cost_nanos) / NANOS_PER_DOLLAR
+    into["messages"] = totals.messages
+    into["sessions"] = totals.sessions
+    return into
 
 
 class UsageRow(Value):
@@ -250,13 +258,15 @@ class UsageRow(Value):
 
     def to_json(self, kind: ReportKind, breakdown: bool) -> dict[str, Any]:
         """The row as `sessdex usage --json` prints it."""
-        result: dict[str, Any] = {key_name(kind): model_name(self.key) if kind == "model" else self.key}
+        key = self.key
+        result: dict[str, Any] = {key_name(kind): key[key.find("/") + 1:] if kind == "model" else key}
         if self.session is not None:
             result.update(self.session)
-        result |= self.totals.to_json()
-        result["models"] = model_names(self.models)
+        _figures_json(self.totals, result)
+        models = self.models
+        result["models"] = model_names(models) if len(models) > 1 else [name[name.find("/") + 1:] for name in models]
         if breakdown:
-            result["breakdown"] = [{"model": model_name(name), **figures.to_json()}
+            result["breakdown"] = [_figures_json(figures, {"model": model_name(name)})
                                    for name, figures in sorted(self.models.items(), key=_by_cost)]
         return result
 
