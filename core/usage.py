@@ -264,7 +264,11 @@ class UsageRow(Value):
             result.update(self.session)
         _figures_json(self.totals, result)
         models = self.models
-        result["models"] = model_names(models) if len(models) > 1 else [name[name.find("/") + 1:] for name in models]
+        if len(models) == 1:  # most rows: one model, nothing to sort
+            (name,) = models
+            result["models"] = [name[name.find("/") + 1:]]
+        else:
+            result["models"] = model_names(models)
         if breakdown:
             result["breakdown"] = [_figures_json(figures, {"model": model_name(name)})
                                    for name, figures in sorted(self.models.items(), key=_by_cost)]
