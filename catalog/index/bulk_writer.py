@@ -8,6 +8,9 @@ waits for the interpreter's switch interval (5 ms), so row-by-row inserts from a
 slower than inline ones. Rows therefore travel as one JSON array per statement, unpacked by SQLite's
 `json_each`; a row JSON cannot carry exactly (a NUL character, a non-finite number, an integer
 beyond 64 bits) is bound as parameters of a statement of its own, as the ordinary writer binds it.
+Message texts, most of the bytes, do not travel inside that JSON: a part's texts are sent as one UTF-8
+blob and its JSON rows hold each text's byte offset and length in it, so SQLite cuts the texts out
+(`substr` of a blob counts bytes) instead of parsing and unescaping every character of them as JSON.
 The `session_fts` rows of a part are copied from the file rows just inserted, one statement per part.
 The message texts' `message_fts` entries are not written here: every commit records the run's message
 rows as the catalog's message-text backlog (`sessdex.catalog.store.fts.BACKLOG_KEY`), and
@@ -21,6 +24,11 @@ every commit records them as the catalog's content backlog (`sessdex.catalog.sto
 listings and resume then become visible at little more than the cost of reading the files, and
 `sessdex.catalog.index.content_index` reads the files' message rows, full-text entries and usage facts
 afterwards.
+
+While the run lasts its connection keeps a larger page cache and checkpoints the WAL less often (BULK_PRAGMAS):
+with SQLite's defaults (2 MB of cache, a checkpoint every 1,000 pages) the writer spent about a third of its time
+spilling pages from its cache and copying the WAL back into the database. Neither touches durability or
+consistency: the journal stays WAL and `synchronous` stays as the catalog set it.
 
 The writer hands out row ids itself, which is only right while nobody else writes to the catalog:
 every transaction checks `PRAGMA data_version` right after `BEGIN IMMEDIATE`, and when another
@@ -51,6 +59,9 @@ PART_CHARS = 1024 * 1024
 # Parts waiting for the writer; the indexer blocks beyond this, which bounds memory and the wait at the end.
 QUEUED_PARTS = 1
 MESSAGE_COLUMNS = ("id", "file_id", "seq", "pending", "text")
+# The bulk connection's settings while a run lasts (put back after it): a 64 MiB page cache (negative: KiB), and a
+# WAL checkpoint every 10,000 pages (40 MB of 4 KiB pages) instead of every 1,000.
+BULK_PRAGMAS = {"cache_size": -65536, "wal_autocheckpoint": 10_000}
 MESSAGE_FTS_FROM_ROWS = "INSERT INTO message_fts(rowid, text) SELECT id, text FROM messages WHERE id BETWEEN ? AND ?"
 SESSION_FTS_FROM_ROWS = ("INSERT INTO session_fts(rowid, title, first_message) "
                          "SELECT id, title, first_message FROM session_files WHERE id BETWEEN ? AND ?")
@@ -71,7 +82,12 @@ def _insert_values(table: str, columns: tuple[str, ...]) -> str:
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
-INSERT_MESSAGES_JSON = _insert_json("messages", MESSAGE_COLUMNS)
+# The rows of a part's messages: ?1 a JSON array of [id, file_id, seq, pending, offset, length], ?2 the blob of the
+# part's texts (UTF-8) that offset (from 1) and length (bytes) point into; a text is stored as TEXT, as bound.
+INSERT_MESSAGES_JSON = ("WITH rows(value) AS MATERIALIZED (SELECT value FROM json_each(CAST(?1 AS TEXT))) "
+                        "INSERT INTO messages (id, file_id, seq, pending, text) "
+                        "SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, "
+                        "CAST(substr(?2, value ->> 4, value ->> 5) AS TEXT) FROM rows")
 INSERT_MESSAGE = _insert_values("messages", MESSAGE_COLUMNS)
 INSERT_USAGE_FACTS_JSON = _insert_json("usage_facts", USAGE_FACT_COLUMNS)
 INSERT_USAGE_FACT = _insert_values("usage_facts", USAGE_FACT_COLUMNS)
@@ -128,10 +144,11 @@ class _Part:
 
     file_rows: list[bytes] = field(default_factory=list)
     odd_files: list[tuple[Any, ...]] = field(default_factory=list)
-    messages: list[list[Any]] = field(default_factory=list)
+    messages: list[tuple[int, int, int, bool, int, int]] = field(default_factory=list)  # texts by offset, length
+    texts: list[bytes] = field(default_factory=list)  # the UTF-8 texts of `messages`, in order
+    text_bytes: int = 0
     odd_messages: list[tuple[Any, ...]] = field(default_factory=list)
-    usage_rows: list[bytes] = field(default_factory=list)
-    odd_usage: list[tuple[Any, ...]] = field(default_factory=list)
+    usage: list[tuple[Any, ...]] = field(default_factory=list)  # fact_values rows, made JSON when written
     # The ids of a part's rows are consecutive: files are added, and their texts numbered, in id order.
     file_ids: tuple[int, int] | None = None
     message_ids: tuple[int, int] | None = None
@@ -247,7 +264,15 @@ class BulkWriter(WriterThread):
         self._first_message_id = self._next_message_id
         self._last_written_message_id = self._next_message_id - 1  # written by the writer thread
         self._part = _Part()
+        self._saved_pragmas: dict[str, Any] = {}
         super().__init__()
+
+    def __enter__(self) -> Self:
+        connection = self._connection
+        self._saved_pragmas = {name: connection.execute(f"PRAGMA {name}").fetchone()[0] for name in BULK_PRAGMAS}
+        for name, value in BULK_PRAGMAS.items():
+            connection.execute(f"PRAGMA {name} = {int(value)}")
+        return super().__enter__()
 
     # -- the indexing thread's side -------------------------------------------------------------------
 
@@ -258,26 +283,26 @@ class BulkWriter(WriterThread):
         part = self._part
         first_id = self._next_message_id
         self._next_message_id += len(texts)
+        messages, blobs, offset = part.messages, part.texts, part.text_bytes
         for message_id, seq, text in zip(range(first_id, self._next_message_id), range(first_seq, first_seq + len(texts)),
                                          texts):
-            if "\x00" in text:
+            if "\x00" in text:  # bound as a parameter: kept whole, as the ordinary writer keeps it
                 part.odd_messages.append((message_id, file_id, seq, pending, text))
             else:
-                part.messages.append([message_id, file_id, seq, pending, text])
+                data = text.encode()
+                messages.append((message_id, file_id, seq, pending, offset + 1, len(data)))
+                blobs.append(data)
+                offset += len(data)
             part.chars += len(text)
+        part.text_bytes = offset
         part.message_ids = (part.message_ids[0] if part.message_ids else first_id, self._next_message_id - 1)
         if part.chars >= PART_CHARS:
             self._send_part()
 
     def add_usage(self, rows: list[tuple[Any, ...]]) -> None:
-        """Queue `usage_facts` rows (values in USAGE_FACT_COLUMNS order) of a file added in this batch."""
-        part = self._part
-        for values in rows:
-            row = _json_row(values)
-            if row is None:
-                part.odd_usage.append(values)
-            else:
-                part.usage_rows.append(row)
+        """Queue `usage_facts` rows (`usage_writer.fact_values`, in USAGE_FACT_COLUMNS order) of a file added in
+        this batch."""
+        self._part.usage += rows
 
     def add_file(self, file_id: int, columns: Mapping[str, Any]) -> None:
         """Queue the `session_files` row of a file whose texts were all added; every row has the same columns."""
@@ -304,6 +329,8 @@ class BulkWriter(WriterThread):
     def _end(self) -> None:
         if self._connection.in_transaction:
             self._connection.rollback()  # a batch that was not ended
+        for name, value in self._saved_pragmas.items():
+            self._connection.execute(f"PRAGMA {name} = {int(value)}")
 
     def _write(self, part: _Part) -> None:
         connection = self._connection
@@ -319,16 +346,38 @@ class BulkWriter(WriterThread):
         if part.file_ids:
             connection.execute(SESSION_FTS_FROM_ROWS, part.file_ids)
             self._last_written_file_id = part.file_ids[1]
-        if part.usage_rows:
-            connection.execute(INSERT_USAGE_FACTS_JSON, (b"[" + b",".join(part.usage_rows) + b"]",))
-        if part.odd_usage:
-            connection.executemany(INSERT_USAGE_FACT, part.odd_usage)
+        if part.usage:
+            self._write_usage(part.usage)
         if part.messages:
-            connection.execute(INSERT_MESSAGES_JSON, (orjson.dumps(part.messages),))
+            connection.execute(INSERT_MESSAGES_JSON, (orjson.dumps(part.messages), b"".join(part.texts)))
         if part.odd_messages:
             connection.executemany(INSERT_MESSAGE, part.odd_messages)
         if part.message_ids:
             self._last_written_message_id = part.message_ids[1]
+
+    def _write_usage(self, rows: list[tuple[Any, ...]]) -> None:
+        """Insert usage fact rows, as one JSON array when JSON carries them exactly.
+
+        `fact_values` rows hold booleans, finite numbers and integers within 2**53, which JSON carries exactly; only
+        their texts may not (a NUL character, a lone surrogate): then each row is looked at on its own."""
+        try:
+            data = orjson.dumps(rows)
+        except TypeError:
+            data = b""
+        if data and b"\\u0000" not in data:
+            self._connection.execute(INSERT_USAGE_FACTS_JSON, (data,))
+            return
+        exact, odd = [], []
+        for values in rows:
+            row = _json_row(values)
+            if row is None:
+                odd.append(values)
+            else:
+                exact.append(row)
+        if exact:
+            self._connection.execute(INSERT_USAGE_FACTS_JSON, (b"[" + b",".join(exact) + b"]",))
+        if odd:
+            self._connection.executemany(INSERT_USAGE_FACT, odd)
 
     def _commit(self) -> None:
         if self._connection.in_transaction:

@@ -137,10 +137,11 @@ def catalog_text(text: str | None) -> str | None:
     return storable_text(redact(text) if redacting() else text)
 
 
-def message_text(text: str) -> str:
+def message_text(text: str, redacted: bool | None = None) -> str:
     """A message's text as the catalog stores it: its first MESSAGE_TEXT_MAX_CHARS characters, storable (redacted
-    when `redacting()`; a little past the cut is scanned, so a secret straddling it is not left half-visible)."""
-    if redacting():
+    when `redacting()`, or as `redacted` says when the caller asked that once for many texts; a little past the
+    cut is scanned, so a secret straddling it is not left half-visible)."""
+    if redacting() if redacted is None else redacted:
         return storable_text(redact(text[:MESSAGE_TEXT_MAX_CHARS + 1024])[:MESSAGE_TEXT_MAX_CHARS])
     return storable_text(text[:MESSAGE_TEXT_MAX_CHARS])
 
@@ -432,6 +433,7 @@ def read_new_files(keys: Iterable[str], content: bool, *, listing_only: bool = F
             yield ("open", key, current)
             try:
                 head = HeadValues(min(current.size, HEAD_BYTES))
+                redacted = redacting()  # asked once per file, not once per message
                 chunks = fold_chunks(handle, 0, current.size, SessionSummary(), 0, head, usage=not listing_only,
                                      texts_wanted=content)
                 while True:
@@ -441,7 +443,7 @@ def read_new_files(keys: Iterable[str], content: bool, *, listing_only: bool = F
                         result: ReadResult = stop.value
                         break
                     if content:
-                        yield ("texts", [message_text(text) for text in texts], pending)
+                        yield ("texts", [message_text(text, redacted) for text in texts], pending)
                 head_length, head_digest, prefix = head_columns(handle, current.size, head)
             except Exception:  # noqa: BLE001 - a failure to read one file ends the bulk run, never the index
                 read_error = True

@@ -49,6 +49,7 @@ def snapshot(database_path: Path) -> dict[str, Any]:
         return {
             "files": connection.execute("SELECT * FROM session_files ORDER BY id").fetchall(),
             "messages": connection.execute("SELECT * FROM messages ORDER BY id").fetchall(),
+            "usage_facts": connection.execute("SELECT * FROM usage_facts ORDER BY id").fetchall(),
             **{table: connection.execute(f"SELECT * FROM temp.{table}_terms ORDER BY 1, 2, 3, 4").fetchall()
                for table in fts.FTS_TABLES},
         }
@@ -70,7 +71,8 @@ def one_by_one(root: Path, paths: list[Path]) -> dict[str, Any]:
 
 
 def odd_files(folder: Path) -> list[Path]:
-    """Files whose values JSON cannot carry exactly, a head cut inside a number, and a long one."""
+    """Files whose values JSON cannot carry exactly (in rows, texts and usage facts), a head cut inside a number, and a
+    long one."""
     big_usage = {"input": 1e308, "output": 1e308, "cost": {"total": 1e308}}
     return [
         write_file(folder / "nul.jsonl", jsonl([header("nul0000000000001", CWD, title="a\x00title"),
@@ -85,6 +87,10 @@ def odd_files(folder: Path) -> list[Path]:
         write_file(folder / "long.jsonl", jsonl([header("lon0000000000001", CWD)]
                                                 + [user(f"question {n} " + "word " * 200, f"u{n:07d}")
                                                    for n in range(60)])),
+        write_file(folder / "nul-usage.jsonl", jsonl([header("nuu0000000000001", CWD)]
+                                                     + [message("assistant", "reply", f"n\x00{n:06d}", provider="p\x00",
+                                                                model="m", usage={"input": 5, "output": 7})
+                                                        for n in range(3)])),
     ]
 
 
@@ -130,8 +136,31 @@ def test_a_bulk_run_stores_exactly_what_indexing_file_by_file_stores(tmp_path, c
     assert len(bulk_calls) == len(corpus) - 1
     assert bulk == one_by_one(tmp_path / "reference", corpus)
     assert {"text with a \x00 NUL inside", "after a number"} <= {row[4] for row in bulk["messages"]}
-    assert column(tmp_path / "bulk", corpus[-5], "input_tokens") == float("inf")
-    assert column(tmp_path / "bulk", corpus[-6], "title") == "a\x00title"
+    assert column(tmp_path / "bulk", corpus[-6], "input_tokens") == float("inf")
+    assert column(tmp_path / "bulk", corpus[-7], "title") == "a\x00title"
+    assert {row[4] for row in bulk["usage_facts"] if row[4] and "\x00" in row[4]} == {f"n\x00{n:06d}" for n in range(3)}
+
+
+def test_the_bulk_connection_gets_its_cache_and_checkpoint_settings_back(tmp_path, corpus, monkeypatch):
+    seen: list[tuple[int, int]] = []
+    real_write = bulk_module.BulkWriter._write
+
+    def write(self, part):
+        seen.append(tuple(self._connection.execute(f"PRAGMA {name}").fetchone()[0] for name in bulk_module.BULK_PRAGMAS))
+        real_write(self, part)
+
+    monkeypatch.setattr(bulk_module.BulkWriter, "_write", write)
+    location = resolve_location(tmp_path / "bulk")
+    database = open_catalog(location)
+    try:
+        connection = database.sqlite_writer()
+        before = [connection.execute(f"PRAGMA {name}").fetchone()[0] for name in bulk_module.BULK_PRAGMAS]
+        Indexer(database, clock=clock).index_paths(corpus, progress=lambda _path, _outcome: None)
+        after = [connection.execute(f"PRAGMA {name}").fetchone()[0] for name in bulk_module.BULK_PRAGMAS]
+    finally:
+        database.close()
+    assert seen and set(seen) == {tuple(bulk_module.BULK_PRAGMAS.values())}
+    assert after == before != list(bulk_module.BULK_PRAGMAS.values())
 
 
 def test_another_writer_during_the_run_sends_the_rest_the_ordinary_way(tmp_path, corpus, bulk_calls, monkeypatch):
