@@ -66,15 +66,44 @@ def nesting_depth(value: Any, stop_above: int | None = None) -> int:
     return deepest
 
 
+# How many children too_deep walks before it counts a line's brackets instead: an entry of the agent has a few dozen
+# (its keys, content blocks, usage figures), however long the texts in it.
+_WALKED_CHILDREN = 256
+
+
+def _depth_of_small(value: Any) -> int | None:
+    """The nesting depth of the container `value` when it has at most _WALKED_CHILDREN children in all, else None."""
+    deepest = 0
+    budget = _WALKED_CHILDREN
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+        children = node.values() if type(node) is dict else node
+        budget -= len(children)
+        if budget < 0:
+            return None
+        for child in children:
+            if type(child) is dict or type(child) is list:
+                stack.append((child, depth + 1))
+    return deepest
+
+
 def too_deep(line: bytes | memoryview, value: Any) -> bool:
     """True when `value`, parsed from `line`, nests deeper than MAX_NESTING: such a line is a bad line.
 
     orjson reads up to 1024 levels, so a reader with its own orjson fast path must ask this too to
-    agree with `parse_jsonl`. Short lines cannot be that deep, and are not walked; nor are lines with at most
-    MAX_NESTING opening brackets (each level opens one), which a byte count tells at C speed.
+    agree with `parse_jsonl`. Short lines cannot be that deep, and are not walked. A value with few children in all
+    (an entry with long texts) is walked at once, which costs less than reading a long line's bytes; otherwise a
+    line with at most MAX_NESTING opening brackets (each level opens one) cannot be that deep, which a byte count
+    tells at C speed, and only the rare line above that is walked whole.
     """
     if len(line) <= 2 * MAX_NESTING or type(value) not in (dict, list):
         return False
+    depth = _depth_of_small(value)
+    if depth is not None:
+        return depth > MAX_NESTING
     data = line if type(line) is bytes else bytes(line)
     if data.count(b"{") + data.count(b"[") <= MAX_NESTING:
         return False
