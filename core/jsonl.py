@@ -12,11 +12,12 @@ at the start of a file's bytes is ignored, as the agent's file reader ignores it
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -65,15 +66,44 @@ def nesting_depth(value: Any, stop_above: int | None = None) -> int:
     return deepest
 
 
+# How many children too_deep walks before it counts a line's brackets instead: an entry of the agent has a few dozen
+# (its keys, content blocks, usage figures), however long the texts in it.
+_WALKED_CHILDREN = 256
+
+
+def _depth_of_small(value: Any) -> int | None:
+    """The nesting depth of the container `value` when it has at most _WALKED_CHILDREN children in all, else None."""
+    deepest = 0
+    budget = _WALKED_CHILDREN
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+        children = node.values() if type(node) is dict else node
+        budget -= len(children)
+        if budget < 0:
+            return None
+        for child in children:
+            if type(child) is dict or type(child) is list:
+                stack.append((child, depth + 1))
+    return deepest
+
+
 def too_deep(line: bytes | memoryview, value: Any) -> bool:
     """True when `value`, parsed from `line`, nests deeper than MAX_NESTING: such a line is a bad line.
 
     orjson reads up to 1024 levels, so a reader with its own orjson fast path must ask this too to
-    agree with `parse_jsonl`. Short lines cannot be that deep, and are not walked; nor are lines with at most
-    MAX_NESTING opening brackets (each level opens one), which a byte count tells at C speed.
+    agree with `parse_jsonl`. Short lines cannot be that deep, and are not walked. A value with few children in all
+    (an entry with long texts) is walked at once, which costs less than reading a long line's bytes; otherwise a
+    line with at most MAX_NESTING opening brackets (each level opens one) cannot be that deep, which a byte count
+    tells at C speed, and only the rare line above that is walked whole.
     """
     if len(line) <= 2 * MAX_NESTING or type(value) not in (dict, list):
         return False
+    depth = _depth_of_small(value)
+    if depth is not None:
+        return depth > MAX_NESTING
     data = line if type(line) is bytes else bytes(line)
     if data.count(b"{") + data.count(b"[") <= MAX_NESTING:
         return False
@@ -177,51 +207,92 @@ def dumps_line(value: Any) -> bytes:
 
 READ_CHUNK_BYTES = 4 << 20  # what a streaming read takes at once: memory is this plus one line at most
 
+# What LineBlock.skipped says of a line over MAX_LINE_BYTES that was left out without being held.
+SKIPPED_LINE = 1  # it ended with a newline: `offset` is where the bytes after it start
+SKIPPED_TAIL = 2  # it ran to the end of what was read (no newline): `offset` is that end
+
+
+class LineBlock(NamedTuple):
+    """A run of whole lines of a file (`data`, from `offset`), or the place of one over-long line left out."""
+
+    offset: int
+    data: bytes  # whole lines; only the last block read may end without a newline; b"" when `skipped`
+    skipped: int = 0  # 0, SKIPPED_LINE or SKIPPED_TAIL
+
+
+def line_blocks(read: Callable[[int], bytes], offset: int = 0, limit: int | None = None,
+                chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[LineBlock]:
+    """The one chunked reader of JSONL files: `read(n)` (a file's `read`, or os.read on a descriptor) called for at
+    most `chunk_bytes` at a time, from file offset `offset`, at most `limit` bytes in all; the bytes come back as
+    blocks of whole lines, so memory stays bounded by the chunk and the longest line a reader may hold.
+
+    A line longer than MAX_LINE_BYTES (and than a chunk) is never held: its bytes are dropped up to its newline and
+    its place is yielded instead (`skipped`), for the caller to count as a bad line; one that fits in a chunk comes
+    inside its block, where the parsers skip and count it as well. What follows the last newline is yielded
+    last as it is (a torn last line, or one still being written). Opening the file (only regular files, without
+    blocking) is the caller's: see sessdex.core.regular_files.
+    """
+    remaining = limit
+    buffer = b""
+    skipping = False  # inside a line over the cap: its bytes are dropped up to its newline
+    while remaining is None or remaining > 0:
+        data = read(chunk_bytes if remaining is None else min(chunk_bytes, remaining))
+        if not data:
+            break
+        if remaining is not None:
+            remaining -= len(data)
+        if skipping:
+            newline = data.find(b"\n")
+            if newline < 0:
+                offset += len(data)
+                continue
+            offset += newline + 1
+            data, skipping = data[newline + 1:], False
+            yield LineBlock(offset, b"", SKIPPED_LINE)
+        buffer = buffer + data if buffer else data
+        cut = buffer.rfind(b"\n") + 1
+        if cut:
+            yield LineBlock(offset, buffer[:cut] if cut < len(buffer) else buffer)
+            offset += cut
+            buffer = buffer[cut:]
+        if len(buffer) > MAX_LINE_BYTES:
+            offset += len(buffer)
+            buffer, skipping = b"", True
+    if skipping:
+        yield LineBlock(offset, b"", SKIPPED_TAIL)
+    elif buffer:
+        yield LineBlock(offset, buffer)
+
 
 def stream_jsonl(fd: int, limit: int | None = None, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[ParsedJsonl]:
-    """Read the JSONL of the descriptor `fd` (from its offset, at most `limit` bytes) by chunks: the values of
-    each run of complete lines, parsed by `parse_jsonl`, so memory stays bounded whatever the file's size.
+    """Read the JSONL of the descriptor `fd` (from its offset, at most `limit` bytes) by chunks (`line_blocks`): the
+    values of each run of complete lines, parsed by `parse_jsonl`, so memory stays bounded whatever the file's size.
 
     The values and bad lines are those `parse_jsonl` finds in the whole bytes: a line longer than MAX_LINE_BYTES
     is skipped without being held and counted as one bad line; a damaged value that may continue on the next
     lines waits for them; a BOM counts only at the start of the file.
     """
-    remaining = limit
-    buffer = b""
+    held = b""  # whole lines in which a damaged value may continue on the next lines
     first = True
-    skipping = False  # inside a line over the cap: its bytes are dropped up to its newline
 
     def parse(block: bytes) -> ParsedJsonl:
         # A BOM is the file's mark only at its start; elsewhere it is content (a leading newline keeps it).
         return parse_jsonl(block if first or not block.startswith(UTF8_BOM) else b"\n" + block)
 
-    while remaining is None or remaining > 0:
-        data = os.read(fd, chunk_bytes if remaining is None else min(chunk_bytes, remaining))
-        if not data:
-            break
-        if remaining is not None:
-            remaining -= len(data)
-        buffer = buffer + data if buffer else data
-        if skipping:
-            newline = buffer.find(b"\n")
-            if newline < 0:
-                buffer = b""
-                continue
-            buffer, skipping = buffer[newline + 1:], False
+    for block in line_blocks(functools.partial(os.read, fd), limit=limit, chunk_bytes=chunk_bytes):
+        if block.skipped:
+            if held:
+                yield parse(held)
+                held, first = b"", False
+            first = False
             yield ParsedJsonl(bad_records=1)
-        last_newline = buffer.rfind(b"\n")
-        if last_newline < 0:
-            if len(buffer) > MAX_LINE_BYTES:
-                buffer, skipping, first = b"", True, False
             continue
-        block = buffer[:last_newline + 1]
-        parsed = parse(block)
-        if parsed.torn_tail and len(block) <= MAX_LINE_BYTES:
-            continue  # a damaged value runs to the block's end: decided once more lines are in
-        buffer = buffer[last_newline + 1:]
-        first = False
+        data = held + block.data if held else block.data
+        parsed = parse(data)
+        if parsed.torn_tail and len(data) <= MAX_LINE_BYTES and data.endswith(b"\n"):
+            held = data  # a damaged value runs to the block's end: decided once more lines are in
+            continue
+        held, first = b"", False
         yield parsed
-    if skipping:
-        yield ParsedJsonl(bad_records=1)
-    elif buffer:
-        yield parse(buffer)
+    if held:
+        yield parse(held)

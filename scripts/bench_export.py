@@ -7,6 +7,10 @@ A generated session (user/assistant turns with Markdown, code fences, tool calls
 baseline: read the file and orjson-parse every line. The secret scan (`sessdex secrets` logic) of a generated corpus
 of small sessions is compared to reading + parsing that corpus. Goal: <= 3x for both.
 Two session shapes: Markdown-heavy prose, and the shape of large real sessions (short replies, long tool output).
+The 300 MB session and the 10,000-session corpus of the goal:
+    scripts/gen_corpus.py --agent-dir D/agent --home D --sessions 1 --projects 1 --total-size 1MB --huge-mb 300 --damaged 0
+    scripts/gen_corpus.py --agent-dir C/home/.xcsh/agent --home C/home --sessions 10000 --projects 40 --total-size 400MB --seed 11
+then --session D/agent/sessions/*/*.jsonl --corpus C/home/.xcsh/agent/sessions.
 Prints best-of-runs CPU seconds (user + system) and ratios, with the load average; on a loaded machine only the
 ratios mean anything.
 """

@@ -24,7 +24,7 @@ import orjson
 
 from sessdex.catalog.secrets import redact, redact_value
 from sessdex.core.discovery import RECENT_PREFIX_BYTES, summarize_bytes
-from sessdex.core.jsonl import MAX_LINE_BYTES, ParsedJsonl, parse_jsonl, too_deep
+from sessdex.core.jsonl import MAX_LINE_BYTES, SKIPPED_LINE, SKIPPED_TAIL, ParsedJsonl, line_blocks, parse_jsonl, too_deep
 from sessdex.core.paths import path_from_text
 from sessdex.core.storage import FileStat
 from sessdex.core.summary import SessionSummary
@@ -274,32 +274,24 @@ def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_b
     `texts_wanted=False` yields no texts (a reader that stores none)."""
     handle.seek(offset)
     committed = offset
-    buffer = b""
+    buffer = b""  # whole lines held back (a damaged value may continue past them), then the unterminated tail
     facts: list[UsageFact] = []
-    skipping = False  # inside a line longer than MAX_LINE_BYTES: its bytes are dropped up to its newline
-    while committed + len(buffer) < end:
-        data = handle.read(min(CHUNK_BYTES, end - committed - len(buffer)))
-        if not data:
-            break  # the file shrank while being read; the next pass sees the new stat
-        buffer = buffer + data if buffer else data
-        if skipping:
-            newline = buffer.find(b"\n")
-            committed += len(buffer) if newline < 0 else newline + 1
-            buffer = b"" if newline < 0 else buffer[newline + 1:]
-            if newline < 0:
+    skipping = False  # the file ends inside a line longer than MAX_LINE_BYTES (dropped, counted as pending)
+    for block in line_blocks(handle.read, offset, limit=end - offset, chunk_bytes=CHUNK_BYTES):
+        if block.skipped:
+            committed_bad += 1 if block.skipped == SKIPPED_LINE else 0
+            skipping = block.skipped == SKIPPED_TAIL
+            if not buffer:
+                committed = block.offset
                 continue
-            skipping = False
-            committed_bad += 1  # the over-long line, counted as an unparseable one
-        last_newline = buffer.rfind(b"\n")
-        if last_newline < 0:
-            if len(buffer) > MAX_LINE_BYTES:
-                skipping = True
-                committed += len(buffer)
-                buffer = b""
-            continue
-        complete = buffer[:last_newline + 1]
+            complete, buffer = buffer, b""  # held lines are decided now: what follows cannot continue them
+        else:
+            buffer = buffer + block.data if buffer else block.data
+            if not buffer.endswith(b"\n"):
+                break  # the unterminated tail: pending
+            complete = buffer
         parsed, clean = _parse_lines(complete)
-        if parsed.torn_tail and len(complete) <= MAX_LINE_BYTES:
+        if not block.skipped and parsed.torn_tail and len(complete) <= MAX_LINE_BYTES:
             continue  # a damaged value runs to the chunk's end: decide once more bytes are in
         if head is not None and committed == 0:
             head.see(complete, parsed.values, clean)
@@ -307,8 +299,8 @@ def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_b
         if usage and fold.header_valid:
             facts += usage_facts(parsed.values)
         committed_bad += parsed.bad_records
-        committed += len(complete)
-        buffer = buffer[last_newline + 1:]
+        committed = block.offset if block.skipped else committed + len(complete)
+        buffer = b""
         del parsed, complete
         if texts:
             yield texts, False

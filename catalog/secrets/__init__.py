@@ -45,7 +45,11 @@ class _Rule:
     position of the text (what a case-insensitive alternation costs on long tool output). `line_start`: every match
     starts a line and holds no newline, so it is tried only at the start of each line holding a keyword.
     `offsets`, when set, says more exactly than `lead` where a match starts: every match holds one of the keywords
-    this many characters from its start (one of the offsets listed for that keyword).
+    this many characters from its start (one of the offsets listed for that keyword). `follows`, when set, says what
+    every match holds right after each keyword (an expression matched where the keyword ends, with the rule's own
+    flags): an occurrence of a keyword not followed so is not a place a match can hold it, and is not tried. Most
+    occurrences of common words ("token_refresh", "keyboard") end there, at one cheap test instead of one try of
+    the rule per offset.
     """
 
     kind: str
@@ -55,6 +59,7 @@ class _Rule:
     lead: int | None = None
     line_start: bool = False
     offsets: dict[str, tuple[int, ...]] | None = None
+    follows: dict[str, re.Pattern[str]] | None = None
 
     def back(self, keyword: str) -> Sequence[int]:
         """How far before an occurrence of `keyword` a match may start (with `lead` or `offsets` set)."""
@@ -72,7 +77,8 @@ _RULES: tuple[_Rule, ...] = (
      re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"), 0, lead=0),
     _Rule("aws-secret-key", ("secret",), re.compile(
         r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), 1, lead=4,
-          offsets={"secret": (3, 4)}),  # aws_secret, awssecret
+          offsets={"secret": (3, 4)},  # aws_secret, awssecret
+          follows={"secret": re.compile(r"(?i)_?(?:access_?)?key\b[\"']?\s*[:=]")}),
     _Rule("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
      re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b"), 0, lead=0),
     _Rule("github-token", ("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{82}\b"), 0, lead=0),
@@ -102,10 +108,16 @@ _RULES: tuple[_Rule, ...] = (
         r"|auth[_-]?token|secret|passwd|password|pwd|token)\b[\"']?\s*(?::=|=>|[:=])\s*"
         r"[\"']([^\"'\s]{8,256})[\"']"), 1, lead=7,
           # apikey/api_key; secret..., clientsecret/client_secret; token, authtoken/auth_token, accesstoken/access_token
-          offsets={"key": (3, 4), "secret": (0, 6, 7), "token": (0, 4, 5, 6, 7), "passw": (0,), "pwd": (0,)}),
+          offsets={"key": (3, 4), "secret": (0, 6, 7), "token": (0, 4, 5, 6, 7), "passw": (0,), "pwd": (0,)},
+          # Each keyword ends the name (secret may go on as secret_key, passw as passwd/password), then the separator.
+          follows={keyword: re.compile(r"(?i)" + rest + r"\b[\"']?\s*(?::=|=>|[:=])") for keyword, rest in
+                   (("key", ""), ("secret", r"(?:[_-]?key)?"), ("token", ""), ("passw", "(?:d|ord)"), ("pwd", ""))}),
     _Rule("secret-assignment", ("key", "secret", "passw", "token"), re.compile(
         r"(?m)^[ \t]*(?:export[ \t]+)?[A-Z0-9_]{0,40}(?:API_KEY|APIKEY|SECRET_KEY|CLIENT_SECRET|ACCESS_TOKEN|AUTH_TOKEN"
-        r"|SECRET|PASSWORD|PASSWD|TOKEN)[ \t]*=[ \t]*([^\s\"'#]{8,256})"), 1, line_start=True),
+        r"|SECRET|PASSWORD|PASSWD|TOKEN)[ \t]*=[ \t]*([^\s\"'#]{8,256})"), 1, line_start=True,
+          # The keyword of the name's last word (SECRET may go on as SECRET_KEY, PASSW as PASSWD/PASSWORD), then "=".
+          follows={keyword: re.compile(rest + r"[ \t]*=") for keyword, rest in
+                   (("key", ""), ("secret", "(?:_KEY)?"), ("token", ""), ("passw", "(?:ORD|D)"))}),
 )
 
 # Every rule's keyword, for the pre-check.
@@ -235,6 +247,10 @@ def _rule_matches(rule: _Rule, text: str, places: dict[str, list[int]] | None) -
         return
     starts: set[int] = set()
     for keyword, occurrences in places.items():
+        follows = rule.follows.get(keyword) if rule.follows is not None else None
+        if follows is not None:
+            size = len(keyword)
+            occurrences = [at for at in occurrences if follows.match(text, at + size)]
         if rule.line_start:
             starts.update(text.rfind("\n", 0, at) + 1 for at in occurrences)
             continue

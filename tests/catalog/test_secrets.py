@@ -195,7 +195,9 @@ def test_every_spelling_a_rule_allows_is_found_where_the_rule_is_tried(spelling:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(_PIECES + ["ſecret", "ı", "\u0130", "AWS_SECRET_ACCESS_KEY=", "client-secret: ",
-                                           "'" + A40 + "'", "x" * 30, "\n  export MY_API_TOKEN=", "\t AUTH_TOKEN = "])
+                                           "'" + A40 + "'", "x" * 30, "\n  export MY_API_TOKEN=", "\t AUTH_TOKEN = ",
+                                           "SECRET_KEY=", "PASSWORD =", "passwd: ", "secret-key=>", "token_refresh",
+                                           "keyboard", "_access_key :", "\n\t", "TOKEN_KEY="])
                 | st.text(max_size=8), max_size=16).map("".join))
 def test_each_rule_is_tried_where_a_match_can_start_and_finds_what_trying_everywhere_finds(text: str) -> None:
     places = secrets_module._keyword_places(text, secrets_module._KEYWORDS)

@@ -26,3 +26,18 @@ def test_a_line_nested_one_level_too_deep_is_a_bad_line_as_bytes_and_as_a_view()
 def test_a_scalar_line_is_never_walked() -> None:
     line = orjson.dumps("[" * 5000)
     assert not too_deep(line, orjson.loads(line))
+
+
+def test_depth_is_told_alike_for_values_with_few_children_and_with_many() -> None:
+    """A value with few children in all is walked; one with many (a wide array beside the deep part) is told by
+    its bracket count and then walked: both ways, one level too deep is a bad line and the limit itself is not."""
+    for width in (0, 5000):
+        for depth, bad in ((MAX_NESTING + 1, True), (MAX_NESTING, False)):
+            nested: object = []
+            for _ in range(depth - 2):  # with the dict around it: `depth` levels
+                nested = [nested]
+            value = {"wide": list(range(width)), "deep": nested}  # the dict itself is one more level
+            value = value if width else {"deep": nested}
+            line = orjson.dumps(value)
+            assert too_deep(line, orjson.loads(line)) is bad, (width, depth)
+            assert too_deep(memoryview(line), orjson.loads(line)) is bad, (width, depth)

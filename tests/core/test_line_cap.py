@@ -81,3 +81,33 @@ def test_the_streaming_read_finds_what_the_whole_file_parser_finds_whatever_the_
         whole = parse_jsonl(data)
         for chunk_bytes in chunk_sizes:
             assert streamed(data, tmp_path, chunk_bytes) == (whole.values, whole.bad_records), chunk_bytes
+
+
+def test_the_one_chunked_reader_gives_whole_lines_and_the_places_of_over_long_lines(tmp_path: Path) -> None:
+    """Blocks of whole lines at their offsets whatever the chunk size; an over-long line is only a place (ended by
+    its newline, or running to the end); a torn last line comes last as it is."""
+    from sessdex.core.jsonl import SKIPPED_LINE, SKIPPED_TAIL, line_blocks
+
+    first, after = line(HEADER), line(message("m0000002", "after"))
+    over = b"z" * (MAX_LINE_BYTES + (2 << 20)) + b"\n"  # past the cap by more than a chunk
+    data = first + over + after + b'{"torn'
+    for chunk_bytes in (1 << 16, 1 << 20):
+        path = tmp_path / "blocks.jsonl"
+        path.write_bytes(data)
+        with open(path, "rb") as handle:
+            blocks = list(line_blocks(handle.read, chunk_bytes=chunk_bytes))
+        skipped = [block for block in blocks if block.skipped]
+        assert [(block.offset, block.skipped) for block in skipped] == [(len(first) + len(over), SKIPPED_LINE)]
+        text = b"".join(block.data for block in blocks)
+        assert text == first + after + b'{"torn'
+        for block in blocks:
+            if block.data:
+                assert data[block.offset:block.offset + len(block.data)] == block.data
+        assert blocks[-1].data.endswith(b'{"torn')
+    with open(path, "wb") as handle:
+        handle.write(first + b"y" * (MAX_LINE_BYTES + 3))
+    with open(path, "rb") as handle:
+        blocks = list(line_blocks(handle.read, chunk_bytes=1 << 20))
+    assert blocks[-1] == (len(first) + MAX_LINE_BYTES + 3, b"", SKIPPED_TAIL)
+    with open(path, "rb") as handle:
+        assert b"".join(block.data for block in line_blocks(handle.read, limit=10, chunk_bytes=3)) == first[:10]
