@@ -10,7 +10,7 @@ import hook at every start-up. Baselines: `python -c pass` of that venv for star
 orjson-parsing the same session files for indexing figures. Figures, each with its ratio and goal:
 - `sessdex resume PREFIX` (another project's id), `list`, `recent`, `continue`: whole processes through the
   console script, while `sessdex watch` keeps the catalog current and while they check freshness
-  themselves; goal <= 2.0x `python -c pass`;
+  themselves; goal <= 2.5x `python -c pass`;
 - `sessdex search WORD --all` (20 hits, a word in most sessions): wall time (goal <= 4x `python -c pass`) and
   peak RSS (goal <= 60 MB);
 - the picker (scripts/bench_picker.py run by the installed interpreter): first paint including imports
@@ -23,7 +23,8 @@ orjson-parsing the same session files for indexing figures. Figures, each with i
 - a freshness check over the unchanged corpus (in-process) and how long an appended line takes to show
   under `sessdex watch`;
 - every `sessdex usage` report over the whole corpus (`--all --json`, and `--all` as a table into a pipe), while
-  `sessdex watch` keeps the catalog current and while it checks freshness itself (goal <= 2.0x `python -c pass`),
+  `sessdex watch` keeps the catalog current and while it checks freshness itself (goal <= 2.0x `python -c pass`;
+  `usage session --all --json`, one row per session, <= 10x),
   beside the start-up floor (`sessdex list --json` where there is no session), with the file scan's
   answer (`--catalog off`) timed once and checked to give the catalog's rows.
 The corpus (scripts/gen_corpus.py) is generated once into the work dir and reused by later runs.
@@ -66,6 +67,13 @@ from sessdex.catalog.store.db import open_catalog  # noqa: E402
 from sessdex.catalog.store.fts import BACKLOG_KEY, FILES_BACKLOG_KEY  # noqa: E402
 from sessdex.catalog.store.location import resolve_location  # noqa: E402
 from sessdex.core.paths import AgentPaths  # noqa: E402
+
+# Goals, as ratios to `python -c pass`: resume PREFIX, list, recent, continue; search WORD --all; the usage reports,
+# and `usage session --all --json` (a row per session: thousands of rows to print).
+LISTING_GOAL = 2.5
+SEARCH_GOAL = 4.0
+REPORT_GOAL = 2.0
+SESSION_REPORT_GOAL = 10.0
 
 # The installed interpreter and console script (set by main once scripts/regular_install.py built them).
 PYTHON = sys.executable
@@ -317,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(f"{mode}: `python -c pass` (the installed interpreter) median {floor_ms:.1f} ms, "
                        f"CPU {floor_cpu:.1f} ms")
         for label, (timing, cpu) in figures.items():
-            goal = 4.0 if label == search_label else 2.0
+            goal = SEARCH_GOAL if label == search_label else LISTING_GOAL
             ratio = timing / floor_ms
             results.append(f"  {label}: median {timing:.1f} ms = {ratio:.2f}x `python -c pass` "
                            f"(goal <= {goal:.1f}x): {verdict(ratio <= goal)}; CPU {cpu:.1f} ms = "
@@ -430,7 +438,8 @@ def measure_usage_reports(workdir: Path, agent: Path, catalog_db: Path, catalog_
                        f"CPU {floor_cpu:.1f} ms")
         for label, (timing, cpu) in figures.items():
             ratio = timing / floor_ms
-            goal = "" if label.startswith("start-up floor") else f" (goal <= 2.0x): {verdict(ratio <= 2.0)}"
+            limit = SESSION_REPORT_GOAL if label.startswith("sessdex usage session --all --json") else REPORT_GOAL
+            goal = "" if label.startswith("start-up floor") else f" (goal <= {limit:.1f}x): {verdict(ratio <= limit)}"
             results.append(f"  {label}: median {timing:.1f} ms = {ratio:.2f}x `python -c pass`{goal}; CPU {cpu:.1f} ms "
                            f"= {cpu / floor_cpu:.2f}x")
 

@@ -8,7 +8,6 @@ import sys
 
 from sessdex.catalog.cli import session_commands
 from sessdex.catalog.cli.commands import directory, positive_count
-from sessdex.catalog.cli.marks_filters import MarksFilter, add_marks_filter_options
 from sessdex.catalog.cli.output import RESUME_FIELDS, add_json_option, add_table_option
 from sessdex.catalog.cli.read_guard import resume_source, session_source
 from sessdex.core.errors import UsageError
@@ -24,6 +23,10 @@ def add_session_dir_option(parser: argparse.ArgumentParser, help: str) -> None:
 
 
 def _add_list_like(parser: argparse.ArgumentParser) -> None:
+    # The marks filters (and the marks module behind them) are imported by list and recent only: resume and
+    # continue never read marks unless asked for JSON.
+    from sessdex.catalog.cli.marks_filters import add_marks_filter_options
+
     add_json_option(parser, "Print JSON instead of a table.")
     add_table_option(parser)
     parser.add_argument("--all", dest="all_projects", action="store_true",
@@ -45,6 +48,8 @@ def add_list_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_list(args: argparse.Namespace, settings: Settings) -> int:
+    from sessdex.catalog.cli.marks_filters import MarksFilter
+
     return session_commands.run_list(lambda: session_source(args, settings), all_projects=args.all_projects,
                                      output=_listing_output(args), session_dir=args.session_dir, limit=args.limit,
                                      wanted=MarksFilter.of(args))
@@ -59,6 +64,8 @@ def add_recent_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_recent(args: argparse.Namespace, settings: Settings) -> int:
+    from sessdex.catalog.cli.marks_filters import MarksFilter
+
     return session_commands.run_recent(lambda: session_source(args, settings), settings.paths, limit=args.limit,
                                        output=_listing_output(args), session_dir=args.session_dir,
                                        all_projects=args.all_projects, wanted=MarksFilter.of(args))

@@ -81,7 +81,7 @@ SQL: dict[str, str] = {
     'stats_under_root_with_id': (
         'SELECT session_files.path, session_files.device, session_files.inode, session_files.size, session_files.mtime_ns \n'
         'FROM session_files \n'
-        'WHERE session_files.machine = :machine AND session_files.path > :root_lo AND session_files.path < :root_hi AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
+        "WHERE session_files.machine = :machine AND (session_files.path || '') > :root_lo AND (session_files.path || '') < :root_hi AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi"
     ),
     'paths_in_directory': (
         'SELECT session_files.path \n'
@@ -117,7 +117,7 @@ SQL: dict[str, str] = {
     'infos_by_id_under_root': (
         'SELECT session_files.id, session_files.machine, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
-        'WHERE session_files.machine = :machine AND session_files.path > :root_lo AND session_files.path < :root_hi AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi'
+        "WHERE session_files.machine = :machine AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages AND (session_files.path || '') > :root_lo AND (session_files.path || '') < :root_hi AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi"
     ),
     'recent_in_directories': (
         'SELECT session_files.path, session_files.mtime_ns, session_files.prefix_state \n'

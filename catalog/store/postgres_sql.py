@@ -80,7 +80,7 @@ SQL: dict[str, str] = {
     'stats_under_root_with_id': (
         'SELECT session_files.path, session_files.device, session_files.inode, session_files.size, session_files.mtime_ns \n'
         'FROM session_files \n'
-        'WHERE session_files.machine = %(machine)s::VARCHAR AND session_files.path > %(root_lo)s::VARCHAR AND session_files.path < %(root_hi)s::VARCHAR AND session_files.session_id >= %(id_lo)s::VARCHAR AND session_files.session_id < %(id_hi)s::VARCHAR'
+        "WHERE session_files.machine = %(machine)s::VARCHAR AND (session_files.path || '') > %(root_lo)s::VARCHAR AND (session_files.path || '') < %(root_hi)s::VARCHAR AND session_files.session_id >= %(id_lo)s::VARCHAR AND session_files.session_id < %(id_hi)s::VARCHAR"
     ),
     'paths_in_directory': (
         'SELECT session_files.path \n'
@@ -116,7 +116,7 @@ SQL: dict[str, str] = {
     'infos_by_id_under_root': (
         'SELECT session_files.id, session_files.machine, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
-        'WHERE session_files.machine = %(machine)s::VARCHAR AND session_files.path > %(root_lo)s::VARCHAR AND session_files.path < %(root_hi)s::VARCHAR AND session_files.header_valid = true AND session_files.message_count >= %(min_messages)s::INTEGER AND session_files.session_id >= %(id_lo)s::VARCHAR AND session_files.session_id < %(id_hi)s::VARCHAR'
+        "WHERE session_files.machine = %(machine)s::VARCHAR AND session_files.header_valid = true AND session_files.message_count >= %(min_messages)s::INTEGER AND (session_files.path || '') > %(root_lo)s::VARCHAR AND (session_files.path || '') < %(root_hi)s::VARCHAR AND session_files.session_id >= %(id_lo)s::VARCHAR AND session_files.session_id < %(id_hi)s::VARCHAR"
     ),
     'recent_in_directories': (
         'SELECT session_files.path, session_files.mtime_ns, session_files.prefix_state \n'

@@ -49,6 +49,21 @@ def test_every_cached_statement_prepares_against_the_migrated_schema(tmp_path: P
         connection.close()
 
 
+@pytest.mark.parametrize("name", ["infos_by_id_under_root", "stats_under_root_with_id"])
+def test_an_id_prefix_under_the_root_is_looked_up_by_the_session_id_index(tmp_path: Path, name: str):
+    # Walking the path index would read every row of the sessions root (all of this machine's) for a few ids.
+    db = open_catalog(resolve_location(tmp_path))
+    db.close()
+    connection = sqlite3.connect(tmp_path / "catalog.db")
+    try:
+        sql = compiled_sql.SQL[name]
+        parameters = {param: "x" for param in re.findall(r":(\w+)", sql)}
+        plan = " | ".join(row[3] for row in connection.execute("EXPLAIN QUERY PLAN " + sql, parameters))
+    finally:
+        connection.close()
+    assert "ix_session_files_machine_session_id (machine=? AND session_id>? AND session_id<?)" in plan, plan
+
+
 def test_no_statement_carries_a_hidden_literal_parameter():
     # Auto-named binds (":param_1", ":coalesce_2") would be unset on the stdlib path.
     for name, sql in compiled_sql.SQL.items():

@@ -257,6 +257,15 @@ def test_the_parser_imports_only_the_chosen_command_module(runs) -> None:
         assert others == set(), (case.args, others)
 
 
+def test_resume_and_continue_import_no_marks_code_unless_asked_for_json(runs) -> None:
+    checked = 0
+    for case, run in runs:
+        if case.hot and case.args[0] in ("resume", "continue") and not {"--json", "--keep-marks"} & set(case.args):
+            assert not {"sessdex.core.marks", "sessdex.catalog.cli.marks_filters"} & run.modules, case.args
+            checked += 1
+    assert checked >= 2
+
+
 def test_a_closed_stdout_ends_quietly_with_status_1(corpus: Corpus) -> None:
     reader, writer = os.pipe()
     os.close(reader)  # every write to stdout fails with EPIPE
