@@ -296,7 +296,7 @@ def id_prefix_length(ids: Iterable[str]) -> int:
     C (sorted, map, list.index)."""
     import operator
 
-    ordered = sorted(set(ids))
+    ordered = sorted(ids)  # a set first would hash every id: sorting alone is cheaper, and equal ids are neighbours
     if len(ordered) < 2:
         return MIN_ID_PREFIX
     prefixes = list(map(operator.itemgetter(slice(None, MIN_ID_PREFIX)), ordered))
@@ -309,7 +309,9 @@ def id_prefix_length(ids: Iterable[str]) -> int:
         except ValueError:
             return length
         one, other = ordered[position - 1], ordered[position]
-        shared = MIN_ID_PREFIX  # the two are distinct: they differ before the shorter one ends, or it is shorter
+        if one == other:
+            continue
+        shared = MIN_ID_PREFIX  # the two differ before the shorter one ends, or it is the first and shorter
         while shared < len(one) and one[shared] == other[shared]:
             shared += 1
         length = max(length, shared + 1)

@@ -171,6 +171,10 @@ _PICKER_ROWS_SQL = (
     "ORDER BY mtime_ns DESC, path")
 _PICKER_IDS_SQL = ("SELECT session_id FROM session_files "
                    "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
+# The same ids in one string with their number (no row object made for each: a hundred thousand rows in a quarter of
+# the time); the separator is defined below, with the listings' id width.
+_PICKER_JOINED_IDS_SQL = ("SELECT count(*), group_concat(session_id, '\x1f') FROM session_files "
+                          "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
 _UNDER_ROOT_SQL = "path > ? AND path < ?"
 # The same for the first screen's rows: the unary plus keeps SQLite from walking the path index (and sorting every
 # row of the root by mtime) instead of the mtime index, newest first, up to the screen's last row.
@@ -892,8 +896,11 @@ class Catalog:
         newest = _UNDER_ROOT_NEWEST_SQL if where == _UNDER_ROOT_SQL else where
         rows = _picker_rows(reader.execute(_PICKER_ROWS_SQL.format(where=newest) + " LIMIT ?",
                                            (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params, limit)))
-        ids = [session_id for session_id, in reader.execute(_PICKER_IDS_SQL.format(where=where),
-                                                             (self.machine, *params))]
+        count, joined = reader.execute(_PICKER_JOINED_IDS_SQL.format(where=where), (self.machine, *params)).fetchone()
+        ids = joined.split(_ID_SEPARATOR) if joined else []
+        if len(ids) != count:  # an id that holds the separator
+            ids = [session_id for session_id, in reader.execute(_PICKER_IDS_SQL.format(where=where),
+                                                                 (self.machine, *params))]
         return rows, ids
 
     def _picker_where(self, cwd: str, session_dir: str | os.PathLike[str] | None,
