@@ -70,6 +70,7 @@ from sessdex.catalog.index.reconcile import (
     index_files,
     read_heartbeat,
     reconcile,
+    root_range,
     stat_key,
 )
 from sessdex.catalog.store.compiled_sql import SCHEMA_REVISION
@@ -80,6 +81,8 @@ from sessdex.core.paths import SESSION_SUFFIX, is_session_file_name
 from sessdex.core.private_files import write_private_text
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from sessdex.catalog.store.db import CatalogDatabase
 
 DEBOUNCE_SECONDS = 0.05
@@ -98,6 +101,57 @@ def refuse_while_watched(location: CatalogLocation, action: str) -> None:
             return
     except BlockingIOError:
         raise CatalogError(f"`sessdex watch` is running on {location.display}; stop it before you {action}") from None
+
+
+# -- the id width of listings, kept in the catalog -------------------------------------------------------------
+
+# A listing prints ids at the width at which every session `resume` looks at (this machine's, every project's) has its
+# own prefix. Computing it reads every id: at 100,000 sessions that is most of a listing's time. The watcher keeps it
+# in catalog_meta under this key (plus the machine) as "WIDTH STAMP", or "none STAMP" when the catalog cannot tell
+# (it holds files outside the sessions root), STAMP being the highest session_files id when it was computed. A file
+# indexed since by anyone raises that id: the stored width is then not used until the watcher computes it again.
+ID_WIDTH_KEY = "resume_id_width:"
+_ID_SEPARATOR = "\x1f"  # a literal: an expression such as char(31) would be evaluated again for every row
+# Every session id of this machine's rows in one string (from the index on machine, session_id: no row object made)
+# with their number; the files whose header holds none; whether any row lies outside the sessions root.
+_SESSION_IDS_SQL = (f"SELECT count(*), group_concat(session_id, '{_ID_SEPARATOR}') FROM session_files "
+                    "WHERE machine = ? AND session_id > ''")
+_WITHOUT_ID_SQL = ("SELECT path FROM session_files WHERE machine = ? AND session_id IS NULL UNION ALL "
+                   "SELECT path FROM session_files WHERE machine = ? AND session_id = ''")
+_OUTSIDE_ROOT_SQL = ("SELECT EXISTS (SELECT 1 FROM session_files WHERE machine = ? AND path <= ?) "
+                     "OR EXISTS (SELECT 1 FROM session_files WHERE machine = ? AND path >= ?)")
+_STAMP_SQL = "SELECT coalesce(max(id), 0) FROM session_files"
+_STORED_WIDTH_SQL = "SELECT value FROM catalog_meta WHERE key = ?"
+
+
+def catalog_id_width(reader: sqlite3.Connection, machine: str, sessions_root: str) -> int | None:
+    """The id width of listings from the catalog's rows of `machine`: the ids of their headers, and for a file whose
+    header holds none the id its name holds (core.paths.session_ids_of_names). None when the catalog holds a file
+    outside `sessions_root` (a --session-dir elsewhere, which `resume` does not look at)."""
+    from sessdex.core.discovery import id_prefix_length
+    from sessdex.core.paths import session_ids_of_names
+
+    bounds = root_range(sessions_root)
+    if reader.execute(_OUTSIDE_ROOT_SQL, (machine, bounds["root_lo"], machine, bounds["root_hi"])).fetchone()[0]:
+        return None
+    count, joined = reader.execute(_SESSION_IDS_SQL, (machine,)).fetchone()
+    known = joined.split(_ID_SEPARATOR) if joined else []
+    if len(known) != count:  # an id that holds the separator
+        known = [row[0] for row in reader.execute(
+            "SELECT session_id FROM session_files WHERE machine = ? AND session_id > ''", (machine,))]
+    known += session_ids_of_names(row[0] for row in reader.execute(_WITHOUT_ID_SQL, (machine, machine)))
+    return id_prefix_length(known)
+
+
+def watched_id_width(reader: sqlite3.Connection, machine: str, sessions_root: str) -> int | None:
+    """The id width of listings under a live watcher: the one it stored when nothing was indexed since (two small
+    reads), else computed from the rows (`catalog_id_width`)."""
+    row = reader.execute(_STORED_WIDTH_SQL, (ID_WIDTH_KEY + machine,)).fetchone()
+    if row is not None:
+        width, _, stamp = row[0].partition(" ")
+        if stamp == str(reader.execute(_STAMP_SQL).fetchone()[0]):
+            return None if width == "none" else int(width)
+    return catalog_id_width(reader, machine, sessions_root)
 
 
 # -- events and their coalescing (pure) ------------------------------------------------------------------
@@ -303,6 +357,7 @@ class Watcher:
         self._reached = False  # the catalog answered once (its machine recorded, its initial scan done)
         self._observer: Any = None
         self._root_identity: tuple[int, int] | None = None  # (device, inode) of the root the observer watches
+        self._width_stamp: int | None = None  # the highest session_files id when the id width was last stored
 
     def _say(self, message: str) -> None:
         self._log.write(message + "\n")
@@ -405,12 +460,35 @@ class Watcher:
         assert self._db is not None
         try:
             self._report_skipped(reconcile(self._db, Scope.of(root=self.root)).failures)
+            self._keep_id_width(changed=True)
         except CatalogUnavailableError as exc:
             self._fall_behind(exc)
         except Exception as exc:  # the catalog failed under the watcher: reopened, which reconciles again
             self._say(f"sessdex watch: indexing {self.root} again failed ({type(exc).__name__}: {exc}); "
                       "reopening the catalog and going on")
             self._reopen()
+
+    def _keep_id_width(self, *, changed: bool) -> None:
+        """Store the id width of listings (see ID_WIDTH_KEY) when files were indexed since it was last stored: by
+        anyone (the highest id grew), or by this watcher when `changed` (a removal lowers no id). Never fatal: a
+        stored width that is out of date is not used, readers compute it then."""
+        reader = self._db.sqlite_reader() if self._db is not None else None
+        if reader is None or self._db is None:
+            return
+        try:
+            stamp = reader.execute(_STAMP_SQL).fetchone()[0]
+            if not changed and stamp == self._width_stamp:
+                return
+            width = catalog_id_width(reader, self._db.machine, self.root)
+            with self._db.write():
+                self._db.execute("meta_delete", {"key": ID_WIDTH_KEY + self._db.machine})
+                self._db.execute("meta_insert", {"key": ID_WIDTH_KEY + self._db.machine,
+                                                 "value": f"{'none' if width is None else width} {stamp}"})
+            self._width_stamp = stamp
+        except Exception as exc:  # the catalog failing under the watcher is handled at the next batch or heartbeat
+            self._width_stamp = None
+            if not disk_full(exc) and not isinstance(exc, CatalogUnavailableError):
+                self._say(f"sessdex watch: storing the id width failed ({type(exc).__name__}: {exc})")
 
     def _publish_heartbeat(self) -> None:
         path = self.location.watcher_path
@@ -460,6 +538,7 @@ class Watcher:
         assert self._db is not None
         try:
             self.apply(self._db, changes)
+            self._keep_id_width(changed=bool(changes.rescan) or Action.REMOVE in changes.files.values())
             return
         except CatalogUnavailableError as exc:  # a server gone away: caught up once it is back
             self._fall_behind(exc)
@@ -533,6 +612,7 @@ class Watcher:
             register_machine(self._db, self.root, content=self._content, home=self._home)
         report = reconcile(self._db, Scope.of(root=self.root))
         self._report_skipped(report.failures)
+        self._keep_id_width(changed=True)  # before the heartbeat: the first listings it serves find it stored
         if not self._reached:
             self._reached = True
             self._publish_heartbeat()
@@ -587,6 +667,7 @@ class Watcher:
         self._close_quietly()
         try:
             self._report_skipped(reconcile(self._open(), Scope.of(root=self.root)).failures)
+            self._keep_id_width(changed=True)
         except CatalogUnavailableError as exc:
             self._fall_behind(exc)
         except Exception as exc:
@@ -700,6 +781,8 @@ class Watcher:
         if not self._reached:
             return  # no heartbeat before the initial scan: readers keep their own freshness check
         self._check_revision()
+        if self._behind_since is None:
+            self._keep_id_width(changed=False)  # files another process indexed
         try:
             os.utime(self.location.watcher_path)
         except FileNotFoundError:

@@ -180,18 +180,9 @@ _UNDER_ROOT_SQL = "path > ? AND path < ?"
 # row of the root by mtime) instead of the mtime index, newest first, up to the screen's last row.
 _UNDER_ROOT_NEWEST_SQL = "+path > ? AND +path < ?"
 _IN_FOLDERS_SQL = "directory IN ({marks})"
-# Every session id of this machine's rows, in one string (from the index on machine, session_id: no row is read,
-# no row object made), with their number; the ids that start with a prefix; the files whose header holds none;
-# whether any row lies outside the sessions root (a --session-dir elsewhere).
+# The separator of ids read as one string (a literal: an expression such as char(31) would be evaluated again for
+# every row).
 _ID_SEPARATOR = "\x1f"
-# (The separator is a literal: an expression such as char(31) would be evaluated again for every row.)
-_SESSION_IDS_SQL = (f"SELECT count(*), group_concat(session_id, '{_ID_SEPARATOR}') FROM session_files "
-                    "WHERE machine = ? AND session_id > ''")
-_IDS_WITH_PREFIX_SQL = "SELECT session_id FROM session_files WHERE machine = ? AND session_id >= ? AND session_id < ?"
-_WITHOUT_ID_SQL = ("SELECT path FROM session_files WHERE machine = ? AND session_id IS NULL UNION ALL "
-                   "SELECT path FROM session_files WHERE machine = ? AND session_id = ''")
-_OUTSIDE_ROOT_SQL = ("SELECT EXISTS (SELECT 1 FROM session_files WHERE machine = ? AND path <= ?) "
-                     "OR EXISTS (SELECT 1 FROM session_files WHERE machine = ? AND path >= ?)")
 _INFOS_BY_ID_SQL = ("SELECT id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, "
                     "created, parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
                     "cost_total FROM session_files WHERE id IN ({placeholders})")
@@ -547,44 +538,14 @@ class Catalog:
         project's files), the catalog is SQLite, it answers for this machine only and holds no file outside the
         sessions root: the caller then reads the file names.
         """
-        import operator
-
-        from sessdex.core.discovery import MIN_ID_PREFIX, id_prefix_length
-        from sessdex.core.paths import session_ids_of_names
-
         reader = self._database().sqlite_reader()
         if reader is None or self.all_machines:
             return None
         if not covered_by(read_heartbeat(self.location), Scope.of(root=self.sessions_root)):
             return None
-        bounds, here = root_range(self.sessions_root), self.machine
-        if reader.execute(_OUTSIDE_ROOT_SQL, (here, bounds["root_lo"], here, bounds["root_hi"])).fetchone()[0]:
-            return None
-        count, joined = reader.execute(_SESSION_IDS_SQL, (here,)).fetchone()
-        known = joined.split(_ID_SEPARATOR) if joined else []
-        if len(known) != count:  # an id that holds the separator
-            known = [row[0] for row in reader.execute(
-                "SELECT session_id FROM session_files WHERE machine = ? AND session_id > ''", (here,))]
-        unnamed = session_ids_of_names(row[0] for row in reader.execute(_WITHOUT_ID_SQL, (here, here)))
-        # Only the ids whose first MIN_ID_PREFIX characters another id shares can need a longer prefix: the width of
-        # those few is the width of them all. Ten thousand ids: the prefixes are cut, sorted and compared in C
-        # (map, list.sort, list.index), only the shared ones are looked at in Python.
-        known += unnamed
-        prefixes = sorted(map(operator.itemgetter(slice(None, MIN_ID_PREFIX)), known))
-        same_as_next = list(map(operator.eq, prefixes, prefixes[1:]))
-        shared: list[str] = []
-        position = 0
-        while True:
-            try:
-                position = same_as_next.index(True, position) + 1
-            except ValueError:
-                break
-            if not shared or shared[-1] != prefixes[position]:
-                shared.append(prefixes[position])
-        close = [value for value in unnamed if value[:MIN_ID_PREFIX] in shared]
-        for prefix in shared:
-            close += [row[0] for row in reader.execute(_IDS_WITH_PREFIX_SQL, (here, prefix, prefix + ID_PREFIX_CEILING))]
-        return id_prefix_length(close)
+        from sessdex.catalog.index.watcher import watched_id_width  # kept current by that watcher
+
+        return watched_id_width(reader, self.machine, self.sessions_root)
 
     # -- recent sessions / newest session -------------------------------------------------------------------
 
