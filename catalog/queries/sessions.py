@@ -543,7 +543,7 @@ class Catalog:
             return None
         if not covered_by(read_heartbeat(self.location), Scope.of(root=self.sessions_root)):
             return None
-        from sessdex.catalog.index.watcher import watched_id_width  # kept current by that watcher
+        from sessdex.catalog.index.id_width import watched_id_width  # kept current by that watcher
 
         return watched_id_width(reader, self.machine, self.sessions_root)
 
