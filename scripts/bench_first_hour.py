@@ -1,6 +1,15 @@
 """The first hour on a corpus: each figure against `python -c pass` and raw read + parse, measured in the same run.
 
-    python scripts/bench_first_hour.py --agent-dir DIR [--runs 3] [--skip-concurrent]
+    python scripts/bench_first_hour.py --agent-dir DIR [--agent-dir DIR2 ...] [--runs 3] [--skip-concurrent] [--picker]
+
+e.g. item 5's table at 10,000 and 100,000 sessions (mean 8 KB, 100 sessions per project), on a regular install:
+    python scripts/gen_corpus.py --agent-dir /tmp/b/k10 --sessions 10000 --projects 100 --total-size 80MB \
+        --shape small-messages
+    python scripts/gen_corpus.py --agent-dir /tmp/b/k100 --sessions 100000 --projects 1000 --total-size 800MB \
+        --shape small-messages
+    python scripts/regular_install.py /tmp/b/ri     # prints /tmp/b/ri/venv/bin/python
+    /tmp/b/ri/venv/bin/python scripts/bench_first_hour.py --agent-dir /tmp/b/k10 --agent-dir /tmp/b/k100 \
+        --skip-concurrent --picker
 
 DIR is a generated corpus (scripts/gen_corpus.py; e.g. 10,000 sessions, or 100,000 in 1,000 projects with
 --shape small-messages). The catalog is `DIR/catalog.db`, deleted before each first-index scenario. Figures:
@@ -12,6 +21,10 @@ DIR is a generated corpus (scripts/gen_corpus.py; e.g. 10,000 sessions, or 100,0
   the same sessions as `--catalog off`;
 - on the complete catalog, without a watcher and with one: resume, list, recent, continue, search WORD --all,
   usage daily --all, each against `python -c pass`.
+- with --picker, scripts/bench_picker.py --pty on the complete catalog: `pick --all`'s first frame from spawn (wall,
+  and the CPU time of the process until then), the application's first frame, keystroke p95 (wall and CPU).
+The run ends with one table: a line per figure, a column per corpus, and with two corpora or more the last's figure
+over the first's (of the CPU time where a cell holds both).
 `--skip-concurrent` leaves out the scenarios with a writer running beside (each is one more first index: at
 100,000 sessions the run is then about a third as long). Run it niced on a quiet machine; wall times on a
 shared machine vary, so the first index also prints its CPU time (user + system) beside read + parse's.
