@@ -23,7 +23,7 @@ from sessdex.core.summary import SessionInfo, SessionSummary, clamp_epoch_ms, se
 
 TYPE_CHECKING = False  # pathlib stays off the hot commands' imports: Paths are made by as_path
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable
     from pathlib import Path
 
     # (path, reason) of files that look like sessions but could not be read; callers may pass a list to fill.
@@ -286,15 +286,35 @@ def find_most_recent_session(session_dir: str | os.PathLike[str]) -> Path | None
 
 # -- get_recent_sessions() -------------------------------------------------------------------------
 
-def id_prefix_length(ids: Sequence[str]) -> int:
+def id_prefix_length(ids: Iterable[str]) -> int:
     """The shortest length >= MIN_ID_PREFIX at which the ids have as many distinct prefixes as distinct values
-    (how much of each id a listing shows)."""
-    distinct = len(set(ids))
-    longest = max((len(value) for value in ids), default=MIN_ID_PREFIX)
+    (how much of each id a listing shows).
+
+    Sorted, two ids share a prefix only if neighbours between them do: the length is one more than the longest
+    prefix two neighbours share. A hundred thousand ids: only the neighbours whose first MIN_ID_PREFIX characters
+    are the same (a few, for ids made from the time) are compared in Python; the rest is sorting and comparing in
+    C (sorted, map, list.index)."""
+    import operator
+
+    ordered = sorted(ids)  # a set first would hash every id: sorting alone is cheaper, and equal ids are neighbours
+    if len(ordered) < 2:
+        return MIN_ID_PREFIX
+    prefixes = list(map(operator.itemgetter(slice(None, MIN_ID_PREFIX)), ordered))
+    same_as_next = list(map(operator.eq, prefixes, prefixes[1:]))
     length = MIN_ID_PREFIX
-    while length < longest and len({value[:length] for value in ids}) < distinct:
-        length += 1
-    return length
+    position = 0
+    while True:
+        try:
+            position = same_as_next.index(True, position) + 1
+        except ValueError:
+            return length
+        one, other = ordered[position - 1], ordered[position]
+        if one == other:
+            continue
+        shared = MIN_ID_PREFIX  # the two differ before the shorter one ends, or it is the first and shorter
+        while shared < len(one) and one[shared] == other[shared]:
+            shared += 1
+        length = max(length, shared + 1)
 
 
 def sanitize_display_name(text: str) -> str:

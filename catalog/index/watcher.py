@@ -63,6 +63,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sessdex.catalog.index.content_index import fill_content_index
+from sessdex.catalog.index.id_width import ID_WIDTH_KEY, STAMP_SQL, catalog_id_width
 from sessdex.catalog.index.reconcile import (
     ReconcileReport,
     Scope,
@@ -303,6 +304,7 @@ class Watcher:
         self._reached = False  # the catalog answered once (its machine recorded, its initial scan done)
         self._observer: Any = None
         self._root_identity: tuple[int, int] | None = None  # (device, inode) of the root the observer watches
+        self._width_stamp: int | None = None  # the highest session_files id when the id width was last stored
 
     def _say(self, message: str) -> None:
         self._log.write(message + "\n")
@@ -405,12 +407,35 @@ class Watcher:
         assert self._db is not None
         try:
             self._report_skipped(reconcile(self._db, Scope.of(root=self.root)).failures)
+            self._keep_id_width(changed=True)
         except CatalogUnavailableError as exc:
             self._fall_behind(exc)
         except Exception as exc:  # the catalog failed under the watcher: reopened, which reconciles again
             self._say(f"sessdex watch: indexing {self.root} again failed ({type(exc).__name__}: {exc}); "
                       "reopening the catalog and going on")
             self._reopen()
+
+    def _keep_id_width(self, *, changed: bool) -> None:
+        """Store the id width of listings (see ID_WIDTH_KEY) when files were indexed since it was last stored: by
+        anyone (the highest id grew), or by this watcher when `changed` (a removal lowers no id). Never fatal: a
+        stored width that is out of date is not used, readers compute it then."""
+        reader = self._db.sqlite_reader() if self._db is not None else None
+        if reader is None or self._db is None:
+            return
+        try:
+            stamp = reader.execute(STAMP_SQL).fetchone()[0]
+            if not changed and stamp == self._width_stamp:
+                return
+            width = catalog_id_width(reader, self._db.machine, self.root)
+            with self._db.write():
+                self._db.execute("meta_delete", {"key": ID_WIDTH_KEY + self._db.machine})
+                self._db.execute("meta_insert", {"key": ID_WIDTH_KEY + self._db.machine,
+                                                 "value": f"{'none' if width is None else width} {stamp}"})
+            self._width_stamp = stamp
+        except Exception as exc:  # the catalog failing under the watcher is handled at the next batch or heartbeat
+            self._width_stamp = None
+            if not disk_full(exc) and not isinstance(exc, CatalogUnavailableError):
+                self._say(f"sessdex watch: storing the id width failed ({type(exc).__name__}: {exc})")
 
     def _publish_heartbeat(self) -> None:
         path = self.location.watcher_path
@@ -460,6 +485,7 @@ class Watcher:
         assert self._db is not None
         try:
             self.apply(self._db, changes)
+            self._keep_id_width(changed=bool(changes.rescan) or Action.REMOVE in changes.files.values())
             return
         except CatalogUnavailableError as exc:  # a server gone away: caught up once it is back
             self._fall_behind(exc)
@@ -533,6 +559,7 @@ class Watcher:
             register_machine(self._db, self.root, content=self._content, home=self._home)
         report = reconcile(self._db, Scope.of(root=self.root))
         self._report_skipped(report.failures)
+        self._keep_id_width(changed=True)  # before the heartbeat: the first listings it serves find it stored
         if not self._reached:
             self._reached = True
             self._publish_heartbeat()
@@ -587,6 +614,7 @@ class Watcher:
         self._close_quietly()
         try:
             self._report_skipped(reconcile(self._open(), Scope.of(root=self.root)).failures)
+            self._keep_id_width(changed=True)
         except CatalogUnavailableError as exc:
             self._fall_behind(exc)
         except Exception as exc:
@@ -700,6 +728,8 @@ class Watcher:
         if not self._reached:
             return  # no heartbeat before the initial scan: readers keep their own freshness check
         self._check_revision()
+        if self._behind_since is None:
+            self._keep_id_width(changed=False)  # files another process indexed
         try:
             os.utime(self.location.watcher_path)
         except FileNotFoundError:

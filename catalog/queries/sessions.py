@@ -35,6 +35,7 @@ from sessdex.catalog.index.reconcile import (
     root_range,
     scan_files,
 )
+from sessdex.catalog.store.compiled_sql import SQL
 from sessdex.catalog.store.db import open_catalog as open_database
 from sessdex.catalog.store.location import CatalogLocation, resolve_location
 from sessdex.catalog.store.machine import resolve_machine, wants_all_machines
@@ -171,23 +172,22 @@ _PICKER_ROWS_SQL = (
     "ORDER BY mtime_ns DESC, path")
 _PICKER_IDS_SQL = ("SELECT session_id FROM session_files "
                    "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
+# The same ids in one string with their number (no row object made for each: a hundred thousand rows in a quarter of
+# the time); the separator is defined below, with the listings' id width.
+_PICKER_JOINED_IDS_SQL = ("SELECT count(*), group_concat(session_id, '\x1f') FROM session_files "
+                          "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
 _UNDER_ROOT_SQL = "path > ? AND path < ?"
 # The same for the first screen's rows: the unary plus keeps SQLite from walking the path index (and sorting every
 # row of the root by mtime) instead of the mtime index, newest first, up to the screen's last row.
 _UNDER_ROOT_NEWEST_SQL = "+path > ? AND +path < ?"
 _IN_FOLDERS_SQL = "directory IN ({marks})"
-# Every session id of this machine's rows, in one string (from the index on machine, session_id: no row is read,
-# no row object made), with their number; the ids that start with a prefix; the files whose header holds none;
-# whether any row lies outside the sessions root (a --session-dir elsewhere).
+# The separator of ids read as one string (a literal: an expression such as char(31) would be evaluated again for
+# every row).
 _ID_SEPARATOR = "\x1f"
-# (The separator is a literal: an expression such as char(31) would be evaluated again for every row.)
-_SESSION_IDS_SQL = (f"SELECT count(*), group_concat(session_id, '{_ID_SEPARATOR}') FROM session_files "
-                    "WHERE machine = ? AND session_id > ''")
-_IDS_WITH_PREFIX_SQL = "SELECT session_id FROM session_files WHERE machine = ? AND session_id >= ? AND session_id < ?"
-_WITHOUT_ID_SQL = ("SELECT path FROM session_files WHERE machine = ? AND session_id IS NULL UNION ALL "
-                   "SELECT path FROM session_files WHERE machine = ? AND session_id = ''")
-_OUTSIDE_ROOT_SQL = ("SELECT EXISTS (SELECT 1 FROM session_files WHERE machine = ? AND path <= ?) "
-                     "OR EXISTS (SELECT 1 FROM session_files WHERE machine = ? AND path >= ?)")
+# `infos_by_id_under_root` reading the id range of the index on (machine, session_id): SQLite would otherwise walk the
+# path range of a covering index, every row of the sessions root (100,000 sessions: 90 ms for the one or two rows).
+_INFOS_BY_ID_UNDER_ROOT_SQL = SQL["infos_by_id_under_root"].replace(
+    "FROM session_files ", "FROM session_files INDEXED BY ix_session_files_machine_session_id ", 1)
 _INFOS_BY_ID_SQL = ("SELECT id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, "
                     "created, parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
                     "cost_total FROM session_files WHERE id IN ({placeholders})")
@@ -462,7 +462,15 @@ class Catalog:
         """Sessions (any message count) whose id starts with `prefix`: in the project, or everywhere when cwd is None."""
         if cwd is None:
             report = self.refresh(Scope.of(root=self.sessions_root), _id_range(prefix))
-            rows = self._rows_under_roots("infos_by_id_under_root", {**_id_range(prefix), "min_messages": 0})
+            params = {**_id_range(prefix), "min_messages": 0}
+            reader = self._database().sqlite_reader()
+            if reader is not None and not self.all_machines:
+                cursor = reader.cursor()
+                cursor.row_factory = None  # INFO_COLUMNS tuples, as fetch_tuples gives them
+                rows = cursor.execute(_INFOS_BY_ID_UNDER_ROOT_SQL, {**root_range(self.sessions_root), **params,
+                                                                     "machine": self.machine}).fetchall()
+            else:
+                rows = self._rows_under_roots("infos_by_id_under_root", params)
         else:
             folders = self.project_dirs(cwd, session_dir)
             report = self.refresh(Scope.of(folders), _id_range(prefix))
@@ -543,44 +551,14 @@ class Catalog:
         project's files), the catalog is SQLite, it answers for this machine only and holds no file outside the
         sessions root: the caller then reads the file names.
         """
-        import operator
-
-        from sessdex.core.discovery import MIN_ID_PREFIX, id_prefix_length
-        from sessdex.core.paths import session_ids_of_names
-
         reader = self._database().sqlite_reader()
         if reader is None or self.all_machines:
             return None
         if not covered_by(read_heartbeat(self.location), Scope.of(root=self.sessions_root)):
             return None
-        bounds, here = root_range(self.sessions_root), self.machine
-        if reader.execute(_OUTSIDE_ROOT_SQL, (here, bounds["root_lo"], here, bounds["root_hi"])).fetchone()[0]:
-            return None
-        count, joined = reader.execute(_SESSION_IDS_SQL, (here,)).fetchone()
-        known = joined.split(_ID_SEPARATOR) if joined else []
-        if len(known) != count:  # an id that holds the separator
-            known = [row[0] for row in reader.execute(
-                "SELECT session_id FROM session_files WHERE machine = ? AND session_id > ''", (here,))]
-        unnamed = session_ids_of_names(row[0] for row in reader.execute(_WITHOUT_ID_SQL, (here, here)))
-        # Only the ids whose first MIN_ID_PREFIX characters another id shares can need a longer prefix: the width of
-        # those few is the width of them all. Ten thousand ids: the prefixes are cut, sorted and compared in C
-        # (map, list.sort, list.index), only the shared ones are looked at in Python.
-        known += unnamed
-        prefixes = sorted(map(operator.itemgetter(slice(None, MIN_ID_PREFIX)), known))
-        same_as_next = list(map(operator.eq, prefixes, prefixes[1:]))
-        shared: list[str] = []
-        position = 0
-        while True:
-            try:
-                position = same_as_next.index(True, position) + 1
-            except ValueError:
-                break
-            if not shared or shared[-1] != prefixes[position]:
-                shared.append(prefixes[position])
-        close = [value for value in unnamed if value[:MIN_ID_PREFIX] in shared]
-        for prefix in shared:
-            close += [row[0] for row in reader.execute(_IDS_WITH_PREFIX_SQL, (here, prefix, prefix + ID_PREFIX_CEILING))]
-        return id_prefix_length(close)
+        from sessdex.catalog.index.id_width import watched_id_width  # kept current by that watcher
+
+        return watched_id_width(reader, self.machine, self.sessions_root)
 
     # -- recent sessions / newest session -------------------------------------------------------------------
 
@@ -892,8 +870,11 @@ class Catalog:
         newest = _UNDER_ROOT_NEWEST_SQL if where == _UNDER_ROOT_SQL else where
         rows = _picker_rows(reader.execute(_PICKER_ROWS_SQL.format(where=newest) + " LIMIT ?",
                                            (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params, limit)))
-        ids = [session_id for session_id, in reader.execute(_PICKER_IDS_SQL.format(where=where),
-                                                             (self.machine, *params))]
+        count, joined = reader.execute(_PICKER_JOINED_IDS_SQL.format(where=where), (self.machine, *params)).fetchone()
+        ids = joined.split(_ID_SEPARATOR) if joined else []
+        if len(ids) != count:  # an id that holds the separator
+            ids = [session_id for session_id, in reader.execute(_PICKER_IDS_SQL.format(where=where),
+                                                                 (self.machine, *params))]
         return rows, ids
 
     def _picker_where(self, cwd: str, session_dir: str | os.PathLike[str] | None,

@@ -257,6 +257,27 @@ def test_id_prefix_length() -> None:
     assert id_prefix_length([]) == 8
     assert id_prefix_length(["abcdefgh11", "abcdefgh22"]) == 9
     assert id_prefix_length(["abcdefgh11", "abcdefgh11"]) == 8
+    assert id_prefix_length(iter(["abc", "abcdefghij", "abcdefgh"])) == 9  # one id the start of another
+
+
+def test_id_prefix_length_is_the_shortest_length_telling_the_ids_apart() -> None:
+    # Against the definition itself, on ids short and long, repeated, one the start of another.
+    import random
+
+    def by_definition(ids: list[str]) -> int:
+        longest = max((len(value) for value in ids), default=8)
+        length = 8
+        while length < longest and len({value[:length] for value in ids}) < len(set(ids)):
+            length += 1
+        return length
+
+    draw = random.Random(7)
+    for _ in range(3000):
+        stem = "".join(draw.choice("ab") for _ in range(draw.randint(0, 14)))
+        ids = [stem[:draw.randint(0, len(stem))] + "".join(draw.choice("ab") for _ in range(draw.randint(0, 6)))
+               for _ in range(draw.randint(0, 8))]
+        ids += ids[:2]
+        assert id_prefix_length(ids) == by_definition(ids), ids
 
 
 # -- the model ----------------------------------------------------------------------------------------

@@ -174,6 +174,24 @@ def test_resume_lookup_reports_ambiguity_with_every_candidate(paths: AgentPaths)
             catalog.find_session_by_id("ffff", cwd)
 
 
+def test_resume_in_every_project_reads_the_id_range_not_every_row_of_the_root(paths: AgentPaths):
+    # Without the index on (machine, session_id), SQLite walks the path range of a covering index: every row.
+    from sessdex.catalog.queries import sessions as sessions_module
+
+    here, there = project(paths, "here"), project(paths, "there")
+    session(paths, there, "5555000000000001", user("elsewhere"))
+    session(paths, there, "5556000000000001", user("another"))
+    with open_catalog_for(paths) as catalog:
+        catalog.list_all_sessions()
+        reader = catalog._database().sqlite_reader()
+        plan = reader.execute("EXPLAIN QUERY PLAN " + sessions_module._INFOS_BY_ID_UNDER_ROOT_SQL,
+                              {"machine": "m", "root_lo": "/", "root_hi": "/~", "id_lo": "5555", "id_hi": "5556",
+                               "min_messages": 0}).fetchall()
+        assert "ix_session_files_machine_session_id" in str([tuple(row) for row in plan])
+        assert [info.id for info in catalog.sessions_with_id_prefix("5555", None)] == ["5555000000000001"]
+        assert catalog.find_session_by_id("5556", here).id == "5556000000000001"
+
+
 def test_resume_falls_back_to_every_project_and_finds_zero_message_sessions_by_full_id(paths: AgentPaths):
     here, there = project(paths, "here"), project(paths, "there")
     session(paths, there, "5555000000000001", user("elsewhere"))

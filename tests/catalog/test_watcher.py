@@ -263,3 +263,38 @@ def test_symlinked_sessions_are_read_again_only_when_their_target_changes(tmp_pa
     heartbeats(8)
     assert stats.files_indexed == after_events + 1
     assert running.row(folder / "link0.jsonl")["message_count"] == 1
+
+
+def test_the_watcher_keeps_the_id_width_of_listings_and_readers_use_it_only_while_current(tmp_path: Path, watching,
+                                                                                         monkeypatch):
+    from sessdex.catalog.index import id_width
+
+    sessions = tmp_path / "agent" / "sessions"
+    write_file(sessions / "--p--" / "a.jsonl", jsonl([header("abcdefgh10000001", "/p"), user("one")]))
+    running = watching()
+    reader = running.watcher_db().sqlite_reader()
+    machine, root = running.watcher_db().machine, str(sessions)
+    key = id_width.ID_WIDTH_KEY + machine
+
+    def stored() -> str | None:
+        row = reader.execute("SELECT value FROM catalog_meta WHERE key = ?", (key,)).fetchone()
+        return row[0].split(" ")[0] if row else None
+
+    assert stored() == "8"  # stored by the initial scan, before its heartbeat
+    # A session whose id shares 12 characters with the first one, in another project: 13 tell them apart.
+    write_file(sessions / "--q--" / "b.jsonl", jsonl([header("abcdefgh1000xxxx", "/q"), user("two")]))
+    wait_for(lambda: stored() == "13")
+    computed = []
+    real = id_width.catalog_id_width
+    monkeypatch.setattr(id_width, "catalog_id_width", lambda *args: computed.append(args) or real(*args))
+    assert id_width.watched_id_width(reader, machine, root) == 13
+    assert not computed  # the stored width: no id read
+    # A file another process indexed since: the stored width is not used until the watcher stores it again.
+    catalog = running.watcher_db()
+    with catalog.write():
+        catalog.execute("meta_delete", {"key": key})
+        catalog.execute("meta_insert", {"key": key, "value": "8 0"})
+    assert id_width.watched_id_width(reader, machine, root) == 13
+    assert computed
+    (sessions / "--q--" / "b.jsonl").unlink()
+    wait_for(lambda: stored() == "8")
