@@ -184,10 +184,6 @@ _IN_FOLDERS_SQL = "directory IN ({marks})"
 # The separator of ids read as one string (a literal: an expression such as char(31) would be evaluated again for
 # every row).
 _ID_SEPARATOR = "\x1f"
-# `infos_by_id_under_root` reading the id range of the index on (machine, session_id): SQLite would otherwise walk the
-# path range of a covering index, every row of the sessions root (100,000 sessions: 90 ms for the one or two rows).
-_INFOS_BY_ID_UNDER_ROOT_SQL = SQL["infos_by_id_under_root"].replace(
-    "FROM session_files ", "FROM session_files INDEXED BY ix_session_files_machine_session_id ", 1)
 _INFOS_BY_ID_SQL = ("SELECT id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, "
                     "created, parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
                     "cost_total FROM session_files WHERE id IN ({placeholders})")
@@ -467,7 +463,7 @@ class Catalog:
             if reader is not None and not self.all_machines:
                 cursor = reader.cursor()
                 cursor.row_factory = None  # INFO_COLUMNS tuples, as fetch_tuples gives them
-                rows = cursor.execute(_INFOS_BY_ID_UNDER_ROOT_SQL, {**root_range(self.sessions_root), **params,
+                rows = cursor.execute(SQL["infos_by_id_under_root"], {**root_range(self.sessions_root), **params,
                                                                      "machine": self.machine}).fetchall()
             else:
                 rows = self._rows_under_roots("infos_by_id_under_root", params)

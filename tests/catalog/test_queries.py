@@ -175,7 +175,7 @@ def test_resume_lookup_reports_ambiguity_with_every_candidate(paths: AgentPaths)
 
 
 def test_resume_in_every_project_reads_the_id_range_not_every_row_of_the_root(paths: AgentPaths):
-    # Without the index on (machine, session_id), SQLite walks the path range of a covering index: every row.
+    # Unless the root range hides the path from the planner, SQLite walks the path range of a covering index: every row.
     from sessdex.catalog.queries import sessions as sessions_module
 
     here, there = project(paths, "here"), project(paths, "there")
@@ -184,7 +184,7 @@ def test_resume_in_every_project_reads_the_id_range_not_every_row_of_the_root(pa
     with open_catalog_for(paths) as catalog:
         catalog.list_all_sessions()
         reader = catalog._database().sqlite_reader()
-        plan = reader.execute("EXPLAIN QUERY PLAN " + sessions_module._INFOS_BY_ID_UNDER_ROOT_SQL,
+        plan = reader.execute("EXPLAIN QUERY PLAN " + sessions_module.SQL["infos_by_id_under_root"],
                               {"machine": "m", "root_lo": "/", "root_hi": "/~", "id_lo": "5555", "id_hi": "5556",
                                "min_messages": 0}).fetchall()
         assert "ix_session_files_machine_session_id" in str([tuple(row) for row in plan])
