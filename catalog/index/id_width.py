@@ -22,8 +22,12 @@ _ID_SEPARATOR = "\x1f"  # a literal: an expression such as char(31) would be eva
 # with their number; the files whose header holds none; whether any row lies outside the sessions root.
 _SESSION_IDS_SQL = (f"SELECT count(*), group_concat(session_id, '{_ID_SEPARATOR}') FROM session_files "
                     "WHERE machine = ? AND session_id > ''")
-_WITHOUT_ID_SQL = ("SELECT path FROM session_files WHERE machine = ? AND session_id IS NULL UNION ALL "
-                   "SELECT path FROM session_files WHERE machine = ? AND session_id = ''")
+# The files without an id are found in the index on (machine, session_id) and their paths read by rowid: asked for
+# `path` directly, SQLite walks the covering path index over every row of the machine to find those few.
+_WITHOUT_ID_SQL = ("SELECT (SELECT path FROM session_files WHERE id = k.id) FROM session_files AS k "
+                   "WHERE machine = ? AND session_id IS NULL UNION ALL "
+                   "SELECT (SELECT path FROM session_files WHERE id = k.id) FROM session_files AS k "
+                   "WHERE machine = ? AND session_id = ''")
 _OUTSIDE_ROOT_SQL = ("SELECT EXISTS (SELECT 1 FROM session_files WHERE machine = ? AND path <= ?) "
                      "OR EXISTS (SELECT 1 FROM session_files WHERE machine = ? AND path >= ?)")
 STAMP_SQL = "SELECT coalesce(max(id), 0) FROM session_files"
