@@ -226,18 +226,22 @@ class UsageTotals(Value):
 
 def _figures_json(totals: UsageTotals, into: dict[str, Any]) -> dict[str, Any]:
     """Add `totals`' figures to the JSON object `into` (after its own keys) and return it: token counts whole
-    numbers as integers, the cost in dollars. (Written out once per figure: a session report makes 10,000.)"""
+    numbers as integers, the cost in dollars."""
     input_tokens, output, cache_read, cache_write = totals.input, totals.output, totals.cache_read, totals.cache_write
-    total = input_tokens + output + cache_read + cache_write
-    into["input"] = int(input_tokens) if input_tokens.__class__ is float and input_tokens.is_integer() else input_tokens
-    into["output"] = int(output) if output.__class__ is float and output.is_integer() else output
-    into["cacheRead"] = int(cache_read) if cache_read.__class__ is float and cache_read.is_integer() else cache_read
-    into["cacheWrite"] = int(cache_write) if cache_write.__class__ is float and cache_write.is_integer() else cache_write
-    into["totalTokens"] = int(total) if total.__class__ is float and total.is_integer() else total
-    into["cost"] = int(totals.cost_nanos) / NANOS_PER_DOLLAR
+    into["input"] = _plain(input_tokens)
+    into["output"] = _plain(output)
+    into["cacheRead"] = _plain(cache_read)
+    into["cacheWrite"] = _plain(cache_write)
+    into["totalTokens"] = _plain(input_tokens + output + cache_read + cache_write)
+    into["cost"] = dollars(totals.cost_nanos)
     into["messages"] = totals.messages
     into["sessions"] = totals.sessions
     return into
+
+
+def _plain(value: float) -> float | int:
+    """Token counts are whole numbers in practice: print them as integers when they are."""
+    return int(value) if value.__class__ is float and value.is_integer() else value
 
 
 class UsageRow(Value):
@@ -258,17 +262,11 @@ class UsageRow(Value):
 
     def to_json(self, kind: ReportKind, breakdown: bool) -> dict[str, Any]:
         """The row as `sessdex usage --json` prints it."""
-        key = self.key
-        result: dict[str, Any] = {key_name(kind): key[key.find("/") + 1:] if kind == "model" else key}
+        result: dict[str, Any] = {key_name(kind): model_name(self.key) if kind == "model" else self.key}
         if self.session is not None:
             result.update(self.session)
         _figures_json(self.totals, result)
-        models = self.models
-        if len(models) == 1:  # most rows: one model, nothing to sort
-            (name,) = models
-            result["models"] = [name[name.find("/") + 1:]]
-        else:
-            result["models"] = model_names(models)
+        result["models"] = model_names(self.models)
         if breakdown:
             result["breakdown"] = [_figures_json(figures, {"model": model_name(name)})
                                    for name, figures in sorted(self.models.items(), key=_by_cost)]
@@ -283,7 +281,7 @@ def model_name(key: str) -> str:
 
 def model_names(keys: Iterable[str]) -> list[str]:
     """The names of a row's models (see `model_name`), in the order of their keys."""
-    return [key[key.find("/") + 1:] for key in sorted(keys)]
+    return [model_name(key) for key in sorted(keys)]
 
 
 def _by_cost(item: tuple[str, UsageTotals]) -> tuple[int, str]:

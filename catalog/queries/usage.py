@@ -160,23 +160,20 @@ def _report_from_totals(db: Any, kind: ReportKind, scope_name: str, scope_params
         params = ({**scope_params, "root_dir": scope_params["root_lo"].rstrip("/")} if scope_name == "under_root"
                   else scopes)
         # A session report has a row per session (10,000 of them): each row's figures are made in one step.
-        # (The session's fields as `session_fields` makes them: the query cut the first message already.)
         for (key, _model, input_tokens, output_tokens, cache_read, cache_write, cost, messages, sessions, session_id,
              path, cwd, title, first_message) in db.fetch_tuples(f"usage_totals_sessions_{where}", params):
             rows[key] = UsageRow(session_id, UsageTotals(input_tokens, output_tokens, cache_read, cache_write,
                                                          int(cost), int(messages), int(sessions)),
-                                 session={"path": path, "cwd": cwd or "", "title": title, "firstMessage": first_message})
-        for (key, model, input_tokens, output_tokens, cache_read, cache_write, cost, messages,
-             sessions) in db.fetch_tuples(f"usage_totals_session_models_{where}", params):
+                                 session=session_fields(path, cwd, title, first_message))
+        for key, model, *figures in db.fetch_tuples(f"usage_totals_session_models_{where}", params):
             owner = rows.get(key)
             if owner is None:
                 continue
             known = owner.models.get(model)
             if known is None:
-                owner.models[model] = UsageTotals(input_tokens, output_tokens, cache_read, cache_write, int(cost),
-                                                  int(messages), int(sessions))
+                owner.models[model] = _totals(figures)
             else:
-                _add_figures(known, (input_tokens, output_tokens, cache_read, cache_write, cost, messages, sessions))
+                _add_figures(known, figures)
     return UsageReport(kind, order_rows(kind, list(rows.values())), total)
 
 
