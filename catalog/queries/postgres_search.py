@@ -1,6 +1,6 @@
 """Full-text search on a PostgreSQL catalog: the same words match the same sessions as SQLite's FTS5 search.
 
-Migration 0003 gives `messages` and `session_files` generated `tsvector` columns with GIN indexes: ASCII
+The migrations give `messages` and `session_files` generated `tsvector` columns with GIN indexes: ASCII
 punctuation turned into spaces, accents removed, then the `simple` configuration, so that words are runs
 of letters and digits, lower-cased and without accents, as FTS5's unicode61 tokenizer (remove_diacritics)
 makes them. The user's text becomes a `tsquery` that cannot be a syntax error: each word is split into

@@ -1,9 +1,10 @@
 """The search fallback when full text finds nothing: every word as a case-insensitive substring (`mit` in `commit`).
 
 As the prompt-history search falls back to substrings, so can the catalog's search: a session matches when
-each word is inside its title, its first message or one of its messages. On PostgreSQL `ILIKE` answers it
-through the `pg_trgm` trigram indexes of migration 0003; SQLite has no such index and scans (`instr` on
-the lower-cased text, ASCII case folding only). Sessions come newest first.
+each word is inside its title, its first message or one of its messages. Both catalogs read the scope's texts
+(no index covers substrings: keeping trigram indexes up to date cost a PostgreSQL first index half of its
+server time, for a search that runs only when asked for and full text found nothing): `ILIKE` on PostgreSQL,
+`instr` on the lower-cased text on SQLite (ASCII case folding only). Sessions come newest first.
 """
 
 from __future__ import annotations

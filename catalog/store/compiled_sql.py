@@ -4,7 +4,7 @@ The SQLite fast path runs these strings with the stdlib sqlite3 module so that r
 catalog never imports SQLAlchemy or Alembic; tests/catalog/test_schema.py checks they still match.
 """
 
-SCHEMA_REVISION = '0003_picker_indexes'
+SCHEMA_REVISION = '0004_pg_indexes'
 
 SQL: dict[str, str] = {
     'file_by_path': (
@@ -600,7 +600,7 @@ FRESH_CATALOG_SCRIPT: tuple[str, ...] = (
     'CREATE INDEX ix_session_files_machine_mtime_ns ON session_files (machine, mtime_ns, path)',
     'CREATE INDEX ix_session_files_machine_path_listable ON session_files (machine, path, header_valid, message_count, session_id)',
     "INSERT INTO message_fts(message_fts, rank) VALUES ('automerge', 16)",
-    'INSERT INTO "alembic_version" VALUES (\'0003_picker_indexes\')',
+    'INSERT INTO "alembic_version" VALUES (\'0004_pg_indexes\')',
 )
 
 # The schema objects (type, name, SQL) of a SQLite catalog at SCHEMA_REVISION.
