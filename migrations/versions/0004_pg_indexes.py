@@ -22,8 +22,6 @@ SQLite is unchanged. Self-contained (it imports nothing of sessdex).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from alembic import op
 
 revision: str = "0004_pg_indexes"
@@ -47,8 +45,10 @@ def _words_before(column: str) -> str:
             f"'{PUNCTUATION.replace(chr(39), chr(39) * 2)}', '{' ' * len(PUNCTUATION)}')))")
 
 
-def _search_columns(words: Callable[[str], str]) -> tuple[str, ...]:
-    """The generated search columns made again with `words`, and their GIN indexes."""
+def _search_columns(baseline: bool) -> tuple[str, ...]:
+    """The generated search columns made again (with the baseline's expression or this revision's), and their GIN
+    indexes."""
+    words = _words_before if baseline else _words
     return (
         "ALTER TABLE messages DROP COLUMN text_tsv",
         "ALTER TABLE messages ADD COLUMN text_tsv tsvector GENERATED ALWAYS AS (" + words("text") + ") STORED",
@@ -65,11 +65,11 @@ UPGRADE = (
     "DROP INDEX IF EXISTS ix_messages_text_trgm",
     "DROP INDEX IF EXISTS ix_session_files_title_trgm",
     "DROP INDEX IF EXISTS ix_session_files_first_message_trgm",
-    *_search_columns(_words),
+    *_search_columns(baseline=False),
 )
 
 DOWNGRADE = (
-    *_search_columns(_words_before),
+    *_search_columns(baseline=True),
     "CREATE INDEX ix_messages_text_trgm ON messages USING gin (text gin_trgm_ops)",
     "CREATE INDEX ix_session_files_title_trgm ON session_files USING gin (title gin_trgm_ops)",
     "CREATE INDEX ix_session_files_first_message_trgm ON session_files USING gin (first_message gin_trgm_ops)",
