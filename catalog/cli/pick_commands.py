@@ -10,9 +10,10 @@ session file, so `xcsh --resume "$(sessdex resume)"` works. Outcomes and exit co
 Without a terminal (stdin not a TTY), `resume` lists the sessions on stderr and `pick` refuses.
 
 The first screen must show within a blink of the command starting: on a SQLite catalog the picker reads the first
-screenful of rows (with LIMIT, plus the ids for the count and the prefix length), draws the first frame on the
-terminal (`sessdex.catalog.tui.picker_first_frame`), and only then imports prompt_toolkit, reads every row and
-starts the picker application, which takes the screen over. Where there is no such first screen (the file scan,
+screenful of rows (with LIMIT, plus the count and the id prefix length: every project's as the watcher keeps them,
+one project's from its ids), draws the first frame on the terminal (`sessdex.catalog.tui.picker_first_frame`), and
+only then imports prompt_toolkit, reads every row and starts the picker application, which takes the screen over
+(and repaints exact figures, should the kept ones be out of date). Where there is no such first screen (the file scan,
 a server catalog, the repository scope, no row yet), the application draws the first frame itself.
 """
 
@@ -322,16 +323,17 @@ def _first_frame_picker(catalog: Catalog, settings: Settings, cwd: str, session_
             from sessdex.catalog.queries.picker_source import headers_first_screen
 
             folders = [catalog.sessions_root] if scope == "all" else catalog.project_dirs(cwd, session_dir)
-            found = headers_first_screen(folders, recursive=scope == "all", limit=body_height(rows))
+            newest, ids = headers_first_screen(folders, recursive=scope == "all", limit=body_height(rows))
+            found = newest, len(ids), id_prefix_length(ids)
         if found is None or not found[1] or rows < FIXED_LINES + 1:
             return None
-        first_rows, ids = found
+        first_rows, total, id_length = found
         marks = catalog.marks()
         if any(value.pinned for value in marks.values()):
             return None  # pinned sessions come first, and they may not be among the newest rows: no first screen
         repo_dirs = repository_dirs(cwd)
         now_ms = time.time() * 1000
-        screen = frame.first_screen(scope, first_rows, total=len(ids), id_length=id_prefix_length(ids),
+        screen = frame.first_screen(scope, first_rows, total=total, id_length=id_length,
                                     scopes=("project", "repo", "all") if repo_dirs else ("project", "all"),
                                     heading=heading, cwd=cwd, repo_root=repo_dirs[0] if repo_dirs else None,
                                     now_ms=now_ms, screen_rows=rows, marks=marks)

@@ -62,3 +62,59 @@ def watched_id_width(reader: sqlite3.Connection, machine: str, sessions_root: st
         if stamp == str(reader.execute(STAMP_SQL).fetchone()[0]):
             return None if width == "none" else int(width)
     return catalog_id_width(reader, machine, sessions_root)
+
+
+# -- the picker's every-project scope ---------------------------------------------------------------------------
+# The picker's first frame shows how many sessions the every-project scope lists and their ids at the width that
+# tells them apart: reading every id for that is most of the first frame's time at 100,000 sessions. The watcher keeps
+# both in catalog_meta under PICKER_FIGURES_KEY (plus the machine) as "COUNT WIDTH STAMP", STAMP being
+# `_PICKER_STAMP_SQL`'s answer when they were computed: the highest session_files id (a file indexed since) and the
+# newest mtime of the machine's files (a session appended to since, which may have become listable). The picker's
+# application reads every row and repaints exact figures, so a stored figure that a removal by another process
+# left out of date shows for one frame only.
+PICKER_FIGURES_KEY = "picker_every_project:"
+# The listable sessions of the machine below the root (a valid header, a message), as the picker lists them.
+_LISTABLE_IDS_SQL = (f"SELECT count(*), group_concat(session_id, '{_ID_SEPARATOR}') FROM session_files "
+                     "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND path > ? AND path < ?")
+_LISTABLE_ID_ROWS_SQL = ("SELECT session_id FROM session_files "
+                         "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND path > ? AND path < ?")
+# Two reads of indexes (the rowid's end, the end of the index on machine, mtime).
+_PICKER_STAMP_SQL = ("SELECT (SELECT coalesce(max(id), 0) FROM session_files), "
+                     "(SELECT coalesce(max(mtime_ns), 0) FROM session_files WHERE machine = ?)")
+
+
+def every_project_figures(reader: sqlite3.Connection, machine: str, sessions_root: str) -> tuple[int, int]:
+    """(how many, id width) of the sessions the picker lists for every project of `machine`: those below
+    `sessions_root` with a valid header and at least one message."""
+    from sessdex.core.discovery import id_prefix_length
+
+    bounds = root_range(sessions_root)
+    params = (machine, bounds["root_lo"], bounds["root_hi"])
+    count, joined = reader.execute(_LISTABLE_IDS_SQL, params).fetchone()
+    ids = joined.split(_ID_SEPARATOR) if joined else []
+    if len(ids) != count:  # an id that holds the separator
+        ids = [row[0] for row in reader.execute(_LISTABLE_ID_ROWS_SQL, params)]
+    return count, id_prefix_length(ids)
+
+
+def picker_stamp(reader: sqlite3.Connection, machine: str) -> str:
+    """What the stored figures of the every-project scope are stamped with (see PICKER_FIGURES_KEY)."""
+    highest, newest = reader.execute(_PICKER_STAMP_SQL, (machine,)).fetchone()
+    return f"{highest}:{newest}"
+
+
+def stored_every_project_figures(reader: sqlite3.Connection, machine: str) -> tuple[int, int] | None:
+    """`every_project_figures` as the watcher stored them, when no file was indexed or appended to since (three
+    small reads); None otherwise."""
+    row = reader.execute(_STORED_WIDTH_SQL, (PICKER_FIGURES_KEY + machine,)).fetchone()
+    if row is None:
+        return None
+    count, width, stamp = (row[0].split(" ") + ["", "", ""])[:3]
+    if not (count.isdigit() and width.isdigit()) or stamp != picker_stamp(reader, machine):
+        return None
+    return int(count), int(width)
+
+
+def picker_figures_value(count: int, width: int, stamp: str) -> str:
+    """The catalog_meta value under PICKER_FIGURES_KEY for these figures."""
+    return f"{count} {width} {stamp}"

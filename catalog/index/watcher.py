@@ -63,7 +63,15 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sessdex.catalog.index.content_index import fill_content_index
-from sessdex.catalog.index.id_width import ID_WIDTH_KEY, STAMP_SQL, catalog_id_width
+from sessdex.catalog.index.id_width import (
+    ID_WIDTH_KEY,
+    PICKER_FIGURES_KEY,
+    STAMP_SQL,
+    catalog_id_width,
+    every_project_figures,
+    picker_figures_value,
+    picker_stamp,
+)
 from sessdex.catalog.index.reconcile import (
     ReconcileReport,
     Scope,
@@ -81,6 +89,8 @@ from sessdex.core.paths import SESSION_SUFFIX, is_session_file_name
 from sessdex.core.private_files import write_private_text
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from sessdex.catalog.store.db import CatalogDatabase
 
 DEBOUNCE_SECONDS = 0.05
@@ -305,6 +315,7 @@ class Watcher:
         self._observer: Any = None
         self._root_identity: tuple[int, int] | None = None  # (device, inode) of the root the observer watches
         self._width_stamp: int | None = None  # the highest session_files id when the id width was last stored
+        self._picker_stamp: str | None = None  # id_width.picker_stamp when the picker's figures were last stored
 
     def _say(self, message: str) -> None:
         self._log.write(message + "\n")
@@ -422,6 +433,7 @@ class Watcher:
         reader = self._db.sqlite_reader() if self._db is not None else None
         if reader is None or self._db is None:
             return
+        self._keep_picker_figures(reader, changed=changed)
         try:
             stamp = reader.execute(STAMP_SQL).fetchone()[0]
             if not changed and stamp == self._width_stamp:
@@ -436,6 +448,26 @@ class Watcher:
             self._width_stamp = None
             if not disk_full(exc) and not isinstance(exc, CatalogUnavailableError):
                 self._say(f"sessdex watch: storing the id width failed ({type(exc).__name__}: {exc})")
+
+    def _keep_picker_figures(self, reader: sqlite3.Connection, *, changed: bool) -> None:
+        """Store the count and id width of the picker's every-project scope (see PICKER_FIGURES_KEY) when a file was
+        indexed or appended to since they were last stored, or by this watcher when `changed`. Never fatal: figures
+        out of date are not used, the picker computes them then."""
+        assert self._db is not None
+        try:
+            stamp = picker_stamp(reader, self._db.machine)
+            if not changed and stamp == self._picker_stamp:
+                return
+            count, width = every_project_figures(reader, self._db.machine, self.root)
+            with self._db.write():
+                self._db.execute("meta_delete", {"key": PICKER_FIGURES_KEY + self._db.machine})
+                self._db.execute("meta_insert", {"key": PICKER_FIGURES_KEY + self._db.machine,
+                                                 "value": picker_figures_value(count, width, stamp)})
+            self._picker_stamp = stamp
+        except Exception as exc:  # the catalog failing under the watcher is handled at the next batch or heartbeat
+            self._picker_stamp = None
+            if not disk_full(exc) and not isinstance(exc, CatalogUnavailableError):
+                self._say(f"sessdex watch: storing the picker's figures failed ({type(exc).__name__}: {exc})")
 
     def _publish_heartbeat(self) -> None:
         path = self.location.watcher_path

@@ -165,11 +165,15 @@ def fts_query(text: str) -> str | None:
 
 # The picker's rows straight from the catalog's session_files table (SQLite): the listing rule of
 # list_sessions / list_all_sessions (valid header, a message or more), the file scan's order.
-_PICKER_ROWS_SQL = (
+_PICKER_COLUMNS_SQL = (
     "SELECT path, session_id, cwd, title, substr(first_message, 1, ?), message_count, mtime_ns, cost_total, "
     "input_tokens + output_tokens + cache_read_tokens + cache_write_tokens "
-    "FROM session_files WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where} "
-    "ORDER BY mtime_ns DESC, path")
+    "FROM session_files WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
+_PICKER_ROWS_SQL = _PICKER_COLUMNS_SQL + " ORDER BY mtime_ns DESC, path"
+# The first screen's rows in the order of an index on mtime (newest first, no sort), then the rows sharing the last
+# one's mtime: the path order among equal mtimes is made in Python (SQLite would sort them in a temporary B-tree).
+_PICKER_NEWEST_SQL = _PICKER_COLUMNS_SQL + " ORDER BY mtime_ns DESC LIMIT ?"
+_PICKER_SAME_MTIME_SQL = _PICKER_COLUMNS_SQL + " AND mtime_ns = ?"
 _PICKER_IDS_SQL = ("SELECT session_id FROM session_files "
                    "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
 # The same ids in one string with their number (no row object made for each: a hundred thousand rows in a quarter of
@@ -852,26 +856,50 @@ class Catalog:
                                            (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params)))
 
     def picker_first_screen(self, cwd: str, session_dir: str | os.PathLike[str] | None, *, all_projects: bool,
-                            limit: int) -> tuple[list[PickerRow], list[str]] | None:
-        """The first `limit` rows of `picker_rows` and the session id of every row (for the count and the id
-        prefix length): what the picker's first frame shows, read without reading every row. None where
-        `picker_rows` would not read SQLite directly."""
-        from sessdex.catalog.queries.source import PICKER_FIRST_MESSAGE_CHARS
+                            limit: int) -> tuple[list[PickerRow], int, int] | None:
+        """The first `limit` rows of `picker_rows`, how many rows it holds and the id prefix length that tells their
+        ids apart: what the picker's first frame shows, read without reading every row. None where `picker_rows`
+        would not read SQLite directly.
+
+        Every project's count and width are those the watcher keeps (sessdex.catalog.index.id_width) when nothing
+        was indexed since, else read from the ids (an index alone); one project's from its ids."""
+        from sessdex.core.discovery import id_prefix_length
 
         reader = self._database().sqlite_reader()
         with self._widened(all_projects):
             if reader is None or self.other_machines():
                 return None
         where, params = self._picker_where(cwd, session_dir, all_projects)
-        newest = _UNDER_ROOT_NEWEST_SQL if where == _UNDER_ROOT_SQL else where
-        rows = _picker_rows(reader.execute(_PICKER_ROWS_SQL.format(where=newest) + " LIMIT ?",
-                                           (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params, limit)))
+        rows = _picker_rows(self._newest_picker_rows(reader, _UNDER_ROOT_NEWEST_SQL if where == _UNDER_ROOT_SQL
+                                                     else where, params, limit))
+        if all_projects:
+            from sessdex.catalog.index.id_width import every_project_figures, stored_every_project_figures
+
+            count, width = (stored_every_project_figures(reader, self.machine)
+                            or every_project_figures(reader, self.machine, self.sessions_root))
+            return rows, count, width
         count, joined = reader.execute(_PICKER_JOINED_IDS_SQL.format(where=where), (self.machine, *params)).fetchone()
         ids = joined.split(_ID_SEPARATOR) if joined else []
         if len(ids) != count:  # an id that holds the separator
             ids = [session_id for session_id, in reader.execute(_PICKER_IDS_SQL.format(where=where),
                                                                  (self.machine, *params))]
-        return rows, ids
+        return rows, len(ids), id_prefix_length(ids)
+
+    def _newest_picker_rows(self, reader: sqlite3.Connection, where: str, params: tuple[str, ...],
+                            limit: int) -> list[tuple[Any, ...]]:
+        """The first `limit` rows of _PICKER_ROWS_SQL read from an index on mtime up to the last one, with the rows
+        sharing its mtime (ordered by path among themselves as the full query orders them)."""
+        from sessdex.catalog.queries.source import PICKER_FIRST_MESSAGE_CHARS
+
+        found = reader.execute(_PICKER_NEWEST_SQL.format(where=where),
+                               (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params, limit)).fetchall()
+        if found and len(found) == limit:
+            last = found[-1][6]
+            found = [row for row in found if row[6] != last] + reader.execute(
+                _PICKER_SAME_MTIME_SQL.format(where=where), (PICKER_FIRST_MESSAGE_CHARS, self.machine, *params, last)
+            ).fetchall()
+        found.sort(key=lambda row: (-row[6], row[0]))
+        return found[:limit]
 
     def _picker_where(self, cwd: str, session_dir: str | os.PathLike[str] | None,
                       all_projects: bool) -> tuple[str, tuple[str, ...]]:

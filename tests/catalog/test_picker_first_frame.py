@@ -221,9 +221,7 @@ def test_the_catalogs_first_screen_is_the_start_of_its_rows(tree: Tree) -> None:
         for all_projects in (False, True):
             every_row = catalog.picker_rows(str(tree.project("proj")), None, all_projects=all_projects)
             found = catalog.picker_first_screen(str(tree.project("proj")), None, all_projects=all_projects, limit=7)
-            assert found is not None
-            rows, ids = found
-            assert rows == every_row[:7] and sorted(ids) == sorted(row.session_id for row in every_row)
+            assert found == (every_row[:7], len(every_row), id_prefix_length(row.session_id for row in every_row))
     finally:
         catalog.close()
 
@@ -376,30 +374,102 @@ def test_starred_and_tagged_sessions_look_the_same_in_both_frames(tree: Tree) ->
     assert "#bug" in early.display[18]  # the selected (newest) row's tag on the detail line
 
 
+def first_screen_plans(catalog: Catalog, cwd: str, *, all_projects: bool) -> dict[str, str]:
+    """Each SELECT on session_files that `picker_first_screen` runs -> its query plan."""
+    reader = catalog._database().sqlite_reader()
+    assert reader is not None
+    statements: list[str] = []
+    reader.set_trace_callback(statements.append)
+    try:
+        assert catalog.picker_first_screen(cwd, None, all_projects=all_projects, limit=7)
+    finally:
+        reader.set_trace_callback(None)
+    return {statement: " | ".join(row[3] for row in reader.execute("EXPLAIN QUERY PLAN " + statement))
+            for statement in statements
+            if statement.lstrip().upper().startswith("SELECT") and "session_files" in statement}
+
+
+def store_every_project_figures(catalog: Catalog, value: str | None = None) -> None:
+    """Store the every-project figures in the catalog as the watcher stores them (`value`: this one instead)."""
+    from sessdex.catalog.index import id_width
+
+    database = catalog._database()
+    reader = database.sqlite_reader()
+    assert reader is not None
+    count, width = id_width.every_project_figures(reader, catalog.machine, catalog.sessions_root)
+    key = id_width.PICKER_FIGURES_KEY + catalog.machine
+    with database.write():
+        database.execute("meta_delete", {"key": key})
+        database.execute("meta_insert", {"key": key, "value": value or id_width.picker_figures_value(
+            count, width, id_width.picker_stamp(reader, catalog.machine))})
+
+
 def test_the_first_screen_of_every_project_reads_the_newest_rows_and_the_ids_from_indexes(tree: Tree) -> None:
     """At 100,000 sessions reading every (several KB) row of the root took about a second: the newest rows come
-    from the mtime index up to the screen's last row, the ids and the count from an index alone."""
+    from the mtime index up to the screen's last row, the ids and the count from an index alone; and once the
+    watcher keeps the count and the id width, no id is read at all."""
     populate(tree)
     many(tree, 40)
     catalog = Catalog(tree.paths)
+    cwd = str(tree.project("proj"))
     try:
-        PickerSource(catalog, tree.project("proj")).rows("all")  # brought up to date first
-        reader = catalog._database().sqlite_reader()
-        assert reader is not None
-        statements: list[str] = []
-        reader.set_trace_callback(statements.append)
-        try:
-            assert catalog.picker_first_screen(str(tree.project("proj")), None, all_projects=True, limit=7)
-        finally:
-            reader.set_trace_callback(None)
-        plans = {}
-        for statement in statements:
-            if statement.lstrip().upper().startswith("SELECT") and "session_files" in statement:
-                plans[statement] = " | ".join(row[3] for row in reader.execute("EXPLAIN QUERY PLAN " + statement))
+        every_row = PickerSource(catalog, tree.project("proj")).rows("all")  # brought up to date first
+        expected = (every_row[:7], len(every_row), id_prefix_length(row.session_id for row in every_row))
+        plans = first_screen_plans(catalog, cwd, all_projects=True)
+        store_every_project_figures(catalog)
+        kept = first_screen_plans(catalog, cwd, all_projects=True)
+        assert catalog.picker_first_screen(cwd, None, all_projects=True, limit=7) == expected
+        project = first_screen_plans(catalog, cwd, all_projects=False)
     finally:
         catalog.close()
     newest = [plan for statement, plan in plans.items() if "LIMIT" in statement]
-    ids = [plan for statement, plan in plans.items() if "LIMIT" not in statement]
+    ids = [plan for statement, plan in plans.items() if "group_concat" in statement]
     assert len(newest) == 1 and len(ids) == 1, plans
-    assert "ix_session_files_machine_mtime_ns" in newest[0] and "TEMP B-TREE FOR ORDER BY" not in newest[0]
+    assert "ix_session_files_machine_mtime_ns" in newest[0]
     assert "COVERING INDEX ix_session_files_machine_path_listable" in ids[0]
+    assert not any("group_concat" in statement for statement in kept), kept
+    for plan in [*plans.values(), *kept.values(), *project.values()]:
+        assert "TEMP B-TREE" not in plan and "SCAN session_files" not in plan, plan
+
+
+def test_stored_figures_are_used_only_while_nothing_was_indexed_or_appended_to_since(tree: Tree) -> None:
+    from sessdex.catalog.index import id_width
+
+    populate(tree)
+    catalog = Catalog(tree.paths)
+    cwd = str(tree.project("proj"))
+    try:
+        every_row = PickerSource(catalog, tree.project("proj")).rows("all")
+        store_every_project_figures(catalog)
+        reader = catalog._database().sqlite_reader()
+        assert reader is not None
+        figures = (len(every_row), id_prefix_length(row.session_id for row in every_row))
+        assert id_width.stored_every_project_figures(reader, catalog.machine) == figures
+        store_every_project_figures(catalog, f"1 20 {id_width.picker_stamp(reader, catalog.machine)}")
+        assert catalog.picker_first_screen(cwd, None, all_projects=True, limit=7)[1:] == (1, 20)  # type: ignore[index]
+        tree.session(tree.project("proj"), "ff00000000000009", [user("a new one"), assistant("ok")],
+                     mtime_ms=BASE_MS + 9_000_000)
+        PickerSource(catalog, tree.project("proj")).refresh("all")  # indexed: the stored figures are out of date
+        assert id_width.stored_every_project_figures(reader, catalog.machine) is None
+        assert catalog.picker_first_screen(cwd, None, all_projects=True, limit=7)[1:] == (figures[0] + 1,  # type: ignore[index]
+                                                                                          figures[1])
+    finally:
+        catalog.close()
+
+
+def test_the_first_screen_orders_sessions_of_the_same_mtime_by_path_across_its_last_row(tree: Tree) -> None:
+    proj = tree.project("proj")
+    for number in range(12):  # the same mtime for all, written in an order that is not the paths' order
+        tree.session(proj, f"{(number * 7) % 12:04x}{'0' * 12}", [user(f"same time {number}"), assistant("ok")],
+                     mtime_ms=BASE_MS)
+    tree.session(proj, f"ffff{'0' * 12}", [user("newest"), assistant("ok")], mtime_ms=BASE_MS + 1000)
+    catalog = Catalog(tree.paths)
+    try:
+        PickerSource(catalog, proj).rows("all")
+        for all_projects in (False, True):
+            every_row = catalog.picker_rows(str(proj), None, all_projects=all_projects)
+            for limit in (1, 5, 13, 20):
+                found = catalog.picker_first_screen(str(proj), None, all_projects=all_projects, limit=limit)
+                assert found is not None and found[0] == every_row[:limit]
+    finally:
+        catalog.close()

@@ -298,3 +298,26 @@ def test_the_watcher_keeps_the_id_width_of_listings_and_readers_use_it_only_whil
     assert computed
     (sessions / "--q--" / "b.jsonl").unlink()
     wait_for(lambda: stored() == "8")
+
+
+def test_the_watcher_keeps_the_count_and_id_width_of_the_pickers_every_project_scope(tmp_path: Path, watching):
+    from sessdex.catalog.index import id_width
+
+    sessions = tmp_path / "agent" / "sessions"
+    write_file(sessions / "--p--" / "a.jsonl", jsonl([header("abcdefgh10000001", "/p"), user("one")]))
+    write_file(sessions / "--p--" / "empty.jsonl", jsonl([header("abcdefgh10000002", "/p")]))  # no message: not listed
+    running = watching()
+    reader = running.watcher_db().sqlite_reader()
+    machine = running.watcher_db().machine
+
+    def stored() -> tuple[int, int] | None:
+        return id_width.stored_every_project_figures(reader, machine)
+
+    assert stored() == (1, 8)  # stored by the initial scan
+    # The session without a message gets one (its row is updated, no new row): now listed, 16 tell the two apart.
+    append_bytes(sessions / "--p--" / "empty.jsonl", jsonl([user("two")]))
+    wait_for(lambda: stored() == (2, 16))
+    write_file(sessions / "--q--" / "b.jsonl", jsonl([header("ffff0000", "/q"), user("three")]))
+    wait_for(lambda: stored() == (3, 16))
+    (sessions / "--p--" / "a.jsonl").unlink()  # a removal raises no stamp: the watcher's own removal stores again
+    wait_for(lambda: stored() == (2, 8))
