@@ -34,6 +34,16 @@ STAMP_SQL = "SELECT coalesce(max(id), 0) FROM session_files"
 _STORED_WIDTH_SQL = "SELECT value FROM catalog_meta WHERE key = ?"
 
 
+def joined_ids(reader: sqlite3.Connection, joined_sql: str, rows_sql: str, params: tuple[str, ...]) -> list[str]:
+    """The session ids `rows_sql` selects, read through `joined_sql` (their count and the ids joined by
+    _ID_SEPARATOR: one string instead of a row object per id); row by row only when an id holds the separator."""
+    count, joined = reader.execute(joined_sql, params).fetchone()
+    ids = joined.split(_ID_SEPARATOR) if joined else []
+    if len(ids) != count:  # an id that holds the separator
+        ids = [row[0] for row in reader.execute(rows_sql, params)]
+    return ids
+
+
 def catalog_id_width(reader: sqlite3.Connection, machine: str, sessions_root: str) -> int | None:
     """The id width of listings from the catalog's rows of `machine`: the ids of their headers, and for a file whose
     header holds none the id its name holds (core.paths.session_ids_of_names). None when the catalog holds a file
@@ -44,11 +54,8 @@ def catalog_id_width(reader: sqlite3.Connection, machine: str, sessions_root: st
     bounds = root_range(sessions_root)
     if reader.execute(_OUTSIDE_ROOT_SQL, (machine, bounds["root_lo"], machine, bounds["root_hi"])).fetchone()[0]:
         return None
-    count, joined = reader.execute(_SESSION_IDS_SQL, (machine,)).fetchone()
-    known = joined.split(_ID_SEPARATOR) if joined else []
-    if len(known) != count:  # an id that holds the separator
-        known = [row[0] for row in reader.execute(
-            "SELECT session_id FROM session_files WHERE machine = ? AND session_id > ''", (machine,))]
+    known = joined_ids(reader, _SESSION_IDS_SQL,
+                       "SELECT session_id FROM session_files WHERE machine = ? AND session_id > ''", (machine,))
     known += session_ids_of_names(row[0] for row in reader.execute(_WITHOUT_ID_SQL, (machine, machine)))
     return id_prefix_length(known)
 
@@ -90,11 +97,8 @@ def every_project_figures(reader: sqlite3.Connection, machine: str, sessions_roo
 
     bounds = root_range(sessions_root)
     params = (machine, bounds["root_lo"], bounds["root_hi"])
-    count, joined = reader.execute(_LISTABLE_IDS_SQL, params).fetchone()
-    ids = joined.split(_ID_SEPARATOR) if joined else []
-    if len(ids) != count:  # an id that holds the separator
-        ids = [row[0] for row in reader.execute(_LISTABLE_ID_ROWS_SQL, params)]
-    return count, id_prefix_length(ids)
+    ids = joined_ids(reader, _LISTABLE_IDS_SQL, _LISTABLE_ID_ROWS_SQL, params)
+    return len(ids), id_prefix_length(ids)
 
 
 def picker_stamp(reader: sqlite3.Connection, machine: str) -> str:

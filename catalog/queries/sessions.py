@@ -177,7 +177,7 @@ _PICKER_SAME_MTIME_SQL = _PICKER_COLUMNS_SQL + " AND mtime_ns = ?"
 _PICKER_IDS_SQL = ("SELECT session_id FROM session_files "
                    "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
 # The same ids in one string with their number (no row object made for each: a hundred thousand rows in a quarter of
-# the time); the separator is defined below, with the listings' id width.
+# the time), split by sessdex.catalog.index.id_width.joined_ids, whose separator this is.
 _PICKER_JOINED_IDS_SQL = ("SELECT count(*), group_concat(session_id, '\x1f') FROM session_files "
                           "WHERE header_valid = 1 AND message_count >= 1 AND machine = ? AND {where}")
 _UNDER_ROOT_SQL = "path > ? AND path < ?"
@@ -185,9 +185,6 @@ _UNDER_ROOT_SQL = "path > ? AND path < ?"
 # row of the root by mtime) instead of the mtime index, newest first, up to the screen's last row.
 _UNDER_ROOT_NEWEST_SQL = "+path > ? AND +path < ?"
 _IN_FOLDERS_SQL = "directory IN ({marks})"
-# The separator of ids read as one string (a literal: an expression such as char(31) would be evaluated again for
-# every row).
-_ID_SEPARATOR = "\x1f"
 _INFOS_BY_ID_SQL = ("SELECT id, machine, path, mtime_ns, session_id, cwd, title, message_count, first_message, "
                     "created, parent_session, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
                     "cost_total FROM session_files WHERE id IN ({placeholders})")
@@ -863,6 +860,7 @@ class Catalog:
 
         Every project's count and width are those the watcher keeps (sessdex.catalog.index.id_width) when nothing
         was indexed since, else read from the ids (an index alone); one project's from its ids."""
+        from sessdex.catalog.index.id_width import every_project_figures, joined_ids, stored_every_project_figures
         from sessdex.core.discovery import id_prefix_length
 
         reader = self._database().sqlite_reader()
@@ -873,16 +871,11 @@ class Catalog:
         rows = _picker_rows(self._newest_picker_rows(reader, _UNDER_ROOT_NEWEST_SQL if where == _UNDER_ROOT_SQL
                                                      else where, params, limit))
         if all_projects:
-            from sessdex.catalog.index.id_width import every_project_figures, stored_every_project_figures
-
             count, width = (stored_every_project_figures(reader, self.machine)
                             or every_project_figures(reader, self.machine, self.sessions_root))
             return rows, count, width
-        count, joined = reader.execute(_PICKER_JOINED_IDS_SQL.format(where=where), (self.machine, *params)).fetchone()
-        ids = joined.split(_ID_SEPARATOR) if joined else []
-        if len(ids) != count:  # an id that holds the separator
-            ids = [session_id for session_id, in reader.execute(_PICKER_IDS_SQL.format(where=where),
-                                                                 (self.machine, *params))]
+        ids = joined_ids(reader, _PICKER_JOINED_IDS_SQL.format(where=where), _PICKER_IDS_SQL.format(where=where),
+                         (self.machine, *params))
         return rows, len(ids), id_prefix_length(ids)
 
     def _newest_picker_rows(self, reader: sqlite3.Connection, where: str, params: tuple[str, ...],
