@@ -1,6 +1,7 @@
 """Export and secret-scan speed against reading + parsing the same bytes, both measured in the same run.
 
     .venv/bin/python scripts/bench_export.py [--messages 20000] [--sessions 200] [--runs 3] [--session FILE]
+        [--corpus DIR [--scan-only]]
 
 A generated session (user/assistant turns with Markdown, code fences, tool calls and results, a planted secret every
 100 messages) is exported in-process as HTML, Markdown and JSON (redaction on), each figure as a ratio to the
@@ -98,6 +99,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=None,
                         help="scan the session files under this folder instead of a generated corpus (say, the "
                              "10,000-session corpus scripts/bench_serve.py --keep DIR writes: DIR/home/.xcsh/agent/sessions)")
+    parser.add_argument("--scan-only", action="store_true", help="measure only the secret scan of the corpus")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}; CPU seconds (user + system), best of {args.runs} runs")
     with tempfile.TemporaryDirectory(prefix="sessdex-bench-export-") as folder:
@@ -112,11 +114,11 @@ def main() -> None:
             return run
 
         sessions = []
-        for shape in ("prose", "tools"):
+        for shape in () if args.scan_only else ("prose", "tools"):
             big = root / f"big-{shape}.jsonl"
             write_session(big, args.messages, shape)
             sessions.append((f"{shape} session: {big.stat().st_size / 1e6:.1f} MB, {args.messages} messages", big))
-        sessions += [(f"{path}: {path.stat().st_size / 1e6:.1f} MB", path) for path in args.session]
+        sessions += [] if args.scan_only else [(f"{path}: {path.stat().st_size / 1e6:.1f} MB", path) for path in args.session]
         for title, big in sessions:
             print(title)
             baseline = best(args.runs, lambda path=big: read_and_parse([path]))  # type: ignore[misc]
