@@ -2,8 +2,8 @@
 
 The file is read raw (no blob resolution: blobs hold images) in blocks of whole lines, so memory stays bounded by the
 block and the longest line (a line over MAX_LINE_BYTES is skipped, as every reader skips it); a line that is not
-JSON is skipped. A block in which no rule keyword occurs is done with after one pass of the keyword matcher, and
-only the lines holding a keyword are parsed: most of a session is never parsed at all.
+JSON is skipped. One pass of the matcher over each block finds the places a rule may match (secret_places), and only
+the lines holding one are parsed: most of a session is never parsed at all.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import Any
 
 import orjson
 
-from sessdex.catalog.export.lines import line_blocks, lines_of
-from sessdex.catalog.secrets import find_secrets, keywords_in
+from sessdex.catalog.export.lines import line_blocks
+from sessdex.catalog.secrets import find_secrets, keywords_in, secret_places
+from sessdex.core.jsonl import MAX_LINE_BYTES
 from sessdex.core.regular_files import open_regular
 
 
@@ -76,8 +77,10 @@ def scan_record(path: Path, record: Any, keywords: tuple[str, ...] | None = None
     return found
 
 
-# From how many lines on a block is checked whole for keywords before its lines are.
-WHOLE_BLOCK_CHECK_LINES = 64
+def _line_around(block: bytes, at: int) -> tuple[int, int]:
+    """(start, end) of the line of `block` holding the byte before offset `at`: `end` is at its newline."""
+    newline = block.find(b"\n", at)
+    return block.rfind(b"\n", 0, at) + 1, len(block) if newline < 0 else newline
 
 
 def scan_session_file(path: Path) -> list[SecretFinding] | None:
@@ -89,13 +92,16 @@ def scan_session_file(path: Path) -> list[SecretFinding] | None:
     found: list[SecretFinding] = []
     with open(fd, "rb") as handle:
         for _offset, block in line_blocks(handle):
-            # A block of many short lines is first checked whole (one call instead of one per line); one of a few
-            # long lines is checked line by line at once (checking it whole too would read it twice).
-            if block.count(b"\n") >= WHOLE_BLOCK_CHECK_LINES and not keywords_in(block):
-                continue
-            for start, end in lines_of(block):
-                line = block[start:end]
-                # A line without any rule's keyword cannot hold a secret: it is not even parsed.
+            # One pass of the matcher over the block says which lines a rule may match in: only those are parsed
+            # and searched (most lines of a session hold no keyword, or hold it as a mere word).
+            done = 0
+            for place in secret_places(block):
+                if place <= done:
+                    continue  # (a place of a line already scanned)
+                start, done = _line_around(block, place)
+                if done - start > MAX_LINE_BYTES:
+                    continue  # (skipped, as every reader skips it)
+                line = block[start:done]
                 keywords = keywords_in(line)
                 if not keywords or not line.strip():
                     continue

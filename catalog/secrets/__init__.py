@@ -49,7 +49,9 @@ class _Rule:
     every match holds right after each keyword (an expression matched where the keyword ends, with the rule's own
     flags): an occurrence of a keyword not followed so is not a place a match can hold it, and is not tried. Most
     occurrences of common words ("token_refresh", "keyboard") end there, at one cheap test instead of one try of
-    the rule per offset.
+    the rule per offset. `raw`, when set, is an expression (Hyperscan's syntax over bytes, the rule's own case
+    rule) matching in the raw JSON of a session line wherever a match of the rule can be in any string of it,
+    however the JSON writer escaped it (built from the _RAW_ pieces below); without it, the keywords are.
     """
 
     kind: str
@@ -60,6 +62,7 @@ class _Rule:
     line_start: bool = False
     offsets: dict[str, tuple[int, ...]] | None = None
     follows: dict[str, re.Pattern[str]] | None = None
+    raw: bytes | None = None
 
     def back(self, keyword: str) -> Sequence[int]:
         """How far before an occurrence of `keyword` a match may start (with `lead` or `offsets` set)."""
@@ -68,6 +71,24 @@ class _Rule:
         assert self.lead is not None
         return range(self.lead + 1)
 
+
+# Pieces of the rules' `raw` expressions: one character of a class of the text, as the raw JSON of a string may
+# spell it. JSON writes `"` and `\` escaped, may write `/` as `\/`, writes control characters as `\n`, `\t`, ...
+# or `\u00XX`, and other characters as themselves (UTF-8 bytes) or as `\uXXXX`. A class of ASCII letters, digits
+# and punctuation needs neither the bytes outside ASCII nor `\u` escapes: the only characters outside ASCII that a
+# case-insensitive class of ASCII letters matches are those of _FOLDS_TO_ASCII, and a `\u` escape of a printable
+# ASCII character is one of _HIDING; a line holding either is searched whole (see secret_places). A raw piece is
+# at least one byte for each character of the text, so a count of characters is a lower bound on the pieces, and
+# no piece holds a newline: what the expressions find lies within one line.
+_RAW_ESCAPED = rb"\\u[0-9A-Fa-f]{4}"
+_RAW_SPACE = rb"(?:[ \x80-\xff]|\\[tnrf]|" + _RAW_ESCAPED + rb")"  # \s
+_RAW_BLANK = rb"(?: |\\t|\\u0009)"  # [ \t]
+_RAW_QUOTE = rb"(?:\\\"|')"  # ["']
+_RAW_VALUE = rb"(?:[!#-&(-\[\]-\x7f\x80-\xff]|\\[\\/b]|" + _RAW_ESCAPED + rb")"  # [^"'\s]
+_RAW_ENV_VALUE = rb"(?:[!$-&(-\[\]-\x7f\x80-\xff]|\\[\\/b]|" + _RAW_ESCAPED + rb")"  # [^\s"'#]
+_RAW_USER = rb"(?:[!#-&(-.0-9;=?A-\[\]-\x7f\x80-\xff]|\\[\\b]|" + _RAW_ESCAPED + rb")"  # [^\s:/@"'<>]
+_RAW_PASSWORD = rb"(?:[!#-&(-.0-;=?A-\[\]-\x7f\x80-\xff]|\\[\\b]|" + _RAW_ESCAPED + rb")"  # [^\s@/"'<>]
+_RAW_SLASH = rb"(?:/|\\/)"
 
 _RULES: tuple[_Rule, ...] = (
     _Rule("private-key", ("private key",), re.compile(
@@ -78,7 +99,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("aws-secret-key", ("secret",), re.compile(
         r"(?i)\baws_?secret_?(?:access_?)?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), 1, lead=4,
           offsets={"secret": (3, 4)},  # aws_secret, awssecret
-          follows={"secret": re.compile(r"(?i)_?(?:access_?)?key\b[\"']?\s*[:=]")}),
+          follows={"secret": re.compile(r"(?i)_?(?:access_?)?key\b[\"']?\s*[:=]")},
+          raw=rb"secret_?(?:access_?)?key" + _RAW_QUOTE + rb"?" + _RAW_SPACE + rb"*[:=]" + _RAW_SPACE + rb"*"
+          + _RAW_QUOTE + rb"?(?:[A-Za-z0-9/+]|\\/){40}"),
     _Rule("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
      re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b"), 0, lead=0),
     _Rule("github-token", ("github_pat_",), re.compile(r"\bgithub_pat_[A-Za-z0-9_]{82}\b"), 0, lead=0),
@@ -88,7 +111,7 @@ _RULES: tuple[_Rule, ...] = (
      re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}"), 0),
     _Rule("openai-key", ("sk-proj-", "sk-svcacct-", "sk-admin-"),
      re.compile(r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"), 0, lead=0),
-    _Rule("openai-key", ("sk-",), re.compile(r"\bsk-[A-Za-z0-9]{48}\b"), 0, lead=0),
+    _Rule("openai-key", ("sk-",), re.compile(r"\bsk-[A-Za-z0-9]{48}\b"), 0, lead=0, raw=rb"sk-[A-Za-z0-9]{48}"),
     _Rule("slack-token", ("xox",), re.compile(r"\bxox[baprse]-[A-Za-z0-9-]{10,250}"), 0, lead=0),
     _Rule("slack-webhook", ("hooks.slack.com",),
      re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}"), 0, lead=8),
@@ -100,9 +123,11 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("stripe-key", ("_live_", "_test_"), re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,99}\b"), 0, lead=2),
     _Rule("jwt", ("eyj",), re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0, lead=0),
     _Rule("url-password", ("@",),
-     re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@"), 1),
+     re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@"), 1,
+          raw=rb":" + _RAW_SLASH + _RAW_SLASH + _RAW_USER + rb"+:" + _RAW_PASSWORD + rb"+@"),
     _Rule("auth-header", ("bearer", "basic", "token"),
-     re.compile(r"(?i)\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1, lead=0),
+     re.compile(r"(?i)\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/-]{16,}=*)"), 1, lead=0,
+          raw=rb"(?:bearer|basic|token)" + _RAW_SPACE + rb"+(?:[A-Za-z0-9._~+/\-]|\\/){16}"),
     _Rule("secret-assignment", ("key", "secret", "passw", "pwd", "token"), re.compile(
         r"(?i)(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token"
         r"|auth[_-]?token|secret|passwd|password|pwd|token)\b[\"']?\s*(?::=|=>|[:=])\s*"
@@ -111,13 +136,17 @@ _RULES: tuple[_Rule, ...] = (
           offsets={"key": (3, 4), "secret": (0, 6, 7), "token": (0, 4, 5, 6, 7), "passw": (0,), "pwd": (0,)},
           # Each keyword ends the name (secret may go on as secret_key, passw as passwd/password), then the separator.
           follows={keyword: re.compile(r"(?i)" + rest + r"\b[\"']?\s*(?::=|=>|[:=])") for keyword, rest in
-                   (("key", ""), ("secret", r"(?:[_-]?key)?"), ("token", ""), ("passw", "(?:d|ord)"), ("pwd", ""))}),
+                   (("key", ""), ("secret", r"(?:[_-]?key)?"), ("token", ""), ("passw", "(?:d|ord)"), ("pwd", ""))},
+          raw=rb"(?:key|secret|token|passw(?:d|ord)|pwd)" + _RAW_QUOTE + rb"?" + _RAW_SPACE + rb"*[:=][=>]?"
+          + _RAW_SPACE + rb"*" + _RAW_QUOTE + _RAW_VALUE + rb"{8}"),
     _Rule("secret-assignment", ("key", "secret", "passw", "token"), re.compile(
         r"(?m)^[ \t]*(?:export[ \t]+)?[A-Z0-9_]{0,40}(?:API_KEY|APIKEY|SECRET_KEY|CLIENT_SECRET|ACCESS_TOKEN|AUTH_TOKEN"
         r"|SECRET|PASSWORD|PASSWD|TOKEN)[ \t]*=[ \t]*([^\s\"'#]{8,256})"), 1, line_start=True,
           # The keyword of the name's last word (SECRET may go on as SECRET_KEY, PASSW as PASSWD/PASSWORD), then "=".
           follows={keyword: re.compile(rest + r"[ \t]*=") for keyword, rest in
-                   (("key", ""), ("secret", "(?:_KEY)?"), ("token", ""), ("passw", "(?:ORD|D)"))}),
+                   (("key", ""), ("secret", "(?:_KEY)?"), ("token", ""), ("passw", "(?:ORD|D)"))},
+          raw=rb"(?:KEY|SECRET|TOKEN|PASSW(?:ORD|D))" + _RAW_BLANK + rb"*=" + _RAW_BLANK + rb"*" + _RAW_ENV_VALUE
+          + rb"{8}"),
 )
 
 # Every rule's keyword, for the pre-check.
@@ -168,6 +197,18 @@ class _KeywordMatcher:
         self._occurrences = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._occurrences.compile(expressions=list(occurring), ids=list(range(len(occurring))),
                                   flags=hyperscan.HS_FLAG_CASELESS)
+        # Where in raw JSON lines a rule may match: each rule's `raw` expression (or its keywords), and every sequence
+        # through which text may escape those expressions (_HIDING, the characters of _FOLDS_TO_ASCII as UTF-8 and
+        # as `\u` escapes).
+        places = [(rule.raw, bool(rule.pattern.flags & re.IGNORECASE)) if rule.raw is not None
+                  else (b"|".join(re.escape(keyword.encode("ascii")) for keyword in rule.keywords), True)
+                  for rule in _RULES]
+        places += [(hiding, True) for hiding in _HIDING]
+        places += [(re.escape(char.encode("utf-8")), False) for char in _FOLDS_TO_ASCII]
+        places += [(b"\\\\u%04x" % ord(char), True) for char in _FOLDS_TO_ASCII]
+        self._places = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._places.compile(expressions=[expression for expression, _ in places], ids=list(range(len(places))),
+                             flags=[hyperscan.HS_FLAG_CASELESS if caseless else 0 for _, caseless in places])
         self._local = threading.local()
 
     def _scan(self, database: Any, data: bytes, found: list[Any], handler: Any) -> None:
@@ -192,6 +233,12 @@ class _KeywordMatcher:
         self._scan(self._occurrences, data, found, _note_occurrence)
         return found
 
+    def places(self, data: bytes) -> list[int]:
+        """The end offsets of the places in `data` (raw JSON lines) where a rule may match (see secret_places)."""
+        found: list[int] = []
+        self._scan(self._places, data, found, _note_end)
+        return found
+
 
 def _note_match(pattern: int, _start: int, _end: int, _flags: int, found: object) -> None:
     assert isinstance(found, list)
@@ -201,6 +248,11 @@ def _note_match(pattern: int, _start: int, _end: int, _flags: int, found: object
 def _note_occurrence(pattern: int, _start: int, end: int, _flags: int, found: object) -> None:
     assert isinstance(found, list)
     found.append((pattern, end))
+
+
+def _note_end(_pattern: int, _start: int, end: int, _flags: int, found: object) -> None:
+    assert isinstance(found, list)
+    found.append(end)
 
 
 @functools.cache
@@ -227,6 +279,21 @@ def keywords_in(data: bytes | str) -> tuple[str, ...]:
     if any(len(_KEYWORDS) <= pattern < len(_KEYWORDS) + len(_HIDING) for pattern in found):
         return _KEYWORDS
     return tuple(_KEYWORDS[pattern] for pattern in sorted(found) if pattern < len(_KEYWORDS))
+
+
+def secret_places(data: bytes) -> list[int]:
+    """Where in `data`, whole lines of a session file (raw JSONL), a secret may be: the sorted end offsets of the
+    places a rule's expression may match in a string of a line, whatever escapes its JSON writer chose. A line
+    holding none holds no secret in any of its strings (so it need not be parsed), and each place lies within one
+    line. A line where text may escape the byte expressions (a `\\u` escape of a printable character, a character
+    that a case-insensitive match folds to ASCII) is one such place.
+
+    Most lines holding a keyword hold it as a word ("token", "keyboard", "secret") and not as a rule's match needs
+    it (an assignment, a header, a token's shape): the scan parses only the lines a rule may match in.
+    """
+    if not data:
+        return []
+    return sorted(_matcher().places(data))
 
 
 # Values that assignment-style rules would match but which are placeholders, not secrets.
