@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -84,30 +84,39 @@ def _line_around(block: bytes, at: int) -> tuple[int, int]:
 
 
 def scan_session_file(path: Path) -> list[SecretFinding] | None:
-    """Every finding in the session file at `path`, or None when it is not a readable regular file."""
+    """Every finding in the session file at `path`, or None when it is not a readable regular file (or reading it
+    fails part-way: the caller counts it, and goes on with the other files)."""
     try:
         fd = open_regular(path, follow_symlinks=False)
     except OSError:
         return None
+    try:
+        with open(fd, "rb") as handle:
+            return _scan_lines(path, handle)
+    except OSError:
+        return None
+
+
+def _scan_lines(path: Path, handle: BinaryIO) -> list[SecretFinding]:
+    """The findings in the open session file `handle` (at `path`)."""
     found: list[SecretFinding] = []
-    with open(fd, "rb") as handle:
-        for _offset, block in line_blocks(handle):
-            # One pass of the matcher over the block says which lines a rule may match in: only those are parsed
-            # and searched (most lines of a session hold no keyword, or hold it as a mere word).
-            done = 0
-            for place in secret_places(block):
-                if place <= done:
-                    continue  # (a place of a line already scanned)
-                start, done = _line_around(block, place)
-                if done - start > MAX_LINE_BYTES:
-                    continue  # (skipped, as every reader skips it)
-                line = block[start:done]
-                keywords = keywords_in(line)
-                if not keywords or not line.strip():
-                    continue
-                try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                found.extend(scan_record(path, record, keywords))
+    for _offset, block in line_blocks(handle):
+        # One pass of the matcher over the block says which lines a rule may match in: only those are parsed
+        # and searched (most lines of a session hold no keyword, or hold it as a mere word).
+        done = 0
+        for place in secret_places(block):
+            if place <= done:
+                continue  # (a place of a line already scanned)
+            start, done = _line_around(block, place)
+            if done - start > MAX_LINE_BYTES:
+                continue  # (skipped, as every reader skips it)
+            line = block[start:done]
+            keywords = keywords_in(line)
+            if not keywords or not line.strip():
+                continue
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            found.extend(scan_record(path, record, keywords))
     return found

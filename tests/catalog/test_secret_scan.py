@@ -159,3 +159,20 @@ def test_the_scan_of_a_file_finds_what_trying_everything_on_every_line_finds(ent
     session.write_bytes(b"\n".join(lines))  # (the last line without its newline)
     expected = [finding for line in lines for finding in _everything_tried(session, line)]
     assert scan_session_file(session) == expected
+
+
+def test_a_file_that_cannot_be_read_is_none_for_the_caller_to_count(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    session = tmp_path / "s.jsonl"
+    session.write_bytes(orjson.dumps(_entry("token = '" + "q8Zr2LmN4pX7" + "'")) + b"\n")
+    (tmp_path / "folder.jsonl").mkdir()
+    (tmp_path / "link.jsonl").symlink_to(session)
+    assert scan_session_file(session)
+    assert scan_session_file(tmp_path / "folder.jsonl") is None
+    assert scan_session_file(tmp_path / "link.jsonl") is None
+
+    def failing(*_args: object) -> object:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("sessdex.catalog.export.scan.line_blocks", failing)
+    assert scan_session_file(session) is None
