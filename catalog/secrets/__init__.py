@@ -9,7 +9,9 @@ sha256 sums) are not matched.
 
 Each rule also names keywords that every match contains. Text holding none of them cannot hold a secret, and most
 session text holds none, so the cost of a scan is the cost of `keywords_in`: one pass of a compiled multi-literal
-matcher (Hyperscan) over the raw bytes, before anything is parsed.
+matcher (Hyperscan) over the raw bytes, before anything is parsed. Many keywords are common words ("token",
+"secret", "key"): the rules that use them also say, as byte expressions over raw JSON, what must follow the word
+in a match, and `secret_places` finds the few places in a file's raw lines where a rule may match at all.
 """
 
 from __future__ import annotations
