@@ -94,6 +94,25 @@ def _merged(*runs: Iterable[int]) -> list[int]:
     return rows
 
 
+def _intersection(sets: Sequence[set[int]]) -> set[int]:
+    """The rows in every one of `sets`, going through the smallest."""
+    smallest = min(sets, key=len)
+    return smallest.intersection(*(found for found in sets if found is not smallest))
+
+
+def _rows_holding(previous: Search | TermsSearch, terms: list[str]) -> list[int] | None:
+    """Ascending rows outside which no row holds each of `terms` as a substring, as `previous` (a search whose query
+    the query of `terms` extends) knows them: the rows where each of its own terms is a substring, for its last term
+    can only be a substring where it is. None when `previous` cannot tell yet (its id/title pass is not done)."""
+    if isinstance(previous, Search):
+        return previous.substring_rows()
+    known = previous.terms
+    if terms[:len(known) - 1] == known[:-1] and terms[len(known) - 1:len(known)] and \
+            terms[len(known) - 1].startswith(known[-1]):
+        return sorted(previous._in_any)
+    return None
+
+
 class SearchIndex:
     """The folded search strings of a list of rows (built on first use: an empty query never needs them)."""
 
@@ -364,8 +383,20 @@ class Search:
         return self._ranked
 
     def possible_rows(self) -> Sequence[int]:
-        """Ascending rows a longer query may still match: the matches, once complete; else every row."""
-        return sorted(self.ranked()) if self.complete else range(len(self.index.rows))
+        """Ascending rows a longer query may still match: the matches, once complete; once the middle pass is done,
+        the matches so far and the rows the weak pass has not tested; else every row."""
+        if self.complete:
+            return sorted(self.ranked())
+        if self._middle_done:
+            return _merged(self._head, self._weak, self._pending[self._next_weak:])
+        return range(len(self.index.rows))
+
+    def substring_rows(self) -> list[int] | None:
+        """Ascending rows where the needle is a substring of some field (ranks 0-2); None until the middle pass
+        is done."""
+        if not self._middle_done:
+            return None
+        return _merged(self._hits, self._rank2)
 
     def rank_of(self, row: int) -> int | None:
         """The rank of `row` for this needle (None: no match), by testing it alone."""
@@ -397,13 +428,23 @@ class TermsSearch:
         self.terms = list(dict.fromkeys(needle.split(" ")))
         self._fuzzies = [fuzzy_pattern(term).search for term in self.terms]
         candidates = previous.possible_rows() if previous is not None else range(len(index.rows))
-        # The last term is the one being typed: tested on the candidates only (matches can only be among them).
-        per_term = [index.term_rows(term) for term in self.terms[:-1]]
-        per_term.append(index.term_rows(self.terms[-1], candidates if previous is not None else None))
-        at_word_start, in_strong, in_any = (set.intersection(*sets) for sets in zip(*per_term))
+        # Ranks 0-2 (every term a substring) can only be among the rows where the previous search found each of its
+        # terms: the terms are looked for there only, the one being typed included.
+        among: Sequence[int] | None = None if previous is None else _rows_holding(previous, self.terms)
+        if among is None:
+            per_term = [index.term_rows(term) for term in self.terms[:-1]]
+            if per_term and previous is not None:
+                among = list(filter(min((found[2] for found in per_term), key=len).__contains__, candidates))
+            else:
+                among = candidates if previous is not None else None
+        else:  # the earlier terms too: their rows over every row when kept, else looked for among those
+            per_term = [index.term_rows(term, among) for term in self.terms[:-1]]
+        per_term.append(index.term_rows(self.terms[-1], among))
+        at_word_start, in_strong, in_any = (_intersection(sets) for sets in zip(*per_term))
         self._head = sorted(at_word_start)
         self._head += sorted(in_strong - at_word_start)
         self._head += sorted(in_any - in_strong)
+        self._in_any = in_any  # every term a substring somewhere: what a longer last term is looked for in
         self._pending = list(filterfalse(in_any.__contains__, candidates))  # some term is no substring anywhere
         self._next_pending = 0
         self._weak: list[int] = []
