@@ -123,6 +123,7 @@ class SearchIndex:
         self._weak: list[str] = []
         self._marked_strong: list[str] = []
         self._term_rows: dict[str, tuple[set[int], set[int], set[int]]] = {}
+        self._warming: dict[str, tuple[int, tuple[set[int], set[int], set[int]]]] = {}  # term -> (next row, found)
 
     def _relative_path(self, path: str) -> str:
         if self._root_prefix is not None and path.startswith(self._root_prefix):
@@ -171,19 +172,41 @@ class SearchIndex:
         found = self._term_rows.get(term)
         if found is not None:
             return found
-        rows = range(len(self.rows)) if among is None else among
-        strong = self.strong if among is None else list(map(self.strong.__getitem__, among))
-        marked = self.marked_strong if among is None else list(map(self.marked_strong.__getitem__, among))
-        weak = self.weak if among is None else list(map(self.weak.__getitem__, among))
+        if among is None:
+            found = self._found(term, range(len(self.rows)), self.strong, self.marked_strong, self.weak)
+            self._keep(term, found)
+            return found
+        return self._found(term, among, list(map(self.strong.__getitem__, among)),
+                           list(map(self.marked_strong.__getitem__, among)), list(map(self.weak.__getitem__, among)))
+
+    def warm_term(self, term: str, max_rows: int) -> bool:
+        """Look for `term` in the next `max_rows` rows not looked at yet (idle time, in steps, so that a key typed
+        meanwhile waits for one step at most); True once its rows over every row are kept (`term_rows`)."""
+        if term in self._term_rows:
+            return True
+        start, found = self._warming.pop(term, (0, (set(), set(), set())))
+        stop = min(start + max_rows, len(self.rows))
+        for kept, more in zip(found, self._found(term, range(start, stop), self.strong[start:stop],
+                                                 self.marked_strong[start:stop], self.weak[start:stop])):
+            kept.update(more)
+        if stop < len(self.rows):
+            self._warming = {term: (stop, found)}  # only the term being warmed: a step for another one drops it
+            return False
+        self._keep(term, found)
+        return True
+
+    @staticmethod
+    def _found(term: str, rows: Sequence[int], strong: list[str], marked: list[str],
+               weak: list[str]) -> tuple[set[int], set[int], set[int]]:
+        """`term_rows` of `rows`, whose strong, marked strong and weak strings are these."""
         in_strong = set(compress(rows, map(contains, strong, repeat(term))))
         at_word_start = set(compress(rows, map(contains, marked, repeat(mark_word_starts(term)))))
-        anywhere = in_strong | set(compress(rows, map(contains, weak, repeat(term))))
-        found = (at_word_start, in_strong, anywhere)
-        if among is None:
-            if len(self._term_rows) >= TERM_CACHE_SIZE:
-                self._term_rows.clear()
-            self._term_rows[term] = found
-        return found
+        return at_word_start, in_strong, in_strong | set(compress(rows, map(contains, weak, repeat(term))))
+
+    def _keep(self, term: str, found: tuple[set[int], set[int], set[int]]) -> None:
+        if len(self._term_rows) >= TERM_CACHE_SIZE:
+            self._term_rows.clear()
+        self._term_rows[term] = found
 
     def search(self, query: str, previous: Search | TermsSearch | None = None) -> Search | TermsSearch:
         """Rank the rows for `query`; narrow from `previous` (a search on this index) when `query` extends its query."""

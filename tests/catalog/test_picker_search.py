@@ -248,6 +248,20 @@ def test_a_query_of_terms_looks_for_its_last_term_only_where_every_earlier_term_
     assert looked_in and max(looked_in) == 20
 
 
+def test_a_typed_term_is_looked_for_over_every_row_in_steps() -> None:
+    rows = corpus(5, 300)
+    index, fresh = SearchIndex(rows, ROOT), SearchIndex(rows, ROOT)
+    steps = 0
+    while not index.warm_term("fix", 64):
+        steps += 1
+        assert not index.knows_term("fix")
+    assert steps == 4 and index.knows_term("fix") and index.term_rows("fix") == fresh.term_rows("fix")
+    assert not index.warm_term("api", 64) and not index.warm_term("cache", 64)  # interleaved with another term
+    while not index.warm_term("api", 100):
+        pass
+    assert index.term_rows("api") == fresh.term_rows("api") and any(index.term_rows("api"))
+
+
 def test_a_screenful_is_ranked_without_testing_every_row() -> None:
     rows = [row(f"{n:08x}", title="parser" if n % 2 else None, first="the parser") for n in range(400)]
     search = SearchIndex(rows, ROOT).search("parser")
