@@ -90,6 +90,7 @@ ESCAPE_TIMEOUT_S = 0.05  # how long a lone Esc waits for the rest of an escape s
 # 150 ms of the last key, long enough not to search for every character of a word typed at speed.
 CONTENT_DEBOUNCE_S = 0.06
 RANKING_CHUNK_ROWS = 256
+WARM_TERM_ROWS = 8_192  # rows a step of looking for a typed term takes (C-level substring tests: under a ms)
 # The keys whose bindings are looked up before the first key press (see SessionPicker._warm_up): the printable ASCII
 # characters and Backspace; a few per step of the event loop, so that a key typed meanwhile waits little.
 QUERY_KEYS = (*(chr(code) for code in range(0x20, 0x7f)), Keys.Backspace.value)
@@ -654,7 +655,8 @@ class SessionPicker:
         # terms are looked up over every row, which would otherwise be the next keystroke's work.
         for term in self.model.terms_to_warm():
             await asyncio.sleep(0)
-            self.model.warm_term(term)
+            while not self.model.warm_term(term, WARM_TERM_ROWS):
+                await asyncio.sleep(0)
 
     async def _fetch_content(self, key: tuple[str, Scope]) -> None:
         await asyncio.sleep(self.content_debounce_s)

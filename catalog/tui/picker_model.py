@@ -237,11 +237,11 @@ class PickerModel:
             return []
         return [term for term in dict.fromkeys(self.needle.split(" ")) if not data.index.knows_term(term)]
 
-    def warm_term(self, term: str) -> None:
-        """Find the rows of `term` over the whole scope now (idle time), for the query it will be an earlier term of."""
+    def warm_term(self, term: str, max_rows: int) -> bool:
+        """Look for `term` in `max_rows` more rows of the scope (idle time), for the query it will be an earlier term
+        of; True once its rows over the whole scope are known."""
         data = self._scopes.get(self.scope)
-        if data is not None:
-            data.index.term_rows(term)
+        return data is None or data.index.warm_term(term, max_rows)
 
     @property
     def search_complete(self) -> bool:

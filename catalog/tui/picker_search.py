@@ -94,6 +94,25 @@ def _merged(*runs: Iterable[int]) -> list[int]:
     return rows
 
 
+def _intersection(sets: Sequence[set[int]]) -> set[int]:
+    """The rows in every one of `sets`, going through the smallest."""
+    smallest = min(sets, key=len)
+    return smallest.intersection(*(found for found in sets if found is not smallest))
+
+
+def _rows_holding(previous: Search | TermsSearch, terms: list[str]) -> list[int] | None:
+    """Ascending rows outside which no row holds each of `terms` as a substring, as `previous` (a search whose query
+    the query of `terms` extends) knows them: the rows where each of its own terms is a substring, for its last term
+    can only be a substring where it is. None when `previous` cannot tell yet (its id/title pass is not done)."""
+    if isinstance(previous, Search):
+        return previous.substring_rows()
+    known = previous.terms
+    if terms[:len(known) - 1] == known[:-1] and terms[len(known) - 1:len(known)] and \
+            terms[len(known) - 1].startswith(known[-1]):
+        return sorted(previous._in_any)
+    return None
+
+
 class SearchIndex:
     """The folded search strings of a list of rows (built on first use: an empty query never needs them)."""
 
@@ -104,6 +123,7 @@ class SearchIndex:
         self._weak: list[str] = []
         self._marked_strong: list[str] = []
         self._term_rows: dict[str, tuple[set[int], set[int], set[int]]] = {}
+        self._warming: dict[str, tuple[int, tuple[set[int], set[int], set[int]]]] = {}  # term -> (next row, found)
 
     def _relative_path(self, path: str) -> str:
         if self._root_prefix is not None and path.startswith(self._root_prefix):
@@ -152,19 +172,41 @@ class SearchIndex:
         found = self._term_rows.get(term)
         if found is not None:
             return found
-        rows = range(len(self.rows)) if among is None else among
-        strong = self.strong if among is None else list(map(self.strong.__getitem__, among))
-        marked = self.marked_strong if among is None else list(map(self.marked_strong.__getitem__, among))
-        weak = self.weak if among is None else list(map(self.weak.__getitem__, among))
+        if among is None:
+            found = self._found(term, range(len(self.rows)), self.strong, self.marked_strong, self.weak)
+            self._keep(term, found)
+            return found
+        return self._found(term, among, list(map(self.strong.__getitem__, among)),
+                           list(map(self.marked_strong.__getitem__, among)), list(map(self.weak.__getitem__, among)))
+
+    def warm_term(self, term: str, max_rows: int) -> bool:
+        """Look for `term` in the next `max_rows` rows not looked at yet (idle time, in steps, so that a key typed
+        meanwhile waits for one step at most); True once its rows over every row are kept (`term_rows`)."""
+        if term in self._term_rows:
+            return True
+        start, found = self._warming.pop(term, (0, (set(), set(), set())))
+        stop = min(start + max_rows, len(self.rows))
+        for kept, more in zip(found, self._found(term, range(start, stop), self.strong[start:stop],
+                                                 self.marked_strong[start:stop], self.weak[start:stop])):
+            kept.update(more)
+        if stop < len(self.rows):
+            self._warming = {term: (stop, found)}  # only the term being warmed: a step for another one drops it
+            return False
+        self._keep(term, found)
+        return True
+
+    @staticmethod
+    def _found(term: str, rows: Sequence[int], strong: list[str], marked: list[str],
+               weak: list[str]) -> tuple[set[int], set[int], set[int]]:
+        """`term_rows` of `rows`, whose strong, marked strong and weak strings are these."""
         in_strong = set(compress(rows, map(contains, strong, repeat(term))))
         at_word_start = set(compress(rows, map(contains, marked, repeat(mark_word_starts(term)))))
-        anywhere = in_strong | set(compress(rows, map(contains, weak, repeat(term))))
-        found = (at_word_start, in_strong, anywhere)
-        if among is None:
-            if len(self._term_rows) >= TERM_CACHE_SIZE:
-                self._term_rows.clear()
-            self._term_rows[term] = found
-        return found
+        return at_word_start, in_strong, in_strong | set(compress(rows, map(contains, weak, repeat(term))))
+
+    def _keep(self, term: str, found: tuple[set[int], set[int], set[int]]) -> None:
+        if len(self._term_rows) >= TERM_CACHE_SIZE:
+            self._term_rows.clear()
+        self._term_rows[term] = found
 
     def search(self, query: str, previous: Search | TermsSearch | None = None) -> Search | TermsSearch:
         """Rank the rows for `query`; narrow from `previous` (a search on this index) when `query` extends its query."""
@@ -364,8 +406,20 @@ class Search:
         return self._ranked
 
     def possible_rows(self) -> Sequence[int]:
-        """Ascending rows a longer query may still match: the matches, once complete; else every row."""
-        return sorted(self.ranked()) if self.complete else range(len(self.index.rows))
+        """Ascending rows a longer query may still match: the matches, once complete; once the middle pass is done,
+        the matches so far and the rows the weak pass has not tested; else every row."""
+        if self.complete:
+            return sorted(self.ranked())
+        if self._middle_done:
+            return _merged(self._head, self._weak, self._pending[self._next_weak:])
+        return range(len(self.index.rows))
+
+    def substring_rows(self) -> list[int] | None:
+        """Ascending rows where the needle is a substring of some field (ranks 0-2); None until the middle pass
+        is done."""
+        if not self._middle_done:
+            return None
+        return _merged(self._hits, self._rank2)
 
     def rank_of(self, row: int) -> int | None:
         """The rank of `row` for this needle (None: no match), by testing it alone."""
@@ -397,13 +451,23 @@ class TermsSearch:
         self.terms = list(dict.fromkeys(needle.split(" ")))
         self._fuzzies = [fuzzy_pattern(term).search for term in self.terms]
         candidates = previous.possible_rows() if previous is not None else range(len(index.rows))
-        # The last term is the one being typed: tested on the candidates only (matches can only be among them).
-        per_term = [index.term_rows(term) for term in self.terms[:-1]]
-        per_term.append(index.term_rows(self.terms[-1], candidates if previous is not None else None))
-        at_word_start, in_strong, in_any = (set.intersection(*sets) for sets in zip(*per_term))
+        # Ranks 0-2 (every term a substring) can only be among the rows where the previous search found each of its
+        # terms: the terms are looked for there only, the one being typed included.
+        among: Sequence[int] | None = None if previous is None else _rows_holding(previous, self.terms)
+        if among is None:
+            per_term = [index.term_rows(term) for term in self.terms[:-1]]
+            if per_term and previous is not None:
+                among = list(filter(min((found[2] for found in per_term), key=len).__contains__, candidates))
+            else:
+                among = candidates if previous is not None else None
+        else:  # the earlier terms too: their rows over every row when kept, else looked for among those
+            per_term = [index.term_rows(term, among) for term in self.terms[:-1]]
+        per_term.append(index.term_rows(self.terms[-1], among))
+        at_word_start, in_strong, in_any = (_intersection(sets) for sets in zip(*per_term))
         self._head = sorted(at_word_start)
         self._head += sorted(in_strong - at_word_start)
         self._head += sorted(in_any - in_strong)
+        self._in_any = in_any  # every term a substring somewhere: what a longer last term is looked for in
         self._pending = list(filterfalse(in_any.__contains__, candidates))  # some term is no substring anywhere
         self._next_pending = 0
         self._weak: list[int] = []

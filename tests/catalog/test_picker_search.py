@@ -164,7 +164,7 @@ def hostile_rows(draw) -> list[PickerRow]:
 
 @settings(max_examples=150, deadline=None)
 @given(rows=hostile_rows(), word=st.sampled_from(["parser", "fix a", "日本", "ré", "İs", "a", "x y", "-d", "ﬁ", "é",
-                                                  "tab", "p v2", "🙂"]),
+                                                  "tab", "p v2", "🙂", "fix api", "a p v2", "x y x", "p a-d"]),
        steps=st.lists(st.tuples(st.integers(0, 12), st.integers(1, 9)), min_size=12, max_size=12))
 def test_narrowed_lazy_searches_rank_as_the_test_of_each_row(rows: list[PickerRow], word: str,
                                                             steps: list[tuple[int, int]]) -> None:
@@ -222,6 +222,44 @@ def test_a_long_run_of_keys_typed_before_any_background_step_narrows_without_rec
         pass
     assert search.ranked() == reference_ranking(index, word) == []
     assert complete(index, "a").ranked() == reference_ranking(index, "a")
+
+
+def test_a_query_of_terms_looks_for_its_last_term_only_where_every_earlier_term_is(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # 20 titles hold "deploy"; every first message holds its letters apart (a weak fuzzy match: still possible rows)
+    # and "a" (found anywhere): typing "deploy ap" tests "a" and "ap" in those 20 rows only, not in all 400.
+    rows = [row(f"{n:08x}", title="deploy api" if n % 20 == 0 else None, first="d e p l o y a p i")
+            for n in range(400)]
+    index = SearchIndex(rows, ROOT)
+    looked_in: list[int] = []
+    term_rows = index.term_rows
+
+    def counted(term: str, among=None):
+        looked_in.append(len(rows) if among is None else len(among))
+        return term_rows(term, among)
+
+    search = complete(index, "deploy")
+    monkeypatch.setattr(index, "term_rows", counted)
+    for query in ("deploy a", "deploy ap", "deploy api x"):
+        search = index.search(query, search)
+        while not search.advance(50):
+            pass
+        assert search.ranked() == reference_ranking(index, query)
+    assert looked_in and max(looked_in) == 20
+
+
+def test_a_typed_term_is_looked_for_over_every_row_in_steps() -> None:
+    rows = corpus(5, 300)
+    index, fresh = SearchIndex(rows, ROOT), SearchIndex(rows, ROOT)
+    steps = 0
+    while not index.warm_term("fix", 64):
+        steps += 1
+        assert not index.knows_term("fix")
+    assert steps == 4 and index.knows_term("fix") and index.term_rows("fix") == fresh.term_rows("fix")
+    assert not index.warm_term("api", 64) and not index.warm_term("cache", 64)  # interleaved with another term
+    while not index.warm_term("api", 100):
+        pass
+    assert index.term_rows("api") == fresh.term_rows("api") and any(index.term_rows("api"))
 
 
 def test_a_screenful_is_ranked_without_testing_every_row() -> None:
