@@ -14,7 +14,7 @@ e.g. item 5's table at 10,000 and 100,000 sessions (mean 8 KB, 100 sessions per 
 
 DIR is a generated corpus (scripts/gen_corpus.py; e.g. 10,000 sessions, or 100,000 in 1,000 projects with
 --shape small-messages). The catalog is `DIR/catalog.db`, deleted before each first-index scenario. Figures:
-- baselines: `python -c pass` (median of --runs) and reading + orjson-parsing every line of every session file;
+- baselines: `python -c pass` and reading + orjson-parsing every line of every session file (medians of --runs);
 - first index alone (`sessdex index` on an empty catalog): wall and CPU time, ratios to read + parse's, peak RSS;
   and when its rows were committed (listings, resume and usage complete; the full-text entries follow);
 - `resume PREFIX` issued 1 s after a first `index`, and 1 s after a first `watch`, starts on an empty catalog;
@@ -96,12 +96,16 @@ print(files)
 """
 
 
-def read_and_parse(root: Path) -> tuple[float, int]:
-    """Seconds to read and orjson-parse every line of every session file (CPU time in READ_PARSE_CPU_SECONDS);
-    the number of files."""
-    seconds, _rss, out = timed([sys.executable, "-c", READ_AND_PARSE, str(root)], dict(os.environ), str(root))
-    READ_PARSE_CPU_SECONDS[0] = LAST_CPU_SECONDS[0]
-    return seconds, int(out)
+def read_and_parse(root: Path, runs: int = 1) -> tuple[float, int]:
+    """Seconds to read and orjson-parse every line of every session file, the median of `runs` (its CPU time, the
+    median too, in READ_PARSE_CPU_SECONDS); the number of files."""
+    walls, cpus = [], []
+    for _ in range(max(1, runs)):
+        seconds, _rss, out = timed([sys.executable, "-c", READ_AND_PARSE, str(root)], dict(os.environ), str(root))
+        walls.append(seconds)
+        cpus.append(LAST_CPU_SECONDS[0])
+    READ_PARSE_CPU_SECONDS[0] = statistics.median(cpus)
+    return statistics.median(walls), int(out)
 
 
 def first_index(cli: list[str], env: dict[str, str], cwd: str, agent: Path) -> tuple[float, int, dict | None]:
@@ -223,7 +227,7 @@ def measure_corpus(agent: Path, args: argparse.Namespace) -> dict[str, tuple[str
         floor_cpu.append(LAST_CPU_SECONDS[0])
     FLOOR_CPU_SECONDS[0] = statistics.median(floor_cpu)
     floor = median_time([sys.executable, "-c", "pass"], env, cwd, max(5, args.runs))
-    raw, files = read_and_parse(root)
+    raw, files = read_and_parse(root, args.runs)
     raw_cpu = READ_PARSE_CPU_SECONDS[0]
     print(f"corpus {agent}: {files} files; python -c pass {floor * 1000:.1f} ms (CPU {FLOOR_CPU_SECONDS[0] * 1000:.1f} "
           f"ms); read + parse {raw:.2f} s (CPU {raw_cpu:.2f} s); load average {os.getloadavg()[0]:.2f}", flush=True)
