@@ -15,14 +15,12 @@ every character of them as JSON. It also keeps each row's JSON short, which matt
 again for each of its columns by comparing the row's whole JSON text, so a 4 KB file row (its fold state, first
 message, prefix state) cost about three times as much as its short columns alone.
 The `session_fts` rows of a part are copied from the file rows just inserted, one statement per part.
-The message texts' `message_fts` entries are not written with the rows: every commit records the run's message
-rows without them as the catalog's message-text backlog (`sessdex.catalog.store.fts.BACKLOG_KEY`), and once
-`text_fill.CHUNK_ROWS` of them are committed the writer thread copies them into `message_fts` in one statement and
-transaction of their own (`fts.fill_backlog_chunk`), while the indexing thread goes on parsing; the last, smaller
-chunk is filled after the run (`sessdex.catalog.index.text_fill`). Building the full-text index set-based costs
-far less than interleaving it with the row inserts (FTS5 flushes and merges its pending terms at the end of every
-statement), and listings, resume and usage do not need it, so they are complete sooner; doing it on the writer
-thread keeps that work (the tokenizer, a third of a first index's SQLite work) off the end of the run.
+The message texts' `message_fts` entries are not written here: every commit records the run's message
+rows as the catalog's message-text backlog (`sessdex.catalog.store.fts.BACKLOG_KEY`), and
+`sessdex.catalog.index.content_index` fills `message_fts` from them afterwards in a few large
+statements. Building the full-text index set-based costs far less than interleaving it with the row
+inserts (FTS5 flushes and merges its pending terms at the end of every statement), and listings,
+resume and usage do not need it, so they are complete sooner.
 
 With `listing_only` the run writes the files' rows only (its reader sends no texts and no usage facts), and
 every commit records them as the catalog's content backlog (`sessdex.catalog.store.fts.FILES_BACKLOG_KEY`):
@@ -56,7 +54,6 @@ from typing import Any, Self
 
 import orjson
 
-from sessdex.catalog.index import text_fill
 from sessdex.catalog.store import fts
 from sessdex.core.usage import USAGE_FACT_COLUMNS
 
@@ -311,7 +308,6 @@ class BulkWriter(WriterThread):
         self._last_written_file_id = self._next_file_id - 1  # written by the writer thread
         self._first_message_id = self._next_message_id
         self._last_written_message_id = self._next_message_id - 1  # written by the writer thread
-        self._text_done = self._first_message_id - 1  # message_fts holds the run's rows up to here (writer thread)
         self._part = _Part()
         self._saved_pragmas: dict[str, Any] = {}
         super().__init__()
@@ -441,22 +437,7 @@ class BulkWriter(WriterThread):
                 first = self._first_file_id
                 fts.write_files_backlog(self._connection, (first, first - 1, self._last_written_file_id))
             if self._last_written_message_id >= self._first_message_id:
-                fts.write_backlog(self._connection, self._first_message_id, self._text_done,
-                                  self._last_written_message_id)
+                first = self._first_message_id
+                fts.write_backlog(self._connection, first, first - 1, self._last_written_message_id)
             self._connection.commit()  # data_version stays: it counts other connections' commits only
         self.committed_batches += 1
-        self._fill_text()
-
-    def _fill_text(self) -> None:
-        """Copy the committed message rows into message_fts, a chunk of text_fill.CHUNK_ROWS per transaction, while
-        a whole chunk is waiting."""
-        connection = self._connection
-        while self._last_written_message_id - self._text_done >= text_fill.CHUNK_ROWS:
-            upto = self._text_done + text_fill.CHUNK_ROWS
-            connection.execute("BEGIN IMMEDIATE")
-            if data_version(connection) != self._version:
-                raise CatalogChanged("another process wrote to the catalog during the bulk run")
-            fts.fill_backlog_chunk(connection, self._first_message_id, self._text_done, upto,
-                                   self._last_written_message_id)
-            connection.commit()
-            self._text_done = upto

@@ -3,10 +3,10 @@
 A bulk run of a full first index (`sessdex.catalog.index.bulk_writer`), like a catalog written by an earlier
 version, leaves message rows without their `message_fts` entries (`sessdex.catalog.store.fts.BACKLOG_KEY`). They
 are copied into `message_fts` here, CHUNK_ROWS rows per statement and transaction, so that readers see progress
-and other writers wait little; a chunk becomes one FTS5 segment (`sessdex.catalog.store.fts.fill_backlog_chunk`),
-which makes the fill about a quarter cheaper than interleaving the entries with the row inserts. A bulk run copies
-the chunks its own commits complete as it goes (`sessdex.catalog.index.bulk_writer`), so only the last one is left
-for here. SQLite catalogs only: only they have FTS5.
+and other writers wait little. FTS5 writes its pending terms out as a new segment whenever they pass its
+`hashsize` (1 MiB by default), and every segment is merged again later; a fill transaction raises it
+(FILL_HASH_BYTES) so that a chunk becomes one segment, which makes the fill about a quarter cheaper than
+interleaving the entries with the row inserts. SQLite catalogs only: only they have FTS5.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from sessdex.catalog.store.db import CatalogDatabase
 
 CHUNK_ROWS = 20_000  # message rows per transaction of the message-text backlog: about 0.1-0.3 s of FTS5 work
+FILL_HASH_BYTES = 128 << 20  # FTS5's pending-terms limit while a chunk of the message-text backlog is copied
+DEFAULT_HASH_BYTES = 1 << 20  # FTS5's own default, put back before each fill transaction commits
 
 
 class ContentProgress:
@@ -62,7 +64,10 @@ def fill_message_fts(db: SqliteCatalog, deadline: float | None, progress: Callab
                 return True
             first, done, end = backlog
             upto = min(done + chunk_rows, end)
-            fts.fill_backlog_chunk(connection, first, done, upto, end)
+            connection.execute(fts.SET_MESSAGE_HASH_SIZE, (FILL_HASH_BYTES,))
+            connection.execute(fts.FILL_BACKLOG, (done, upto))
+            connection.execute(fts.SET_MESSAGE_HASH_SIZE, (DEFAULT_HASH_BYTES,))
+            fts.write_backlog(connection, first, upto, end)
         if progress is not None:
             progress(ContentProgress(upto - first + 1, end - first + 1, "messages"))
         if upto >= end:

@@ -22,8 +22,6 @@ BACKLOG_KEY = "message_fts_backlog"
 FILL_BACKLOG = "INSERT INTO message_fts(rowid, text) SELECT id, text FROM messages WHERE id > ? AND id <= ?"
 # FTS5's limit (bytes) on the pending terms it holds in memory before writing them out as a segment.
 SET_MESSAGE_HASH_SIZE = "INSERT INTO message_fts(message_fts, rank) VALUES ('hashsize', ?)"
-FILL_HASH_BYTES = 128 << 20  # FTS5's pending-terms limit while a chunk of the message-text backlog is copied
-DEFAULT_HASH_BYTES = 1 << 20  # FTS5's own default, put back before each fill transaction commits
 # The catalog_meta key of the content backlog: "FIRST DONE END" (session_files ids) while the files FIRST..END were
 # indexed listing first (their rows only: a first index by a read command) and those of DONE+1..END still lack
 # their message rows, full-text entries and usage facts (see catalog.index.content_index). DONE = END: every file
@@ -101,19 +99,6 @@ def write_backlog(connection: sqlite3.Connection, first: int, done: int, end: in
     connection.execute("DELETE FROM catalog_meta WHERE key = ?", (BACKLOG_KEY,))
     if done < end:
         connection.execute("INSERT INTO catalog_meta(key, value) VALUES (?, ?)", (BACKLOG_KEY, f"{first} {done} {end}"))
-
-
-def fill_backlog_chunk(connection: sqlite3.Connection, first: int, done: int, upto: int, end: int) -> None:
-    """Copy the message rows DONE+1..UPTO of the message-text backlog (FIRST DONE END) into message_fts and record
-    the backlog left (in the caller's write transaction).
-
-    FTS5 writes its pending terms out as a new segment whenever they pass its `hashsize` (1 MiB by default), and
-    every segment is merged again later: the limit is raised while the rows are copied, so that a chunk becomes one
-    segment, and put back (it is stored in the catalog) before the caller commits."""
-    connection.execute(SET_MESSAGE_HASH_SIZE, (FILL_HASH_BYTES,))
-    connection.execute(FILL_BACKLOG, (done, upto))
-    connection.execute(SET_MESSAGE_HASH_SIZE, (DEFAULT_HASH_BYTES,))
-    write_backlog(connection, first, upto, end)
 
 
 def write_files_backlog(connection: sqlite3.Connection, backlog: tuple[int, int, int] | None) -> None:

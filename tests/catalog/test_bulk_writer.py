@@ -141,36 +141,6 @@ def test_a_bulk_run_stores_exactly_what_indexing_file_by_file_stores(tmp_path, c
     assert {row[4] for row in bulk["usage_facts"] if row[4] and "\x00" in row[4]} == {f"n\x00{n:06d}" for n in range(3)}
 
 
-def test_the_writer_thread_fills_the_full_text_index_by_whole_chunks_during_the_run(tmp_path, corpus, monkeypatch):
-    """Once a chunk of message rows is committed the writer thread copies it into message_fts; only the last,
-    smaller chunk is left for after the run, and the catalog is the one indexing file by file writes."""
-    import sessdex.catalog.index.text_fill as text_fill
-
-    monkeypatch.setattr(text_fill, "CHUNK_ROWS", 25)
-    monkeypatch.setattr(indexer_module, "BATCH_FILES", 3)
-    filled_in_run: list[tuple[int, int]] = []
-    real_chunk = fts.fill_backlog_chunk
-
-    def chunk(connection, first, done, upto, end):
-        filled_in_run.append((done, upto))
-        real_chunk(connection, first, done, upto, end)
-
-    monkeypatch.setattr(fts, "fill_backlog_chunk", chunk)
-    left: list[tuple[int, int, int] | None] = []
-    real_fill = text_fill.fill_message_fts
-    monkeypatch.setattr(text_fill, "fill_message_fts", lambda db, *rest: left.append(
-        fts.read_backlog(db.sqlite_reader())) or real_fill(db, *rest))
-    _counts, _reported, bulk = bulk_index(tmp_path / "bulk", corpus)
-    assert bulk == one_by_one(tmp_path / "reference", corpus)
-    total = len(bulk["messages"])
-    assert total > 50
-    in_run = filled_in_run[:len(filled_in_run) - (1 if left and left[0] else 0)]
-    assert in_run and all(upto - done == 25 for done, upto in in_run)
-    assert [done for done, _upto in in_run] == [25 * n for n in range(len(in_run))]
-    first, done, end = left[0]
-    assert (first, done, end) == (1, 25 * len(in_run), total) and end - done < 25
-
-
 def test_the_bulk_connection_gets_its_cache_and_checkpoint_settings_back(tmp_path, corpus, monkeypatch):
     seen: list[tuple[int, int]] = []
     real_write = bulk_module.BulkWriter._write

@@ -340,6 +340,7 @@ def test_content_after_no_content_is_read_in_chunks_from_the_backlog_and_equals_
 def test_a_full_first_index_leaves_the_full_text_entries_for_after_and_search_answers_as_the_full_index(
         agent: Path, tmp_path: Path, monkeypatch, capsys) -> None:
     import sessdex.catalog.index.content_index as content_module
+    import sessdex.catalog.index.text_fill as text_fill
     import sessdex.catalog.queries.sessions as sessions_module
 
     monkeypatch.chdir(tmp_path)
@@ -379,7 +380,7 @@ def test_a_full_first_index_leaves_the_full_text_entries_for_after_and_search_an
     try:
         assert content_backlog(db) is None
         config = dict(db.sqlite_reader().execute("SELECT k, v FROM message_fts_config").fetchall())
-        assert config.get("hashsize", fts.DEFAULT_HASH_BYTES) == fts.DEFAULT_HASH_BYTES
+        assert config.get("hashsize", text_fill.DEFAULT_HASH_BYTES) == text_fill.DEFAULT_HASH_BYTES
     finally:
         db.close()
     assert content_index(catalog_file) == content_index(reference_file)
