@@ -1,6 +1,7 @@
 """The first hour on a corpus: each figure against `python -c pass` and raw read + parse, measured in the same run.
 
     python scripts/bench_first_hour.py --agent-dir DIR [--agent-dir DIR2 ...] [--runs 3] [--skip-concurrent] [--picker]
+        [--index-only [--index-runs 3]]
 
 e.g. item 5's table at 10,000 and 100,000 sessions (mean 8 KB, 100 sessions per project), on a regular install:
     python scripts/gen_corpus.py --agent-dir /tmp/b/k10 --sessions 10000 --projects 100 --total-size 80MB \
@@ -13,7 +14,7 @@ e.g. item 5's table at 10,000 and 100,000 sessions (mean 8 KB, 100 sessions per 
 
 DIR is a generated corpus (scripts/gen_corpus.py; e.g. 10,000 sessions, or 100,000 in 1,000 projects with
 --shape small-messages). The catalog is `DIR/catalog.db`, deleted before each first-index scenario. Figures:
-- baselines: `python -c pass` (median of --runs) and reading + orjson-parsing every line of every session file;
+- baselines: `python -c pass` and reading + orjson-parsing every line of every session file (medians of --runs);
 - first index alone (`sessdex index` on an empty catalog): wall and CPU time, ratios to read + parse's, peak RSS;
   and when its rows were committed (listings, resume and usage complete; the full-text entries follow);
 - `resume PREFIX` issued 1 s after a first `index`, and 1 s after a first `watch`, starts on an empty catalog;
@@ -26,7 +27,8 @@ DIR is a generated corpus (scripts/gen_corpus.py; e.g. 10,000 sessions, or 100,0
 The run ends with one table: a line per figure, a column per corpus, and with two corpora or more the last's figure
 over the first's (of the CPU time where a cell holds both).
 `--skip-concurrent` leaves out the scenarios with a writer running beside (each is one more first index: at
-100,000 sessions the run is then about a third as long). Run it niced on a quiet machine; wall times on a
+100,000 sessions the run is then about a third as long). `--index-only` measures the baselines and the first index
+alone (its median by CPU time over `--index-runs` runs) and nothing else. Run it niced on a quiet machine; wall times on a
 shared machine vary, so the first index also prints its CPU time (user + system) beside read + parse's.
 """
 
@@ -94,12 +96,16 @@ print(files)
 """
 
 
-def read_and_parse(root: Path) -> tuple[float, int]:
-    """Seconds to read and orjson-parse every line of every session file (CPU time in READ_PARSE_CPU_SECONDS);
-    the number of files."""
-    seconds, _rss, out = timed([sys.executable, "-c", READ_AND_PARSE, str(root)], dict(os.environ), str(root))
-    READ_PARSE_CPU_SECONDS[0] = LAST_CPU_SECONDS[0]
-    return seconds, int(out)
+def read_and_parse(root: Path, runs: int = 1) -> tuple[float, int]:
+    """Seconds to read and orjson-parse every line of every session file, the median of `runs` (its CPU time, the
+    median too, in READ_PARSE_CPU_SECONDS); the number of files."""
+    walls, cpus = [], []
+    for _ in range(max(1, runs)):
+        seconds, _rss, out = timed([sys.executable, "-c", READ_AND_PARSE, str(root)], dict(os.environ), str(root))
+        walls.append(seconds)
+        cpus.append(LAST_CPU_SECONDS[0])
+    READ_PARSE_CPU_SECONDS[0] = statistics.median(cpus)
+    return statistics.median(walls), int(out)
 
 
 def first_index(cli: list[str], env: dict[str, str], cwd: str, agent: Path) -> tuple[float, int, dict | None]:
@@ -194,6 +200,11 @@ def main() -> int:
     parser.add_argument("--commands-only", action="store_true",
                         help="keep the catalog (it must be complete) and measure only the commands without and with "
                              "a watcher")
+    parser.add_argument("--index-only", action="store_true",
+                        help="measure only the baselines and the first index alone (no concurrent scenarios, no "
+                             "commands): the figure of the index's speed work")
+    parser.add_argument("--index-runs", type=int, default=1,
+                        help="first indexes to run (each on an empty catalog); the median by CPU time is reported")
     parser.add_argument("--picker", action="store_true",
                         help="also measure the picker (scripts/bench_picker.py --pty): first paint, keystroke p95")
     args = parser.parse_args()
@@ -216,7 +227,7 @@ def measure_corpus(agent: Path, args: argparse.Namespace) -> dict[str, tuple[str
         floor_cpu.append(LAST_CPU_SECONDS[0])
     FLOOR_CPU_SECONDS[0] = statistics.median(floor_cpu)
     floor = median_time([sys.executable, "-c", "pass"], env, cwd, max(5, args.runs))
-    raw, files = read_and_parse(root)
+    raw, files = read_and_parse(root, args.runs)
     raw_cpu = READ_PARSE_CPU_SECONDS[0]
     print(f"corpus {agent}: {files} files; python -c pass {floor * 1000:.1f} ms (CPU {FLOOR_CPU_SECONDS[0] * 1000:.1f} "
           f"ms); read + parse {raw:.2f} s (CPU {raw_cpu:.2f} s); load average {os.getloadavg()[0]:.2f}", flush=True)
@@ -227,8 +238,10 @@ def measure_corpus(agent: Path, args: argparse.Namespace) -> dict[str, tuple[str
         "load average at start": (f"{os.getloadavg()[0]:.1f}", os.getloadavg()[0]),
     }
     if not args.commands_only:
-        figures.update(measure_first_index(cli, env, cwd, agent, raw, raw_cpu, prefix, floor, args.skip_concurrent))
-    figures.update(measure_commands(cli, env, cwd, agent, prefix, floor, args))
+        figures.update(measure_first_index(cli, env, cwd, agent, raw, raw_cpu, prefix, floor,
+                                           args.skip_concurrent or args.index_only, args.index_runs))
+    if not args.index_only:
+        figures.update(measure_commands(cli, env, cwd, agent, prefix, floor, args))
     if args.picker:
         figures.update(measure_picker(agent, args.runs))
     figures["load average at end"] = (f"{os.getloadavg()[0]:.1f}", os.getloadavg()[0])
@@ -236,9 +249,16 @@ def measure_corpus(agent: Path, args: argparse.Namespace) -> dict[str, tuple[str
 
 
 def measure_first_index(cli: list[str], env: dict[str, str], cwd: str, agent: Path, raw: float, raw_cpu: float,
-                        prefix: str, floor: float, skip_concurrent: bool) -> dict[str, tuple[str, float]]:
-    index_alone, index_rss, figures = first_index(cli, env, cwd, agent)
-    index_cpu = LAST_CPU_SECONDS[0]
+                        prefix: str, floor: float, skip_concurrent: bool, runs: int = 1
+                        ) -> dict[str, tuple[str, float]]:
+    measured = []
+    for _ in range(max(1, runs)):
+        index_alone, index_rss, figures = first_index(cli, env, cwd, agent)
+        measured.append((LAST_CPU_SECONDS[0], index_alone, index_rss, figures))
+        if runs > 1:
+            print(f"  a first index: {index_alone:.2f} s, CPU {LAST_CPU_SECONDS[0]:.2f} s, load average "
+                  f"{os.getloadavg()[0]:.2f}", flush=True)
+    index_cpu, index_alone, index_rss, figures = sorted(measured, key=lambda run: run[0])[len(measured) // 2]
     print(f"first index alone: {index_alone:.2f} s = {index_alone / raw:.2f}x read + parse; peak RSS {index_rss} MB; "
           f"CPU {index_cpu:.2f} s = {index_cpu / raw_cpu:.2f}x read + parse's", flush=True)
     if figures is not None:

@@ -8,9 +8,12 @@ waits for the interpreter's switch interval (5 ms), so row-by-row inserts from a
 slower than inline ones. Rows therefore travel as one JSON array per statement, unpacked by SQLite's
 `json_each`; a row JSON cannot carry exactly (a NUL character, a non-finite number, an integer
 beyond 64 bits) is bound as parameters of a statement of its own, as the ordinary writer binds it.
-Message texts, most of the bytes, do not travel inside that JSON: a part's texts are sent as one UTF-8
-blob and its JSON rows hold each text's byte offset and length in it, so SQLite cuts the texts out
-(`substr` of a blob counts bytes) instead of parsing and unescaping every character of them as JSON.
+Texts do not travel inside that JSON: a part's texts (message texts, most of the bytes, and the text columns of
+its `session_files` rows) are sent as one UTF-8 blob per statement and its JSON rows hold each text's byte offset
+and length in it, so SQLite cuts the texts out (`substr` of a blob counts bytes) instead of parsing and unescaping
+every character of them as JSON. It also keeps each row's JSON short, which matters: SQLite finds a row's parse
+again for each of its columns by comparing the row's whole JSON text, so a 4 KB file row (its fold state, first
+message, prefix state) cost about three times as much as its short columns alone.
 The `session_fts` rows of a part are copied from the file rows just inserted, one statement per part.
 The message texts' `message_fts` entries are not written here: every commit records the run's message
 rows as the catalog's message-text backlog (`sessdex.catalog.store.fts.BACKLOG_KEY`), and
@@ -67,14 +70,24 @@ SESSION_FTS_FROM_ROWS = ("INSERT INTO session_fts(rowid, title, first_message) "
                          "SELECT id, title, first_message FROM session_files WHERE id BETWEEN ? AND ?")
 
 
-def _insert_json(table: str, columns: tuple[str, ...]) -> str:
-    """INSERT of the rows of one JSON array of arrays (bound as UTF-8 bytes), values in `columns` order.
+def _insert_json(table: str, columns: tuple[str, ...], texts: tuple[bool, ...] | None = None) -> str:
+    """INSERT of the rows of one JSON array of arrays (bound as ?1, UTF-8 bytes), values in `columns` order.
 
-    The rows are materialized first: otherwise json_each renders a row's JSON again for every column.
+    With `texts` (a flag per column), a flagged column's value is a text cut out of the blob bound as ?2: the row
+    holds two numbers for it, the text's offset (from 1) and length in bytes, or two nulls for NULL. The rows are
+    materialized first: otherwise json_each renders a row's JSON again for every column.
     """
-    values = ", ".join(f"value ->> {index}" for index in range(len(columns)))
-    return (f"WITH rows(value) AS MATERIALIZED (SELECT value FROM json_each(CAST(? AS TEXT))) "
-            f"INSERT INTO {table} ({', '.join(columns)}) SELECT {values} FROM rows")
+    values = []
+    position = 0
+    for text in texts or (False,) * len(columns):
+        if text:
+            values.append(f"CAST(substr(?2, value ->> {position}, value ->> {position + 1}) AS TEXT)")
+            position += 2
+        else:
+            values.append(f"value ->> {position}")
+            position += 1
+    return (f"WITH rows(value) AS MATERIALIZED (SELECT value FROM json_each(CAST(?1 AS TEXT))) "
+            f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(values)} FROM rows")
 
 
 def _insert_values(table: str, columns: tuple[str, ...]) -> str:
@@ -84,10 +97,7 @@ def _insert_values(table: str, columns: tuple[str, ...]) -> str:
 
 # The rows of a part's messages: ?1 a JSON array of [id, file_id, seq, pending, offset, length], ?2 the blob of the
 # part's texts (UTF-8) that offset (from 1) and length (bytes) point into; a text is stored as TEXT, as bound.
-INSERT_MESSAGES_JSON = ("WITH rows(value) AS MATERIALIZED (SELECT value FROM json_each(CAST(?1 AS TEXT))) "
-                        "INSERT INTO messages (id, file_id, seq, pending, text) "
-                        "SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, "
-                        "CAST(substr(?2, value ->> 4, value ->> 5) AS TEXT) FROM rows")
+INSERT_MESSAGES_JSON = _insert_json("messages", MESSAGE_COLUMNS, (False, False, False, False, True))
 INSERT_MESSAGE = _insert_values("messages", MESSAGE_COLUMNS)
 INSERT_USAGE_FACTS_JSON = _insert_json("usage_facts", USAGE_FACT_COLUMNS)
 INSERT_USAGE_FACT = _insert_values("usage_facts", USAGE_FACT_COLUMNS)
@@ -107,6 +117,38 @@ def next_message_id(connection: sqlite3.Connection) -> int:
     last = connection.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
     backlog = fts.read_backlog(connection)
     return max(last, backlog[2] if backlog else 0) + 1
+
+
+def _json_row_with_texts(values: tuple[Any, ...], texts: tuple[bool, ...], offset: int
+                         ) -> tuple[bytes, list[bytes]] | None:
+    """`values` as a JSON row of `_insert_json(..., texts)` whose texts start at byte `offset` of the blob, and those
+    texts (UTF-8); None when JSON or the blob cannot carry one of them exactly (a NUL character, a lone surrogate, a
+    value of another kind in a text column, or what `_json_exact` refuses)."""
+    row: list[Any] = []
+    blobs: list[bytes] = []
+    others: list[Any] = []
+    for value, text in zip(values, texts, strict=True):
+        if not text:
+            row.append(value)
+            others.append(value)
+        elif value is None:
+            row += (None, None)
+        elif type(value) is str and "\x00" not in value:  # a NUL is kept whole when bound as a parameter
+            try:
+                data = value.encode()
+            except UnicodeEncodeError:
+                return None  # a lone surrogate: bound as a parameter, it fails as it does for the ordinary writer
+            row += (offset + 1, len(data))
+            blobs.append(data)
+            offset += len(data)
+        else:
+            return None
+    if not _json_exact(tuple(others)):
+        return None
+    try:
+        return orjson.dumps(row), blobs
+    except TypeError:
+        return None  # a lone surrogate in a column sent as JSON
 
 
 def _json_row(values: tuple[Any, ...]) -> bytes | None:
@@ -142,7 +184,9 @@ class _Part:
     """Rows for one round of statements; `*_rows` are JSON arrays, `odd_*` rows are bound as parameters (the rows
     JSON cannot carry exactly)."""
 
-    file_rows: list[bytes] = field(default_factory=list)
+    file_rows: list[bytes] = field(default_factory=list)  # their texts by offset, length (_json_row_with_texts)
+    file_texts: list[bytes] = field(default_factory=list)  # the UTF-8 texts of `file_rows`, in order
+    file_text_bytes: int = 0
     odd_files: list[tuple[Any, ...]] = field(default_factory=list)
     messages: list[tuple[int, int, int, bool, int, int]] = field(default_factory=list)  # texts by offset, length
     texts: list[bytes] = field(default_factory=list)  # the UTF-8 texts of `messages`, in order
@@ -255,6 +299,7 @@ class BulkWriter(WriterThread):
         self._connection = connection
         self._version = version
         self._file_columns: tuple[str, ...] = ()
+        self._file_texts: tuple[bool, ...] = ()  # which of them are sent in the texts blob
         self._insert_files_json = self._insert_file = ""
         self._next_file_id = connection.execute("SELECT coalesce(max(id), 0) FROM session_files").fetchone()[0] + 1
         self._next_message_id = next_message_id(connection)
@@ -306,17 +351,23 @@ class BulkWriter(WriterThread):
 
     def add_file(self, file_id: int, columns: Mapping[str, Any]) -> None:
         """Queue the `session_files` row of a file whose texts were all added; every row has the same columns."""
+        values = (file_id, *columns.values())
         if not self._file_columns:
             self._file_columns = ("id", *columns)
-            self._insert_files_json = _insert_json("session_files", self._file_columns)
+            # The text columns (a text or NULL in the first row) go through the blob; a row holding something else
+            # in one of them is bound as parameters.
+            self._file_texts = tuple(type(value) is str or value is None for value in values)
+            self._insert_files_json = _insert_json("session_files", self._file_columns, self._file_texts)
             self._insert_file = _insert_values("session_files", self._file_columns)
-        values = (file_id, *columns.values())
         part = self._part
-        row = _json_row(values)
-        if row is None:
+        found = _json_row_with_texts(values, self._file_texts, part.file_text_bytes)
+        if found is None:
             part.odd_files.append(values)
         else:
+            row, texts = found
             part.file_rows.append(row)
+            part.file_texts += texts
+            part.file_text_bytes += sum(map(len, texts))
         part.file_ids = (part.file_ids[0] if part.file_ids else file_id, file_id)
 
     def _send_part(self) -> None:
@@ -340,7 +391,8 @@ class BulkWriter(WriterThread):
                 raise CatalogChanged("another process wrote to the catalog during the bulk run")
             connection.execute("PRAGMA defer_foreign_keys = ON")
         if part.file_rows:
-            connection.execute(self._insert_files_json, (b"[" + b",".join(part.file_rows) + b"]",))
+            connection.execute(self._insert_files_json,
+                               (b"[" + b",".join(part.file_rows) + b"]", b"".join(part.file_texts)))
         if part.odd_files:
             connection.executemany(self._insert_file, part.odd_files)
         if part.file_ids:

@@ -126,15 +126,16 @@ def redacting() -> bool:
 
 
 @overload
-def catalog_text(text: str) -> str: ...
+def catalog_text(text: str, redacted: bool | None = None) -> str: ...
 @overload
-def catalog_text(text: None) -> None: ...
-def catalog_text(text: str | None) -> str | None:
+def catalog_text(text: None, redacted: bool | None = None) -> None: ...
+def catalog_text(text: str | None, redacted: bool | None = None) -> str | None:
     """Session text as the catalog stores it (titles, first messages, summaries): storable, and redacted when
-    `redacting()`. The session files themselves are never changed."""
+    `redacting()` (or as `redacted` says when the caller asked that once for many texts). The session files
+    themselves are never changed."""
     if text is None:
         return None
-    return storable_text(redact(text) if redacting() else text)
+    return storable_text(redact(text) if (redacting() if redacted is None else redacted) else text)
 
 
 def message_text(text: str, redacted: bool | None = None) -> str:
@@ -318,12 +319,13 @@ def fold_chunks(handle, offset: int, end: int, fold: SessionSummary, committed_b
                       facts, pending_facts)
 
 
-def head_columns(handle, size: int, known: HeadValues | None = None) -> tuple[int, str, str | None]:
+def head_columns(handle, size: int, known: HeadValues | None = None, redacted: bool | None = None
+                 ) -> tuple[int, str, str | None]:
     """(head_length, head_digest, prefix_state) of a file.
 
     The head is what an append check compares later; prefix_state is the fold of the first 4 KB as
-    get_recent_sessions reads them (JSON), None without a valid header there. What `known` holds
-    (HeadValues shown the full read) is not read or parsed again.
+    get_recent_sessions reads them (JSON), None without a valid header there, redacted when `redacting()` (or as
+    `redacted` says). What `known` holds (HeadValues shown the full read) is not read or parsed again.
     """
     length = min(size, HEAD_BYTES)
     head = known.head if known is not None else None
@@ -338,49 +340,55 @@ def head_columns(handle, size: int, known: HeadValues | None = None) -> tuple[in
     if not summary.header_valid:
         return length, digest(head), None
     state = summary.to_state()
-    return length, digest(head), state_json(redact_value(state) if redacting() else state)
+    return length, digest(head), state_json(redact_value(state) if (redacting() if redacted is None else redacted)
+                                            else state)
 
 
 
 def file_columns(key: str, current: FileStat, result: ReadResult, prefix_state: str | None, head_length: int,
-                 head_digest: str) -> dict[str, Any]:
-    """The columns of a file's `session_files` row that come from the file (all but machine and indexed_at_ms)."""
+                 head_digest: str, redacted: bool | None = None) -> dict[str, Any]:
+    """The columns of a file's `session_files` row that come from the file (all but machine and indexed_at_ms), their
+    texts redacted when `redacting()` (or as `redacted` says, when the caller asked that once for many files).
+
+    Every number is made storable (storable_int): the figures come from the file, and a huge integer in one must
+    not make the file unindexable."""
     visible = result.visible
-    columns = {
+    if redacted is None:
+        redacted = redacting()
+    committed_state = result.committed_state
+    return {
         "path": key,
         "directory": os.path.dirname(key),
-        "device": current.device,
-        "inode": current.inode,
-        "size": current.size,
-        "mtime_ns": current.mtime_ns,
-        "indexed_offset": result.committed_offset,
-        "head_length": head_length,
+        "device": storable_int(current.device),
+        "inode": storable_int(current.inode),
+        "size": storable_int(current.size),
+        "mtime_ns": storable_int(current.mtime_ns),
+        "indexed_offset": storable_int(result.committed_offset),
+        "head_length": storable_int(head_length),
         "head_digest": head_digest,
-        "summary_state": state_json(redact_value(result.committed_state) if redacting() else result.committed_state),
-        "unparseable_lines": result.committed_bad,
-        "pending_unparseable": result.pending_bad,
+        "summary_state": state_json(redact_value(committed_state) if redacted else committed_state),
+        "unparseable_lines": storable_int(result.committed_bad),
+        "pending_unparseable": storable_int(result.pending_bad),
         "header_valid": visible.header_valid,
         "session_id": storable_text(visible.session_id),
         "cwd": storable_text(visible.cwd),
-        "title": catalog_text(visible.title),
-        "header_title": catalog_text(visible.header_title),
-        "short_summary": catalog_text(result.visible_state["compaction_short_summary"]),
+        "title": catalog_text(visible.title, redacted),
+        "header_title": catalog_text(visible.header_title, redacted),
+        "short_summary": catalog_text(result.visible_state["compaction_short_summary"], redacted),
         "parent_session": storable_text(visible.parent_session),
         "created": storable_text(visible.created),
-        "message_count": visible.message_count,
-        "entry_count": visible.entry_count,
-        "first_message": catalog_text(visible.first_message),
+        "message_count": storable_int(visible.message_count),
+        "entry_count": storable_int(visible.entry_count),
+        "first_message": catalog_text(visible.first_message, redacted),
         "prefix_state": prefix_state,
         "last_entry_id": storable_text(visible.last_entry_id),
         "last_model": storable_text(visible.last_model),
-        "input_tokens": visible.input_tokens,
-        "output_tokens": visible.output_tokens,
-        "cache_read_tokens": visible.cache_read_tokens,
-        "cache_write_tokens": visible.cache_write_tokens,
-        "cost_total": visible.cost_total,
+        "input_tokens": storable_int(visible.input_tokens),
+        "output_tokens": storable_int(visible.output_tokens),
+        "cache_read_tokens": storable_int(visible.cache_read_tokens),
+        "cache_write_tokens": storable_int(visible.cache_write_tokens),
+        "cost_total": storable_int(visible.cost_total),
     }
-    # Usage figures come from the file: a huge integer in one must not make the file unindexable.
-    return {name: storable_int(value) for name, value in columns.items()}
 
 
 def unreadable_columns(key: str, current: FileStat) -> dict[str, Any]:
@@ -408,6 +416,7 @@ def read_new_files(keys: Iterable[str], content: bool, *, listing_only: bool = F
     index: `sessdex.catalog.index.content_index` reads them later).
     """
     content = content and not listing_only
+    redacted = redacting()  # asked once per run, not once per file and text
     for key in keys:
         current = stat_session_file(key)
         if current is None:
@@ -425,7 +434,6 @@ def read_new_files(keys: Iterable[str], content: bool, *, listing_only: bool = F
             yield ("open", key, current)
             try:
                 head = HeadValues(min(current.size, HEAD_BYTES))
-                redacted = redacting()  # asked once per file, not once per message
                 chunks = fold_chunks(handle, 0, current.size, SessionSummary(), 0, head, usage=not listing_only,
                                      texts_wanted=content)
                 while True:
@@ -436,7 +444,7 @@ def read_new_files(keys: Iterable[str], content: bool, *, listing_only: bool = F
                         break
                     if content:
                         yield ("texts", [message_text(text, redacted) for text in texts], pending)
-                head_length, head_digest, prefix = head_columns(handle, current.size, head)
+                head_length, head_digest, prefix = head_columns(handle, current.size, head, redacted)
             except Exception:  # noqa: BLE001 - a failure to read one file ends the bulk run, never the index
                 read_error = True
             else:
@@ -444,5 +452,5 @@ def read_new_files(keys: Iterable[str], content: bool, *, listing_only: bool = F
         if read_error:
             yield ("read_error", key)
             continue
-        yield ("read", file_columns(key, current, result, prefix, head_length, head_digest), result.facts,
+        yield ("read", file_columns(key, current, result, prefix, head_length, head_digest, redacted), result.facts,
                result.pending_facts)
