@@ -111,17 +111,14 @@ def catalog_session_usage(db: Any, scope_name: str, parts: Sequence[dict[str, st
     rows: list[tuple[Any, ...]] = []
     total = UsageRow("", UsageTotals())
     for params in parts:
+        params = {**params, "this_machine": db.machine}
         if scope_name == "under_root":
-            params = {**params, "root_dir": params["root_lo"].rstrip("/")}
+            params["root_dir"] = params["root_lo"].rstrip("/")
             if usage_outside_root(db, params):
                 return None
-            found = db.fetch_tuples("usage_sessions_under_root", params)
+            rows.extend(db.fetch_tuples("usage_sessions_under_root", params))
         else:
-            found = db.fetch_tuples("usage_sessions_in_scopes", params)
-        if params["machine"] == db.machine:  # this machine's rows say no machine
-            rows.extend(row[:5] + (None,) + row[6:] for row in found)
-        else:
-            rows.extend(found)
+            rows.extend(db.fetch_tuples("usage_sessions_in_scopes", params))
         _add_row(total, _rows_from_totals(db, "total", _totals_scopes(scope_name, params), {}))
     rows.sort(key=_by_cost_then_id)
     return SessionUsage(rows, total)

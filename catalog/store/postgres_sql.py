@@ -437,12 +437,12 @@ SQL: dict[str, str] = {
         'WHERE usage_rollup.machine = %(machine)s::VARCHAR GROUP BY usage_rollup.file_id, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_sessions_in_scopes': (
-        'SELECT usage_sessions.session_id, usage_sessions.path, usage_sessions.cwd, usage_sessions.title, usage_sessions.first_message, usage_sessions.machine, usage_sessions.input_tokens, usage_sessions.output_tokens, usage_sessions.cache_read_tokens, usage_sessions.cache_write_tokens, usage_sessions.cost_nanos, usage_sessions.messages, usage_sessions.models \n'
+        'SELECT usage_sessions.session_id, usage_sessions.path, usage_sessions.cwd, usage_sessions.title, usage_sessions.first_message, CASE WHEN (usage_sessions.machine = %(this_machine)s::VARCHAR) THEN NULL ELSE usage_sessions.machine END AS anon_1, usage_sessions.input_tokens, usage_sessions.output_tokens, usage_sessions.cache_read_tokens, usage_sessions.cache_write_tokens, usage_sessions.cost_nanos, usage_sessions.messages, usage_sessions.models \n'
         'FROM usage_sessions \n'
         'WHERE usage_sessions.machine = %(machine)s::VARCHAR AND usage_sessions.directory IN (%(dir0)s, %(dir1)s, %(dir2)s)'
     ),
     'usage_sessions_under_root': (
-        'SELECT usage_sessions.session_id, usage_sessions.path, usage_sessions.cwd, usage_sessions.title, usage_sessions.first_message, usage_sessions.machine, usage_sessions.input_tokens, usage_sessions.output_tokens, usage_sessions.cache_read_tokens, usage_sessions.cache_write_tokens, usage_sessions.cost_nanos, usage_sessions.messages, usage_sessions.models \n'
+        'SELECT usage_sessions.session_id, usage_sessions.path, usage_sessions.cwd, usage_sessions.title, usage_sessions.first_message, CASE WHEN (usage_sessions.machine = %(this_machine)s::VARCHAR) THEN NULL ELSE usage_sessions.machine END AS anon_1, usage_sessions.input_tokens, usage_sessions.output_tokens, usage_sessions.cache_read_tokens, usage_sessions.cache_write_tokens, usage_sessions.cost_nanos, usage_sessions.messages, usage_sessions.models \n'
         'FROM usage_sessions \n'
         'WHERE usage_sessions.machine = %(machine)s::VARCHAR AND (usage_sessions.directory = %(root_dir)s::VARCHAR OR usage_sessions.directory > %(root_lo)s::VARCHAR AND usage_sessions.directory < %(root_hi)s::VARCHAR)'
     ),

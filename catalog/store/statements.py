@@ -21,6 +21,7 @@ from sqlalchemy import (
     Select,
     Text,
     bindparam,
+    case,
     cast,
     delete,
     distinct,
@@ -264,7 +265,10 @@ def _session_rows_statements() -> dict[str, ClauseElement]:
     given: list[Any] = [bindparam(f"s_{name}", type_=Float()) for name in USAGE_FIGURES[:4]]
     given += [bindparam("s_cost_nanos", type_=BigInteger()), bindparam("s_messages", type_=Integer()),
               bindparam("s_models", type_=Text())]
-    shown = select(*(_s[name] for name in SESSION_ROW_COLUMNS))
+    # (The machine is NULL for the rows of `this_machine`, which say none: no string per row to make and drop.)
+    shown = select(*(_s[name] if name != "machine" else case((_s.machine == bindparam("this_machine", type_=Text),
+                                                                literal_column("NULL")), else_=_s.machine)
+                     for name in SESSION_ROW_COLUMNS))
     mine = _s.machine == bindparam("machine")
     return {
         "insert_usage_session_of_file": insert(usage_sessions).from_select(
