@@ -228,18 +228,18 @@ def _figures_json(totals: UsageTotals, into: dict[str, Any]) -> dict[str, Any]:
     """Add `totals`' figures to the JSON object `into` (after its own keys) and return it: token counts whole
     numbers as integers, the cost in dollars."""
     input_tokens, output, cache_read, cache_write = totals.input, totals.output, totals.cache_read, totals.cache_write
-    into["input"] = _plain(input_tokens)
-    into["output"] = _plain(output)
-    into["cacheRead"] = _plain(cache_read)
-    into["cacheWrite"] = _plain(cache_write)
-    into["totalTokens"] = _plain(input_tokens + output + cache_read + cache_write)
+    into["input"] = plain_figure(input_tokens)
+    into["output"] = plain_figure(output)
+    into["cacheRead"] = plain_figure(cache_read)
+    into["cacheWrite"] = plain_figure(cache_write)
+    into["totalTokens"] = plain_figure(input_tokens + output + cache_read + cache_write)
     into["cost"] = dollars(totals.cost_nanos)
     into["messages"] = totals.messages
     into["sessions"] = totals.sessions
     return into
 
 
-def _plain(value: float) -> float | int:
+def plain_figure(value: float) -> float | int:
     """Token counts are whole numbers in practice: print them as integers when they are."""
     return int(value) if value.__class__ is float and value.is_integer() else value
 

@@ -12,10 +12,12 @@ import orjson
 from sessdex.catalog.cli.marks_filters import MarksFilter
 from sessdex.catalog.cli.output import current_directory, echo, output_width, selected_fields, tab_separated
 from sessdex.catalog.queries.source import SessionSource
+from sessdex.catalog.queries.usage import SessionUsage
 from sessdex.catalog.tui.terminal_text import terminal_json_bytes
 from sessdex.core.errors import UsageError
+from sessdex.core.marks import NO_MARKS
 from sessdex.core.text import without_lone_surrogates
-from sessdex.core.usage import UsageReport
+from sessdex.core.usage import NANOS_PER_DOLLAR, UsageReport, plain_figure
 from sessdex.core.usage_terms import REPORT_KINDS, DateRange, ReportKind, parse_day
 
 SourceOpener = Callable[[], SessionSource]
@@ -55,21 +57,29 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
               wanted: MarksFilter | None = None) -> int:
     """`sessdex usage KIND`: tokens and cost per period, session, project or model, with a totals row (`wanted`:
     over the sessions with these marks only)."""
+    marked = wanted is not None and wanted.active
+    session_rows = kind == "session" and as_json and not breakdown
     with open_source() as source:
-        if wanted is not None and wanted.active:
-            from sessdex.catalog.cli.marks_usage import marked_usage_report
+        if session_rows:
+            # One row per session (thousands): read as the rows the source keeps ahead when it does.
+            sessions = None if marked or days.since or days.until else source.session_usage(
+                current_directory(), all_projects=all_projects)
+            if sessions is None:
+                from sessdex.catalog.queries.usage import session_usage_of
 
-            report = marked_usage_report(source, wanted, kind, current_directory(), all_projects=all_projects,
-                                         days=days)
+                sessions = session_usage_of(_report(source, wanted, kind, all_projects, days))
+            text = report_text(session_report_json(sessions, source.marks(), json_fields))
         else:
-            report = source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
-        if kind == "session" and as_json:
-            from sessdex.catalog.queries.usage import add_session_marks
+            report = _report(source, wanted, kind, all_projects, days)
+            if kind == "session" and as_json:
+                from sessdex.catalog.queries.usage import add_session_marks
 
-            add_session_marks(report, source.marks())
+                add_session_marks(report, source.marks())
         progress = source.content_index_progress(text=False)
     warn_if_incomplete(progress)
-    if as_json:
+    if session_rows:
+        print_json_text(text)
+    elif as_json:
         print_json_text(report_json(report, breakdown, json_fields))
     elif not report.rows:
         echo("No usage found", err=True)
@@ -80,6 +90,46 @@ def run_usage(open_source: SourceOpener, *, kind: ReportKind, days: DateRange, a
         width = output_width()
         echo(usage_table(report, width, breakdown=breakdown, bars=width is not None and not tsv, tsv=tsv))
     return 0
+
+
+def _report(source: SessionSource, wanted: MarksFilter | None, kind: ReportKind, all_projects: bool,
+            days: DateRange) -> UsageReport:
+    """The report from the source, over the sessions with the wanted marks only when a marks filter is given."""
+    if wanted is not None and wanted.active:
+        from sessdex.catalog.cli.marks_usage import marked_usage_report
+
+        return marked_usage_report(source, wanted, kind, current_directory(), all_projects=all_projects, days=days)
+    return source.usage_report(kind, current_directory(), all_projects=all_projects, days=days)
+
+
+def session_report_json(sessions: SessionUsage, marks: dict[str, Any], fields: Sequence[str] = ()) -> dict[str, Any]:
+    """`sessdex usage session --json`'s value (without --breakdown) from its rows (`SESSION_ROW_FIELDS`): the keys
+    and figures `UsageReport.to_json` gives every report's rows, each session's names and marks."""
+    unmarked = NO_MARKS.to_json()  # one value for every unmarked row (most of them): it is only printed
+    rows = []
+    for (session_id, path, cwd, title, first_message, machine, input_tokens, output_tokens, cache_read, cache_write,
+         cost_nanos, messages, models) in sessions.rows:
+        row = {"session": session_id, "path": path, "cwd": cwd, "title": title, "firstMessage": first_message}
+        if machine is not None:
+            row["machine"] = machine
+        found = marks.get(session_id)
+        row["marks"] = unmarked if found is None else found.to_json()
+        total_tokens = input_tokens + output_tokens + cache_read + cache_write
+        # (Token counts are whole numbers in practice: printed as integers when they are, as every report does.)
+        row["input"] = plain_figure(input_tokens)
+        row["output"] = plain_figure(output_tokens)
+        row["cacheRead"] = plain_figure(cache_read)
+        row["cacheWrite"] = plain_figure(cache_write)
+        row["totalTokens"] = plain_figure(total_tokens)
+        row["cost"] = cost_nanos / NANOS_PER_DOLLAR
+        row["messages"] = messages
+        row["sessions"] = 1
+        row["models"] = orjson.loads(models)
+        rows.append(row)
+    value = UsageReport("session", [], sessions.totals).to_json(False)
+    value["rows"] = selected_fields(rows, fields)
+    value["totals"] = selected_fields(value["totals"], fields)
+    return value
 
 
 def warn_if_incomplete(progress: Any) -> None:

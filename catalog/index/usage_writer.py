@@ -4,7 +4,8 @@ A file's facts are replaced or appended with its other rows. Whether a fact was 
 session depends on two files, so after any change to a file both it and the files naming it as their
 `parentSession` (its forks) get their `copied` flags and their rollup rows recomputed
 (`refresh_usage_around`). The bulk run into an empty catalog writes fact rows only and calls
-`refresh_all_usage` once at its end.
+`refresh_all_usage` once at its end. Each refresh also writes the file's row of the session report
+(`usage_sessions`: its names, figures and models), so that report reads one narrow row per session.
 
 Every write here is about the catalog's own machine (`db.machine`): a fork's parent is looked for on the
 fork's machine, the rollup and usage_totals rows carry the machine, and a rebuild or a re-index of one
@@ -13,10 +14,12 @@ machine never reads or writes another machine's usage rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sessdex.core.usage import USAGE_FACT_COLUMNS, UsageFact
+import orjson
+
+from sessdex.core.usage import USAGE_FACT_COLUMNS, UsageFact, model_names
 
 if TYPE_CHECKING:
     from sessdex.catalog.store.db import CatalogDatabase
@@ -100,6 +103,23 @@ def _summable(rollup: Sequence[Sequence[Any]]) -> bool:
     return all(abs(value) < HUGE_FIGURE for row in rollup for value in row[7:])
 
 
+def session_row(file_id: int, rollup: Iterable[Sequence[Any]]) -> dict[str, Any]:
+    """The parameters of a file's usage_sessions row from its rollup rows (provider, model, figures, messages):
+    the figures summed, and its models' names as a JSON array (the file's names are read from its row)."""
+    sums: list[Any] = [0] * (len(_TOTAL_FIGURES))
+    keys = set()
+    for provider, model, *figures in rollup:
+        keys.add(f"{provider}/{model}")
+        for index, value in enumerate(figures):
+            sums[index] += value
+    row = {f"s_{name}": value for name, value in zip(_TOTAL_FIGURES, sums)}
+    row["s_cost_nanos"] = int(row["s_cost_nanos"])  # (a server sums BIGINT columns as NUMERIC: a Decimal)
+    row["s_messages"] = int(row["s_messages"])
+    row["s_models"] = orjson.dumps(model_names(keys)).decode()
+    row["file_id"] = file_id
+    return row
+
+
 def rebuild_usage_totals(db: CatalogDatabase) -> None:
     """Sum this machine's usage_totals again from its whole rollup."""
     from sessdex.catalog.store.compiled_sql import SQL
@@ -135,6 +155,7 @@ def forget_file_usage(db: CatalogDatabase, file_id: int) -> bool:
     """
     old = db.fetch_tuples("usage_rollup_of_file", {"file_id": file_id})
     db.execute("delete_usage_rollup_of_file", {"file_id": file_id})
+    db.execute("delete_usage_session_of_file", {"file_id": file_id})
     if _summable(old):
         _apply_totals(db, file_id, old, -1)
         return True
@@ -149,6 +170,8 @@ def refresh_file_usage(db: CatalogDatabase, file_id: int) -> None:
     forgotten = forget_file_usage(db, file_id)
     db.execute("insert_usage_rollup_of_file", {"file_id": file_id})
     new = db.fetch_tuples("usage_rollup_of_file", {"file_id": file_id})
+    if new:
+        db.execute("insert_usage_session_of_file", session_row(file_id, (row[5:] for row in new)))
     if forgotten and _summable(new):
         _apply_totals(db, file_id, new, 1)
     else:
@@ -172,6 +195,12 @@ def refresh_all_usage(db: CatalogDatabase) -> None:
     db.execute("delete_machine_usage_rollups")
     db.execute("insert_machine_usage_rollups")
     rebuild_usage_totals(db)
+    db.execute("delete_machine_usage_sessions")
+    by_file: dict[int, list[Sequence[Any]]] = {}
+    for file_id, *figures in db.fetch_tuples("usage_session_figures_of_machine"):
+        by_file.setdefault(file_id, []).append(figures)
+    if by_file:
+        db.executemany("insert_usage_session_of_file", [session_row(file_id, rows) for file_id, rows in by_file.items()])
 
 
 def forget_machine_usage(db: CatalogDatabase) -> None:

@@ -177,6 +177,10 @@ class FileScan:
         folders = None if all_projects else [str(folder) for folder in self.paths.project_session_dirs(cwd)]
         return scan_usage_report(kind, os.path.abspath(self.paths.sessions_root), folders, days)
 
+    def session_usage(self, cwd: str | os.PathLike[str], *, all_projects: bool) -> None:
+        """Nothing is kept ahead: the session report is `usage_report`'s."""
+        return None
+
     def timed_usage_facts(self, since_ms: int | None) -> list[tuple[Any, str]]:
         """The 5-hour blocks' facts read from the files (`catalog.queries.usage.timed_facts`)."""
         from sessdex.catalog.queries.usage import timed_facts

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
     from sessdex.catalog.index.content_index import ContentProgress
     from sessdex.catalog.queries.source import PickerRow
+    from sessdex.catalog.queries.usage import SessionUsage
     from sessdex.catalog.store.db import CatalogDatabase
     from sessdex.core.summary import SessionInfo
     from sessdex.core.usage import FileUsage, UsageReport
@@ -944,6 +945,14 @@ class Catalog:
 
         scope_name, parts = self._usage_scope(cwd, all_projects)
         return catalog_usage_report(self._database(), kind, scope_name, parts, days)
+
+    def session_usage(self, cwd: str | os.PathLike[str], *, all_projects: bool) -> SessionUsage | None:
+        """The session report over every day from the rows the indexer keeps ahead (`usage_sessions`), made fresh
+        as `usage_report` does; None when the catalog holds files outside the sessions root (see there)."""
+        from sessdex.catalog.queries.usage import catalog_session_usage
+
+        scope_name, parts = self._usage_scope(cwd, all_projects)
+        return catalog_session_usage(self._database(), scope_name, parts)
 
     def remote_file_usage(self, info: SessionInfo) -> FileUsage | None:
         """Another machine's session (`info` from this catalog) with its counted usage facts as the catalog holds

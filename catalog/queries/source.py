@@ -136,6 +136,10 @@ class SessionSource(Protocol):
                      days: DateRange) -> UsageReport:
         """`sessdex usage KIND`: tokens and cost of the project's sessions (or every project's) per row of KIND."""
 
+    def session_usage(self, cwd: str | os.PathLike[str], *, all_projects: bool) -> Any:
+        """The session report over every day as the rows the source keeps ahead (a
+        `sessdex.catalog.queries.usage.SessionUsage`), or None when it keeps none: then it is `usage_report`'s."""
+
     def remote_file_usage(self, info: SessionInfo) -> Any:
         """Another machine's session (a `sessdex.core.usage.FileUsage` with its counted facts, from a shared
         catalog), or None for a session of this machine, whose file is read here."""

@@ -29,6 +29,7 @@ from sessdex.core.usage import (
     build_report,
     counted_facts,
     mark_copies,
+    model_names,
     order_rows,
     read_file_usage,
     session_fields,
@@ -80,6 +81,63 @@ def catalog_usage_report(db: Any, kind: ReportKind, scope_name: str, parts: Sequ
                     row.session["machine"] = params["machine"]
         reports.append(report)
     return reports[0] if len(reports) == 1 else merge_reports(kind, reports)
+
+
+class SessionUsage(Value):
+    """The session report as it is printed: its rows in display order, each a tuple of `SESSION_ROW_FIELDS`
+    (`models` the JSON array of its models' names), and its totals."""
+
+    __slots__ = ("rows", "totals")
+
+    def __init__(self, rows: list[tuple[Any, ...]], totals: UsageRow) -> None:
+        self.rows = rows
+        self.totals = totals
+
+
+# A session row's fields (the columns of `usage_sessions` the report reads); `machine` is None for this machine's.
+SESSION_ROW_FIELDS = ("session_id", "path", "cwd", "title", "first_message", "machine", "input", "output",
+                      "cache_read", "cache_write", "cost_nanos", "messages", "models")
+_SESSION_COST = SESSION_ROW_FIELDS.index("cost_nanos")
+
+
+def _by_cost_then_id(row: tuple[Any, ...]) -> tuple[Any, Any]:
+    return -row[_SESSION_COST], row[0]
+
+
+def catalog_session_usage(db: Any, scope_name: str, parts: Sequence[dict[str, str]]) -> SessionUsage | None:
+    """The session report over every day from the rows the indexer keeps ahead (`usage_sessions`), for the scope
+    and machines of `catalog_usage_report`; None when the catalog also holds files of a machine outside its
+    sessions root (the report of every project then sums the rollup: see `catalog_usage_report`)."""
+    rows: list[tuple[Any, ...]] = []
+    total = UsageRow("", UsageTotals())
+    for params in parts:
+        params = {**params, "this_machine": db.machine}
+        if scope_name == "under_root":
+            params["root_dir"] = params["root_lo"].rstrip("/")
+            if usage_outside_root(db, params):
+                return None
+            rows.extend(db.fetch_tuples("usage_sessions_under_root", params))
+        else:
+            rows.extend(db.fetch_tuples("usage_sessions_in_scopes", params))
+        _add_row(total, _rows_from_totals(db, "total", _totals_scopes(scope_name, params), {}))
+    rows.sort(key=_by_cost_then_id)
+    return SessionUsage(rows, total)
+
+
+def session_usage_of(report: UsageReport) -> SessionUsage:
+    """A session report computed as a UsageReport (from the files, over some days, over marked sessions) as the
+    rows `catalog_session_usage` reads."""
+    import orjson
+
+    rows = []
+    for row in report.rows:
+        session = row.session or {}
+        figures = row.totals
+        rows.append((row.key, session.get("path"), session.get("cwd"), session.get("title"),
+                     session.get("firstMessage"), session.get("machine"), figures.input, figures.output,
+                     figures.cache_read, figures.cache_write, figures.cost_nanos, figures.messages,
+                     orjson.dumps(model_names(row.models)).decode()))
+    return SessionUsage(rows, report.totals)
 
 
 def merge_reports(kind: ReportKind, reports: Sequence[UsageReport]) -> UsageReport:
@@ -138,23 +196,10 @@ def _machine_report(db: Any, kind: ReportKind, scope_name: str, scope_params: di
 def _report_from_totals(db: Any, kind: ReportKind, scope_name: str, scope_params: dict[str, str]) -> UsageReport:
     """A report read from one machine's usage_totals: its machine-wide rows for every project, else the project
     folders' rows added up (a file is in one folder, so figures and session counts add)."""
-    if scope_name == "under_root":  # the machine-wide rows
-        scopes = {"dir0": "", "dir1": "", "dir2": "", "machine": scope_params["machine"]}
-    else:
-        scopes = {name: scope_params[name] for name in ("dir0", "dir1", "dir2", "machine")}
+    scopes = _totals_scopes(scope_name, scope_params)
     rows: dict[str, UsageRow] = {}
-    total = UsageRow("", UsageTotals())
     # The session rows come from their own query (with the sessions' names): here only the total.
-    wanted = "total" if kind == "session" else kind
-    for row_kind, key, model, *figures in db.fetch_tuples("usage_totals_in_scopes", {"kind": wanted, **scopes}):
-        if row_kind != "total" and row_kind != kind:
-            continue
-        row = total if row_kind == "total" else rows.setdefault(key, UsageRow(key, UsageTotals()))
-        if kind == "model" and row_kind != "total":
-            _add_figures(row.totals, figures)
-            _add_figures(row.models.setdefault(key, UsageTotals()), figures)
-        else:
-            _add_figures(row.models.setdefault(model, UsageTotals()) if model else row.totals, figures)
+    total = _rows_from_totals(db, "total" if kind == "session" else kind, scopes, rows)
     if kind == "session":
         where = "under_root" if scope_name == "under_root" else "in_scopes"
         params = ({**scope_params, "root_dir": scope_params["root_lo"].rstrip("/")} if scope_name == "under_root"
@@ -175,6 +220,29 @@ def _report_from_totals(db: Any, kind: ReportKind, scope_name: str, scope_params
             else:
                 _add_figures(known, figures)
     return UsageReport(kind, order_rows(kind, list(rows.values())), total)
+
+
+def _totals_scopes(scope_name: str, scope_params: dict[str, str]) -> dict[str, str]:
+    """The usage_totals scopes of one machine's report: its machine-wide rows for every project, else its project
+    folders' rows."""
+    if scope_name == "under_root":
+        return {"dir0": "", "dir1": "", "dir2": "", "machine": scope_params["machine"]}
+    return {name: scope_params[name] for name in ("dir0", "dir1", "dir2", "machine")}
+
+
+def _rows_from_totals(db: Any, kind: str, scopes: dict[str, str], rows: dict[str, UsageRow]) -> UsageRow:
+    """Add the usage_totals rows of `kind` in `scopes` to `rows` (by key) and return their total row."""
+    total = UsageRow("", UsageTotals())
+    for row_kind, key, model, *figures in db.fetch_tuples("usage_totals_in_scopes", {"kind": kind, **scopes}):
+        if row_kind != "total" and row_kind != kind:
+            continue
+        row = total if row_kind == "total" else rows.setdefault(key, UsageRow(key, UsageTotals()))
+        if kind == "model" and row_kind != "total":
+            _add_figures(row.totals, figures)
+            _add_figures(row.models.setdefault(key, UsageTotals()), figures)
+        else:
+            _add_figures(row.models.setdefault(model, UsageTotals()) if model else row.totals, figures)
+    return total
 
 
 def _add_figures(totals: UsageTotals, figures: Sequence[Any]) -> None:

@@ -4,7 +4,7 @@ The SQLite fast path runs these strings with the stdlib sqlite3 module so that r
 catalog never imports SQLAlchemy or Alembic; tests/catalog/test_schema.py checks they still match.
 """
 
-SCHEMA_REVISION = '0004_pg_indexes'
+SCHEMA_REVISION = '0005_usage_sessions'
 
 SQL: dict[str, str] = {
     'file_by_path': (
@@ -421,6 +421,32 @@ SQL: dict[str, str] = {
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.provider, usage_rollup.model'
     ),
+    'insert_usage_session_of_file': (
+        "INSERT INTO usage_sessions (file_id, machine, directory, session_id, path, cwd, title, first_message, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, models) SELECT session_files.id, session_files.machine, session_files.directory, session_files.session_id, session_files.path, coalesce(session_files.cwd, '') AS coalesce_1, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, :s_input_tokens AS anon_1, :s_output_tokens AS anon_2, :s_cache_read_tokens AS anon_3, :s_cache_write_tokens AS anon_4, :s_cost_nanos AS anon_5, :s_messages AS anon_6, :s_models AS anon_7 \n"
+        'FROM session_files \n'
+        'WHERE session_files.id = :file_id'
+    ),
+    'delete_usage_session_of_file': (
+        'DELETE FROM usage_sessions WHERE usage_sessions.file_id = :file_id'
+    ),
+    'delete_machine_usage_sessions': (
+        'DELETE FROM usage_sessions WHERE usage_sessions.machine = :machine'
+    ),
+    'usage_session_figures_of_machine': (
+        'SELECT usage_rollup.file_id, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = :machine GROUP BY usage_rollup.file_id, usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_sessions_in_scopes': (
+        'SELECT usage_sessions.session_id, usage_sessions.path, usage_sessions.cwd, usage_sessions.title, usage_sessions.first_message, CASE WHEN (usage_sessions.machine = :this_machine) THEN NULL ELSE usage_sessions.machine END AS anon_1, usage_sessions.input_tokens, usage_sessions.output_tokens, usage_sessions.cache_read_tokens, usage_sessions.cache_write_tokens, usage_sessions.cost_nanos, usage_sessions.messages, usage_sessions.models \n'
+        'FROM usage_sessions \n'
+        'WHERE usage_sessions.machine = :machine AND usage_sessions.directory IN (:dir0, :dir1, :dir2)'
+    ),
+    'usage_sessions_under_root': (
+        'SELECT usage_sessions.session_id, usage_sessions.path, usage_sessions.cwd, usage_sessions.title, usage_sessions.first_message, CASE WHEN (usage_sessions.machine = :this_machine) THEN NULL ELSE usage_sessions.machine END AS anon_1, usage_sessions.input_tokens, usage_sessions.output_tokens, usage_sessions.cache_read_tokens, usage_sessions.cache_write_tokens, usage_sessions.cost_nanos, usage_sessions.messages, usage_sessions.models \n'
+        'FROM usage_sessions \n'
+        'WHERE usage_sessions.machine = :machine AND (usage_sessions.directory = :root_dir OR usage_sessions.directory > :root_lo AND usage_sessions.directory < :root_hi)'
+    ),
     'session_usage_by_model': (
         'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages \n'
         'FROM usage_rollup \n'
@@ -599,8 +625,11 @@ FRESH_CATALOG_SCRIPT: tuple[str, ...] = (
     'CREATE UNIQUE INDEX ix_session_marks_machine_session_id_kind_key ON session_marks (machine, session_id, kind, "key")',
     'CREATE INDEX ix_session_files_machine_mtime_ns ON session_files (machine, mtime_ns, path)',
     'CREATE INDEX ix_session_files_machine_path_listable ON session_files (machine, path, header_valid, message_count, session_id)',
+    'CREATE TABLE usage_sessions (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tsession_id TEXT, \n\tpath TEXT NOT NULL, \n\tcwd TEXT NOT NULL, \n\ttitle TEXT, \n\tfirst_message TEXT, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tmodels TEXT NOT NULL, \n\tCONSTRAINT pk_usage_sessions PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_sessions_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)',
+    'CREATE UNIQUE INDEX ix_usage_sessions_file_id ON usage_sessions (file_id)',
+    'CREATE INDEX ix_usage_sessions_machine_directory ON usage_sessions (machine, directory)',
     "INSERT INTO message_fts(message_fts, rank) VALUES ('automerge', 16)",
-    'INSERT INTO "alembic_version" VALUES (\'0004_pg_indexes\')',
+    'INSERT INTO "alembic_version" VALUES (\'0005_usage_sessions\')',
 )
 
 # The schema objects (type, name, SQL) of a SQLite catalog at SCHEMA_REVISION.
@@ -617,6 +646,8 @@ SCHEMA_OBJECTS: frozenset[tuple[str, str, str]] = frozenset({
     ('index', 'ix_usage_facts_file_id_entry_id', 'CREATE INDEX ix_usage_facts_file_id_entry_id ON usage_facts (file_id, entry_id)'),
     ('index', 'ix_usage_rollup_file_id', 'CREATE INDEX ix_usage_rollup_file_id ON usage_rollup (file_id)'),
     ('index', 'ix_usage_rollup_machine_directory_day_local', 'CREATE INDEX ix_usage_rollup_machine_directory_day_local ON usage_rollup (machine, directory, day_local)'),
+    ('index', 'ix_usage_sessions_file_id', 'CREATE UNIQUE INDEX ix_usage_sessions_file_id ON usage_sessions (file_id)'),
+    ('index', 'ix_usage_sessions_machine_directory', 'CREATE INDEX ix_usage_sessions_machine_directory ON usage_sessions (machine, directory)'),
     ('index', 'ix_usage_totals_machine_kind_scope_key_model', 'CREATE UNIQUE INDEX ix_usage_totals_machine_kind_scope_key_model ON usage_totals (machine, kind, scope, "key", model)'),
     ('table', 'alembic_version', 'CREATE TABLE alembic_version (\n\tversion_num VARCHAR(32) NOT NULL, \n\tCONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)\n)'),
     ('table', 'catalog_meta', 'CREATE TABLE catalog_meta (\n\t"key" TEXT NOT NULL, \n\tvalue TEXT NOT NULL, \n\tCONSTRAINT pk_catalog_meta PRIMARY KEY ("key")\n)'),
@@ -636,5 +667,6 @@ SCHEMA_OBJECTS: frozenset[tuple[str, str, str]] = frozenset({
     ('table', 'session_marks', 'CREATE TABLE session_marks (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tsession_id TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tactive BOOLEAN NOT NULL, \n\tnote TEXT, \n\ttime_ms BIGINT NOT NULL, \n\tseq INTEGER NOT NULL, \n\tCONSTRAINT pk_session_marks PRIMARY KEY (id)\n)'),
     ('table', 'usage_facts', 'CREATE TABLE usage_facts (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tpending BOOLEAN NOT NULL, \n\tcopied BOOLEAN NOT NULL, \n\tentry_id TEXT, \n\tentry_timestamp TEXT, \n\tts_ms BIGINT NOT NULL, \n\tday_utc TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tCONSTRAINT pk_usage_facts PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_facts_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)'),
     ('table', 'usage_rollup', 'CREATE TABLE usage_rollup (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tcwd TEXT NOT NULL, \n\tday_local TEXT NOT NULL, \n\tweek_local TEXT NOT NULL, \n\tprovider TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tCONSTRAINT pk_usage_rollup PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_rollup_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)'),
+    ('table', 'usage_sessions', 'CREATE TABLE usage_sessions (\n\tid INTEGER NOT NULL, \n\tfile_id INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tdirectory TEXT NOT NULL, \n\tsession_id TEXT, \n\tpath TEXT NOT NULL, \n\tcwd TEXT NOT NULL, \n\ttitle TEXT, \n\tfirst_message TEXT, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tmodels TEXT NOT NULL, \n\tCONSTRAINT pk_usage_sessions PRIMARY KEY (id), \n\tCONSTRAINT fk_usage_sessions_file_id_session_files FOREIGN KEY(file_id) REFERENCES session_files (id) ON DELETE CASCADE\n)'),
     ('table', 'usage_totals', 'CREATE TABLE usage_totals (\n\tid INTEGER NOT NULL, \n\tmachine TEXT NOT NULL, \n\tkind TEXT NOT NULL, \n\tscope TEXT NOT NULL, \n\t"key" TEXT NOT NULL, \n\tmodel TEXT NOT NULL, \n\tfile_id INTEGER, \n\tinput_tokens FLOAT NOT NULL, \n\toutput_tokens FLOAT NOT NULL, \n\tcache_read_tokens FLOAT NOT NULL, \n\tcache_write_tokens FLOAT NOT NULL, \n\tcost_nanos BIGINT NOT NULL, \n\tmessages INTEGER NOT NULL, \n\tsessions INTEGER NOT NULL, \n\tCONSTRAINT pk_usage_totals PRIMARY KEY (id)\n)'),
 })

@@ -420,6 +420,32 @@ SQL: dict[str, str] = {
         'FROM usage_rollup \n'
         'WHERE usage_rollup.machine = %(machine)s::VARCHAR GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.provider, usage_rollup.model'
     ),
+    'insert_usage_session_of_file': (
+        "INSERT INTO usage_sessions (file_id, machine, directory, session_id, path, cwd, title, first_message, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, models) SELECT session_files.id, session_files.machine, session_files.directory, session_files.session_id, session_files.path, coalesce(session_files.cwd, '') AS coalesce_1, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, %(s_input_tokens)s AS anon_1, %(s_output_tokens)s AS anon_2, %(s_cache_read_tokens)s AS anon_3, %(s_cache_write_tokens)s AS anon_4, %(s_cost_nanos)s::BIGINT AS anon_5, %(s_messages)s::INTEGER AS anon_6, %(s_models)s::VARCHAR AS anon_7 \n"
+        'FROM session_files \n'
+        'WHERE session_files.id = %(file_id)s::INTEGER'
+    ),
+    'delete_usage_session_of_file': (
+        'DELETE FROM usage_sessions WHERE usage_sessions.file_id = %(file_id)s::INTEGER'
+    ),
+    'delete_machine_usage_sessions': (
+        'DELETE FROM usage_sessions WHERE usage_sessions.machine = %(machine)s::VARCHAR'
+    ),
+    'usage_session_figures_of_machine': (
+        'SELECT usage_rollup.file_id, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6 \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = %(machine)s::VARCHAR GROUP BY usage_rollup.file_id, usage_rollup.provider, usage_rollup.model'
+    ),
+    'usage_sessions_in_scopes': (
+        'SELECT usage_sessions.session_id, usage_sessions.path, usage_sessions.cwd, usage_sessions.title, usage_sessions.first_message, CASE WHEN (usage_sessions.machine = %(this_machine)s::VARCHAR) THEN NULL ELSE usage_sessions.machine END AS anon_1, usage_sessions.input_tokens, usage_sessions.output_tokens, usage_sessions.cache_read_tokens, usage_sessions.cache_write_tokens, usage_sessions.cost_nanos, usage_sessions.messages, usage_sessions.models \n'
+        'FROM usage_sessions \n'
+        'WHERE usage_sessions.machine = %(machine)s::VARCHAR AND usage_sessions.directory IN (%(dir0)s, %(dir1)s, %(dir2)s)'
+    ),
+    'usage_sessions_under_root': (
+        'SELECT usage_sessions.session_id, usage_sessions.path, usage_sessions.cwd, usage_sessions.title, usage_sessions.first_message, CASE WHEN (usage_sessions.machine = %(this_machine)s::VARCHAR) THEN NULL ELSE usage_sessions.machine END AS anon_1, usage_sessions.input_tokens, usage_sessions.output_tokens, usage_sessions.cache_read_tokens, usage_sessions.cache_write_tokens, usage_sessions.cost_nanos, usage_sessions.messages, usage_sessions.models \n'
+        'FROM usage_sessions \n'
+        'WHERE usage_sessions.machine = %(machine)s::VARCHAR AND (usage_sessions.directory = %(root_dir)s::VARCHAR OR usage_sessions.directory > %(root_lo)s::VARCHAR AND usage_sessions.directory < %(root_hi)s::VARCHAR)'
+    ),
     'session_usage_by_model': (
         'SELECT usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages \n'
         'FROM usage_rollup \n'

@@ -185,6 +185,34 @@ usage_totals = Table(
     Index(None, "machine", "kind", "scope", "key", "model", unique=True),
 )
 
+# The session report's rows: one per session file with counted usage, its names and its figures summed over its
+# rollup rows, and `models`, the JSON array of its models' names (`sessdex.core.usage.model_names`: by
+# "provider/model", without the provider). The indexer writes a file's row again whenever it refreshes the file's
+# rollup (its names change only with its row, which refreshes it), so the report reads these narrow rows alone
+# instead of joining every wide `session_files` row and every per-model row.
+usage_sessions = Table(
+    "usage_sessions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("file_id", Integer, ForeignKey("session_files.id", ondelete="CASCADE"), nullable=False),
+    Column("machine", Text, nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("session_id", Text),
+    Column("path", Text, nullable=False),
+    Column("cwd", Text, nullable=False),
+    Column("title", Text),
+    Column("first_message", Text),  # its start only (FIRST_MESSAGE_CHARS), as the report shows it
+    Column("input_tokens", Float, nullable=False),
+    Column("output_tokens", Float, nullable=False),
+    Column("cache_read_tokens", Float, nullable=False),
+    Column("cache_write_tokens", Float, nullable=False),
+    Column("cost_nanos", BigInteger, nullable=False),
+    Column("messages", Integer, nullable=False),
+    Column("models", Text, nullable=False),
+    Index(None, "file_id", unique=True),
+    Index(None, "machine", "directory"),
+)
+
 # Small facts about the catalog itself (for example the sessions root of the last full scan).
 catalog_meta = Table(
     "catalog_meta",

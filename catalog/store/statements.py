@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
+    Float,
     Integer,
     Select,
     Text,
     bindparam,
+    case,
     cast,
     delete,
     distinct,
@@ -43,6 +46,7 @@ from sessdex.catalog.store.schema import (
     session_marks,
     usage_facts,
     usage_rollup,
+    usage_sessions,
     usage_totals,
 )
 from sessdex.core.usage import FIRST_MESSAGE_CHARS, USAGE_FACT_COLUMNS
@@ -247,6 +251,45 @@ def _totals_statements() -> dict[str, ClauseElement]:
     return statements
 
 
+_s = usage_sessions.c
+# What the session report shows of a session: its names, its machine, its figures and its models' names.
+SESSION_ROW_COLUMNS = ("session_id", "path", "cwd", "title", "first_message", "machine", *USAGE_FIGURES, "messages",
+                       "models")
+
+
+def _session_rows_statements() -> dict[str, ClauseElement]:
+    """usage_sessions: the indexer's write of one file's row (its names read from its file row, its figures and
+    models given), the deletes, the bulk run's per-file figures, and the session report's reads."""
+    names = (_f.id, _f.machine, _f.directory, _f.session_id, _f.path, func.coalesce(_f.cwd, literal_column("''")),
+             _f.title, _first_message_start())
+    given: list[Any] = [bindparam(f"s_{name}", type_=Float()) for name in USAGE_FIGURES[:4]]
+    given += [bindparam("s_cost_nanos", type_=BigInteger()), bindparam("s_messages", type_=Integer()),
+              bindparam("s_models", type_=Text())]
+    # (The machine is NULL for the rows of `this_machine`, which say none: no string per row to make and drop.)
+    shown = select(*(_s[name] if name != "machine" else case((_s.machine == bindparam("this_machine", type_=Text),
+                                                                literal_column("NULL")), else_=_s.machine)
+                     for name in SESSION_ROW_COLUMNS))
+    mine = _s.machine == bindparam("machine")
+    return {
+        "insert_usage_session_of_file": insert(usage_sessions).from_select(
+            ["file_id", "machine", "directory", "session_id", "path", "cwd", "title", "first_message",
+             *USAGE_FIGURES, "messages", "models"],
+            select(*names, *given).where(_f.id == bindparam("file_id"))),
+        "delete_usage_session_of_file": delete(usage_sessions).where(_s.file_id == bindparam("file_id")),
+        "delete_machine_usage_sessions": delete(usage_sessions).where(mine),
+        # Every file's rollup summed per model (the bulk run's rows, written per file as above).
+        "usage_session_figures_of_machine": select(_r.file_id, _r.provider, _r.model,
+                                                   *(func.sum(_r[name]) for name in USAGE_FIGURES),
+                                                   func.sum(_r.messages))
+        .where(_r.machine == bindparam("machine")).group_by(_r.file_id, _r.provider, _r.model),
+        "usage_sessions_in_scopes": shown.where(
+            mine & _s.directory.in_([bindparam(name) for name in SCOPE_DIRECTORY_PARAMS])),
+        "usage_sessions_under_root": shown.where(
+            mine & ((_s.directory == bindparam("root_dir"))
+                    | ((_s.directory > bindparam("root_lo")) & (_s.directory < bindparam("root_hi"))))),
+    }
+
+
 def _usage_statements() -> dict[str, ClauseElement]:
     """The indexer's writes of usage facts and rollups, and every report's two queries per scope."""
     u = usage_facts.c
@@ -297,6 +340,7 @@ def _usage_statements() -> dict[str, ClauseElement]:
         .where(_mine() & _under_root() & (_f.mtime_ns >= bindparam("mtime_ns_lo")) & (u.copied == false())
                & (u.ts_ms >= bindparam("ts_lo"))),
         **_totals_statements(),
+        **_session_rows_statements(),
         "session_usage_by_model": select(_r.provider, _r.model, *(func.sum(_r[name]).label(name) for name in USAGE_FIGURES),
                                          func.sum(_r.messages).label("messages"))
         .where(_r.file_id == bindparam("file_id")).group_by(_r.provider, _r.model),

@@ -24,7 +24,9 @@ _LINE_BREAKS = "\t\n\r\x0b\x0c\x85\u2028\u2029"
 _BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _INVISIBLE = (0x180E, 0x200B, *range(0x2060, 0x2065), *range(0x206A, 0x2070), 0xFEFF, *range(0xFFF9, 0xFFFC))
 _TABLES: dict[str, dict[int, str]] = {}
-_JSON_UNSAFE_BYTES: list[Any] = []  # per UTF-8 lead byte, a search for the characters terminal_json escapes
+# Per UTF-8 lead byte of the characters terminal_json escapes, their other bytes; and each one's search, once made.
+_JSON_UNSAFE_BYTES: list[tuple[bytes, list[bytes]]] = []
+_JSON_UNSAFE_PATTERNS: dict[bytes, Any] = {}
 # Private-use characters a writer may put around highlighted text; `markup` turns them into bold on/off.
 HIGHLIGHT_START, HIGHLIGHT_END = "\ue000", "\ue001"
 # The same for an id's unique prefix in a listing table (bold colour).
@@ -82,21 +84,29 @@ def terminal_json(text: str) -> str:
 
 def terminal_json_bytes(data: bytes) -> bytes:
     """UTF-8 JSON text as `terminal_json` makes it, for documents of megabytes (`usage session --json`): the same
-    bytes, uncopied, when they hold none of the characters it escapes (looked for in the bytes, one search per
-    UTF-8 lead byte, instead of decoding and encoding the whole text), else `terminal_json` of the text."""
+    bytes, uncopied, when they hold none of the characters it escapes (looked for in the bytes instead of
+    decoding and encoding the whole text: per UTF-8 lead byte of those characters, a search for the lead byte,
+    and only where it occurs one for the characters), else `terminal_json` of the text."""
     if data.isascii() and b"\x7f" not in data:
         return data
     if not _JSON_UNSAFE_BYTES:
-        import re
-
-        tails: dict[int, list[bytes]] = {}
+        tails: dict[bytes, list[bytes]] = {}
         for code in _table("json"):
             if not 0xD800 <= code < 0xE000:  # (lone surrogates cannot be in UTF-8 text)
                 encoded = chr(code).encode()
-                tails.setdefault(encoded[0], []).append(encoded[1:])
-        _JSON_UNSAFE_BYTES.extend(
-            re.compile(re.escape(bytes([lead])) + b"(?:" + b"|".join(map(re.escape, found)) + b")")
-            for lead, found in tails.items())
-    if not any(pattern.search(data) for pattern in _JSON_UNSAFE_BYTES):
+                tails.setdefault(encoded[:1], []).append(encoded[1:])
+        _JSON_UNSAFE_BYTES.extend(tails.items())
+    if not any(lead in data and _unsafe_after(lead, found).search(data) for lead, found in _JSON_UNSAFE_BYTES):
         return data
     return terminal_json(data.decode()).encode()
+
+
+def _unsafe_after(lead: bytes, tails: list[bytes]) -> Any:
+    """The search for `lead` followed by one of `tails` (compiled on first use: most texts hold few lead bytes)."""
+    import re
+
+    pattern = _JSON_UNSAFE_PATTERNS.get(lead)
+    if pattern is None:
+        pattern = _JSON_UNSAFE_PATTERNS[lead] = re.compile(re.escape(lead) + b"(?:" + b"|".join(map(re.escape, tails))
+                                                           + b")")
+    return pattern

@@ -904,3 +904,92 @@ def test_a_catalog_at_a_retired_revision_is_rebuilt_from_the_files_with_one_line
         assert not connection.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall()
     finally:
         connection.close()
+
+
+# -- the session report's rows kept ahead (usage_sessions) ---------------------------------------------------
+
+def _session_outputs(agent: Agent, capsys, catalog: str | None = None) -> list[str]:
+    """`usage session --json` (one row per session, printed from the rows kept ahead) of every project and of
+    this one."""
+    outputs = []
+    for extra in (("--all",), ()):
+        result = run_cli(agent.cli("usage", "session", "--json", *extra, catalog=catalog), capsys)
+        assert result.code == 0, result.err
+        outputs.append(result.out)
+    return outputs
+
+
+def test_the_session_rows_follow_appends_rewrites_moves_and_deletions_to_the_files_bytes(agent: Agent,
+                                                                                        capsys) -> None:
+    assert run_cli(agent.cli("index"), capsys).code == 0
+    assert _session_outputs(agent, capsys) == _session_outputs(agent, capsys, catalog="off")
+    files = counted_files(agent.sessions_root)
+    plain = [usage for usage in files if not usage["parent"] and usage["facts"]]
+    fork = next(usage for usage in files if usage["parent"] and usage["copied"]
+                and not usage["parent"].startswith("/"))
+    parent = next(usage for usage in files if usage["id"] == fork["parent"])
+    appended, rewritten, moved = [Path(usage["path"]) for usage in plain if usage["path"] != parent["path"]][:3]
+    _append(appended, [_assistant("e0000001", "2026-02-16T09:30:00.000Z", "openai", "gpt-5-new", 0.5)])
+    lines = rewritten.read_text().splitlines(keepends=True)
+    rewritten.write_text("".join(lines[:max(2, len(lines) // 2)]))  # shorter: read again from its start
+    moved.rename(moved.with_name("2026-02-16T09-59-00-000Z_" + moved.name.split("_", 1)[1]))
+    Path(parent["path"]).unlink()  # its fork counts the entries it copied again
+    assert run_cli(agent.cli("index"), capsys).code == 0
+    assert _session_outputs(agent, capsys) == _session_outputs(agent, capsys, catalog="off")
+    assert _session_rows_kept(agent.catalog) > 20
+
+
+def _session_rows_kept(catalog: Path) -> int:
+    """The number of usage_sessions rows, checked to be one per file with a rollup row."""
+    import sqlite3
+
+    connection = sqlite3.connect(catalog)
+    try:
+        rows = connection.execute("SELECT count(*) FROM usage_sessions").fetchone()[0]
+        files = connection.execute("SELECT count(DISTINCT file_id) FROM usage_rollup").fetchone()[0]
+    finally:
+        connection.close()
+    assert rows == files
+    return rows
+
+
+def test_a_catalog_at_revision_0004_gets_its_session_rows_from_its_rollup(agent: Agent, capsys) -> None:
+    import sqlite3
+
+    from alembic import command
+
+    from sessdex.catalog.store.migrate import alembic_on
+
+    assert run_cli(agent.cli("index"), capsys).code == 0
+    expected = _session_outputs(agent, capsys)
+    location = resolve_location(agent.agent, str(agent.catalog))
+    with alembic_on(location) as config:
+        command.downgrade(config, "0004_pg_indexes")
+    connection = sqlite3.connect(agent.catalog)
+    try:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "usage_sessions" not in tables and "usage_totals" in tables
+    finally:
+        connection.close()
+    first = run_cli(agent.cli("usage", "session", "--all", "--json"), capsys)  # upgrades the catalog
+    assert first.code == 0 and "older sessdex" not in first.err
+    assert [first.out, *_session_outputs(agent, capsys)[1:]] == expected == _session_outputs(agent, capsys, "off")
+    assert _session_rows_kept(agent.catalog) > 20
+
+
+def test_the_session_rows_of_every_machine_say_whose_they_are(machines: Machines, capsys, monkeypatch) -> None:
+    machines.index(capsys, monkeypatch)
+
+    def every_machine(*args: str, catalog: str | None = None) -> list[str]:
+        return ["--machines", "all", *machines.cli("laptop", *args, catalog=catalog)]
+
+    check_plain_reports(every_machine, capsys)
+    result = run_cli(every_machine("usage", "session", "--all", "--json"), capsys)
+    assert result.code == 0, result.err
+    rows = json.loads(result.out)["rows"]
+    devbox_ids = {usage["id"] for usage in counted_files(machines.devbox_root) if usage["facts"]}
+    assert {row["session"] for row in rows if row.get("machine") == "devbox"} == devbox_ids
+    assert all(list(row)[:6] == ["session", "path", "cwd", "title", "firstMessage", "machine"]
+               for row in rows if "machine" in row)
+    costs = [row["cost"] for row in rows]
+    assert costs == sorted(costs, reverse=True)
