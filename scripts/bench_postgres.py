@@ -6,11 +6,13 @@
 
 A PostgreSQL server is started for the run in a temporary folder, as the test suite starts one
 (tests/postgres_server.py), and reached over its Unix socket (`--tcp`: 127.0.0.1). Beside the figures, the floors
-they stand on, measured in the same run: `python -c pass`, `python -c "import psycopg"` (what a PostgreSQL
-command pays before its first byte to the server) and one round trip (`SELECT 1`) on an open connection, so
-that the server's latency and sessdex's own cost are told apart. Commands run alternately (SQLite, then
-PostgreSQL), so that other work on the machine weighs on both alike; medians are printed, of wall time and of
-the child's CPU time (user + system: the figure to trust when the machine is loaded). No watcher runs on either
+they stand on, measured in the same run: `python -c pass`, loading sessdex's libpq reader (what a PostgreSQL
+read command pays before its first byte to the server: catalog/store/libpq.py), `python -c "import psycopg"`
+(what a command that writes pays, and what the reads paid before the libpq reader) and one round trip
+(`SELECT 1`) on an open connection, so that the server's latency and sessdex's own cost are told apart.
+Commands run alternately (SQLite, then PostgreSQL), so that other work on the machine weighs on both alike;
+medians are printed, of wall time and of the child's CPU time (user + system: the figure to trust when the
+machine is loaded). No watcher runs on either
 side (SESSDEX_AUTOWATCH=0). `resume` runs twice: from outside every project, and with `--session-dir` (one
 project's folder); on PostgreSQL both are answered from the session files (catalog/queries/resume_files.py).
 `--regular-install` measures a wheel installed into a scratch venv (scripts/regular_install.py) rather than this
@@ -38,6 +40,8 @@ from gen_corpus import generate_corpus, parse_size  # noqa: E402
 from tests.postgres_server import USER, PostgresServer, server_bin_dir  # noqa: E402
 
 SEARCH_WORD = "the"
+# What a PostgreSQL read command loads before connecting: sessdex's libpq reader and the library itself.
+LOAD_LIBPQ = "from sessdex.catalog.store.libpq import load_libpq; assert load_libpq() is not None"
 
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[bytes]]:
@@ -125,13 +129,15 @@ def main() -> int:
                     f"resume --session-dir FOLDER {target_id}": ["resume", "--no-fork", "--session-dir", target_folder,
                                                                   target_id],
                     "list --all": ["list", "--all"], f"search {SEARCH_WORD} --all": ["search", SEARCH_WORD, "--all"]}
-        floors: dict[str, list[float]] = {"python -c pass": [], "python -c 'import psycopg'": []}
+        libpq_floor = "python -c 'load the libpq reader'"
+        floors: dict[str, list[float]] = {"python -c pass": [], libpq_floor: [], "python -c 'import psycopg'": []}
         floor_cpu: dict[str, list[float]] = {label: [] for label in floors}
         times: dict[str, dict[str, list[float]]] = {label: {"sqlite": [], "postgresql": []} for label in commands}
         cpu: dict[str, dict[str, list[float]]] = {label: {"sqlite": [], "postgresql": []} for label in commands}
         results.append(f"load average before the commands: {os.getloadavg()[0]:.2f}")
         for _ in range(args.runs):
             for label, argv in (("python -c pass", [python, "-c", "pass"]),
+                                (libpq_floor, [python, "-c", LOAD_LIBPQ]),
                                 ("python -c 'import psycopg'", [python, "-c", "import psycopg"])):
                 seconds, cpu_seconds, _done = measured(argv, outside, env)
                 floors[label].append(seconds)
@@ -157,7 +163,7 @@ def main() -> int:
         trip_ms = median_ms(trips)
         results.append(f"one round trip (SELECT 1) on an open connection: median {trip_ms:.3f} ms")
         python_ms = median_ms(floors["python -c pass"])
-        psycopg_ms = median_ms(floors["python -c 'import psycopg'"])
+        libpq_ms = median_ms(floors[libpq_floor])
         for label, by_backend in times.items():
             sqlite_ms, postgres_ms = median_ms(by_backend["sqlite"]), median_ms(by_backend["postgresql"])
             sqlite_cpu, postgres_cpu = median_ms(cpu[label]["sqlite"]), median_ms(cpu[label]["postgresql"])
@@ -165,8 +171,8 @@ def main() -> int:
                            f"({postgres_ms / sqlite_ms:.2f}x); CPU SQLite {sqlite_cpu:.0f} ms, PostgreSQL "
                            f"{postgres_cpu:.0f} ms ({postgres_cpu / sqlite_cpu:.2f}x); PostgreSQL - SQLite = "
                            f"{(postgres_ms - sqlite_ms) / trip_ms:.0f} round trips; above the floors (SQLite - "
-                           f"python -c pass, PostgreSQL - import psycopg): {sqlite_ms - python_ms:.0f} ms, "
-                           f"{postgres_ms - psycopg_ms:.0f} ms")
+                           f"python -c pass, PostgreSQL - the libpq reader's load): {sqlite_ms - python_ms:.0f} ms, "
+                           f"{postgres_ms - libpq_ms:.0f} ms")
     finally:
         server.destroy()
     results.append(f"load average at the end: {os.getloadavg()[0]:.2f} (other work on the machine inflates wall times)")

@@ -1,12 +1,15 @@
-"""The catalog on a PostgreSQL server through psycopg 3 directly: `PostgresCatalog`.
+"""The catalog on a PostgreSQL server without SQLAlchemy (libpq and psycopg 3 directly): `PostgresCatalog`.
 
 What `sessdex.catalog.store.db.SqliteCatalog` is for a SQLite file, this is for a server: the statements of
 `sessdex.catalog.store.statements`, rendered once for PostgreSQL into `sessdex.catalog.store.postgres_sql`
-(regenerate with `python -m sessdex.catalog.store.postgres_reads`), run on one psycopg connection, so that a
-hot command (resume, list, recent, continue, search) imports neither SQLAlchemy nor Alembic and pays one round
-trip per statement: reads run in autocommit mode (no BEGIN / COMMIT around them), and a listing or a resume is
-one statement per machine's scope. Writes run in `write()` transactions under the same advisory lock every
-writer of every machine takes (`sessdex.catalog.store.server_db.WRITE_LOCK_KEY`); `executemany` runs in
+(regenerate with `python -m sessdex.catalog.store.postgres_reads`), run without SQLAlchemy, so that a hot command
+(resume, list, recent, continue, search) imports neither SQLAlchemy nor Alembic and pays one round trip per
+statement. Reads go through libpq directly (`sessdex.catalog.store.libpq`: importing psycopg alone costs a hot
+command several times the rest of its work) until something writes; from the first write on (and where no usable
+libpq is found), one psycopg connection serves reads and writes alike, so that a read inside a write transaction
+sees that transaction's rows. Reads run in autocommit mode (no BEGIN / COMMIT around them), and a listing or a
+resume is one statement per machine's scope. Writes run in `write()` transactions under the same advisory lock
+every writer of every machine takes (`sessdex.catalog.store.server_db.WRITE_LOCK_KEY`); `executemany` runs in
 psycopg's pipeline mode (one round trip per batch, not per row).
 
 Text loses its NUL characters (PostgreSQL text cannot hold them), booleans given as 0 / 1 are sent as booleans,
@@ -21,6 +24,7 @@ import re
 import sys
 from collections.abc import Iterator
 
+from sessdex.catalog.store.libpq import ConninfoError, LibpqError, LibpqReader, load_libpq
 from sessdex.catalog.store.location import CONNECT_TIMEOUT_SECONDS, CatalogLocation
 from sessdex.catalog.store.machine import host_name, with_machine
 from sessdex.catalog.store.postgres_sql import BOOLEAN_PARAMS, SQL
@@ -54,15 +58,25 @@ def pyformat(sql: str) -> str:
 
 
 def is_connection_problem(exc: BaseException) -> bool:
-    """True when a psycopg error means the server cannot be reached or refused us, not a bad statement."""
-    import psycopg
-
+    """True when a libpq or psycopg error means the server cannot be reached or refused us, not a bad statement."""
+    if isinstance(exc, LibpqError):
+        return not isinstance(exc, ConninfoError) and (exc.sqlstate is None
+                                                       or exc.sqlstate.startswith(_CONNECTION_SQLSTATES))
+    psycopg = sys.modules.get("psycopg")  # not imported: the error is not psycopg's
+    if psycopg is None:
+        return False
     if isinstance(exc, psycopg.InterfaceError):
         return True
     if not isinstance(exc, psycopg.OperationalError):
         return False
     sqlstate = getattr(exc, "sqlstate", None)
     return sqlstate is None or sqlstate.startswith(_CONNECTION_SQLSTATES)
+
+
+def is_unusable_url(exc: BaseException) -> bool:
+    """True when libpq could not parse the catalog URL (through the libpq reader or psycopg)."""
+    psycopg = sys.modules.get("psycopg")
+    return isinstance(exc, ConninfoError) or (psycopg is not None and isinstance(exc, psycopg.ProgrammingError))
 
 
 def unavailable(location: CatalogLocation, exc: BaseException) -> CatalogUnavailableError:
@@ -100,24 +114,36 @@ def refused(location: CatalogLocation, exc: BaseException) -> CatalogError:
 
 
 class PostgresCatalog:
-    """The psycopg 3 backend of `CatalogDatabase` for a PostgreSQL server (see the module docstring)."""
+    """The libpq / psycopg 3 backend of `CatalogDatabase` for a PostgreSQL server (see the module docstring)."""
 
     dialect = "postgresql"
 
     def __init__(self, location: CatalogLocation, machine: str | None = None) -> None:
         self.location = location
         self.machine = machine or host_name()
-        self._connection: Any = None
+        self._connection: Any = None  # psycopg's, from the first write on
+        self._reader: LibpqReader | None = None
         self._in_write = False
-        self._connect()
+        with self._reporting_lost_connection():
+            if self._read_connection() is None:
+                self._connect()
 
     # -- the connection --------------------------------------------------------------------------------
+
+    def _read_connection(self) -> LibpqReader | None:
+        """The libpq reader while psycopg is not connected; None when psycopg serves the reads."""
+        if self._connection is None and self._reader is None:
+            libpq = load_libpq()
+            if libpq is not None:
+                self._reader = LibpqReader(libpq, libpq_url(self.location.url), CONNECT_TIMEOUT_SECONDS)
+        return self._reader if self._connection is None else None
 
     def _connect(self) -> Any:
         if self._connection is None:
             import psycopg
 
             with self._reporting_lost_connection():
+                self._close_reader()  # one connection at a time: psycopg's serves the reads from now on
                 # Autocommit: a read is one statement, one round trip; write() opens its own transactions.
                 # No prepared statements: a short-lived command runs each statement once or twice.
                 self._connection = psycopg.connect(libpq_url(self.location.url), autocommit=True,
@@ -132,7 +158,7 @@ class PostgresCatalog:
             yield
         except Exception as exc:
             psycopg = sys.modules.get("psycopg")
-            if psycopg is None or not isinstance(exc, psycopg.Error):
+            if not isinstance(exc, LibpqError) and (psycopg is None or not isinstance(exc, psycopg.Error)):
                 raise
             if is_refusal(exc):
                 raise refused(self.location, exc) from exc
@@ -141,7 +167,13 @@ class PostgresCatalog:
             self._drop_connection()
             raise unavailable(self.location, exc) from exc
 
+    def _close_reader(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
+
     def _drop_connection(self) -> None:
+        self._close_reader()
         connection, self._connection = self._connection, None
         if connection is not None:
             with contextlib.suppress(Exception):  # the connection is lost already
@@ -165,9 +197,12 @@ class PostgresCatalog:
         return values
 
     def _rows(self, sql: str, params: Mapping[str, Any], *, tuples: bool) -> list[Any]:
-        from psycopg.rows import dict_row, tuple_row
-
         with self._reporting_lost_connection():
+            reader = self._read_connection()
+            if reader is not None:
+                return reader.rows(sql, params, tuples=tuples)
+            from psycopg.rows import dict_row, tuple_row
+
             cursor = self._connect().cursor(row_factory=tuple_row if tuples else dict_row)
             cursor.execute(sql, params)
             return cursor.fetchall() if cursor.description is not None else []
@@ -187,7 +222,7 @@ class PostgresCatalog:
         return self._rows(pyformat(sql), params, tuples=False)
 
     def fetch_batch(self, statements: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[list[tuple[Any, ...]]]:
-        """The rows (tuples) of each named statement, all sent in one round trip (psycopg's pipeline mode)."""
+        """The rows (tuples) of each named statement, all sent in one round trip (pipeline mode)."""
         return self._pipelined([(SQL[name], self._params(name, params)) for name, params in statements], tuples=True)
 
     def fetch_sql_many(self, statements: Sequence[tuple[str, Mapping[str, Any]]], *,
@@ -207,9 +242,12 @@ class PostgresCatalog:
     def _pipelined(self, statements: Sequence[tuple[str, Mapping[str, Any]]], *, tuples: bool) -> list[list[Any]]:
         if len(statements) == 1:
             return [self._rows(*statements[0], tuples=tuples)]
-        from psycopg.rows import dict_row, tuple_row
-
         with self._reporting_lost_connection():
+            reader = self._read_connection()
+            if reader is not None:
+                return reader.pipelined(statements, tuples=tuples)
+            from psycopg.rows import dict_row, tuple_row
+
             connection = self._connect()
             cursors = []
             try:
@@ -280,12 +318,12 @@ class PostgresCatalog:
 
     def revision(self) -> str | None:
         """The Alembic revision of the database, None when it has none (a new, empty database)."""
-        import psycopg
-
         try:
             rows = self._rows("SELECT version_num FROM alembic_version", {}, tuples=True)
-        except psycopg.errors.UndefinedTable:
-            return None
+        except Exception as exc:
+            if getattr(exc, "sqlstate", None) == "42P01":  # undefined_table (libpq's or psycopg's error)
+                return None
+            raise
         return rows[0][0] if rows else None
 
     def sqlite_reader(self) -> None:

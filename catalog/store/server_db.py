@@ -252,17 +252,19 @@ def _missing_driver(location: CatalogLocation, exc: ImportError) -> CatalogUnava
 
 
 def _open_postgres_catalog(location: CatalogLocation, machine: str | None) -> PostgresCatalog:
-    """The psycopg backend; the revision is one query, and only an older or new database imports Alembic."""
-    from sessdex.catalog.store.postgres_reads import PostgresCatalog, is_connection_problem
+    """The libpq / psycopg backend; the revision is one query, and only an older or new database imports Alembic.
+    psycopg is looked for, not imported: the reads of a hot command go through libpq alone."""
+    import importlib.util
 
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise _missing_driver(location, exc) from exc
+    from sessdex.catalog.store.postgres_reads import PostgresCatalog, is_connection_problem, is_unusable_url
 
+    if importlib.util.find_spec("psycopg") is None:
+        raise _missing_driver(location, ImportError("No module named 'psycopg'", name="psycopg"))
     try:
         database = PostgresCatalog(location, machine)
-    except psycopg.ProgrammingError as exc:  # libpq could not parse the URL
+    except Exception as exc:
+        if not is_unusable_url(exc):
+            raise
         lines = str(exc).strip().splitlines()
         raise UsageError(f"--catalog {location.display}: not a usable database URL "
                          f"({lines[0] if lines else type(exc).__name__})") from None
@@ -279,7 +281,7 @@ def _open_postgres_catalog(location: CatalogLocation, machine: str | None) -> Po
                     raise unavailable(location, exc) from exc
                 raise CatalogError(f"cannot upgrade the catalog {location.display}: "
                                    f"{str(exc).splitlines()[0]}") from exc
-    except psycopg.Error as exc:
+    except Exception as exc:
         database.close()
         if is_connection_problem(exc):
             raise unavailable(location, exc) from exc

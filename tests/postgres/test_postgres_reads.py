@@ -56,7 +56,7 @@ def _cli(paths: AgentPaths, catalog: str, *args: str, cwd: Path) -> subprocess.C
                           timeout=120)
 
 
-def test_the_hot_commands_answer_as_on_sqlite_without_importing_sqlalchemy(tmp_path: Path, postgres_url: str):
+def test_the_hot_commands_answer_as_on_sqlite_without_importing_sqlalchemy_or_psycopg(tmp_path: Path, postgres_url: str):
     paths = _corpus(tmp_path)
     sqlite_db = str(tmp_path / "catalog.db")
     outside = tmp_path / "elsewhere"
@@ -74,7 +74,7 @@ def test_the_hot_commands_answer_as_on_sqlite_without_importing_sqlalchemy(tmp_p
     probe = ("import runpy, sys; sys.argv = sys.argv[1:]\n"
              "try:\n    runpy.run_module('sessdex.catalog', run_name='__main__')\nexcept SystemExit:\n    pass\n"
              "import json; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "('sqlalchemy', 'alembic'))), file=sys.stderr)")
+             "('sqlalchemy', 'alembic', 'psycopg'))), file=sys.stderr)")
     for command in (["list", "--all"], ["resume", "--no-fork", ids[5]], ["search", "--all", "the"]):
         run = subprocess.run([sys.executable, "-c", probe, "sessdex", "--agent-dir", str(paths.agent_dir),
                               "--catalog", postgres_url, *command], capture_output=True, text=True, cwd=outside,

@@ -24,14 +24,17 @@ from sessdex.core.paths import AgentPaths
 from tests.catalog.catalog_support import BASE_MS, header, jsonl, session_fields, user, write_file
 from tests.catalog.test_parity import NOW_MS
 
-# Runs the CLI, then prints on stderr's last line which modules of the PostgreSQL driver it imported.
+# Runs the CLI, then prints on stderr's last line which modules of the PostgreSQL driver (and sessdex's libpq reader,
+# the sign that the catalog server was asked) it imported.
 PROBE = ("import runpy, sys; sys.argv = sys.argv[1:]\n"
          "try:\n    runpy.run_module('sessdex.catalog', run_name='__main__')\nexcept SystemExit as exit:\n"
          "    code = exit.code\nelse:\n    code = 0\n"
          "import json; sys.stdout.flush()\n"
-         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'sqlalchemy'))), "
+         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'sqlalchemy') "
+         "or m == 'sessdex.catalog.store.libpq')), "
          "file=sys.stderr)\n"
          "sys.exit(code)")
+LIBPQ_READER = "sessdex.catalog.store.libpq"
 
 
 def _machine(root: Path, seed: int) -> AgentPaths:
@@ -125,14 +128,15 @@ def test_other_machines_sessions_and_marks_are_answered_by_the_server(shared, tm
     # every machine: ambiguous, from the server
     code, out, err, imported = _cli(laptop, postgres_url, "--machines", "all", "resume", "--own-dir", "7e57",
                                     cwd=outside)
-    assert code == 1 and 'Session "7e57" is ambiguous: it matches 2 sessions' in err and "psycopg" in imported
+    assert code == 1 and 'Session "7e57" is ambiguous: it matches 2 sessions' in err
+    assert imported == [LIBPQ_READER]  # the server answered, through libpq alone
     # marks: the server's answer, equal to SQLite's
     assert _cli(laptop, sqlite_db, "pin", "7e57000000000001", cwd=project)[0] == 0
     for command in (["resume", "--json", "7e57"], ["resume", "--json", "--no-fork", ids_outside(laptop)]):
         expected = _cli(laptop, sqlite_db, *command, cwd=project)
         found = _cli(laptop, postgres_url, *command, cwd=project)
         assert found[:3] == expected[:3], command
-        assert "psycopg" in found[3], command
+        assert LIBPQ_READER in found[3], command  # the server answered (psycopg too, when the freshness check wrote)
     assert json.loads(_cli(laptop, postgres_url, "resume", "--json", "7e57", cwd=project)[1])["marks"]["pinned"] is True
 
 
