@@ -87,6 +87,11 @@ def _scope_params(directories: Sequence[str]) -> dict[str, str]:
     return {"dir0": padded[0], "dir1": padded[1], "dir2": padded[2]}
 
 
+def _scope_directories(part: dict[str, str]) -> list[str]:
+    """The distinct folders of a scope part made by `_scope_params` (it repeats the first to fill three)."""
+    return list(dict.fromkeys((part["dir0"], part["dir1"], part["dir2"])))
+
+
 def _id_range(prefix: str) -> dict[str, str]:
     return {"id_lo": prefix, "id_hi": prefix + ID_PREFIX_CEILING}
 
@@ -436,11 +441,13 @@ class Catalog:
         rows: list[Any] = []
         cut_ms: list[float] = []  # the oldest mtime (ms) of each statement that had more rows than it returned
         for part in self.machine_scopes(folders, cwd):
-            found = db.fetch_tuples("newest_infos_in_directories",
-                                    {**params, **part, "limit": limit + 1, "offset": 0})
-            if len(found) > limit:
-                cut_ms.append(found[-1][3] / 1_000_000)  # (mtime_ns: column 3 of INFO_COLUMNS)
-            rows += found
+            for directory in _scope_directories(part):
+                found = db.fetch_tuples("newest_infos_in_directory", {**params, "machine": part["machine"],
+                                                                      "directory": directory,
+                                                                      "limit": limit + 1, "offset": 0})
+                if len(found) > limit:
+                    cut_ms.append(found[-1][3] / 1_000_000)  # (mtime_ns: column 3 of INFO_COLUMNS)
+                rows += found
         if cut_ms:
             last_kept_ms = sorted(row[3] / 1_000_000 for row in rows)[-limit]
             if max(cut_ms) >= last_kept_ms:
@@ -588,9 +595,9 @@ class Catalog:
         if self.refresh(Scope.of(folders)).deferred:
             return None
         rows: list[Any] = []
-        for start in range(0, len(folders), 3):
-            params = {**_scope_params(folders[start:start + 3]), "limit": limit, "offset": 0}
-            rows += self._database().fetchall("recent_in_directories", params)
+        for folder in folders:
+            params = {"directory": path_to_text(folder), "limit": limit, "offset": 0}
+            rows += self._database().fetchall("recent_in_directory", params)
         rows.sort(key=_newest_first_key)
         return rows[:limit]
 

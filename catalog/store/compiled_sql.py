@@ -98,10 +98,10 @@ SQL: dict[str, str] = {
         'FROM session_files \n'
         'WHERE session_files.machine = :machine AND session_files.directory IN (:dir0, :dir1, :dir2) AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages'
     ),
-    'newest_infos_in_directories': (
+    'newest_infos_in_directory': (
         'SELECT session_files.id, session_files.machine, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
-        'WHERE session_files.machine = :machine AND session_files.directory IN (:dir0, :dir1, :dir2) AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages ORDER BY session_files.mtime_ns DESC, session_files.path\n'
+        'WHERE session_files.machine = :machine AND session_files.directory = :directory AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages ORDER BY session_files.mtime_ns DESC, session_files.path\n'
         ' LIMIT :limit OFFSET :offset'
     ),
     'infos_under_root': (
@@ -119,10 +119,10 @@ SQL: dict[str, str] = {
         'FROM session_files \n'
         "WHERE session_files.machine = :machine AND session_files.header_valid = 1 AND session_files.message_count >= :min_messages AND (session_files.path || '') > :root_lo AND (session_files.path || '') < :root_hi AND session_files.session_id >= :id_lo AND session_files.session_id < :id_hi"
     ),
-    'recent_in_directories': (
+    'recent_in_directory': (
         'SELECT session_files.path, session_files.mtime_ns, session_files.prefix_state \n'
         'FROM session_files \n'
-        'WHERE session_files.machine = :machine AND session_files.prefix_state IS NOT NULL AND session_files.directory IN (:dir0, :dir1, :dir2) ORDER BY session_files.mtime_ns DESC, session_files.path\n'
+        'WHERE session_files.machine = :machine AND session_files.prefix_state IS NOT NULL AND session_files.directory = :directory ORDER BY session_files.mtime_ns DESC, session_files.path\n'
         ' LIMIT :limit OFFSET :offset'
     ),
     'message_texts': (

@@ -97,10 +97,10 @@ SQL: dict[str, str] = {
         'FROM session_files \n'
         'WHERE session_files.machine = %(machine)s::VARCHAR AND session_files.directory IN (%(dir0)s, %(dir1)s, %(dir2)s) AND session_files.header_valid = true AND session_files.message_count >= %(min_messages)s::INTEGER'
     ),
-    'newest_infos_in_directories': (
+    'newest_infos_in_directory': (
         'SELECT session_files.id, session_files.machine, session_files.path, session_files.mtime_ns, session_files.session_id, session_files.cwd, session_files.title, session_files.message_count, session_files.first_message, session_files.created, session_files.parent_session, session_files.input_tokens, session_files.output_tokens, session_files.cache_read_tokens, session_files.cache_write_tokens, session_files.cost_total \n'
         'FROM session_files \n'
-        'WHERE session_files.machine = %(machine)s::VARCHAR AND session_files.directory IN (%(dir0)s, %(dir1)s, %(dir2)s) AND session_files.header_valid = true AND session_files.message_count >= %(min_messages)s::INTEGER ORDER BY session_files.mtime_ns DESC, session_files.path \n'
+        'WHERE session_files.machine = %(machine)s::VARCHAR AND session_files.directory = %(directory)s::VARCHAR AND session_files.header_valid = true AND session_files.message_count >= %(min_messages)s::INTEGER ORDER BY session_files.mtime_ns DESC, session_files.path \n'
         ' LIMIT %(limit)s OFFSET %(offset)s'
     ),
     'infos_under_root': (
@@ -118,10 +118,10 @@ SQL: dict[str, str] = {
         'FROM session_files \n'
         "WHERE session_files.machine = %(machine)s::VARCHAR AND session_files.header_valid = true AND session_files.message_count >= %(min_messages)s::INTEGER AND (session_files.path || '') > %(root_lo)s::VARCHAR AND (session_files.path || '') < %(root_hi)s::VARCHAR AND session_files.session_id >= %(id_lo)s::VARCHAR AND session_files.session_id < %(id_hi)s::VARCHAR"
     ),
-    'recent_in_directories': (
+    'recent_in_directory': (
         'SELECT session_files.path, session_files.mtime_ns, session_files.prefix_state \n'
         'FROM session_files \n'
-        'WHERE session_files.machine = %(machine)s::VARCHAR AND session_files.prefix_state IS NOT NULL AND session_files.directory IN (%(dir0)s, %(dir1)s, %(dir2)s) ORDER BY session_files.mtime_ns DESC, session_files.path \n'
+        'WHERE session_files.machine = %(machine)s::VARCHAR AND session_files.prefix_state IS NOT NULL AND session_files.directory = %(directory)s::VARCHAR ORDER BY session_files.mtime_ns DESC, session_files.path \n'
         ' LIMIT %(limit)s OFFSET %(offset)s'
     ),
     'message_texts': (

@@ -76,6 +76,10 @@ def _in_directories():
     return _f.directory.in_([bindparam(name) for name in SCOPE_DIRECTORY_PARAMS])
 
 
+def _in_directory():
+    return _f.directory == bindparam("directory")
+
+
 def _under_root():
     # Every path below the sessions root sorts between "<root>/" and "<root>/\U0010ffff".
     return (_f.path > bindparam("root_lo")) & (_f.path < bindparam("root_hi"))
@@ -398,13 +402,15 @@ def build_statements() -> dict[str, ClauseElement]:
         "paths_under_root": select(f.path).where(_mine() & _under_root()),
         # -- listings --------------------------------------------------------------------------------
         "infos_in_directories": _info_select().where(_mine() & _in_directories() & _listable()),
-        # `recent`: only the newest rows leave SQLite (queries.sessions re-sorts them by the file scan's key).
-        "newest_infos_in_directories": _info_select().where(_mine() & _in_directories() & _listable())
+        # `recent`: only the newest rows leave SQLite (queries.sessions re-sorts them by the file scan's key). One
+        # folder a statement: its rows are read newest first from the (machine, directory, mtime_ns) index, up to
+        # the limit; over `directory IN (...)` SQLite walks the mtime index over every row of the machine instead.
+        "newest_infos_in_directory": _info_select().where(_mine() & _in_directory() & _listable())
         .order_by(_f.mtime_ns.desc(), _f.path).limit(bindparam("limit")).offset(bindparam("offset")),
         "infos_under_root": _info_select().where(_mine() & _under_root() & _listable()),
         "infos_by_id_in_directories": _info_select().where(_mine() & _in_directories() & _listable() & _id_prefix()),
         "infos_by_id_under_root": _info_select().where(_mine() & _listable() & _under_root_with_id_prefix()),
-        "recent_in_directories": _recent_select().where(_in_directories()),
+        "recent_in_directory": _recent_select().where(_in_directory()),  # (one folder: as newest_infos_in_directory)
         "message_texts": select(messages.c.text).where(messages.c.file_id == bindparam("file_id"))
         .order_by(messages.c.seq),
         "file_health": select(f.id, f.path, f.header_valid, f.unparseable_lines, f.pending_unparseable,

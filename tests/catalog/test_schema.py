@@ -64,6 +64,22 @@ def test_an_id_prefix_under_the_root_is_looked_up_by_the_session_id_index(tmp_pa
     assert "ix_session_files_machine_session_id (machine=? AND session_id>? AND session_id<?)" in plan, plan
 
 
+@pytest.mark.parametrize("name", ["newest_infos_in_directory", "recent_in_directory"])
+def test_the_newest_rows_of_a_folder_are_read_from_the_directory_index(tmp_path: Path, name: str):
+    # `recent` and `continue` want a folder's few newest rows: walking the mtime index instead reads every row of
+    # this machine (every project's) until enough of the folder's turn up.
+    db = open_catalog(resolve_location(tmp_path))
+    db.close()
+    connection = sqlite3.connect(tmp_path / "catalog.db")
+    try:
+        sql = compiled_sql.SQL[name]
+        parameters = {param: "x" for param in re.findall(r":(\w+)", sql)}
+        plan = " | ".join(row[3] for row in connection.execute("EXPLAIN QUERY PLAN " + sql, parameters))
+    finally:
+        connection.close()
+    assert "ix_session_files_machine_directory (machine=? AND directory=?)" in plan, plan
+
+
 def test_no_statement_carries_a_hidden_literal_parameter():
     # Auto-named binds (":param_1", ":coalesce_2") would be unset on the stdlib path.
     for name, sql in compiled_sql.SQL.items():
