@@ -86,7 +86,7 @@ _LOADERS: dict[int, Callable[[bytes], Any]] = {
 }
 
 
-def _candidate_paths() -> list[str]:
+def candidate_paths() -> list[str]:
     """Where libpq may be, in order: psycopg's binary build's copy, then the system's."""
     import importlib.util
 
@@ -106,19 +106,27 @@ _libpq_looked_for = False
 
 
 def load_libpq() -> Any:
-    """The libpq library with the signatures this module calls, or None when no usable one is installed."""
+    """The first usable libpq of `candidate_paths()` (loaded once per process), or None when there is none."""
     global _libpq, _libpq_looked_for
     if not _libpq_looked_for:
         _libpq_looked_for = True
-        for path in _candidate_paths():
-            try:
-                library = ctypes.CDLL(path)
-            except OSError:
-                continue
-            if hasattr(library, "PQenterPipelineMode") and library.PQlibVersion() >= MINIMUM_LIBPQ_VERSION:
-                _libpq = _declare(library)
+        for path in candidate_paths():
+            _libpq = open_libpq(path)
+            if _libpq is not None:
                 break
     return _libpq
+
+
+def open_libpq(path: str) -> Any:
+    """The libpq at `path` (a file, or a name the dynamic loader looks up) with the signatures this module calls;
+    None when it cannot be loaded or is older than MINIMUM_LIBPQ_VERSION."""
+    try:
+        library = ctypes.CDLL(path)
+    except OSError:
+        return None
+    if not hasattr(library, "PQenterPipelineMode") or library.PQlibVersion() < MINIMUM_LIBPQ_VERSION:
+        return None
+    return _declare(library)
 
 
 def _declare(library: Any) -> Any:

@@ -13,8 +13,16 @@ import pytest
 from psycopg.rows import dict_row
 
 from sessdex.catalog.queries.sessions import Catalog
-from sessdex.catalog.store import libpq as libpq_module
-from sessdex.catalog.store.libpq import ConninfoError, LibpqError, LibpqReader, load_libpq
+from sessdex.catalog.store import postgres_reads
+from sessdex.catalog.store.libpq import (
+    MINIMUM_LIBPQ_VERSION,
+    ConninfoError,
+    LibpqError,
+    LibpqReader,
+    candidate_paths,
+    load_libpq,
+    open_libpq,
+)
 from sessdex.catalog.store.location import resolve_location
 from sessdex.catalog.store.postgres_reads import PostgresCatalog, is_connection_problem, pyformat
 from sessdex.core.errors import CatalogError, CatalogUnavailableError
@@ -24,9 +32,12 @@ from tests.postgres.test_postgres_parity import SEARCH_WORDS
 from tests.postgres.test_postgres_parity import _corpus as parity_corpus
 from tests.postgres_server import PASSWORD, USER, PostgresServer, free_port
 
+# The system's libpq (what psycopg's pure-Python build runs on), when this machine has a recent enough one.
+SYSTEM_LIBPQ = open_libpq(candidate_paths()[-1])
 
-def _reader(url: str) -> LibpqReader:
-    return LibpqReader(load_libpq(), url, 10)
+
+def _reader(url: str, library=None) -> LibpqReader:
+    return LibpqReader(library or load_libpq(), url, 10)
 
 
 def _socket_url(server: PostgresServer, tcp_url: str) -> str:
@@ -46,10 +57,11 @@ def _typed(rows: list[dict]) -> list[list[tuple[str, type, str]]]:
 
 def test_the_libpq_of_psycopgs_binary_build_is_found_first():
     # The folder is the binary wheel's layout, not an interface: this fails when a psycopg release moves it.
-    first = libpq_module._candidate_paths()[0]
+    first = candidate_paths()[0]
     assert os.path.basename(os.path.dirname(first)) in ("psycopg_binary.libs", ".dylibs"), first
     assert load_libpq() is not None
-    assert load_libpq().PQlibVersion() >= libpq_module.MINIMUM_LIBPQ_VERSION
+    assert load_libpq().PQlibVersion() >= MINIMUM_LIBPQ_VERSION
+    assert open_libpq(str(Path(first).with_name("no-such-libpq.so"))) is None
 
 
 COLUMNS = ("SELECT 2::int2 AS i2, 3::int4 AS i4, 9007199254740993::int8 AS i8, 26::oid AS oid, "
@@ -60,11 +72,14 @@ COLUMNS = ("SELECT 2::int2 AS i2, 3::int4 AS i4, 9007199254740993::int8 AS i8, 2
            "'50%%' AS percent, ts_rank(to_tsvector('simple', 'a b a'), to_tsquery('simple', 'a')) AS rank")
 
 
+@pytest.mark.parametrize("library", ["binary build's", "system's"])
 @pytest.mark.parametrize("over", ["tcp", "socket"])
 def test_every_column_type_of_the_catalog_loads_as_psycopg_loads_it(postgres_server: PostgresServer,
-                                                                      postgres_url: str, over: str):
+                                                                      postgres_url: str, over: str, library: str):
+    if library == "system's" and SYSTEM_LIBPQ is None:
+        pytest.skip("no system libpq 14 or later on this machine")
     url = postgres_url if over == "tcp" else _socket_url(postgres_server, postgres_url)
-    reader = _reader(url)
+    reader = _reader(url, SYSTEM_LIBPQ if library == "system's" else None)
     try:
         found = reader.rows(COLUMNS, {}, tuples=False)
         assert _typed(found) == _typed(_psycopg_rows(url, COLUMNS, {}))
@@ -221,3 +236,28 @@ def test_the_catalogs_answers_through_libpq_equal_the_file_scan_and_psycopgs(tmp
                            for catalog in (through_libpq, through_psycopg)]
                 assert answers[0] == answers[1], (word, cwd)
         assert through_libpq.db._connection is None
+
+
+def test_without_a_usable_libpq_psycopg_serves_the_reads(tmp_path: Path, postgres_url: str, monkeypatch):
+    monkeypatch.setattr(postgres_reads, "load_libpq", lambda: None)
+    database = PostgresCatalog(resolve_location(tmp_path / "agent", postgres_url), "laptop")
+    try:
+        assert database._reader is None and database._connection is not None
+        assert database.revision() is None
+        assert database.fetch_sql_many([("SELECT :a::int AS a", {"a": 1}), ("SELECT 'b' AS b", {})]) == [
+            [{"a": 1}], [{"b": "b"}]]
+    finally:
+        database.close()
+
+
+def test_the_first_write_moves_every_read_to_psycopgs_connection(tmp_path: Path, postgres_url: str):
+    database = PostgresCatalog(resolve_location(tmp_path / "agent", postgres_url), "laptop")
+    try:
+        with database.write():  # the reads inside see the transaction's own rows: one connection serves both
+            assert database._reader is None
+            database.connection().execute("CREATE TABLE t (x int)")
+            database.connection().execute("INSERT INTO t VALUES (5)")
+            assert database.fetch_sql("SELECT x FROM t", {}) == [{"x": 5}]
+        assert database.fetch_sql("SELECT x FROM t", {}) == [{"x": 5}] and database._reader is None
+    finally:
+        database.close()
