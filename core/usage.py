@@ -225,21 +225,27 @@ class UsageTotals(Value):
 
 
 def _figures_json(totals: UsageTotals, into: dict[str, Any]) -> dict[str, Any]:
-    """Add `totals`' figures to the JSON object `into` (after its own keys) and return it: token counts whole
-    numbers as integers, the cost in dollars."""
-    input_tokens, output, cache_read, cache_write = totals.input, totals.output, totals.cache_read, totals.cache_write
-    into["input"] = plain_figure(input_tokens)
-    into["output"] = plain_figure(output)
-    into["cacheRead"] = plain_figure(cache_read)
-    into["cacheWrite"] = plain_figure(cache_write)
-    into["totalTokens"] = plain_figure(input_tokens + output + cache_read + cache_write)
-    into["cost"] = dollars(totals.cost_nanos)
-    into["messages"] = totals.messages
-    into["sessions"] = totals.sessions
+    """Add `totals`' figures to the JSON object `into` (after its own keys) and return it."""
+    return figures_json(into, totals.input, totals.output, totals.cache_read, totals.cache_write, totals.cost_nanos,
+                        totals.messages, totals.sessions)
+
+
+def figures_json(into: dict[str, Any], input_tokens: float, output: float, cache_read: float, cache_write: float,
+                 cost_nanos: int, messages: int, sessions: int) -> dict[str, Any]:
+    """Add a report row's figures to the JSON object `into` (after its own keys) with the names of `sessdex usage
+    --json` and return it: token counts whole numbers as integers, the cost in dollars."""
+    into["input"] = _plain(input_tokens)
+    into["output"] = _plain(output)
+    into["cacheRead"] = _plain(cache_read)
+    into["cacheWrite"] = _plain(cache_write)
+    into["totalTokens"] = _plain(input_tokens + output + cache_read + cache_write)
+    into["cost"] = dollars(cost_nanos)
+    into["messages"] = messages
+    into["sessions"] = sessions
     return into
 
 
-def plain_figure(value: float) -> float | int:
+def _plain(value: float) -> float | int:
     """Token counts are whole numbers in practice: print them as integers when they are."""
     return int(value) if value.__class__ is float and value.is_integer() else value
 

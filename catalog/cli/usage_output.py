@@ -17,7 +17,7 @@ from sessdex.catalog.tui.terminal_text import terminal_json_bytes
 from sessdex.core.errors import UsageError
 from sessdex.core.marks import NO_MARKS
 from sessdex.core.text import without_lone_surrogates
-from sessdex.core.usage import NANOS_PER_DOLLAR, UsageReport, plain_figure
+from sessdex.core.usage import UsageReport, figures_json
 from sessdex.core.usage_terms import REPORT_KINDS, DateRange, ReportKind, parse_day
 
 SourceOpener = Callable[[], SessionSource]
@@ -114,16 +114,7 @@ def session_report_json(sessions: SessionUsage, marks: dict[str, Any], fields: S
             row["machine"] = machine
         found = marks.get(session_id)
         row["marks"] = unmarked if found is None else found.to_json()
-        total_tokens = input_tokens + output_tokens + cache_read + cache_write
-        # (Token counts are whole numbers in practice: printed as integers when they are, as every report does.)
-        row["input"] = plain_figure(input_tokens)
-        row["output"] = plain_figure(output_tokens)
-        row["cacheRead"] = plain_figure(cache_read)
-        row["cacheWrite"] = plain_figure(cache_write)
-        row["totalTokens"] = plain_figure(total_tokens)
-        row["cost"] = cost_nanos / NANOS_PER_DOLLAR
-        row["messages"] = messages
-        row["sessions"] = 1
+        figures_json(row, input_tokens, output_tokens, cache_read, cache_write, cost_nanos, messages, 1)
         row["models"] = orjson.loads(models)
         rows.append(row)
     value = UsageReport("session", [], sessions.totals).to_json(False)

@@ -49,18 +49,23 @@ def test_every_cached_statement_prepares_against_the_migrated_schema(tmp_path: P
         connection.close()
 
 
-@pytest.mark.parametrize("name", ["infos_by_id_under_root", "stats_under_root_with_id"])
-def test_an_id_prefix_under_the_root_is_looked_up_by_the_session_id_index(tmp_path: Path, name: str):
-    # Walking the path index would read every row of the sessions root (all of this machine's) for a few ids.
+def _query_plan(tmp_path: Path, name: str) -> str:
+    """SQLite's query plan of the named compiled statement on a new catalog, its steps joined by " | "."""
     db = open_catalog(resolve_location(tmp_path))
     db.close()
     connection = sqlite3.connect(tmp_path / "catalog.db")
     try:
         sql = compiled_sql.SQL[name]
         parameters = {param: "x" for param in re.findall(r":(\w+)", sql)}
-        plan = " | ".join(row[3] for row in connection.execute("EXPLAIN QUERY PLAN " + sql, parameters))
+        return " | ".join(row[3] for row in connection.execute("EXPLAIN QUERY PLAN " + sql, parameters))
     finally:
         connection.close()
+
+
+@pytest.mark.parametrize("name", ["infos_by_id_under_root", "stats_under_root_with_id"])
+def test_an_id_prefix_under_the_root_is_looked_up_by_the_session_id_index(tmp_path: Path, name: str):
+    # Walking the path index would read every row of the sessions root (all of this machine's) for a few ids.
+    plan = _query_plan(tmp_path, name)
     assert "ix_session_files_machine_session_id (machine=? AND session_id>? AND session_id<?)" in plan, plan
 
 
@@ -68,15 +73,7 @@ def test_an_id_prefix_under_the_root_is_looked_up_by_the_session_id_index(tmp_pa
 def test_the_newest_rows_of_a_folder_are_read_from_the_directory_index(tmp_path: Path, name: str):
     # `recent` and `continue` want a folder's few newest rows: walking the mtime index instead reads every row of
     # this machine (every project's) until enough of the folder's turn up.
-    db = open_catalog(resolve_location(tmp_path))
-    db.close()
-    connection = sqlite3.connect(tmp_path / "catalog.db")
-    try:
-        sql = compiled_sql.SQL[name]
-        parameters = {param: "x" for param in re.findall(r":(\w+)", sql)}
-        plan = " | ".join(row[3] for row in connection.execute("EXPLAIN QUERY PLAN " + sql, parameters))
-    finally:
-        connection.close()
+    plan = _query_plan(tmp_path, name)
     assert "ix_session_files_machine_directory (machine=? AND directory=?)" in plan, plan
 
 
