@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, overload
 
 from sessdex.catalog.export.lines import line_blocks, lines_of
-from sessdex.catalog.secrets import keywords_in, redact, redact_value
+from sessdex.catalog.secrets import keywords_in, redact, redact_value, secret_places
 from sessdex.core.blobs import BlobStore
 from sessdex.core.context import path_to_leaf
 from sessdex.core.errors import SessionFileError
@@ -247,8 +247,12 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
         entry = project_loaded_entry(value, blobs)
         if not redact_secrets:
             return entry
-        # Which keywords the raw line holds decides which rules run, and on a line holding none (most of them)
-        # nothing runs at all. Resolved blobs are images (base64), not session text.
+        # One pass over the raw line says whether a rule may match in any of its strings: most lines hold no
+        # keyword, or hold one only as an ordinary word ("token", "keyboard"), and nothing more runs on them (the
+        # secret scan decides the same way). On the others, the keywords the line holds decide which rules run.
+        # Resolved blobs are images (base64), not session text.
+        if not secret_places(line):
+            return entry
         keywords = keywords_in(line)
         return redact_value(entry, keywords) if keywords else entry
 

@@ -152,3 +152,33 @@ def test_a_damaged_line_the_first_pass_did_not_parse_is_read_as_a_whole_load_rea
     streamed = outputs(path, runtime, whole=False, all_branches=True)
     assert streamed == outputs(path, runtime, whole=True, all_branches=True)
     assert "question 2 key" in streamed[1]
+
+
+def test_only_lines_where_a_rule_may_match_are_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Lines holding a rule's keyword only as an ordinary word ("token", "secret", "keyboard") are handed over as
+    # read: no rule runs on them. The line holding a real secret is still redacted.
+    from sessdex.catalog.export import transcript as transcript_module
+
+    tree = make_tree(tmp_path)
+    runtime = SessionRuntime(paths=tree.paths)
+    texts = ["the token expired, refresh it", "a secret to nobody", "the keyboard layout", f"key {AWS_KEY}"]
+    lines = [orjson.dumps({"type": "session", "version": 3, "id": SESSION_ID, "cwd": "/tmp/p",
+                           "timestamp": "2025-01-01T00:00:00.000Z"})]
+    for index, text in enumerate(texts):
+        lines.append(orjson.dumps({"type": "message", "id": f"e{index}", "parentId": f"e{index - 1}" if index else None,
+                                   "timestamp": "2025-01-01T00:00:00.000Z",
+                                   "message": {"role": "user", "content": text}}))
+    path = tmp_path / "words.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    redacted: list[str] = []
+    real_redact_value = transcript_module.redact_value
+
+    def counting(value: object, keywords: tuple[str, ...] | None = None) -> object:
+        if isinstance(value, dict) and "message" in value:
+            redacted.append(str(value["message"]["content"]))
+        return real_redact_value(value, keywords)
+
+    monkeypatch.setattr(transcript_module, "redact_value", counting)
+    markdown = render_transcript_markdown(load_transcript(path, runtime))
+    assert redacted == [f"key {AWS_KEY}"]
+    assert AWS_KEY not in markdown and "[REDACTED:aws-access-key]" in markdown and "the token expired" in markdown
