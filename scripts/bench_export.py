@@ -27,7 +27,7 @@ from pathlib import Path
 
 import orjson
 
-from sessdex.catalog.export.html import iter_html_page
+from sessdex.catalog.export.html import OUTPUT_LIMIT, iter_html_page
 from sessdex.catalog.export.markdown import iter_transcript_json, iter_transcript_markdown
 from sessdex.catalog.export.scan import scan_session_file
 from sessdex.catalog.export.transcript import load_transcript
@@ -108,7 +108,7 @@ def main() -> None:
 
         def export(path: Path, kind: str) -> Callable[[], object]:
             def run() -> object:  # streamed to nowhere, as `export -o FILE` streams to its file
-                transcript = load_transcript(path, runtime)
+                transcript = load_transcript(path, runtime, cut_outputs=None if kind == "json" else OUTPUT_LIMIT)
                 chunks = {"html": iter_html_page, "md": iter_transcript_markdown, "json": iter_transcript_json}[kind]
                 return sum(len(chunk) for chunk in chunks(transcript))  # type: ignore[operator]
             return run

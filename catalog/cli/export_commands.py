@@ -94,7 +94,7 @@ def _check_replaceable(target: str, force: bool) -> None:
 
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from sessdex.catalog.cli.manage_commands import find_session
-    from sessdex.catalog.export.html import iter_html_page
+    from sessdex.catalog.export.html import OUTPUT_LIMIT, iter_html_page
     from sessdex.catalog.export.markdown import iter_transcript_json, iter_transcript_markdown
     from sessdex.catalog.export.transcript import load_transcript
     from sessdex.core.resume import is_path_like
@@ -105,12 +105,14 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
         find_session(settings, args.value).path
     if not args.redact:
         echo("sessdex: warning: --no-redact: the export keeps any secret the session holds", err=True)
+    kind = _format_for(args)
     try:
+        # HTML and Markdown show only the head of a long tool output: it is cut (and redacted) as it is read.
         transcript = load_transcript(path, SessionRuntime(paths=settings.paths), leaf_id=args.leaf,
-                                     all_branches=args.all_branches, redact_secrets=args.redact)
+                                     all_branches=args.all_branches, redact_secrets=args.redact,
+                                     cut_outputs=None if kind == "json" else OUTPUT_LIMIT)
     except (ValueError, LookupError) as exc:
         raise UsageError(str(exc)) from exc
-    kind = _format_for(args)
     chunks: Iterable[bytes]
     if kind == "json":
         chunks = iter_transcript_json(transcript)

@@ -13,7 +13,7 @@ import binascii
 import functools
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -24,9 +24,10 @@ from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from sessdex.catalog.export.transcript import Transcript
+from sessdex.catalog.export.transcript import Transcript, output_texts, shown_output
 
-# Tool output and arguments longer than this are cut; the full length is stated beside the cut.
+# Tool output and arguments longer than this are cut; the full length (of the text as the session holds it) is
+# stated beside the cut.
 OUTPUT_LIMIT = 20_000
 # Text shown in a message (Markdown source) longer than this is cut the same way.
 TEXT_LIMIT = 200_000
@@ -105,11 +106,12 @@ def escape(text: Any) -> str:
     return _escape_html(clean(text if isinstance(text, str) else str(text)))
 
 
-def _cut(text: str, limit: int) -> tuple[str, str]:
-    """`text` cut to `limit` characters, and a note stating the full length when it was cut."""
-    if len(text) <= limit:
-        return text, ""
-    return text[:limit], (f'<p class="sx-cut">… cut: showing {limit:,} of {len(text):,} characters</p>')
+def _cut(texts: Sequence[str], limit: int) -> tuple[str, str]:
+    """The output `texts` (joined by newlines) cut to `limit` characters and cleaned, and a note stating its full
+    length when it was cut. The cut comes first: only what is shown is cleaned and escaped."""
+    shown, length = shown_output(texts, limit)
+    note = f'<p class="sx-cut">… cut: showing {limit:,} of {length:,} characters</p>' if length is not None else ""
+    return clean(shown), note
 
 
 # Code blocks longer than this are shown escaped but not coloured: Pygments' lexers are regular-expression driven and
@@ -166,13 +168,13 @@ def _plain_paragraphs(text: str) -> str | None:
 
 def render_markdown(text: str) -> str:
     """Session Markdown as safe HTML (raw HTML shown as text, unsafe link schemes refused by markdown-it)."""
-    shown, note = _cut(clean(text), TEXT_LIMIT)
+    shown, note = _cut((text,), TEXT_LIMIT)
     plain = _plain_paragraphs(shown)
     return (plain if plain is not None else str(_MD.render(shown))) + note
 
 
-def _pre(text: str, limit: int = OUTPUT_LIMIT) -> str:
-    shown, note = _cut(clean(text), limit)
+def _pre(texts: Sequence[str], limit: int = OUTPUT_LIMIT) -> str:
+    shown, note = _cut(texts, limit)
     return f"<pre>{_escape_html(shown)}</pre>{note}"
 
 
@@ -222,15 +224,10 @@ def _render_blocks(content: Any) -> str:
             parts.append(_details("Thinking", render_markdown(text)))
         elif kind == "toolCall":
             name = escape(block.get("name") or "tool")
-            parts.append(_details(f"Tool call: <code>{name}</code>", _pre(_json_text(block.get("arguments")))))
+            parts.append(_details(f"Tool call: <code>{name}</code>", _pre((_json_text(block.get("arguments")),))))
         elif kind == "image":
             parts.append(_image(block))
     return "".join(parts)
-
-
-def _text_of(content: Any) -> str:
-    return "\n".join(block["text"] for block in _content_blocks(content)
-                     if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str))
 
 
 def _head(role: str, entry: dict[str, Any], model: Any = None) -> str:
@@ -252,7 +249,7 @@ def render_entry_html(entry: dict[str, Any]) -> str:
         role = message.get("role")
         if role == "toolResult":
             name = escape(message.get("toolName") or "tool")
-            body = _pre(_text_of(message.get("content")))
+            body = _pre(output_texts(message.get("content")))
             body += "".join(_image(b) for b in _content_blocks(message.get("content"))
                             if isinstance(b, dict) and b.get("type") == "image")
             css = "sx-error" if message.get("isError") else ""
@@ -260,7 +257,8 @@ def render_entry_html(entry: dict[str, Any]) -> str:
             return f'<div class="sx-entry sx-tool"{anchor}>{_details(f"{label}: <code>{name}</code>", body, css=css)}</div>'
         if role == "bashExecution":
             command = escape(message.get("command") or "")
-            body = _pre(str(message.get("output") or ""))
+            output = message.get("output")
+            body = _pre((output if isinstance(output, str) else str(output or ""),))
             return f'<div class="sx-entry sx-tool"{anchor}>{_details(f"Shell: <code>{command}</code>", body)}</div>'
         css = "sx-user" if role == "user" else "sx-assistant"
         body = _render_blocks(message.get("content"))

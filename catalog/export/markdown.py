@@ -9,13 +9,13 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
 
 from sessdex.catalog.export.html import OUTPUT_LIMIT, clean
-from sessdex.catalog.export.transcript import Transcript
+from sessdex.catalog.export.transcript import Transcript, output_texts, shown_output
 
 
 def fence(text: str, language: str = "") -> str:
@@ -26,11 +26,12 @@ def fence(text: str, language: str = "") -> str:
     return f"{ticks}{language}\n{text}\n{ticks}\n"
 
 
-def _cut(text: str) -> str:
-    text = clean(text)
-    if len(text) <= OUTPUT_LIMIT:
-        return fence(text)
-    return fence(text[:OUTPUT_LIMIT]) + f"\n*… cut: showing {OUTPUT_LIMIT:,} of {len(text):,} characters*\n"
+def _cut(texts: Sequence[str]) -> str:
+    """The output `texts` (joined by newlines) fenced, cut first to OUTPUT_LIMIT characters with its full length
+    stated, as the HTML page cuts it."""
+    shown, length = shown_output(texts, OUTPUT_LIMIT)
+    fenced = fence(clean(shown))
+    return fenced if length is None else fenced + f"\n*… cut: showing {OUTPUT_LIMIT:,} of {length:,} characters*\n"
 
 
 def _details(summary: str, body: str) -> str:
@@ -53,12 +54,13 @@ def render_entry_markdown(entry: dict[str, Any]) -> str:
         message = entry["message"]
         role = str(message.get("role") or "message")
         if role == "toolResult":
-            text = "\n".join(b.get("text", "") for b in _blocks(message.get("content"))
-                             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+            texts = output_texts(message.get("content"))
             label = "Tool error" if message.get("isError") else "Tool result"
-            return _details(f"{label}: {message.get('toolName') or 'tool'}", _cut(text))
+            return _details(f"{label}: {message.get('toolName') or 'tool'}", _cut(texts))
         if role == "bashExecution":
-            return _details(f"Shell: {message.get('command') or ''}", _cut(str(message.get("output") or "")))
+            output = message.get("output")
+            return _details(f"Shell: {message.get('command') or ''}",
+                            _cut((output if isinstance(output, str) else str(output or ""),)))
         head = f"### {role}"
         if message.get("model"):
             head += f" · {clean(str(message['model']))}"
@@ -74,7 +76,7 @@ def render_entry_markdown(entry: dict[str, Any]) -> str:
                 parts.append(_details("Thinking", clean(block["thinking"])))
             elif block.get("type") == "toolCall":
                 parts.append(_details(f"Tool call: {block.get('name') or 'tool'}",
-                                      _cut(_json_text(block.get("arguments")))))
+                                      _cut((_json_text(block.get("arguments")),))))
             elif block.get("type") == "image":
                 parts.append("*[image]*\n")
         return "\n".join(parts)

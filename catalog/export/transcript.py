@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, overload
 
 from sessdex.catalog.export.lines import line_blocks, lines_of
-from sessdex.catalog.secrets import keywords_in, redact, redact_value, secret_places
+from sessdex.catalog.secrets import RedactedText, keywords_in, redact, redact_head, redact_value, secret_places
 from sessdex.core.blobs import BlobStore
 from sessdex.core.context import path_to_leaf
 from sessdex.core.errors import SessionFileError
@@ -202,6 +202,84 @@ def _see(outline: _Outline, offset: int, end: int, value: Any) -> None:
         outline.assistants[index] = (model, {"usage": message.get("usage")})
 
 
+class CutText(RedactedText):
+    """The head of a long tool output, cut when its entry was read (see `load_transcript`'s `cut_outputs`): the text
+    is what an export shows of the output (redacted then, if the export redacts), `length` how many characters the
+    whole output has in the session."""
+
+    length: int
+
+    def __new__(cls, head: str, length: int) -> CutText:
+        text = super().__new__(cls, head)
+        text.length = length
+        return text
+
+
+def _full_length(text: str) -> int:
+    return text.length if isinstance(text, CutText) else len(text)
+
+
+def shown_output(texts: Sequence[str], limit: int) -> tuple[str, int | None]:
+    """What an export shows of an output made of `texts` joined by newlines (the text blocks of a tool result, or
+    one text): its first `limit` characters, and the whole output's length when it is longer (else None). A
+    `CutText` counts at its whole length and is shown as cut (a secret across its cut is one marker, kept whole)."""
+    pieces: list[str] = []
+    position = 0
+    for index, text in enumerate(texts):
+        if index:
+            if position >= limit:
+                break
+            pieces.append("\n")
+            position += 1
+        pieces.append(text if isinstance(text, CutText) else text[:max(0, limit - position)])
+        position += _full_length(text)
+    length = sum(_full_length(text) for text in texts) + max(0, len(texts) - 1)
+    return "".join(pieces), (length if length > limit else None)
+
+
+def output_texts(content: Any) -> list[str]:
+    """The text blocks of a tool result's `content` (or the one text it is): one output, shown joined by newlines."""
+    if isinstance(content, str):
+        return [content]
+    return [block["text"] for block in content if isinstance(block, dict) and block.get("type") == "text"
+            and isinstance(block.get("text"), str)] if isinstance(content, list) else []
+
+
+def _cut_outputs(entry: dict[str, Any], limit: int, keywords: tuple[str, ...] | None) -> dict[str, Any]:
+    """`entry` with the long outputs of a tool result or shell run (what an export cuts at `limit` characters)
+    replaced by their heads as `CutText`: redacted with `keywords` (None: not redacted), so that only the head and
+    a bounded window past the cut are ever searched. Text blocks of a tool result are one output joined by
+    newlines: each keeps what of it falls before the cut. Other entries are returned as they are."""
+    message = entry.get("message")
+    if entry.get("type") != "message" or not isinstance(message, dict):
+        return entry
+
+    def head(text: str, room: int) -> CutText:
+        if room <= 0 or keywords is None or not keywords:
+            return CutText(text[:max(0, room)], len(text))
+        return CutText(redact_head(text, room, keywords), len(text))
+
+    role = message.get("role")
+    output = message.get("output")
+    if role == "bashExecution" and isinstance(output, str) and len(output) > limit:
+        return {**entry, "message": {**message, "output": head(output, limit)}}
+    content = message.get("content")
+    if role != "toolResult" or not isinstance(content, (str, list)):
+        return entry
+    if isinstance(content, str):
+        return {**entry, "message": {**message, "content": head(content, limit)}} if len(content) > limit else entry
+    blocks: list[Any] = []
+    start = 0  # where the block's text starts in the joined output
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            text = block["text"]
+            if start + len(text) > limit:
+                block = {**block, "text": head(text, limit - start)}
+            start += len(text) + 1
+        blocks.append(block)
+    return {**entry, "message": {**message, "content": blocks}} if start - 1 > limit else entry
+
+
 @dataclass(slots=True)
 class Transcript:
     """What an export shows: the header, every entry (file order) and the entries on the shown path.
@@ -224,8 +302,12 @@ class Transcript:
 
 
 def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None = None, all_branches: bool = False,
-                    redact_secrets: bool = True) -> Transcript:
-    """Read the session at `path` for export. `leaf_id` picks the branch (default: the last entry's)."""
+                    redact_secrets: bool = True, cut_outputs: int | None = None) -> Transcript:
+    """Read the session at `path` for export. `leaf_id` picks the branch (default: the last entry's).
+
+    `cut_outputs`: an export that shows only the first so many characters of a tool output (HTML, Markdown) has
+    longer ones cut as each entry is read (`CutText`, see `shown_output`), so that a long output is redacted and
+    rendered only as far as it is shown."""
     try:
         fd = open_regular(path)
     except FileNotFoundError as exc:
@@ -236,7 +318,7 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
         with open(fd, "rb") as handle:
             outline = _outline(handle)
     except _NeedsWholeLoad:
-        return _load_whole(path, runtime, leaf_id, all_branches, redact_secrets)
+        return _load_whole(path, runtime, leaf_id, all_branches, redact_secrets, cut_outputs)
     if outline is None:
         raise ValueError(f"{path} is not a session file (no valid session header)")
     blobs = BlobStore(runtime.paths.blobs_dir, runtime.file_storage())
@@ -245,15 +327,13 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
 
     def prepare(line: bytes, value: Any) -> dict[str, Any]:
         entry = project_loaded_entry(value, blobs)
-        if not redact_secrets:
-            return entry
         # One pass over the raw line says whether a rule may match in any of its strings: most lines hold no
         # keyword, or hold one only as an ordinary word ("token", "keyboard"), and nothing more runs on them (the
         # secret scan decides the same way). On the others, the keywords the line holds decide which rules run.
         # Resolved blobs are images (base64), not session text.
-        if not secret_places(line):
-            return entry
-        keywords = keywords_in(line)
+        keywords = (keywords_in(line) if secret_places(line) else ()) if redact_secrets else None
+        if cut_outputs is not None:
+            entry = _cut_outputs(entry, cut_outputs, keywords)
         return redact_value(entry, keywords) if keywords else entry
 
     def read(indexes: Iterable[int]) -> Iterator[dict[str, Any]]:
@@ -320,7 +400,7 @@ def _title(session_name: str | None, header: dict[str, Any], title_line: dict[st
 
 
 def _load_whole(path: Path, runtime: SessionRuntime, leaf_id: str | None, all_branches: bool,
-                redact_secrets: bool) -> Transcript:
+                redact_secrets: bool, cut_outputs: int | None = None) -> Transcript:
     """The transcript of a file that must be loaded whole (migrated or damaged), held in memory."""
     storage = runtime.file_storage()
     loaded = load_session_file(path, storage, BlobStore(runtime.paths.blobs_dir, storage), runtime.ids.entry_id)
@@ -331,6 +411,8 @@ def _load_whole(path: Path, runtime: SessionRuntime, leaf_id: str | None, all_br
     if redact_secrets:
         entries = [redact_value(entry) for entry in entries]
         header = redact_value(header)
+    if cut_outputs is not None:  # (cut from the redacted text: such files are small, and redacted whole)
+        entries = [_cut_outputs(entry, cut_outputs, None) for entry in entries]
     by_id = {entry["id"]: entry for entry in entries if isinstance(entry.get("id"), str)}
     leaf = _chosen_leaf(leaf_id, by_id, entries)
     shown = entries if all_branches else path_to_leaf(entries, leaf, by_id)

@@ -438,6 +438,45 @@ def redact(text: str, keywords: tuple[str, ...] | None = None) -> str:
     return "".join(parts)
 
 
+class RedactedText(str):
+    """Text already redacted (the head `redact_head` gives, say): `redact_value` keeps it as it is, since searching
+    it again could find a match that only its cut made (a token cut short to a rule's length)."""
+
+
+# How far past a cut `redact_head` searches: longer than any match of a rule that can hold whitespace (a private
+# key's armour and body, at most about 16,550 characters; an assignment or URL password, a few hundred). A match
+# holding no whitespace ends before the next whitespace character, where the search always ends too.
+_REACH = 17_000
+_WHITESPACE = re.compile(r"\s")
+
+
+def redact_head(text: str, limit: int, keywords: tuple[str, ...] | None = None) -> str:
+    """The first `limit` characters of `text`, redacted as `redact(text)` redacts them, for a cut that shows only
+    those: a secret that starts before the cut is replaced whole (its marker then ends the head), so no part of it
+    shows. Only the head and a bounded window past the cut are searched, however long `text` is.
+
+    The window runs `_REACH` characters past the cut and then on to the next whitespace character: every match that
+    starts before the cut ends inside it (a match longer than `_REACH` spans whitespace only where a rule allows a
+    run of spaces before the secret, and then the secret itself lies past the cut), and the window never ends inside
+    a token, so each such match is the one found in the whole text."""
+    if len(text) <= limit:
+        return redact(text, keywords)
+    end = limit + _REACH
+    space = _WHITESPACE.search(text, end)
+    window = text[:space.start() if space is not None else len(text)] if end < len(text) else text
+    parts: list[str] = []
+    position = 0
+    for item in find_secrets(window, keywords):
+        if item.start >= limit:
+            break
+        parts.append(text[position:item.start])
+        parts.append(f"[REDACTED:{item.kind}]")
+        position = item.end
+    if position < limit:
+        parts.append(text[position:limit])
+    return "".join(parts)
+
+
 def redact_value(value: Any, keywords: tuple[str, ...] | None = None) -> Any:
     """`value` (parsed JSON) with every string inside it redacted; containers holding a secret are copied, never
     changed in place, and a value in which no rule's keyword occurs is returned as it is.
@@ -445,9 +484,10 @@ def redact_value(value: Any, keywords: tuple[str, ...] | None = None) -> Any:
     The keyword pre-check runs once on the whole value serialized (fast, in C); the strings inside are then only
     searched for the keywords found there. `keywords`, when given, are those known to be the only ones that can
     occur in `value` (say, from `keywords_in` on the line it was parsed from): the serialization is skipped.
+    A `RedactedText` inside is kept as it is.
     """
     if isinstance(value, str):
-        return redact(value, keywords)
+        return value if isinstance(value, RedactedText) else redact(value, keywords)
     if not isinstance(value, (dict, list)):
         return value
     if keywords is not None:
@@ -465,7 +505,7 @@ def redact_value(value: Any, keywords: tuple[str, ...] | None = None) -> Any:
 
 def _redact_within(value: Any, keywords: tuple[str, ...]) -> Any:
     if isinstance(value, str):
-        return redact(value, keywords)
+        return value if isinstance(value, RedactedText) else redact(value, keywords)
     if isinstance(value, dict):
         return {key: _redact_within(item, keywords) for key, item in value.items()}
     if isinstance(value, list):
