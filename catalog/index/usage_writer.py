@@ -14,12 +14,10 @@ machine never reads or writes another machine's usage rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from sessdex.core.usage import USAGE_FACT_COLUMNS, UsageFact, model_names
+from sessdex.core.usage import USAGE_FACT_COLUMNS, UsageFact
 
 if TYPE_CHECKING:
     from sessdex.catalog.store.db import CatalogDatabase
@@ -103,23 +101,6 @@ def _summable(rollup: Sequence[Sequence[Any]]) -> bool:
     return all(abs(value) < HUGE_FIGURE for row in rollup for value in row[7:])
 
 
-def session_row(file_id: int, rollup: Iterable[Sequence[Any]]) -> dict[str, Any]:
-    """The parameters of a file's usage_sessions row from its rollup rows (provider, model, figures, messages):
-    the figures summed, and its models' names as a JSON array (the file's names are read from its row)."""
-    sums: list[Any] = [0] * (len(_TOTAL_FIGURES))
-    keys = set()
-    for provider, model, *figures in rollup:
-        keys.add(f"{provider}/{model}")
-        for index, value in enumerate(figures):
-            sums[index] += value
-    row = {f"s_{name}": value for name, value in zip(_TOTAL_FIGURES, sums)}
-    row["s_cost_nanos"] = int(row["s_cost_nanos"])  # (a server sums BIGINT columns as NUMERIC: a Decimal)
-    row["s_messages"] = int(row["s_messages"])
-    row["s_models"] = orjson.dumps(model_names(keys)).decode()
-    row["file_id"] = file_id
-    return row
-
-
 def rebuild_usage_totals(db: CatalogDatabase) -> None:
     """Sum this machine's usage_totals again from its whole rollup."""
     from sessdex.catalog.store.compiled_sql import SQL
@@ -170,8 +151,7 @@ def refresh_file_usage(db: CatalogDatabase, file_id: int) -> None:
     forgotten = forget_file_usage(db, file_id)
     db.execute("insert_usage_rollup_of_file", {"file_id": file_id})
     new = db.fetch_tuples("usage_rollup_of_file", {"file_id": file_id})
-    if new:
-        db.execute("insert_usage_session_of_file", session_row(file_id, (row[5:] for row in new)))
+    db.execute("insert_usage_session_of_file", {"file_id": file_id})
     if forgotten and _summable(new):
         _apply_totals(db, file_id, new, 1)
     else:
@@ -196,11 +176,7 @@ def refresh_all_usage(db: CatalogDatabase) -> None:
     db.execute("insert_machine_usage_rollups")
     rebuild_usage_totals(db)
     db.execute("delete_machine_usage_sessions")
-    by_file: dict[int, list[Sequence[Any]]] = {}
-    for file_id, *figures in db.fetch_tuples("usage_session_figures_of_machine"):
-        by_file.setdefault(file_id, []).append(figures)
-    if by_file:
-        db.executemany("insert_usage_session_of_file", [session_row(file_id, rows) for file_id, rows in by_file.items()])
+    db.execute("insert_machine_usage_sessions")
 
 
 def forget_machine_usage(db: CatalogDatabase) -> None:

@@ -421,20 +421,28 @@ SQL: dict[str, str] = {
         'WHERE usage_rollup.machine = %(machine)s::VARCHAR GROUP BY usage_rollup.machine, usage_rollup.directory, usage_rollup.provider, usage_rollup.model'
     ),
     'insert_usage_session_of_file': (
-        "INSERT INTO usage_sessions (file_id, machine, directory, session_id, path, cwd, title, first_message, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, models) SELECT session_files.id, session_files.machine, session_files.directory, session_files.session_id, session_files.path, coalesce(session_files.cwd, '') AS coalesce_1, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, %(s_input_tokens)s AS anon_1, %(s_output_tokens)s AS anon_2, %(s_cache_read_tokens)s AS anon_3, %(s_cache_write_tokens)s AS anon_4, %(s_cost_nanos)s::BIGINT AS anon_5, %(s_messages)s::INTEGER AS anon_6, %(s_models)s::VARCHAR AS anon_7 \n"
-        'FROM session_files \n'
-        'WHERE session_files.id = %(file_id)s::INTEGER'
+        'INSERT INTO usage_sessions (file_id, machine, directory, session_id, path, cwd, title, first_message, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, models) SELECT session_files.id, session_files.machine, session_files.directory, session_files.session_id, session_files.path, coalesce(session_files.cwd, \'\') AS coalesce_1, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, figures.input_tokens, figures.output_tokens, figures.cache_read_tokens, figures.cache_write_tokens, figures.cost_nanos, figures.messages, (SELECT CAST(json_agg(names.name ORDER BY names.key COLLATE "C") AS TEXT) AS json_array_ordered_1 \n'
+        "FROM (SELECT DISTINCT model_rows.provider || '/' || model_rows.model AS key, substr(model_rows.provider || '/' || model_rows.model, strpos(model_rows.provider || '/' || model_rows.model, '/') + 1) AS name \n"
+        'FROM usage_rollup AS model_rows \n'
+        'WHERE model_rows.file_id = session_files.id ORDER BY key) AS names) AS anon_1 \n'
+        'FROM session_files JOIN (SELECT usage_rollup.file_id AS file_id, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.file_id = %(file_id)s::INTEGER GROUP BY usage_rollup.file_id) AS figures ON figures.file_id = session_files.id'
+    ),
+    'insert_machine_usage_sessions': (
+        'INSERT INTO usage_sessions (file_id, machine, directory, session_id, path, cwd, title, first_message, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_nanos, messages, models) SELECT session_files.id, session_files.machine, session_files.directory, session_files.session_id, session_files.path, coalesce(session_files.cwd, \'\') AS coalesce_1, session_files.title, substr(session_files.first_message, 1, 200) AS substr_1, figures.input_tokens, figures.output_tokens, figures.cache_read_tokens, figures.cache_write_tokens, figures.cost_nanos, figures.messages, (SELECT CAST(json_agg(names.name ORDER BY names.key COLLATE "C") AS TEXT) AS json_array_ordered_1 \n'
+        "FROM (SELECT DISTINCT model_rows.provider || '/' || model_rows.model AS key, substr(model_rows.provider || '/' || model_rows.model, strpos(model_rows.provider || '/' || model_rows.model, '/') + 1) AS name \n"
+        'FROM usage_rollup AS model_rows \n'
+        'WHERE model_rows.file_id = session_files.id ORDER BY key) AS names) AS anon_1 \n'
+        'FROM session_files JOIN (SELECT usage_rollup.file_id AS file_id, sum(usage_rollup.input_tokens) AS input_tokens, sum(usage_rollup.output_tokens) AS output_tokens, sum(usage_rollup.cache_read_tokens) AS cache_read_tokens, sum(usage_rollup.cache_write_tokens) AS cache_write_tokens, sum(usage_rollup.cost_nanos) AS cost_nanos, sum(usage_rollup.messages) AS messages \n'
+        'FROM usage_rollup \n'
+        'WHERE usage_rollup.machine = %(machine)s::VARCHAR GROUP BY usage_rollup.file_id) AS figures ON figures.file_id = session_files.id'
     ),
     'delete_usage_session_of_file': (
         'DELETE FROM usage_sessions WHERE usage_sessions.file_id = %(file_id)s::INTEGER'
     ),
     'delete_machine_usage_sessions': (
         'DELETE FROM usage_sessions WHERE usage_sessions.machine = %(machine)s::VARCHAR'
-    ),
-    'usage_session_figures_of_machine': (
-        'SELECT usage_rollup.file_id, usage_rollup.provider, usage_rollup.model, sum(usage_rollup.input_tokens) AS sum_1, sum(usage_rollup.output_tokens) AS sum_2, sum(usage_rollup.cache_read_tokens) AS sum_3, sum(usage_rollup.cache_write_tokens) AS sum_4, sum(usage_rollup.cost_nanos) AS sum_5, sum(usage_rollup.messages) AS sum_6 \n'
-        'FROM usage_rollup \n'
-        'WHERE usage_rollup.machine = %(machine)s::VARCHAR GROUP BY usage_rollup.file_id, usage_rollup.provider, usage_rollup.model'
     ),
     'usage_sessions_in_scopes': (
         'SELECT usage_sessions.session_id, usage_sessions.path, usage_sessions.cwd, usage_sessions.title, usage_sessions.first_message, CASE WHEN (usage_sessions.machine = %(this_machine)s::VARCHAR) THEN NULL ELSE usage_sessions.machine END AS anon_1, usage_sessions.input_tokens, usage_sessions.output_tokens, usage_sessions.cache_read_tokens, usage_sessions.cache_write_tokens, usage_sessions.cost_nanos, usage_sessions.messages, usage_sessions.models \n'

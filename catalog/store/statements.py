@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
-    Float,
     Integer,
     Select,
     Text,
@@ -36,7 +34,9 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ClauseElement, ColumnElement
+from sqlalchemy.sql.functions import FunctionElement
 
 from sessdex.catalog.store.schema import (
     catalog_meta,
@@ -261,31 +261,82 @@ SESSION_ROW_COLUMNS = ("session_id", "path", "cwd", "title", "first_message", "m
                        "models")
 
 
+class _JsonArrayOrdered(FunctionElement[str]):
+    """The JSON array (text) of `value` over a group's rows in code point order of `key` (as Python sorts strings).
+
+    SQLite has no ORDER BY inside an aggregate before 3.44: its rows must come from a subquery ordered by `key`,
+    whose order its json_group_array keeps; PostgreSQL orders the aggregate itself, by byte order ("C")."""
+
+    type = Text()
+    inherit_cache = True
+    name = "json_array_ordered"
+
+
+@compiles(_JsonArrayOrdered, "sqlite")
+def _json_array_ordered_sqlite(element: _JsonArrayOrdered, compiler: Any, **kw: Any) -> str:
+    value, _key = element.clauses
+    return f"json_group_array({compiler.process(value, **kw)})"
+
+
+@compiles(_JsonArrayOrdered, "postgresql")
+def _json_array_ordered_postgresql(element: _JsonArrayOrdered, compiler: Any, **kw: Any) -> str:
+    value, key = element.clauses
+    return f'CAST(json_agg({compiler.process(value, **kw)} ORDER BY {compiler.process(key, **kw)} COLLATE "C") AS TEXT)'
+
+
+class _SlashPosition(FunctionElement[int]):
+    """Where the first "/" is in a text (from 1; 0 when it has none): SQLite's instr, PostgreSQL's strpos."""
+
+    type = Integer()
+    inherit_cache = True
+    name = "slash_position"
+
+
+@compiles(_SlashPosition, "sqlite")
+def _slash_position_sqlite(element: _SlashPosition, compiler: Any, **kw: Any) -> str:
+    return f"instr({compiler.process(element.clauses, **kw)}, '/')"
+
+
+@compiles(_SlashPosition, "postgresql")
+def _slash_position_postgresql(element: _SlashPosition, compiler: Any, **kw: Any) -> str:
+    return f"strpos({compiler.process(element.clauses, **kw)}, '/')"
+
+
+def _session_rows_insert(one_file: bool) -> ClauseElement:
+    """INSERT the usage_sessions rows of one machine's files (`one_file`: of the file `file_id` only), summed from
+    their rollup rows: the file's names, its figures, and its models' names as `core.usage.model_names` lists them
+    (sorted by "provider/model", without the provider), as a JSON array."""
+    figures = select(_r.file_id, *(func.sum(_r[name]).label(name) for name in USAGE_FIGURES),
+                     func.sum(_r.messages).label("messages"))
+    figures = figures.where(_r.file_id == bindparam("file_id") if one_file else _r.machine == bindparam("machine"))
+    sums = figures.group_by(_r.file_id).subquery("figures")
+    models = usage_rollup.alias("model_rows")
+    key = (models.c.provider + literal_column("'/'") + models.c.model).label("key")
+    names = (select(key, func.substr(key, _SlashPosition(key) + literal_column("1")).label("name"))
+             .distinct().where(models.c.file_id == _f.id).order_by(key).correlate(session_files).subquery("names"))
+    model_list = select(_JsonArrayOrdered(names.c.name, names.c.key)).scalar_subquery()
+    rows = (select(_f.id, _f.machine, _f.directory, _f.session_id, _f.path, func.coalesce(_f.cwd, literal_column("''")),
+                   _f.title, _first_message_start(), *(sums.c[name] for name in USAGE_FIGURES), sums.c.messages,
+                   model_list)
+            .select_from(session_files.join(sums, sums.c.file_id == _f.id)))
+    return insert(usage_sessions).from_select(
+        ["file_id", "machine", "directory", "session_id", "path", "cwd", "title", "first_message", *USAGE_FIGURES,
+         "messages", "models"], rows)
+
+
 def _session_rows_statements() -> dict[str, ClauseElement]:
-    """usage_sessions: the indexer's write of one file's row (its names read from its file row, its figures and
-    models given), the deletes, the bulk run's per-file figures, and the session report's reads."""
-    names = (_f.id, _f.machine, _f.directory, _f.session_id, _f.path, func.coalesce(_f.cwd, literal_column("''")),
-             _f.title, _first_message_start())
-    given: list[Any] = [bindparam(f"s_{name}", type_=Float()) for name in USAGE_FIGURES[:4]]
-    given += [bindparam("s_cost_nanos", type_=BigInteger()), bindparam("s_messages", type_=Integer()),
-              bindparam("s_models", type_=Text())]
+    """usage_sessions: the indexer's writes of one file's row and of every row of a machine (set-based, from the
+    rollup), the deletes, and the session report's reads."""
     # (The machine is NULL for the rows of `this_machine`, which say none: no string per row to make and drop.)
     shown = select(*(_s[name] if name != "machine" else case((_s.machine == bindparam("this_machine", type_=Text),
                                                                 literal_column("NULL")), else_=_s.machine)
                      for name in SESSION_ROW_COLUMNS))
     mine = _s.machine == bindparam("machine")
     return {
-        "insert_usage_session_of_file": insert(usage_sessions).from_select(
-            ["file_id", "machine", "directory", "session_id", "path", "cwd", "title", "first_message",
-             *USAGE_FIGURES, "messages", "models"],
-            select(*names, *given).where(_f.id == bindparam("file_id"))),
+        "insert_usage_session_of_file": _session_rows_insert(one_file=True),
+        "insert_machine_usage_sessions": _session_rows_insert(one_file=False),
         "delete_usage_session_of_file": delete(usage_sessions).where(_s.file_id == bindparam("file_id")),
         "delete_machine_usage_sessions": delete(usage_sessions).where(mine),
-        # Every file's rollup summed per model (the bulk run's rows, written per file as above).
-        "usage_session_figures_of_machine": select(_r.file_id, _r.provider, _r.model,
-                                                   *(func.sum(_r[name]) for name in USAGE_FIGURES),
-                                                   func.sum(_r.messages))
-        .where(_r.machine == bindparam("machine")).group_by(_r.file_id, _r.provider, _r.model),
         "usage_sessions_in_scopes": shown.where(
             mine & _s.directory.in_([bindparam(name) for name in SCOPE_DIRECTORY_PARAMS])),
         "usage_sessions_under_root": shown.where(

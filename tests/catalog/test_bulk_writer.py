@@ -303,3 +303,29 @@ def test_an_interrupted_run_keeps_only_whole_batches(tmp_path, corpus, monkeypat
     finally:
         database.close()
     assert_same_content(snapshot(location.sqlite_path), one_by_one(tmp_path / "reference", corpus))
+
+
+def test_the_usage_refresh_after_a_bulk_run_is_set_based(tmp_path, corpus, monkeypatch):
+    # Summing the usage rows after a bulk run costs a few statements whatever the number of files: a statement per
+    # session (10,000 of them in a large first index) is what made it slow.
+    statements: list[int] = []
+    real_refresh = indexer_module.refresh_all_usage
+
+    def counted_refresh(db: Any) -> None:
+        seen: list[str] = []
+        connection = db.sqlite_writer()
+        connection.set_trace_callback(seen.append)
+        try:
+            real_refresh(db)
+        finally:
+            connection.set_trace_callback(None)
+        statements.append(len(seen))
+
+    monkeypatch.setattr(indexer_module, "refresh_all_usage", counted_refresh)
+    sessions = [path for path in corpus if path.parent.name != "odd" and path.exists()]
+    bulk_index(tmp_path / "few", sessions[:5])
+    bulk_index(tmp_path / "many", sessions)
+    few, many = statements
+    assert len(sessions) >= 30
+    forks = sum(1 for path in sessions if b'"parentSession"' in path.read_bytes()[:4096])
+    assert many <= few + 2 * forks  # only a fork's copies are marked one file at a time
