@@ -16,6 +16,7 @@ them (such files are old or broken, and small in practice). Nothing is ever writ
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -280,6 +281,17 @@ def _cut_outputs(entry: dict[str, Any], limit: int, keywords: tuple[str, ...] | 
     return {**entry, "message": {**message, "content": blocks}} if start - 1 > limit else entry
 
 
+def _shown_entry(entry: dict[str, Any], data: bytes, redact_secrets: bool, cut_outputs: int | None) -> dict[str, Any]:
+    """`entry` as an export shows it: its long outputs cut (`cut_outputs`), then redacted. `data` is the entry's
+    JSON text. One pass over it says whether a rule may match in any of its strings: most entries hold no keyword,
+    or hold one only as an ordinary word ("token", "keyboard"), and nothing more runs on them (the secret scan
+    decides the same way). On the others, the keywords the text holds decide which rules run."""
+    keywords = (keywords_in(data) if secret_places(data) else ()) if redact_secrets else None
+    if cut_outputs is not None:
+        entry = _cut_outputs(entry, cut_outputs, keywords)
+    return redact_value(entry, keywords) if keywords else entry
+
+
 @dataclass(slots=True)
 class Transcript:
     """What an export shows: the header, every entry (file order) and the entries on the shown path.
@@ -326,15 +338,8 @@ def load_transcript(path: Path, runtime: SessionRuntime, *, leaf_id: str | None 
     skeletons = outline.skeletons
 
     def prepare(line: bytes, value: Any) -> dict[str, Any]:
-        entry = project_loaded_entry(value, blobs)
-        # One pass over the raw line says whether a rule may match in any of its strings: most lines hold no
-        # keyword, or hold one only as an ordinary word ("token", "keyboard"), and nothing more runs on them (the
-        # secret scan decides the same way). On the others, the keywords the line holds decide which rules run.
-        # Resolved blobs are images (base64), not session text.
-        keywords = (keywords_in(line) if secret_places(line) else ()) if redact_secrets else None
-        if cut_outputs is not None:
-            entry = _cut_outputs(entry, cut_outputs, keywords)
-        return redact_value(entry, keywords) if keywords else entry
+        # Resolved blobs are images (base64), not session text: the line as written decides the redaction.
+        return _shown_entry(project_loaded_entry(value, blobs), line, redact_secrets, cut_outputs)
 
     def read(indexes: Iterable[int]) -> Iterator[dict[str, Any]]:
         with open(open_regular(path), "rb") as handle:
@@ -408,11 +413,11 @@ def _load_whole(path: Path, runtime: SessionRuntime, leaf_id: str | None, all_br
         raise ValueError(f"{path} is not a session file (no valid session header)")
     entries = [entry for entry in loaded.entries if isinstance(entry, dict)]
     header = dict(loaded.header)
+    # (json, not orjson: such a file may hold what orjson cannot write, an int beyond 64 bits.)
+    entries = [_shown_entry(entry, json.dumps(entry, ensure_ascii=False).encode(), redact_secrets, cut_outputs)
+               for entry in entries]
     if redact_secrets:
-        entries = [redact_value(entry) for entry in entries]
         header = redact_value(header)
-    if cut_outputs is not None:  # (cut from the redacted text: such files are small, and redacted whole)
-        entries = [_cut_outputs(entry, cut_outputs, None) for entry in entries]
     by_id = {entry["id"]: entry for entry in entries if isinstance(entry.get("id"), str)}
     leaf = _chosen_leaf(leaf_id, by_id, entries)
     shown = entries if all_branches else path_to_leaf(entries, leaf, by_id)

@@ -12,7 +12,7 @@ import pytest
 
 from sessdex.catalog.export.html import OUTPUT_LIMIT, render_html_page
 from sessdex.catalog.export.markdown import render_transcript_markdown
-from sessdex.catalog.export.transcript import load_transcript
+from sessdex.catalog.export.transcript import _load_whole, load_transcript
 from sessdex.catalog.secrets import find_secrets, redact_head
 from sessdex.core.runtime import SessionRuntime
 from tests.core.sessiontree import BASE_MS, Tree, header, make_tree, message, user
@@ -36,9 +36,11 @@ def write_session(tree: Tree, *results: dict[str, object]) -> Path:
     return path
 
 
-def exports(tree: Tree, path: Path, *, redact: bool = True) -> tuple[str, str]:
-    transcript = load_transcript(path, SessionRuntime(paths=tree.paths), redact_secrets=redact,
-                                 cut_outputs=OUTPUT_LIMIT)
+def exports(tree: Tree, path: Path, *, redact: bool = True, whole: bool = False) -> tuple[str, str]:
+    # `whole`: the loader of files that must be read whole (migrated or damaged) cuts and redacts the same way.
+    runtime = SessionRuntime(paths=tree.paths)
+    transcript = (_load_whole(path, runtime, None, False, redact, OUTPUT_LIMIT) if whole
+                  else load_transcript(path, runtime, redact_secrets=redact, cut_outputs=OUTPUT_LIMIT))
     return render_html_page(transcript), render_transcript_markdown(transcript)
 
 
@@ -47,24 +49,26 @@ def note(length: int) -> tuple[str, str]:
             f"*… cut: showing {OUTPUT_LIMIT:,} of {length:,} characters*")
 
 
+@pytest.mark.parametrize("whole", [False, True])
 @pytest.mark.parametrize("before_cut", [1, 10, len(GITHUB_TOKEN) - 1])
-def test_a_secret_across_the_cut_is_redacted_whole(tmp_path: Path, before_cut: int) -> None:
+def test_a_secret_across_the_cut_is_redacted_whole(tmp_path: Path, before_cut: int, whole: bool) -> None:
     tree = make_tree(tmp_path)
     text = "x" * (OUTPUT_LIMIT - before_cut - 1) + " " + GITHUB_TOKEN + " T-A-I-L " + "y" * 50_000
     path = write_session(tree, [{"type": "text", "text": text}])
-    for page in exports(tree, path):
+    for page in exports(tree, path, whole=whole):
         assert "[REDACTED:github-token]" in page
         # No piece of the token's own characters (past its prefix) shows.
         assert GITHUB_TOKEN[4:12] not in page and "ghp_a1" not in page and "T-A-I-L" not in page
 
 
-def test_the_note_states_the_length_the_session_holds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("whole", [False, True])
+def test_the_note_states_the_length_the_session_holds(tmp_path: Path, whole: bool) -> None:
     # A secret before the cut (its marker is longer than it) and control characters (dropped from what is shown)
     # change what is shown, never the stated length.
     tree = make_tree(tmp_path)
     text = f"key {AWS_KEY} \x1b[31mred\x1b[0m " + "z" * 30_000
     path = write_session(tree, [{"type": "text", "text": text}])
-    html, markdown = exports(tree, path)
+    html, markdown = exports(tree, path, whole=whole)
     html_note, markdown_note = note(len(text))
     assert html_note in html and markdown_note in markdown and AWS_KEY not in html + markdown
     assert "[REDACTED:aws-access-key]" in html and "\x1b" not in html + markdown
